@@ -1,0 +1,106 @@
+// Compact projections of the Kubernetes objects the proxy reads.
+//
+// The streams validate API objects and keep only these fields (a full
+// EndpointSlice held in memory is ~6 KiB, this projection a fraction of it).
+// The service model consumes nothing else. Addresses are kept as the API sent
+// them (after the stream's structural checks); the model normalises them
+// (leading zeros, whitespace) and drops bad entries field by field.
+
+export type Protocol = 'TCP' | 'UDP' | 'SCTP';
+export type IPFamily = 'IPv4' | 'IPv6';
+
+export interface ServicePortSpec {
+  /** Empty string for a single unnamed port. */
+  name: string;
+  protocol: Protocol;
+  port: number;
+  /** Number or named port; resolved through the EndpointSlice's ports. */
+  targetPort?: number | string;
+  nodePort?: number;
+}
+
+export interface LoadBalancerIngress {
+  ip?: string;
+  hostname?: string;
+  /** KEP-1860; undefined means VIP. */
+  ipMode?: 'VIP' | 'Proxy';
+}
+
+export interface ServiceInfo {
+  namespace: string;
+  name: string;
+  resourceVersion: string;
+  type: 'ClusterIP' | 'NodePort' | 'LoadBalancer' | 'ExternalName';
+  /** spec.clusterIPs (or [spec.clusterIP]); 'None' for headless services. */
+  clusterIPs: string[];
+  ipFamilies: IPFamily[];
+  ports: ServicePortSpec[];
+  externalIPs: string[];
+  loadBalancerIngress: LoadBalancerIngress[];
+  loadBalancerSourceRanges: string[];
+  sessionAffinity: 'None' | 'ClientIP';
+  /** spec.sessionAffinityConfig.clientIP.timeoutSeconds; defaults to 10800 when affinity is ClientIP. */
+  sessionAffinityTimeoutSeconds?: number;
+  externalTrafficPolicy: 'Cluster' | 'Local';
+  internalTrafficPolicy: 'Cluster' | 'Local';
+  healthCheckNodePort?: number;
+  /** spec.trafficDistribution: 'PreferClose' | 'PreferSameZone' | 'PreferSameNode' | other. */
+  trafficDistribution?: string;
+}
+
+export interface EndpointHints {
+  forZones: string[];
+  forNodes: string[];
+}
+
+export interface EndpointInfo {
+  addresses: string[];
+  /** conditions.*; undefined as the API leaves it (ready: undefined means ready). */
+  ready?: boolean;
+  serving?: boolean;
+  terminating?: boolean;
+  nodeName?: string;
+  zone?: string;
+  hints?: EndpointHints;
+}
+
+export interface EndpointPortInfo {
+  /** Empty string when unnamed. */
+  name: string;
+  protocol: Protocol;
+  port: number;
+}
+
+export interface EndpointSliceInfo {
+  namespace: string;
+  name: string;
+  resourceVersion: string;
+  /** Label kubernetes.io/service-name. */
+  serviceName: string;
+  addressType: 'IPv4' | 'IPv6' | 'FQDN';
+  /** KEP-2030 labels endpointslice.kubernetes.io/for-zone and for-region. */
+  forZone?: string;
+  forRegion?: string;
+  ports: EndpointPortInfo[];
+  endpoints: EndpointInfo[];
+}
+
+export interface NodeInfo {
+  name: string;
+  resourceVersion: string;
+  /** Labels topology.kubernetes.io/zone and topology.kubernetes.io/region. */
+  zone?: string;
+  region?: string;
+  /** status.addresses, InternalIP/ExternalIP only. */
+  addresses: { type: 'InternalIP' | 'ExternalIP'; address: string }[];
+  podCIDRs: string[];
+}
+
+/** A change to one stored object, as the streams emit it. */
+export type StoreEvent<T> =
+  | { type: 'upsert'; key: string; object: T }
+  | { type: 'delete'; key: string; object: T };
+
+export function namespacedKey(o: { namespace: string; name: string }): string {
+  return `${o.namespace}/${o.name}`;
+}

@@ -1,0 +1,52 @@
+// The reconciler's view of the kernel: commit a transaction, list a table.
+// Injected by the agent: the netlink addon in production, the kernel-modelling
+// fake in pure tests. Only src/native.ts loads the addon.
+
+import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from './objects.ts';
+
+/** One operation the kernel (or the fake) refused. */
+export interface OperationFailure {
+  /** Index into the committed operation list. */
+  index: number;
+  errno: number;
+  /** Symbolic errno, e.g. 'ENOENT'. */
+  code: string;
+  /** The kernel's extended-ack text where it gave one, else strerror. */
+  message: string;
+}
+
+/** A transaction that did not apply; nothing of it is in the kernel. */
+export class NftCommitError extends Error {
+  readonly code = 'ERR_NFT_COMMIT';
+  readonly failures: OperationFailure[];
+  readonly operations: readonly Operation[];
+  constructor(failures: OperationFailure[], operations: readonly Operation[]) {
+    const first = failures[0];
+    const op = first ? operations[first.index] : undefined;
+    super(
+      first
+        ? `nftables transaction rejected: operation ${first.index} (${op?.verb} ${op?.object.kind}) failed with ${first.code}: ${first.message}`
+        : 'nftables transaction rejected',
+    );
+    this.name = 'NftCommitError';
+    this.failures = failures;
+    this.operations = operations;
+  }
+}
+
+/** Everything one table holds, in a deterministic order (by name; rules in chain order). */
+export interface TableListing {
+  table: Table;
+  chains: Chain[];
+  rules: Rule[];
+  sets: Array<NftSet | NftMap>;
+  elements: Element[];
+  flowtables: Flowtable[];
+}
+
+export interface Dataplane {
+  /** Applies all operations as one atomic transaction or throws NftCommitError. */
+  commit(ops: readonly Operation[]): Promise<void>;
+  /** Reads one table back; undefined when it does not exist. */
+  list(family: Family, table: string): Promise<TableListing | undefined>;
+}

@@ -1,0 +1,208 @@
+// The one representation of nftables objects in kube-nft-proxy.
+//
+// These plain records are what the reconciler renders and diffs, what the
+// transaction validates, what the text renderer prints as `nft` syntax and what
+// the encoder lowers into the addon's compact binary form. Nothing else in the
+// code base describes nftables objects, so the three consumers cannot drift.
+//
+// Rules are structured statement lists at the level of `nft` syntax (a match,
+// a lookup, a verdict...). Lowering to kernel expressions (payload, cmp,
+// registers...) happens in one place, just before encoding.
+
+export type Family = 'ip' | 'ip6' | 'inet';
+
+export type ChainType = 'filter' | 'nat' | 'route';
+export type ChainHook = 'prerouting' | 'input' | 'forward' | 'output' | 'postrouting' | 'ingress';
+
+/** Data types of set keys, map data and match operands, by their `nft` names. */
+export type DataType =
+  | 'ipv4_addr'
+  | 'ipv6_addr'
+  | 'inet_proto'
+  | 'inet_service'
+  | 'ifname'
+  | 'mark'
+  | 'verdict';
+
+export interface Table {
+  kind: 'table';
+  family: Family;
+  name: string;
+  comment?: string;
+}
+
+export interface Chain {
+  kind: 'chain';
+  family: Family;
+  table: string;
+  name: string;
+  /** Present only on base chains; all three go together. */
+  base?: { type: ChainType; hook: ChainHook; priority: number; policy?: 'accept' | 'drop' };
+  comment?: string;
+}
+
+export interface Rule {
+  kind: 'rule';
+  family: Family;
+  table: string;
+  chain: string;
+  exprs: Statement[];
+  comment?: string;
+  /** Kernel handle, known only for rules read back from the kernel. */
+  handle?: number;
+}
+
+export type SetFlag = 'interval' | 'timeout' | 'dynamic' | 'constant';
+
+export interface NftSet {
+  kind: 'set';
+  family: Family;
+  table: string;
+  name: string;
+  /** One type, or several for a concatenation (`ipv4_addr . inet_proto . inet_service`). */
+  keyType: DataType[];
+  flags?: SetFlag[];
+  /** Default element timeout in seconds. */
+  timeout?: number;
+  comment?: string;
+}
+
+export interface NftMap {
+  kind: 'map';
+  family: Family;
+  table: string;
+  name: string;
+  keyType: DataType[];
+  /** `verdict` for verdict maps (`vmap`). */
+  dataType: DataType;
+  flags?: SetFlag[];
+  comment?: string;
+}
+
+/** A verdict as data: map values, rule verdicts. */
+export type Verdict =
+  | { verdict: 'accept' | 'drop' | 'return' | 'continue' }
+  | { verdict: 'jump' | 'goto'; chain: string };
+
+/**
+ * One element of a set or map. Each key part is the text form of a value of the
+ * container's key type at the same position: '10.96.0.1', 'fd00::1',
+ * '10.0.0.0/8' (interval sets only), 'tcp' (inet_proto), '80' (inet_service),
+ * 'eth0' (ifname), '0x4000' (mark).
+ */
+export interface Element {
+  kind: 'element';
+  family: Family;
+  table: string;
+  /** Name of the set or map holding it. */
+  set: string;
+  key: string[];
+  /** Maps only: a verdict for verdict maps, a value text otherwise. */
+  value?: Verdict | string;
+  /** Seconds, for sets with the timeout flag. */
+  timeout?: number;
+  comment?: string;
+}
+
+export interface Flowtable {
+  kind: 'flowtable';
+  family: Family;
+  table: string;
+  name: string;
+  hook: 'ingress';
+  priority: number;
+  devices: string[];
+}
+
+export type NftObject = Table | Chain | Rule | NftSet | NftMap | Element | Flowtable;
+export type NftObjectKind = NftObject['kind'];
+
+// ---------------------------------------------------------------------------
+// Rule statements
+
+/** What a match or key reads from the packet or its connection. */
+export type Selector =
+  | { kind: 'payload'; field: PayloadField }
+  | { kind: 'meta'; key: 'l4proto' | 'nfproto' | 'mark' | 'iifname' | 'oifname' | 'iif' | 'oif' }
+  | { kind: 'ct'; key: 'state' | 'status' | 'mark' | 'packets' | 'bytes' }
+  /** `ct original ip daddr` and friends: the address of one direction of the connection. */
+  | { kind: 'ct-addr'; dir: 'original' | 'reply'; field: 'ip saddr' | 'ip daddr' | 'ip6 saddr' | 'ip6 daddr' }
+  /** `fib daddr type` / `fib saddr type`: the route type (local, unicast...) of an address. */
+  | { kind: 'fib-type'; addr: 'daddr' | 'saddr' }
+  /** `numgen random mod N`: a fresh random number in [0, N) on each evaluation. */
+  | { kind: 'numgen'; mod: number };
+
+export type PayloadField =
+  | 'ip saddr'
+  | 'ip daddr'
+  | 'ip protocol'
+  | 'ip6 saddr'
+  | 'ip6 daddr'
+  | 'ip6 nexthdr'
+  | 'th sport'
+  | 'th dport'
+  | 'tcp dport'
+  | 'udp dport'
+  | 'sctp dport';
+
+export type CmpOp = '==' | '!=' | '<' | '>' | '<=' | '>=';
+
+/**
+ * The statements kube-nft-proxy writes. Values are texts as in `Element.key`;
+ * in addition `ct state` takes a comma list ('established,related'), `fib ... type`
+ * takes a route type name ('local'), and an address match may be a prefix
+ * ('10.0.0.0/8'), lowered to a mask and a compare.
+ */
+export type Statement =
+  /** `<selector> [& mask] <op> <value>` */
+  | { kind: 'match'; left: Selector; op: CmpOp; right: string; mask?: string }
+  /** `<key> [. <key>...] [!=] @set` */
+  | { kind: 'lookup'; keys: Selector[]; set: string; negate?: boolean }
+  /** `<key> [. <key>...] vmap @map` */
+  | { kind: 'vmap'; keys: Selector[]; map: string }
+  | { kind: 'counter' }
+  | ({ kind: 'verdict' } & Verdict)
+  /** `dnat ip to 10.1.0.5:8080` (the address family is the one of addr). */
+  | { kind: 'dnat'; addr: string; port?: number }
+  | { kind: 'snat'; addr: string; port?: number }
+  | { kind: 'masquerade'; fullyRandom?: boolean }
+  | { kind: 'reject'; with: 'icmp port-unreachable' | 'icmpv6 port-unreachable' | 'icmpx port-unreachable' | 'tcp reset' }
+  /** `meta mark set meta mark | value` when `or`, else `meta mark set value`. */
+  | { kind: 'mark-set'; value: string; or?: boolean }
+  /** `meta mark set meta mark ^ value` clears bits known to be set (kube-proxy's masquerade chain). */
+  | { kind: 'mark-xor'; value: string }
+  /** `update @set { <keys> [timeout Ns] }` / `add @set { ... }` (session affinity). */
+  | { kind: 'set-update'; op: 'add' | 'update'; set: string; keys: Selector[]; timeout?: number }
+  /** `flow add @flowtable` (KEP-4963). */
+  | { kind: 'flow-offload'; flowtable: string }
+  | { kind: 'notrack' };
+
+// ---------------------------------------------------------------------------
+// Transactions
+
+export type Verb = 'add' | 'create' | 'insert' | 'replace' | 'delete' | 'destroy' | 'flush';
+
+export interface Operation {
+  verb: Verb;
+  object: NftObject;
+}
+
+/** Identity of an object within its family and table, as the kernel keys it. */
+export function objectKey(o: NftObject): string {
+  switch (o.kind) {
+    case 'table':
+      return `table ${o.family} ${o.name}`;
+    case 'chain':
+      return `chain ${o.family} ${o.table} ${o.name}`;
+    case 'set':
+    case 'map':
+      // Sets and maps share one namespace in the kernel.
+      return `set ${o.family} ${o.table} ${o.name}`;
+    case 'flowtable':
+      return `flowtable ${o.family} ${o.table} ${o.name}`;
+    case 'element':
+      return `element ${o.family} ${o.table} ${o.set} ${o.key.join(' . ')}`;
+    case 'rule':
+      return `rule ${o.family} ${o.table} ${o.chain} ${o.handle ?? '?'}`;
+  }
+}
