@@ -160,8 +160,9 @@ export function prefixRange(type: DataType, text: string): { start: Uint8Array; 
   if (type === 'ifname' || type === 'verdict') throw new NftValueError(type, text, 'not an interval type');
   let start: Uint8Array;
   let hostBits = 0;
-  const slash = type === 'ipv4_addr' || type === 'ipv6_addr' ? text.indexOf('/') : -1;
-  if (slash >= 0) {
+  const isAddr = type === 'ipv4_addr' || type === 'ipv6_addr';
+  const slash = isAddr ? text.indexOf('/') : -1;
+  if (isAddr && slash >= 0) {
     const p = parsePrefix(type, text, slash);
     start = p.bytes;
     hostBits = start.length * 8 - p.len;
