@@ -1,0 +1,25 @@
+// Go-style durations as kube-proxy's flags take them: "1s", "500ms", "1m30s", "0".
+
+const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, 'µs': 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+export class DurationError extends Error {
+  readonly code = 'ERR_BAD_DURATION';
+}
+
+/** Milliseconds of a Go duration string; a bare "0" is allowed, other bare numbers are not (ambiguous). */
+export function parseDuration(text: string): number {
+  const s = text.trim();
+  if (s === '0') return 0;
+  const part = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/gy;
+  let total = 0;
+  let pos = 0;
+  let m: RegExpExecArray | null;
+  while ((m = part.exec(s)) !== null) {
+    total += Number(m[1]) * UNIT_MS[m[2]!]!;
+    pos = part.lastIndex;
+  }
+  if (pos === 0 || pos !== s.length) {
+    throw new DurationError(`invalid duration ${JSON.stringify(text)}: expected forms like 1s, 500ms, 1m30s`);
+  }
+  return total;
+}
