@@ -268,7 +268,11 @@ function parseIPv6(text: string, to: number, out: Uint8Array): void {
       // Embedded IPv4 in the last 32 bits.
       if (n > 6) bad('embedded IPv4 too late');
       const q = new Uint8Array(4);
-      parseIPv4(text, start, to, q, 0);
+      try {
+        parseIPv4(text, start, to, q, 0);
+      } catch {
+        bad('invalid embedded IPv4 address');
+      }
       words[n++] = (q[0]! << 8) | q[1]!;
       words[n++] = (q[2]! << 8) | q[3]!;
       i = to;
