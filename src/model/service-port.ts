@@ -52,7 +52,11 @@ export interface ServicePort {
   cluster: EndpointSelection;
   /** Where traffic to NodePort, externalIPs and LB IPs goes (after externalTrafficPolicy). */
   external: EndpointSelection;
-  /** Every usable endpoint regardless of policy (hairpin, metrics, conntrack cleanup). */
+  /**
+   * Every endpoint that `cluster` or `external` uses (kube-proxy's
+   * allReachableEndpoints): the endpoint chains to create (hairpin, metrics,
+   * conntrack cleanup). Sorted by address, then port; shares objects with them.
+   */
   allEndpoints: Endpoint[];
 }
 

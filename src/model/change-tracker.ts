@@ -1,0 +1,164 @@
+// Change tracking between the streams and the reconciler.
+//
+// The tracker keeps the current input (Services, their EndpointSlices, this
+// Node) and, per service, the ServicePorts it last handed out ("previous").
+// Events only mark a service dirty and remember the earliest trigger time;
+// drain() recomputes the dirty services ("current") and reports the ports whose
+// value differs from previous. A change that cancels out (an update then its
+// revert, a slice re-sent unchanged, a node label flapping back) yields nothing.
+//
+// No clock inside: callers pass the trigger time of every event (receipt time,
+// or the EndpointSlice's last-change-trigger-time), and get back, per change,
+// the earliest one that contributed, for a network-programming-latency metric.
+//
+// Handing changes out is final: the reconciler folds them into its own desired
+// state before committing, so a failed commit is retried from that state, not by
+// asking the tracker again.
+
+import { namespacedKey, type EndpointSliceInfo, type NodeInfo, type ServiceInfo, type StoreEvent } from '../k8s/types.ts';
+import type { ServicePort } from './service-port.ts';
+import { buildServicePorts, type ModelConfig } from './build-service-ports.ts';
+import { servicePortEqual } from './equality.ts';
+import type { ModelWarning } from './warnings.ts';
+
+export type ServicePortChange =
+  | { kind: 'added'; id: string; current: ServicePort; triggeredAt: number }
+  | { kind: 'updated'; id: string; previous: ServicePort; current: ServicePort; triggeredAt: number }
+  | { kind: 'removed'; id: string; previous: ServicePort; triggeredAt: number };
+
+export interface DrainResult {
+  changes: ServicePortChange[];
+  /** Warnings of every service recomputed in this drain. */
+  warnings: ModelWarning[];
+  /** How many services were recomputed (changed or not). */
+  servicesEvaluated: number;
+}
+
+/** A slice whose selection depends on this node's zone or region. */
+function isTopologySensitive(slice: EndpointSliceInfo): boolean {
+  if ((slice.forZone ?? '') !== '' || (slice.forRegion ?? '') !== '') return true;
+  for (const ep of slice.endpoints) {
+    if (ep.hints !== undefined && (ep.hints.forZones.length > 0 || ep.hints.forNodes.length > 0)) return true;
+  }
+  return false;
+}
+
+export class ServiceChangeTracker {
+  private readonly config: ModelConfig;
+  private readonly services = new Map<string, ServiceInfo>();
+  /** Service key → slice key → slice. */
+  private readonly slices = new Map<string, Map<string, EndpointSliceInfo>>();
+  /** Slice key → the service key it is filed under. */
+  private readonly sliceOwner = new Map<string, string>();
+  /** Slice keys whose selection depends on zone/region (labels or hints). */
+  private readonly topologySlices = new Set<string>();
+  private node: NodeInfo | undefined;
+  /** Service key → ServicePort id → the value last handed out. */
+  private readonly previous = new Map<string, Map<string, ServicePort>>();
+  /** Service key → earliest trigger time since the last drain. */
+  private readonly dirty = new Map<string, number>();
+
+  constructor(config: ModelConfig) {
+    this.config = config;
+  }
+
+  private touch(serviceKey: string, at: number): void {
+    const seen = this.dirty.get(serviceKey);
+    if (seen === undefined || at < seen) this.dirty.set(serviceKey, at);
+  }
+
+  onService(event: StoreEvent<ServiceInfo>, at: number): void {
+    const key = namespacedKey(event.object);
+    if (event.type === 'delete') {
+      if (!this.services.delete(key)) return;
+    } else {
+      if (this.services.get(key) === event.object) return;
+      this.services.set(key, event.object);
+    }
+    this.touch(key, at);
+  }
+
+  onEndpointSlice(event: StoreEvent<EndpointSliceInfo>, at: number): void {
+    const sliceKey = namespacedKey(event.object);
+    const oldOwner = this.sliceOwner.get(sliceKey);
+    const newOwner =
+      event.type === 'upsert' && event.object.serviceName !== '' ? `${event.object.namespace}/${event.object.serviceName}` : undefined;
+    if (oldOwner !== undefined && oldOwner !== newOwner) {
+      // Deleted, or relabelled to another service: it leaves its old service.
+      const owned = this.slices.get(oldOwner);
+      owned?.delete(sliceKey);
+      if (owned?.size === 0) this.slices.delete(oldOwner);
+      this.sliceOwner.delete(sliceKey);
+      this.topologySlices.delete(sliceKey);
+      this.touch(oldOwner, at);
+    }
+    if (newOwner === undefined) return;
+    let owned = this.slices.get(newOwner);
+    if (owned === undefined) {
+      owned = new Map();
+      this.slices.set(newOwner, owned);
+    }
+    if (owned.get(sliceKey) === event.object) return;
+    owned.set(sliceKey, event.object);
+    this.sliceOwner.set(sliceKey, newOwner);
+    if (isTopologySensitive(event.object)) this.topologySlices.add(sliceKey);
+    else this.topologySlices.delete(sliceKey);
+    this.touch(newOwner, at);
+  }
+
+  /**
+   * This node's latest state (undefined when deleted or unknown). Only a zone or
+   * region change matters, and only to services whose slices carry KEP-2030
+   * labels or hints; the node name is fixed by configuration.
+   */
+  onNode(node: NodeInfo | undefined, at: number): void {
+    const before = this.node;
+    this.node = node;
+    if ((before?.zone ?? '') === (node?.zone ?? '') && (before?.region ?? '') === (node?.region ?? '')) return;
+    for (const sliceKey of this.topologySlices) {
+      const owner = this.sliceOwner.get(sliceKey);
+      if (owner !== undefined) this.touch(owner, at);
+    }
+  }
+
+  get pendingServices(): number {
+    return this.dirty.size;
+  }
+
+  drain(): DrainResult {
+    const changes: ServicePortChange[] = [];
+    const warnings: ModelWarning[] = [];
+    const evaluated = this.dirty.size;
+    for (const [key, triggeredAt] of this.dirty) {
+      const service = this.services.get(key);
+      const before = this.previous.get(key);
+      const after = new Map<string, ServicePort>();
+      if (service !== undefined) {
+        const owned = this.slices.get(key);
+        const result = buildServicePorts(service, owned === undefined ? [] : [...owned.values()], this.node, this.config);
+        for (const w of result.warnings) warnings.push(w);
+        for (const p of result.ports) after.set(p.id, p);
+      }
+      for (const [id, current] of after) {
+        const previous = before?.get(id);
+        if (previous === undefined) changes.push({ kind: 'added', id, current, triggeredAt });
+        else if (!servicePortEqual(previous, current)) changes.push({ kind: 'updated', id, previous, current, triggeredAt });
+        else after.set(id, previous); // keep the old object: identity tells consumers nothing moved
+      }
+      if (before !== undefined) {
+        for (const [id, previous] of before) {
+          if (!after.has(id)) changes.push({ kind: 'removed', id, previous, triggeredAt });
+        }
+      }
+      if (after.size > 0) this.previous.set(key, after);
+      else this.previous.delete(key);
+    }
+    this.dirty.clear();
+    return { changes, warnings, servicesEvaluated: evaluated };
+  }
+
+  /** Every ServicePort as last handed out: the desired state for a full resync. */
+  *servicePorts(): IterableIterator<ServicePort> {
+    for (const ports of this.previous.values()) yield* ports.values();
+  }
+}

@@ -1,0 +1,163 @@
+// The EndpointSlice half of the model: which (address, port) pairs a service
+// port could send traffic to in one IP family, before any policy or topology.
+//
+// Rules, as kube-proxy applies them:
+// - a slice of the other address family, or an FQDN slice, contributes nothing;
+// - an endpoint's first address is its address (the API says consumers use it);
+// - the endpoint port is the slice port with the service port's NAME and
+//   protocol (the EndpointSlice controller has already resolved targetPort,
+//   named or numeric, into that slice port);
+// - conditions: ready unset means ready, serving unset means "as ready" (the
+//   API's documented reading), terminating unset means not terminating.
+
+import type { EndpointSliceInfo, IPFamily, Protocol, ServiceInfo } from '../k8s/types.ts';
+import { parseIP, specialAddressKind } from '../net/ip.ts';
+import { isValidPort } from './service-fields.ts';
+import { sliceObject, type WarningSink } from './warnings.ts';
+
+export interface EndpointView {
+  ip: string;
+  isLocal: boolean;
+  ready: boolean;
+  serving: boolean;
+  terminating: boolean;
+  zone?: string;
+  /** Undefined when the endpoint has no such hints. */
+  zoneHints?: readonly string[];
+  nodeHints?: readonly string[];
+}
+
+/** One slice, validated, for one family. */
+export interface SliceView {
+  name: string;
+  forZone?: string;
+  forRegion?: string;
+  /** `${protocol}/${name}` → port. */
+  ports: Map<string, number>;
+  endpoints: EndpointView[];
+}
+
+export interface Candidate extends EndpointView {
+  port: number;
+  slice: SliceView;
+}
+
+export function portKey(protocol: Protocol, name: string): string {
+  return `${protocol}/${name}`;
+}
+
+/**
+ * Validates the slices of one service for one family. Slices come sorted by
+ * name so that duplicate resolution never depends on arrival order.
+ */
+export function readSlices(
+  service: ServiceInfo,
+  slices: readonly EndpointSliceInfo[],
+  family: IPFamily,
+  nodeName: string,
+  sink: WarningSink,
+): SliceView[] {
+  const views: SliceView[] = [];
+  for (const slice of slices) {
+    if (slice.addressType !== family) continue;
+    const obj = sliceObject(slice.namespace, slice.name);
+    if (slice.namespace !== service.namespace || slice.serviceName !== service.name) {
+      sink.add(
+        'FOREIGN_SLICE',
+        obj,
+        'metadata.labels[kubernetes.io/service-name]',
+        `slice belongs to ${slice.namespace}/${slice.serviceName}, not ${service.namespace}/${service.name}; ignored`,
+        slice.serviceName,
+      );
+      continue;
+    }
+    const ports = new Map<string, number>();
+    slice.ports.forEach((p, i) => {
+      if (!isValidPort(p.port)) {
+        sink.add('INVALID_PORT', obj, `ports[${i}].port`, `port ${p.port} is outside 1-65535; its endpoints are not used for it`, String(p.port));
+        return;
+      }
+      const key = portKey(p.protocol, p.name);
+      if (ports.has(key)) {
+        sink.add('DUPLICATE_PORT', obj, `ports[${i}].name`, `a second ${p.protocol} port named ${JSON.stringify(p.name)} is ignored`, p.name);
+        return;
+      }
+      ports.set(key, p.port);
+    });
+    const endpoints: EndpointView[] = [];
+    slice.endpoints.forEach((ep, i) => {
+      const field = `endpoints[${i}].addresses[0]`;
+      const raw = ep.addresses[0];
+      if (raw === undefined) {
+        sink.add('MISSING_ADDRESS', obj, `endpoints[${i}].addresses`, 'endpoint has no address; ignored');
+        return;
+      }
+      const ip = parseIP(raw);
+      if (ip === undefined) {
+        sink.add('INVALID_IP', obj, field, `not an IP address: ${JSON.stringify(raw)}; endpoint ignored`, raw);
+        return;
+      }
+      if (ip.family !== family) {
+        sink.add('FAMILY_MISMATCH', obj, field, `${ip.family} address in an ${family} slice; endpoint ignored`, raw);
+        return;
+      }
+      const special = specialAddressKind(ip);
+      if (special !== undefined) {
+        sink.add('SPECIAL_IP', obj, field, `${special} address cannot be an endpoint; endpoint ignored`, raw);
+        return;
+      }
+      const ready = ep.ready ?? true;
+      const view: EndpointView = {
+        ip: ip.address,
+        isLocal: ep.nodeName !== undefined && ep.nodeName === nodeName,
+        ready,
+        serving: ep.serving ?? ready,
+        terminating: ep.terminating ?? false,
+      };
+      if (ep.zone !== undefined && ep.zone !== '') view.zone = ep.zone;
+      if (ep.hints !== undefined) {
+        if (ep.hints.forZones.length > 0) view.zoneHints = ep.hints.forZones;
+        if (ep.hints.forNodes.length > 0) view.nodeHints = ep.hints.forNodes;
+      }
+      endpoints.push(view);
+    });
+    const view: SliceView = { name: slice.name, ports, endpoints };
+    if (slice.forZone !== undefined && slice.forZone !== '') view.forZone = slice.forZone;
+    if (slice.forRegion !== undefined && slice.forRegion !== '') view.forRegion = slice.forRegion;
+    views.push(view);
+  }
+  return views;
+}
+
+/** Every (endpoint, port) the given slices offer for one service port; duplicates kept. */
+export function candidatesForPort(views: readonly SliceView[], protocol: Protocol, name: string): Candidate[] {
+  const key = portKey(protocol, name);
+  const out: Candidate[] = [];
+  for (const slice of views) {
+    const port = slice.ports.get(key);
+    if (port === undefined) continue;
+    for (const ep of slice.endpoints) out.push({ ...ep, port, slice });
+  }
+  return out;
+}
+
+function rank(c: Candidate): number {
+  if (c.ready) return 2;
+  if (c.serving && c.terminating) return 1;
+  return 0;
+}
+
+/**
+ * One candidate per address:port. The same endpoint shows up in two slices
+ * while a controller moves it between them; the most usable record wins
+ * (ready, then serving-terminating), the first slice by name on a tie.
+ */
+export function mergeDuplicates(candidates: readonly Candidate[]): Candidate[] {
+  const byKey = new Map<string, Candidate>();
+  for (const c of candidates) {
+    const key = `${c.ip}|${c.port}`;
+    const seen = byKey.get(key);
+    if (seen === undefined || rank(c) > rank(seen)) byKey.set(key, c);
+  }
+  return [...byKey.values()];
+}

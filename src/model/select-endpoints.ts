@@ -1,0 +1,110 @@
+// Endpoint categorisation with kube-proxy's meaning, for one service port and
+// family, over the candidates this node may use (after KEP-2030 subsetting and
+// duplicate merging):
+//
+//   usable            = ready endpoints; when none is ready anywhere, the serving
+//                       and terminating ones (graceful termination, KEP-1669).
+//   Cluster policy    = usable endpoints, narrowed by topology hints when those
+//                       apply (hints are judged over ready endpoints only; the
+//                       terminating fallback is never hint-filtered because it is
+//                       only reached when nothing is ready anywhere).
+//   Local policy      = this node's ready endpoints; when none, this node's
+//                       serving-terminating ones (even if others are ready elsewhere,
+//                       so draining a node keeps its local traffic flowing).
+//   reject            = nothing usable anywhere: tell the client at once.
+//   drop              = a Local policy, nothing usable here, but something elsewhere:
+//                       the node must not answer (the LB's health check moves traffic).
+//
+// internalTrafficPolicy governs traffic to the ClusterIP; externalTrafficPolicy
+// governs NodePorts, externalIPs and LB IPs, and only for an externally
+// accessible service (kube-proxy's ExternalPolicyLocal). For a service nothing
+// external reaches, `external` mirrors `cluster` so the lists stay consistent.
+
+import type { Endpoint, EndpointSelection } from './service-port.ts';
+import type { Candidate } from './endpoint-candidates.ts';
+import { allowedByHints, hintMode, type HintMode, type NodeTopology } from './topology.ts';
+
+export interface PolicyFlags {
+  externallyAccessible: boolean;
+  externalPolicyLocal: boolean;
+  internalPolicyLocal: boolean;
+}
+
+export interface Selection {
+  cluster: EndpointSelection;
+  external: EndpointSelection;
+  /** Every endpoint either selection uses (kube-proxy's allReachableEndpoints). */
+  allEndpoints: Endpoint[];
+  hintMode: HintMode;
+}
+
+const REJECT: EndpointSelection = Object.freeze({ kind: 'reject' });
+const DROP: EndpointSelection = Object.freeze({ kind: 'drop' });
+
+function isServingTerminating(c: Candidate): boolean {
+  return !c.ready && c.serving && c.terminating;
+}
+
+function toEndpoint(c: Candidate): Endpoint {
+  const ep: Endpoint = {
+    ip: c.ip,
+    port: c.port,
+    isLocal: c.isLocal,
+    ready: c.ready,
+    serving: c.serving,
+    terminating: c.terminating,
+  };
+  if (c.zone !== undefined) ep.zone = c.zone;
+  return ep;
+}
+
+function compareCandidates(a: Candidate, b: Candidate): number {
+  if (a.ip !== b.ip) return a.ip < b.ip ? -1 : 1;
+  return a.port - b.port;
+}
+
+/** `candidates` must be free of duplicates (see mergeDuplicates). */
+export function selectEndpoints(candidates: readonly Candidate[], policy: PolicyFlags, node: NodeTopology): Selection {
+  const sorted = [...candidates].sort(compareCandidates);
+  const mode = hintMode(sorted, node);
+
+  let clusterSet = sorted.filter((c) => c.ready && allowedByHints(c, mode, node));
+  if (clusterSet.length === 0) clusterSet = sorted.filter(isServingTerminating);
+
+  let localSet = sorted.filter((c) => c.isLocal && c.ready);
+  if (localSet.length === 0) localSet = sorted.filter((c) => c.isLocal && isServingTerminating(c));
+
+  const hasAny = sorted.some((c) => c.ready || isServingTerminating(c));
+
+  // One Endpoint object per candidate, shared by every list that names it.
+  const converted = new Map<Candidate, Endpoint>();
+  const endpointOf = (c: Candidate): Endpoint => {
+    let ep = converted.get(c);
+    if (ep === undefined) {
+      ep = toEndpoint(c);
+      converted.set(c, ep);
+    }
+    return ep;
+  };
+
+  const clusterBased = (): EndpointSelection =>
+    clusterSet.length > 0 ? { kind: 'endpoints', endpoints: clusterSet.map(endpointOf) } : REJECT;
+  const localBased = (): EndpointSelection => {
+    if (localSet.length > 0) return { kind: 'endpoints', endpoints: localSet.map(endpointOf) };
+    return hasAny ? DROP : REJECT;
+  };
+
+  const cluster = policy.internalPolicyLocal ? localBased() : clusterBased();
+  let external: EndpointSelection;
+  if (!policy.externallyAccessible) external = cluster;
+  else external = policy.externalPolicyLocal ? localBased() : clusterBased();
+
+  const used = new Set<Candidate>();
+  if (cluster.kind === 'endpoints') for (const c of policy.internalPolicyLocal ? localSet : clusterSet) used.add(c);
+  if (external !== cluster && external.kind === 'endpoints') {
+    for (const c of policy.externalPolicyLocal ? localSet : clusterSet) used.add(c);
+  }
+  const allEndpoints = sorted.filter((c) => used.has(c)).map(endpointOf);
+
+  return { cluster, external, allEndpoints, hintMode: mode };
+}
