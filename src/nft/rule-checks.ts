@@ -1,0 +1,300 @@
+// What a well-formed rule statement is: the types selectors read, the operands
+// they accept, and which statements make sense in which table family. Shared by
+// the transaction (which refuses bad rules before they reach the kernel) and the
+// lowering to kernel expressions (which needs each selector's type and width).
+
+import type { DataType, Family, NftMap, NftSet, Selector, Statement } from './objects.ts';
+import { canonicalValue, NftValueError } from './values.ts';
+
+/**
+ * The type of value a selector yields. Besides the set-key types:
+ * 'ct_state' / 'ct_status' take comma lists of flag names, 'fib_type' a route
+ * type name, 'nf_proto' 'ipv4' or 'ipv6', 'integer' a decimal number.
+ */
+export type SelectorType = DataType | 'ct_state' | 'ct_status' | 'fib_type' | 'nf_proto' | 'integer';
+
+export function selectorType(s: Selector): SelectorType {
+  switch (s.kind) {
+    case 'payload':
+      switch (s.field) {
+        case 'ip saddr':
+        case 'ip daddr':
+          return 'ipv4_addr';
+        case 'ip6 saddr':
+        case 'ip6 daddr':
+          return 'ipv6_addr';
+        case 'ip protocol':
+        case 'ip6 nexthdr':
+          return 'inet_proto';
+        default:
+          return 'inet_service';
+      }
+    case 'meta':
+      switch (s.key) {
+        case 'l4proto':
+          return 'inet_proto';
+        case 'nfproto':
+          return 'nf_proto';
+        case 'mark':
+          return 'mark';
+        case 'iifname':
+        case 'oifname':
+          return 'ifname';
+        default:
+          return 'integer';
+      }
+    case 'ct':
+      switch (s.key) {
+        case 'state':
+          return 'ct_state';
+        case 'status':
+          return 'ct_status';
+        case 'mark':
+          return 'mark';
+        default:
+          return 'integer';
+      }
+    case 'ct-addr':
+      return s.field.startsWith('ip6') ? 'ipv6_addr' : 'ipv4_addr';
+    case 'fib-type':
+      return 'fib_type';
+    case 'numgen':
+      return 'integer';
+  }
+}
+
+/** The largest value an 'integer' selector holds (its kernel register width). */
+export function integerMax(s: Selector): number {
+  if (s.kind === 'ct' && (s.key === 'packets' || s.key === 'bytes')) return Number.MAX_SAFE_INTEGER;
+  if (s.kind === 'numgen') return s.mod - 1;
+  return 0xffffffff;
+}
+
+export const CT_STATES = ['invalid', 'established', 'related', 'new', 'untracked'] as const;
+export const CT_STATUSES = ['expected', 'seen-reply', 'assured', 'confirmed', 'snat', 'dnat', 'dying'] as const;
+export const FIB_TYPES = [
+  'unspec', 'unicast', 'local', 'broadcast', 'anycast', 'multicast', 'blackhole', 'unreachable', 'prohibit',
+] as const;
+
+/** Thrown by the checks below; the transaction adds the operation index. */
+export class RuleCheckFailure extends Error {}
+
+function fail(reason: string): never {
+  throw new RuleCheckFailure(reason);
+}
+
+/** Where a selector can only appear: 'ip' for IPv4-only fields, 'ip6' for IPv6-only. */
+function selectorFamily(s: Selector): 'ip' | 'ip6' | undefined {
+  const field = s.kind === 'payload' || s.kind === 'ct-addr' ? s.field : '';
+  if (field.startsWith('ip6 ')) return 'ip6';
+  if (field.startsWith('ip ')) return 'ip';
+  return undefined;
+}
+
+function checkFamily(family: Family, want: 'ip' | 'ip6' | undefined, what: string): void {
+  if (want && family !== 'inet' && family !== want) fail(`${what} cannot be used in a ${family} table`);
+}
+
+export function checkSelector(s: Selector, family: Family): void {
+  if (s.kind === 'numgen' && !(Number.isInteger(s.mod) && s.mod >= 1 && s.mod <= 0xffffffff)) {
+    fail(`numgen mod must be an integer from 1, got ${s.mod}`);
+  }
+  checkFamily(family, selectorFamily(s), describeSelector(s));
+}
+
+export function describeSelector(s: Selector): string {
+  switch (s.kind) {
+    case 'payload':
+      return s.field;
+    case 'meta':
+      return `meta ${s.key}`;
+    case 'ct':
+      return `ct ${s.key}`;
+    case 'ct-addr':
+      return `ct ${s.dir} ${s.field}`;
+    case 'fib-type':
+      return `fib ${s.addr} type`;
+    case 'numgen':
+      return `numgen random mod ${s.mod}`;
+  }
+}
+
+/** A value text valid for a selector's type; prefixes allowed where `prefix` is. */
+export function checkOperand(s: Selector, text: string, prefix: boolean): void {
+  const type = selectorType(s);
+  const what = describeSelector(s);
+  switch (type) {
+    case 'ct_state':
+    case 'ct_status':
+    case 'fib_type': {
+      const names: readonly string[] = type === 'ct_state' ? CT_STATES : type === 'ct_status' ? CT_STATUSES : FIB_TYPES;
+      const parts = type === 'fib_type' ? [text] : text.split(',');
+      for (const p of parts) if (!names.includes(p)) fail(`${what}: ${JSON.stringify(p)} is not one of ${names.join(', ')}`);
+      return;
+    }
+    case 'nf_proto':
+      if (text !== 'ipv4' && text !== 'ipv6') fail(`${what}: expected ipv4 or ipv6, got ${JSON.stringify(text)}`);
+      return;
+    case 'integer': {
+      const max = integerMax(s);
+      if (!/^(0|[1-9][0-9]{0,15})$/.test(text) || Number(text) > max) fail(`${what}: expected an integer 0-${max}, got ${JSON.stringify(text)}`);
+      return;
+    }
+    default:
+      if (!prefix && text.includes('/')) fail(`${what}: a prefix is not allowed here: ${JSON.stringify(text)}`);
+      checkCanonical(type, text, what);
+  }
+}
+
+/** The text must be valid and already canonical, so that desired and listed objects compare equal. */
+export function checkCanonical(type: DataType, text: string, what: string): void {
+  let c: string;
+  try {
+    c = canonicalValue(type, text);
+  } catch (e) {
+    if (e instanceof NftValueError) fail(`${what}: ${e.message}`);
+    throw e;
+  }
+  if (c !== text) fail(`${what}: ${JSON.stringify(text)} is not canonical, write ${JSON.stringify(c)}`);
+}
+
+const NAME_MAX = 255;
+
+export function checkName(name: unknown, what: string): void {
+  if (typeof name !== 'string' || name.length === 0) fail(`${what} name must be a non-empty string`);
+  if (name.includes('\0')) fail(`${what} name contains NUL`);
+  if (Buffer.byteLength(name) > NAME_MAX) fail(`${what} name is longer than ${NAME_MAX} bytes`);
+}
+
+/** Sets and maps the checks can look up by name (those known to the transaction). */
+export type ContainerLookup = (name: string) => NftSet | NftMap | undefined;
+
+export function checkStatements(exprs: readonly Statement[], family: Family, lookup: ContainerLookup): void {
+  if (!Array.isArray(exprs) || exprs.length === 0) fail('a rule needs at least one statement');
+  exprs.forEach((st, i) => {
+    try {
+      checkStatement(st, family, lookup);
+    } catch (e) {
+      if (e instanceof RuleCheckFailure) fail(`statement ${i} (${st.kind}): ${e.message}`);
+      throw e;
+    }
+    if ((st.kind === 'verdict' || st.kind === 'vmap') && i !== exprs.length - 1) {
+      fail(`statement ${i} (${st.kind}) ends the rule but more statements follow`);
+    }
+  });
+}
+
+function checkKeys(keys: readonly Selector[], family: Family, container: NftSet | NftMap | undefined): void {
+  if (!Array.isArray(keys) || keys.length === 0) fail('at least one key selector is needed');
+  for (const k of keys) {
+    checkSelector(k, family);
+    const t = selectorType(k);
+    if (t === 'ct_state' || t === 'ct_status' || t === 'fib_type' || t === 'nf_proto' || t === 'integer') {
+      fail(`${describeSelector(k)} cannot key a named set or map`);
+    }
+  }
+  if (container) {
+    const got = keys.map(selectorType).join(' . ');
+    const want = container.keyType.join(' . ');
+    if (got !== want) fail(`keys ${got} do not match ${container.kind} ${container.name} of type ${want}`);
+  }
+}
+
+function checkStatement(st: Statement, family: Family, lookup: ContainerLookup): void {
+  switch (st.kind) {
+    case 'match': {
+      checkSelector(st.left, family);
+      if (!['==', '!=', '<', '>', '<=', '>='].includes(st.op)) fail(`unknown operator ${JSON.stringify(st.op)}`);
+      const t = selectorType(st.left);
+      const ordered = t === 'integer' || t === 'inet_service' || t === 'mark';
+      if (!ordered && st.op !== '==' && st.op !== '!=') fail(`${describeSelector(st.left)} only compares with == or !=`);
+      if (typeof st.right !== 'string') fail('the right-hand value must be a string');
+      checkOperand(st.left, st.right, (t === 'ipv4_addr' || t === 'ipv6_addr') && st.mask === undefined);
+      if (st.mask !== undefined) {
+        if (t !== 'mark' && t !== 'integer') fail(`${describeSelector(st.left)} cannot be masked`);
+        checkOperand(st.left, st.mask, false);
+      }
+      return;
+    }
+    case 'lookup': {
+      checkName(st.set, 'set');
+      const c = lookup(st.set);
+      if (c && c.kind !== 'set') fail(`${st.set} is a map; look it up with vmap`);
+      checkKeys(st.keys, family, c);
+      return;
+    }
+    case 'vmap': {
+      checkName(st.map, 'map');
+      const c = lookup(st.map);
+      if (c && (c.kind !== 'map' || c.dataType !== 'verdict')) fail(`${st.map} is not a verdict map`);
+      checkKeys(st.keys, family, c);
+      return;
+    }
+    case 'verdict':
+      checkVerdict(st);
+      return;
+    case 'dnat':
+    case 'snat': {
+      const v6 = st.addr.includes(':');
+      checkCanonical(v6 ? 'ipv6_addr' : 'ipv4_addr', st.addr, `${st.kind} address`);
+      if (st.addr.includes('/')) fail(`${st.kind} takes an address, not a prefix`);
+      checkFamily(family, v6 ? 'ip6' : 'ip', `an ${v6 ? 'IPv6' : 'IPv4'} ${st.kind} address`);
+      if (st.port !== undefined && !(Number.isInteger(st.port) && st.port >= 0 && st.port <= 65535)) {
+        fail(`${st.kind} port must be 0-65535, got ${st.port}`);
+      }
+      return;
+    }
+    case 'masquerade':
+    case 'counter':
+    case 'notrack':
+      return;
+    case 'reject': {
+      const fam = st.with === 'icmp port-unreachable' ? 'ip' : st.with === 'icmpv6 port-unreachable' ? 'ip6' : undefined;
+      if (!['icmp port-unreachable', 'icmpv6 port-unreachable', 'icmpx port-unreachable', 'tcp reset'].includes(st.with)) {
+        fail(`unknown reject type ${JSON.stringify(st.with)}`);
+      }
+      checkFamily(family, fam, `reject with ${st.with}`);
+      if (st.with === 'icmpx port-unreachable' && family !== 'inet') fail('reject with icmpx is for inet tables');
+      return;
+    }
+    case 'mark-set':
+    case 'mark-xor':
+      checkCanonical('mark', st.value, 'mark');
+      return;
+    case 'set-update': {
+      if (st.op !== 'add' && st.op !== 'update') fail(`unknown set operation ${JSON.stringify(st.op)}`);
+      checkName(st.set, 'set');
+      const c = lookup(st.set);
+      if (c && c.kind !== 'set') fail(`${st.set} is a map; set-update needs a set`);
+      checkKeys(st.keys, family, c);
+      if (st.timeout !== undefined && !(Number.isInteger(st.timeout) && st.timeout >= 1)) {
+        fail(`timeout must be a whole number of seconds from 1, got ${st.timeout}`);
+      }
+      if (c && st.timeout !== undefined && !c.flags?.includes('timeout')) fail(`set ${c.name} has no timeout flag`);
+      if (c?.flags?.includes('interval')) fail(`set ${c.name} is an interval set; rules cannot add to it`);
+      return;
+    }
+    case 'flow-offload':
+      checkName(st.flowtable, 'flowtable');
+      return;
+    default:
+      fail(`unknown statement kind ${JSON.stringify((st as { kind: unknown }).kind)}`);
+  }
+}
+
+export function checkVerdict(v: { verdict: string; chain?: string }): void {
+  switch (v.verdict) {
+    case 'accept':
+    case 'drop':
+    case 'return':
+    case 'continue':
+      if (v.chain !== undefined) fail(`${v.verdict} takes no chain`);
+      return;
+    case 'jump':
+    case 'goto':
+      checkName(v.chain, `${v.verdict} target chain`);
+      return;
+    default:
+      fail(`unknown verdict ${JSON.stringify(v.verdict)}`);
+  }
+}

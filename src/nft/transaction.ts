@@ -1,0 +1,241 @@
+// A transaction: an ordered list of (verb, object) operations that the kernel
+// applies atomically. Each operation is checked as it is queued; the first
+// failure is remembered and later operations are ignored, because a
+// transaction known to be broken must never be applied (the kernel would
+// refuse it anyway, only later and with less to say about why).
+
+import type { ChainHook, ChainType, DataType, Element, Family, NftMap, NftObject, NftObjectKind, NftSet, Operation, SetFlag, Verb } from './objects.ts';
+import { checkCanonical, checkName, checkStatements, checkVerdict, RuleCheckFailure } from './rule-checks.ts';
+import type { ContainerLookup } from './rule-checks.ts';
+
+export { selectorType } from './rule-checks.ts';
+export type { SelectorType } from './rule-checks.ts';
+
+/** An operation that cannot be applied, found before anything was sent. */
+export class NftInvalidError extends Error {
+  readonly code = 'ERR_NFT_INVALID';
+  /** Index of the operation in the transaction. */
+  readonly index: number;
+  readonly reason: string;
+  readonly operation: Operation;
+  constructor(index: number, operation: Operation, reason: string) {
+    super(`invalid nftables operation ${index} (${operation?.verb} ${operation?.object?.kind}): ${reason}`);
+    this.name = 'NftInvalidError';
+    this.index = index;
+    this.reason = reason;
+    this.operation = operation;
+  }
+}
+
+/** The verbs each kind of object accepts. */
+export const VERBS_BY_KIND: Readonly<Record<NftObjectKind, readonly Verb[]>> = {
+  table: ['add', 'create', 'delete', 'destroy', 'flush'],
+  chain: ['add', 'create', 'delete', 'destroy', 'flush'],
+  set: ['add', 'create', 'delete', 'destroy', 'flush'],
+  map: ['add', 'create', 'delete', 'destroy', 'flush'],
+  flowtable: ['add', 'create', 'delete', 'destroy'],
+  rule: ['add', 'insert', 'replace', 'delete', 'destroy'],
+  element: ['add', 'create', 'delete', 'destroy'],
+};
+
+const FAMILIES: readonly Family[] = ['ip', 'ip6', 'inet'];
+const CHAIN_TYPES: readonly ChainType[] = ['filter', 'nat', 'route'];
+const HOOKS_BY_TYPE: Readonly<Record<ChainType, readonly ChainHook[]>> = {
+  filter: ['prerouting', 'input', 'forward', 'output', 'postrouting'],
+  nat: ['prerouting', 'input', 'output', 'postrouting'],
+  route: ['output'],
+};
+const KEY_TYPES: readonly DataType[] = ['ipv4_addr', 'ipv6_addr', 'inet_proto', 'inet_service', 'ifname', 'mark'];
+const SET_FLAGS: readonly SetFlag[] = ['interval', 'timeout', 'dynamic', 'constant'];
+const COMMENT_MAX = 128;
+const INT32_MIN = -0x80000000;
+const INT32_MAX = 0x7fffffff;
+
+function fail(reason: string): never {
+  throw new RuleCheckFailure(reason);
+}
+
+function containerKey(family: Family, table: string, name: string): string {
+  return `${family}\0${table}\0${name}`;
+}
+
+export class Transaction {
+  readonly #ops: Operation[] = [];
+  readonly #containers = new Map<string, NftSet | NftMap>();
+  #error: NftInvalidError | undefined;
+
+  /** Registers a set or map that already exists, so that elements and rules using it are checked against its types. */
+  knownContainer(c: NftSet | NftMap): this {
+    this.#containers.set(containerKey(c.family, c.table, c.name), c);
+    return this;
+  }
+
+  add(object: NftObject): this {
+    return this.queue('add', object);
+  }
+  create(object: NftObject): this {
+    return this.queue('create', object);
+  }
+  insert(object: NftObject): this {
+    return this.queue('insert', object);
+  }
+  replace(object: NftObject): this {
+    return this.queue('replace', object);
+  }
+  delete(object: NftObject): this {
+    return this.queue('delete', object);
+  }
+  destroy(object: NftObject): this {
+    return this.queue('destroy', object);
+  }
+  flush(object: NftObject): this {
+    return this.queue('flush', object);
+  }
+
+  queue(verb: Verb, object: NftObject): this {
+    if (this.#error) return this;
+    const op: Operation = { verb, object };
+    const index = this.#ops.length;
+    try {
+      checkOperation(op, (family, table, name) => this.#containers.get(containerKey(family, table, name)));
+    } catch (e) {
+      if (!(e instanceof RuleCheckFailure)) throw e;
+      this.#error = new NftInvalidError(index, op, e.message);
+      return this;
+    }
+    if ((object.kind === 'set' || object.kind === 'map') && (verb === 'add' || verb === 'create')) this.knownContainer(object);
+    this.#ops.push(op);
+    return this;
+  }
+
+  /** The first invalid operation, if any. */
+  get error(): NftInvalidError | undefined {
+    return this.#error;
+  }
+
+  /** Operations queued (and valid) so far. */
+  get length(): number {
+    return this.#ops.length;
+  }
+
+  /** The operations to commit; throws the first error if any operation was invalid. */
+  ops(): readonly Operation[] {
+    if (this.#error) throw this.#error;
+    return this.#ops;
+  }
+}
+
+/** Checks a whole operation list (as a Dataplane receives it); throws NftInvalidError for the first bad one. */
+export function validateOperations(ops: readonly Operation[], known: ReadonlyArray<NftSet | NftMap> = []): void {
+  const tx = new Transaction();
+  for (const c of known) tx.knownContainer(c);
+  for (const op of ops) tx.queue(op?.verb, op?.object);
+  if (tx.error) throw tx.error;
+}
+
+type FindContainer = (family: Family, table: string, name: string) => NftSet | NftMap | undefined;
+
+function checkOperation(op: Operation, find: FindContainer): void {
+  const o = op.object;
+  if (!o || typeof o !== 'object') fail('no object');
+  const verbs = VERBS_BY_KIND[o.kind];
+  if (!verbs) fail(`unknown object kind ${JSON.stringify(o.kind)}`);
+  if (!verbs.includes(op.verb)) fail(`${o.kind} does not take the verb ${JSON.stringify(op.verb)}`);
+  if (!FAMILIES.includes(o.family)) fail(`unknown family ${JSON.stringify(o.family)}`);
+  if (o.kind === 'table') checkName(o.name, 'table');
+  else checkName(o.table, 'table');
+  if ('comment' in o && o.comment !== undefined) {
+    if (typeof o.comment !== 'string') fail('comment must be a string');
+    if (Buffer.byteLength(o.comment) > COMMENT_MAX) fail(`comment is longer than ${COMMENT_MAX} bytes`);
+  }
+  // Deleting names an object; only its identity matters.
+  const defining = op.verb === 'add' || op.verb === 'create' || op.verb === 'insert' || op.verb === 'replace';
+  const lookup: ContainerLookup = (name) => find(o.family, o.kind === 'table' ? o.name : o.table, name);
+  switch (o.kind) {
+    case 'table':
+      return;
+    case 'chain':
+      checkName(o.name, 'chain');
+      if (defining && o.base) checkBase(o.base);
+      return;
+    case 'set':
+    case 'map':
+      checkName(o.name, o.kind);
+      if (defining) checkContainer(o);
+      return;
+    case 'flowtable':
+      checkName(o.name, 'flowtable');
+      if (defining) {
+        if (o.hook !== 'ingress') fail('a flowtable hooks ingress');
+        if (!Number.isInteger(o.priority) || o.priority < INT32_MIN || o.priority > INT32_MAX) fail('priority must be a 32-bit integer');
+        if (!Array.isArray(o.devices)) fail('devices must be a list');
+        for (const d of o.devices) checkCanonical('ifname', d, 'flowtable device');
+        if (new Set(o.devices).size !== o.devices.length) fail('a device is listed twice');
+      }
+      return;
+    case 'rule': {
+      checkName(o.chain, 'chain');
+      const needsHandle = op.verb === 'replace' || op.verb === 'delete' || op.verb === 'destroy';
+      if (needsHandle && !(Number.isInteger(o.handle) && o.handle! > 0)) fail(`${op.verb} rule needs the rule's handle`);
+      if (!needsHandle && o.handle !== undefined) fail(`${op.verb} rule takes no handle (positions are not supported)`);
+      if (defining) checkStatements(o.exprs, o.family, lookup);
+      return;
+    }
+    case 'element':
+      checkName(o.set, 'set');
+      checkElement(o, lookup(o.set), defining);
+      return;
+  }
+}
+
+function checkBase(base: NonNullable<Extract<NftObject, { kind: 'chain' }>['base']>): void {
+  if (!CHAIN_TYPES.includes(base.type)) fail(`unknown chain type ${JSON.stringify(base.type)}`);
+  const hooks = HOOKS_BY_TYPE[base.type];
+  if (!hooks.includes(base.hook)) {
+    fail(base.hook === 'ingress' ? 'ingress base chains need a device, which this model does not carry' : `a ${base.type} chain cannot hook ${base.hook}`);
+  }
+  if (!Number.isInteger(base.priority) || base.priority < INT32_MIN || base.priority > INT32_MAX) fail('priority must be a 32-bit integer');
+  if (base.policy !== undefined && base.policy !== 'accept' && base.policy !== 'drop') fail(`unknown policy ${JSON.stringify(base.policy)}`);
+}
+
+function checkContainer(c: NftSet | NftMap): void {
+  if (!Array.isArray(c.keyType) || c.keyType.length === 0) fail(`a ${c.kind} needs a key type`);
+  for (const t of c.keyType) if (!KEY_TYPES.includes(t)) fail(`${JSON.stringify(t)} cannot be a key type`);
+  if (c.kind === 'map' && !KEY_TYPES.includes(c.dataType) && c.dataType !== 'verdict') fail(`unknown data type ${JSON.stringify(c.dataType)}`);
+  const flags = c.flags ?? [];
+  for (const f of flags) if (!SET_FLAGS.includes(f)) fail(`unknown set flag ${JSON.stringify(f)}`);
+  if (new Set(flags).size !== flags.length) fail('a flag is listed twice');
+  if (c.kind === 'set' && c.timeout !== undefined) {
+    if (!Number.isInteger(c.timeout) || c.timeout < 1) fail('timeout must be a whole number of seconds from 1');
+    if (!flags.includes('timeout')) fail('a default timeout needs the timeout flag');
+  }
+}
+
+function checkElement(e: Element, c: NftSet | NftMap | undefined, defining: boolean): void {
+  if (!Array.isArray(e.key) || e.key.length === 0) fail('an element needs a key');
+  for (const part of e.key) if (typeof part !== 'string' || part.length === 0) fail('key parts must be non-empty strings');
+  if (e.value !== undefined && typeof e.value !== 'string') checkVerdict(e.value);
+  if (e.timeout !== undefined && !(Number.isInteger(e.timeout) && e.timeout >= 1)) fail('timeout must be a whole number of seconds from 1');
+  if (!c) return;
+  if (e.key.length !== c.keyType.length) fail(`key has ${e.key.length} parts, ${c.kind} ${c.name} has ${c.keyType.length}`);
+  const interval = c.flags?.includes('interval') ?? false;
+  e.key.forEach((part, i) => {
+    const type = c.keyType[i]!;
+    if (!interval && part.includes('/')) fail(`key part ${i}: prefixes need an interval ${c.kind}`);
+    checkCanonical(type, part, `key part ${i}`);
+  });
+  if (e.timeout !== undefined && !c.flags?.includes('timeout')) fail(`${c.kind} ${c.name} has no timeout flag`);
+  if (!defining) return;
+  if (c.kind === 'set') {
+    if (e.value !== undefined) fail(`set ${c.name} holds no values`);
+    return;
+  }
+  if (e.value === undefined) fail(`map ${c.name} needs a value`);
+  if (c.dataType === 'verdict') {
+    if (typeof e.value === 'string') fail(`verdict map ${c.name} needs a verdict value`);
+  } else {
+    if (typeof e.value !== 'string') fail(`map ${c.name} holds ${c.dataType} values, not verdicts`);
+    if (e.value.includes('/')) fail('a map value cannot be a prefix');
+    checkCanonical(c.dataType, e.value, 'value');
+  }
+}

@@ -1,0 +1,232 @@
+import { describe, expect, it } from 'vitest';
+import type { NftMap, NftObject, NftObjectKind, NftSet, Operation, Selector, Statement, Verb } from '../../src/nft/objects.ts';
+import { NftInvalidError, selectorType, Transaction, validateOperations, VERBS_BY_KIND } from '../../src/nft/transaction.ts';
+import { chain, el, F, flowtable, representativeObjects, rule, rules, sets, T, table } from './fixtures.ts';
+
+const ALL_VERBS: Verb[] = ['add', 'create', 'insert', 'replace', 'delete', 'destroy', 'flush'];
+
+const sample: Record<NftObjectKind, NftObject> = {
+  table,
+  chain: chain('c'),
+  set: sets.find((s) => s.kind === 'set')!,
+  map: sets.find((s) => s.kind === 'map')!,
+  flowtable,
+  rule: rule('c', [{ kind: 'counter' }], { handle: 4 }),
+  element: el('cluster-ips', ['10.0.0.1']),
+};
+
+function firstError(objs: NftObject[], verb: Verb = 'add', known: Array<NftSet | NftMap> = []): NftInvalidError | undefined {
+  const tx = new Transaction();
+  for (const k of known) tx.knownContainer(k);
+  for (const o of objs) tx.queue(verb, o);
+  return tx.error;
+}
+
+describe('transaction: kind × verb', () => {
+  const cases: Array<[NftObjectKind, Verb, boolean]> = [];
+  for (const kind of Object.keys(sample) as NftObjectKind[]) for (const verb of ALL_VERBS) cases.push([kind, verb, VERBS_BY_KIND[kind].includes(verb)]);
+
+  it('covers every kind and verb', () => {
+    expect(cases.length).toBe(7 * 7);
+    // What the brief fixes: flush for table/chain/set/map; rules take insert/replace.
+    expect(VERBS_BY_KIND.rule).toEqual(['add', 'insert', 'replace', 'delete', 'destroy']);
+    expect(VERBS_BY_KIND.element).toEqual(['add', 'create', 'delete', 'destroy']);
+    expect(VERBS_BY_KIND.flowtable).not.toContain('flush');
+  });
+
+  it.each(cases)('%s %s → allowed=%s', (kind, verb, allowed) => {
+    let obj = sample[kind];
+    // add/insert take no handle; replace/delete/destroy need one.
+    if (kind === 'rule' && (verb === 'add' || verb === 'insert')) obj = { ...(obj as never as object), handle: undefined } as NftObject;
+    const tx = new Transaction().queue(verb, obj);
+    if (allowed) {
+      expect(tx.error).toBeUndefined();
+      expect(tx.ops()).toEqual([{ verb, object: obj }]);
+    } else {
+      expect(tx.error?.code).toBe('ERR_NFT_INVALID');
+      expect(tx.error?.reason).toContain(`does not take the verb "${verb}"`);
+      expect(() => tx.ops()).toThrow(NftInvalidError);
+    }
+  });
+});
+
+describe('transaction: the representative ruleset is valid', () => {
+  it('queues without error', () => {
+    const tx = new Transaction();
+    for (const o of representativeObjects({ flowtable: true })) tx.add(o);
+    expect(tx.error).toBeUndefined();
+    expect(tx.ops().length).toBe(representativeObjects({ flowtable: true }).length);
+  });
+
+  it('uses every statement and selector kind', () => {
+    const st = new Set<string>();
+    const sel = new Set<string>();
+    const addSel = (s: Selector) => sel.add(s.kind === 'payload' ? `payload ${s.field}` : s.kind === 'meta' || s.kind === 'ct' ? `${s.kind} ${s.key}` : s.kind);
+    for (const r of rules)
+      for (const s of r.exprs) {
+        st.add(s.kind === 'verdict' ? `verdict ${s.verdict}` : s.kind === 'reject' ? `reject ${s.with}` : s.kind);
+        if (s.kind === 'match') addSel(s.left);
+        if (s.kind === 'lookup' || s.kind === 'vmap' || s.kind === 'set-update') s.keys.forEach(addSel);
+      }
+    const allStatements: Array<Statement['kind']> = ['match', 'lookup', 'vmap', 'counter', 'verdict', 'dnat', 'snat', 'masquerade', 'reject', 'mark-set', 'mark-xor', 'set-update', 'flow-offload', 'notrack'];
+    for (const k of allStatements) expect([...st].some((s) => s.split(' ')[0] === k), k).toBe(true);
+    for (const v of ['accept', 'drop', 'return', 'continue', 'jump', 'goto']) expect(st.has(`verdict ${v}`), v).toBe(true);
+    for (const w of ['icmp port-unreachable', 'icmpv6 port-unreachable', 'icmpx port-unreachable', 'tcp reset']) expect(st.has(`reject ${w}`), w).toBe(true);
+    const allSelectors = [
+      ...['ip saddr', 'ip daddr', 'ip protocol', 'ip6 saddr', 'ip6 daddr', 'ip6 nexthdr', 'th sport', 'th dport', 'tcp dport', 'udp dport', 'sctp dport'].map((f) => `payload ${f}`),
+      ...['l4proto', 'nfproto', 'mark', 'iifname', 'oifname', 'iif', 'oif'].map((k) => `meta ${k}`),
+      ...['state', 'status', 'mark', 'packets', 'bytes'].map((k) => `ct ${k}`),
+      'ct-addr',
+      'fib-type',
+      'numgen',
+    ];
+    for (const s of allSelectors) expect(sel.has(s), s).toBe(true);
+  });
+});
+
+describe('transaction: first error wins', () => {
+  it('remembers the first error, ignores what follows, refuses to hand out ops', () => {
+    const tx = new Transaction().add(table).add(chain('')).add(chain('ok')).add({ ...table, family: 'bridge' as never });
+    expect(tx.error?.index).toBe(1);
+    expect(tx.error?.reason).toBe('chain name must be a non-empty string');
+    expect(tx.length).toBe(1);
+    expect(() => tx.ops()).toThrow(/operation 1 \(add chain\)/);
+  });
+
+  it('validateOperations throws for the first bad operation', () => {
+    const ops: Operation[] = [
+      { verb: 'add', object: table },
+      { verb: 'add', object: chain('ok') },
+      { verb: 'flush', object: el('s', ['1.2.3.4']) },
+      { verb: 'add', object: chain('') },
+    ];
+    expect(() => validateOperations(ops)).toThrow(NftInvalidError);
+    try {
+      validateOperations(ops);
+    } catch (e) {
+      expect((e as NftInvalidError).index).toBe(2);
+      expect((e as NftInvalidError).operation).toEqual(ops[2]);
+    }
+  });
+});
+
+const vmapC: NftMap = { kind: 'map', family: F, table: T, name: 'service-ips', keyType: ['ipv4_addr', 'inet_proto', 'inet_service'], dataType: 'verdict' };
+const dataMap: NftMap = { kind: 'map', family: F, table: T, name: 'dm', keyType: ['ifname'], dataType: 'mark' };
+const ivSet: NftSet = { kind: 'set', family: F, table: T, name: 'iv', keyType: ['ipv4_addr'], flags: ['interval'] };
+const plainSet: NftSet = { kind: 'set', family: F, table: T, name: 'plain', keyType: ['ipv6_addr'] };
+const timeoutSet: NftSet = { kind: 'set', family: F, table: T, name: 'aff', keyType: ['ipv4_addr'], flags: ['timeout'] };
+const known = [vmapC, dataMap, ivSet, plainSet, timeoutSet];
+
+// [description, objects (last one is checked), verb, reason substring or null when valid]
+const cases: Array<[string, NftObject[], Verb, string | null]> = [
+  ['255-byte name', [chain('x'.repeat(255))], 'add', null],
+  ['256-byte name', [chain('x'.repeat(256))], 'add', 'longer than 255 bytes'],
+  ['multi-byte name over the limit', [chain('é'.repeat(128))], 'add', 'longer than 255 bytes'],
+  ['NUL in a name', [chain('a\0b')], 'add', 'NUL'],
+  ['128-byte comment', [chain('c', undefined, 'x'.repeat(128))], 'add', null],
+  ['129-byte comment', [chain('c', undefined, 'x'.repeat(129))], 'add', 'comment is longer than 128 bytes'],
+  ['unknown family', [{ ...table, family: 'arp' as never }], 'add', 'unknown family'],
+  ['nat chain on forward', [chain('c', { type: 'nat', hook: 'forward', priority: 0 })], 'add', 'cannot hook forward'],
+  ['route chain on output', [chain('c', { type: 'route', hook: 'output', priority: 0 })], 'add', null],
+  ['route chain on input', [chain('c', { type: 'route', hook: 'input', priority: 0 })], 'add', 'cannot hook input'],
+  ['ingress base chain', [chain('c', { type: 'filter', hook: 'ingress', priority: 0 })], 'add', 'need a device'],
+  ['fractional priority', [chain('c', { type: 'filter', hook: 'input', priority: 0.5 })], 'add', 'priority'],
+  ['bad policy', [chain('c', { type: 'filter', hook: 'input', priority: 0, policy: 'reject' as never })], 'add', 'unknown policy'],
+  ['delete chain ignores base fields', [chain('c', { type: 'nat', hook: 'forward', priority: 0 })], 'delete', null],
+  ['set without key type', [{ ...plainSet, keyType: [] }], 'add', 'needs a key type'],
+  ['verdict as key type', [{ ...plainSet, keyType: ['verdict'] }], 'add', 'cannot be a key type'],
+  ['unknown set flag', [{ ...plainSet, flags: ['fast' as never] }], 'add', 'unknown set flag'],
+  ['default timeout without flag', [{ ...plainSet, timeout: 5 }], 'add', 'needs the timeout flag'],
+  ['element of the known vmap', [el('service-ips', ['10.96.0.1', 'tcp', '80'], { verdict: 'goto', chain: 'svc' })], 'add', null],
+  ['element with wrong arity', [el('service-ips', ['10.96.0.1', 'tcp'], { verdict: 'accept' })], 'add', 'key has 2 parts'],
+  ['element with an invalid key part', [el('service-ips', ['10.96.0.1', 'tcp', '70000'], { verdict: 'accept' })], 'add', 'key part 2'],
+  ['element with a non-canonical key part', [el('service-ips', ['10.96.0.1', '6', '80'], { verdict: 'accept' })], 'add', 'write "tcp"'],
+  ['non-canonical IPv6 key', [el('plain', ['FD00::1'])], 'add', 'write "fd00::1"'],
+  ['vmap element with a string value', [el('service-ips', ['10.96.0.1', 'tcp', '80'], '0x1')], 'add', 'needs a verdict value'],
+  ['vmap element without a value', [el('service-ips', ['10.96.0.1', 'tcp', '80'])], 'add', 'needs a value'],
+  ['delete vmap element without a value', [el('service-ips', ['10.96.0.1', 'tcp', '80'])], 'delete', null],
+  ['jump without chain', [el('service-ips', ['10.96.0.1', 'tcp', '80'], { verdict: 'jump' } as never)], 'add', 'jump target chain name'],
+  ['accept with chain', [el('service-ips', ['10.96.0.1', 'tcp', '80'], { verdict: 'accept', chain: 'x' } as never)], 'add', 'takes no chain'],
+  ['data map with a verdict', [el('dm', ['eth0'], { verdict: 'accept' })], 'add', 'not verdicts'],
+  ['data map with a bad mark', [el('dm', ['eth0'], '0x1000000000')], 'add', 'over 32 bits'],
+  ['data map with a good mark', [el('dm', ['eth0'], '0x10')], 'add', null],
+  ['set element with a value', [el('plain', ['fd00::1'], '1')], 'add', 'holds no values'],
+  ['prefix in a plain set', [el('plain', ['fd00::/64'])], 'add', 'need an interval'],
+  ['prefix in an interval set', [el('iv', ['10.0.0.0/8'])], 'add', null],
+  ['prefix with host bits', [el('iv', ['10.0.0.1/8'])], 'add', 'host bits'],
+  ['element timeout without flag', [el('plain', ['fd00::1'], undefined, { timeout: 5 })], 'add', 'no timeout flag'],
+  ['element timeout with flag', [el('aff', ['10.0.0.1'], undefined, { timeout: 5 })], 'add', null],
+  ['unknown container: only shape is checked', [el('elsewhere', ['anything', 'at all'])], 'add', null],
+  ['container defined in the transaction', [{ ...plainSet, name: 'new' }, el('new', ['10.0.0.1'])], 'add', 'key part 0'],
+  ['rule without statements', [rule('c', [])], 'add', 'at least one statement'],
+  ['rule add with handle', [rule('c', [{ kind: 'counter' }], { handle: 3 })], 'add', 'takes no handle'],
+  ['rule replace without handle', [rule('c', [{ kind: 'counter' }])], 'replace', 'needs the rule\'s handle'],
+  ['rule delete by handle, no statements', [rule('c', [], { handle: 3 })], 'delete', null],
+  ['numgen mod 0', [rule('c', [{ kind: 'match', left: { kind: 'numgen', mod: 0 }, op: '==', right: '0' }])], 'add', 'numgen mod'],
+  ['numgen value out of range', [rule('c', [{ kind: 'match', left: { kind: 'numgen', mod: 2 }, op: '==', right: '2' }])], 'add', 'expected an integer 0-1'],
+  ['dnat port 65536', [rule('c', [{ kind: 'dnat', addr: '10.0.0.1', port: 65536 }])], 'add', 'port must be 0-65535'],
+  ['dnat to a bad address', [rule('c', [{ kind: 'dnat', addr: '10.0.0.256' }])], 'add', 'dnat address'],
+  ['dnat to a prefix', [rule('c', [{ kind: 'dnat', addr: '10.0.0.0/8' }])], 'add', 'not a prefix'],
+  ['IPv6 dnat in an ip table', [{ ...rule('c', [{ kind: 'dnat', addr: 'fd00::1' }]), family: 'ip' }], 'add', 'cannot be used in a ip table'],
+  ['ip6 match in an ip table', [{ ...rule('c', [{ kind: 'match', left: { kind: 'payload', field: 'ip6 saddr' }, op: '==', right: 'fd00::1' }]), family: 'ip' }], 'add', 'ip6 saddr cannot be used in a ip table'],
+  ['ip match in an ip6 table', [{ ...rule('c', [{ kind: 'match', left: { kind: 'ct-addr', dir: 'original', field: 'ip daddr' }, op: '==', right: '10.0.0.1' }]), family: 'ip6' }], 'add', 'cannot be used in a ip6 table'],
+  ['icmpx reject outside inet', [{ ...rule('c', [{ kind: 'reject', with: 'icmpx port-unreachable' }]), family: 'ip' }], 'add', 'icmpx'],
+  ['match: ipv4 operand for an ipv6 selector', [rule('c', [{ kind: 'match', left: { kind: 'payload', field: 'ip6 daddr' }, op: '==', right: '10.0.0.1' }])], 'add', 'ip6 daddr'],
+  ['match: prefix operand', [rule('c', [{ kind: 'match', left: { kind: 'payload', field: 'ip daddr' }, op: '==', right: '10.0.0.0/8' }])], 'add', null],
+  ['match: < on an address', [rule('c', [{ kind: 'match', left: { kind: 'payload', field: 'ip daddr' }, op: '<', right: '10.0.0.1' }])], 'add', 'only compares with'],
+  ['match: unknown ct state', [rule('c', [{ kind: 'match', left: { kind: 'ct', key: 'state' }, op: '==', right: 'established,sleepy' }])], 'add', '"sleepy" is not one of'],
+  ['match: fib type', [rule('c', [{ kind: 'match', left: { kind: 'fib-type', addr: 'daddr' }, op: '==', right: 'locale' }])], 'add', 'is not one of'],
+  ['match: port 70000', [rule('c', [{ kind: 'match', left: { kind: 'payload', field: 'th dport' }, op: '==', right: '70000' }])], 'add', 'out of range'],
+  ['match: mask on an address', [rule('c', [{ kind: 'match', left: { kind: 'payload', field: 'ip daddr' }, op: '==', right: '10.0.0.1', mask: '0xff' }])], 'add', 'cannot be masked'],
+  ['verdict not last', [rule('c', [{ kind: 'verdict', verdict: 'accept' }, { kind: 'counter' }])], 'add', 'more statements follow'],
+  ['vmap on a known set', [rule('c', [{ kind: 'vmap', keys: [{ kind: 'payload', field: 'ip daddr' }], map: 'iv' }])], 'add', 'not a verdict map'],
+  ['vmap on a data map', [rule('c', [{ kind: 'vmap', keys: [{ kind: 'meta', key: 'iifname' }], map: 'dm' }])], 'add', 'not a verdict map'],
+  ['vmap keys mismatch', [rule('c', [{ kind: 'vmap', keys: [{ kind: 'payload', field: 'ip daddr' }, { kind: 'payload', field: 'th dport' }], map: 'service-ips' }])], 'add', 'do not match'],
+  ['vmap keys match', [rule('c', [{ kind: 'vmap', keys: [{ kind: 'payload', field: 'ip daddr' }, { kind: 'meta', key: 'l4proto' }, { kind: 'payload', field: 'th dport' }], map: 'service-ips' }])], 'add', null],
+  ['lookup keyed by ct state', [rule('c', [{ kind: 'lookup', keys: [{ kind: 'ct', key: 'state' }], set: 'x' }])], 'add', 'cannot key'],
+  ['lookup on a map', [rule('c', [{ kind: 'lookup', keys: [{ kind: 'meta', key: 'iifname' }], set: 'dm' }])], 'add', 'is a map'],
+  ['set-update with timeout on a set without the flag', [rule('c', [{ kind: 'set-update', op: 'update', set: 'plain', keys: [{ kind: 'payload', field: 'ip6 saddr' }], timeout: 5 }])], 'add', 'no timeout flag'],
+  ['set-update on an interval set', [rule('c', [{ kind: 'set-update', op: 'add', set: 'iv', keys: [{ kind: 'payload', field: 'ip saddr' }] }])], 'add', 'interval set'],
+  ['set-update with timeout', [rule('c', [{ kind: 'set-update', op: 'update', set: 'aff', keys: [{ kind: 'payload', field: 'ip saddr' }], timeout: 5 }])], 'add', null],
+  ['mark-set with a bad mark', [rule('c', [{ kind: 'mark-set', value: 'x' }])], 'add', 'mark'],
+  ['non-canonical mark', [rule('c', [{ kind: 'mark-xor', value: '16384' }])], 'add', 'write "0x4000"'],
+  ['flowtable with a bad device', [{ ...flowtable, devices: ['eth/0'] }], 'add', 'flowtable device'],
+  ['flowtable with a device twice', [{ ...flowtable, devices: ['eth0', 'eth0'] }], 'add', 'listed twice'],
+];
+
+describe('transaction: checks', () => {
+  it.each(cases)('%s', (_d, objs, verb, reason) => {
+    const err = firstError(objs, verb, known);
+    if (reason === null) expect(err).toBeUndefined();
+    else {
+      expect(err, 'expected an error').toBeInstanceOf(NftInvalidError);
+      expect(err!.index).toBe(objs.length - 1);
+      expect(err!.reason).toContain(reason);
+    }
+  });
+});
+
+describe('selectorType', () => {
+  const table: Array<[Selector, string]> = [
+    [{ kind: 'payload', field: 'ip daddr' }, 'ipv4_addr'],
+    [{ kind: 'payload', field: 'ip6 saddr' }, 'ipv6_addr'],
+    [{ kind: 'payload', field: 'ip protocol' }, 'inet_proto'],
+    [{ kind: 'payload', field: 'ip6 nexthdr' }, 'inet_proto'],
+    [{ kind: 'payload', field: 'th dport' }, 'inet_service'],
+    [{ kind: 'payload', field: 'udp dport' }, 'inet_service'],
+    [{ kind: 'meta', key: 'l4proto' }, 'inet_proto'],
+    [{ kind: 'meta', key: 'nfproto' }, 'nf_proto'],
+    [{ kind: 'meta', key: 'mark' }, 'mark'],
+    [{ kind: 'meta', key: 'oifname' }, 'ifname'],
+    [{ kind: 'meta', key: 'iif' }, 'integer'],
+    [{ kind: 'ct', key: 'state' }, 'ct_state'],
+    [{ kind: 'ct', key: 'status' }, 'ct_status'],
+    [{ kind: 'ct', key: 'mark' }, 'mark'],
+    [{ kind: 'ct', key: 'packets' }, 'integer'],
+    [{ kind: 'ct-addr', dir: 'original', field: 'ip daddr' }, 'ipv4_addr'],
+    [{ kind: 'ct-addr', dir: 'reply', field: 'ip6 saddr' }, 'ipv6_addr'],
+    [{ kind: 'fib-type', addr: 'daddr' }, 'fib_type'],
+    [{ kind: 'numgen', mod: 3 }, 'integer'],
+  ];
+  it.each(table)('%j → %s', (s, t) => expect(selectorType(s)).toBe(t));
+});
