@@ -1,0 +1,136 @@
+// One list page and one watch stream over undici: the HTTP half of a reflector.
+// Policy (what to do on which error) lives in src/streams/reflector.ts.
+
+import { request } from 'undici';
+import { LineSplitter } from '../streams/line-splitter.ts';
+import { ApiStatusError, MalformedWatchEventError, parseRetryAfter, ResourceExpiredError } from '../streams/errors.ts';
+import type { ApiConnection } from './api-connection.ts';
+
+export type Query = Record<string, string | number | boolean | undefined>;
+
+export function buildUrl(conn: ApiConnection, path: string, query: Query): string {
+  const qs = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== '') qs.set(k, String(v));
+  const s = qs.toString();
+  return `${conn.baseUrl}${path}${s ? `?${s}` : ''}`;
+}
+
+export interface RequestTimeouts {
+  /** No response headers within this: the request hangs. */
+  headersTimeoutMs: number;
+  /** No body bytes for this long: the connection hangs. */
+  bodyTimeoutMs: number;
+}
+
+async function failure(statusCode: number, headers: Record<string, string | string[] | undefined>, body: { text(): Promise<string> }): Promise<Error> {
+  let message = '';
+  try {
+    const text = await body.text();
+    try {
+      const st = JSON.parse(text) as { message?: string; reason?: string };
+      message = st.message ?? st.reason ?? text.slice(0, 200);
+    } catch {
+      message = text.slice(0, 200);
+    }
+  } catch {
+    // The body may be cut; the status is what matters.
+  }
+  if (statusCode === 410) return new ResourceExpiredError(message || 'resource version expired');
+  return new ApiStatusError(statusCode, message, parseRetryAfter(headers['retry-after'], Date.now()));
+}
+
+export interface ListPage {
+  items: unknown[];
+  resourceVersion: string;
+  continueToken: string;
+  bytes: number;
+}
+
+export async function listPage(conn: ApiConnection, path: string, query: Query, t: RequestTimeouts, signal: AbortSignal): Promise<ListPage> {
+  const res = await request(buildUrl(conn, path, query), {
+    dispatcher: conn.dispatcher,
+    headers: await conn.headers(),
+    signal,
+    headersTimeout: t.headersTimeoutMs,
+    bodyTimeout: t.bodyTimeoutMs,
+  });
+  if (res.statusCode !== 200) throw await failure(res.statusCode, res.headers, res.body);
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  for await (const c of res.body) {
+    chunks.push(c as Buffer);
+    bytes += (c as Buffer).length;
+  }
+  const text = Buffer.concat(chunks, bytes).toString('utf8');
+  let parsed: { items?: unknown; metadata?: { resourceVersion?: unknown; continue?: unknown } };
+  try {
+    parsed = JSON.parse(text);
+  } catch (e) {
+    throw new ApiStatusError(200, `list response is not JSON: ${(e as Error).message}`);
+  }
+  if (!Array.isArray(parsed.items) && parsed.items !== null && parsed.items !== undefined) {
+    throw new ApiStatusError(200, 'list response has no items array');
+  }
+  const meta = parsed.metadata ?? {};
+  return {
+    items: (parsed.items as unknown[] | null) ?? [],
+    resourceVersion: typeof meta.resourceVersion === 'string' ? meta.resourceVersion : '',
+    continueToken: typeof meta.continue === 'string' ? meta.continue : '',
+    bytes,
+  };
+}
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+const EVENT_TYPES = new Set<string>(['ADDED', 'MODIFIED', 'DELETED', 'BOOKMARK', 'ERROR']);
+
+export interface WatchEvent {
+  type: WatchEventType;
+  object: Record<string, unknown>;
+}
+
+/**
+ * Streams a watch, calling `onEvent` synchronously for each event in order.
+ * Resolves when the server ends the stream cleanly (timeoutSeconds), rejects
+ * on HTTP errors, timeouts, cut or malformed lines, or whatever `onEvent`
+ * throws (the stream is torn down first).
+ */
+export async function watchStream(
+  conn: ApiConnection,
+  path: string,
+  query: Query,
+  t: RequestTimeouts,
+  signal: AbortSignal,
+  onEvent: (ev: WatchEvent) => void,
+): Promise<void> {
+  const res = await request(buildUrl(conn, path, { ...query, watch: 1 }), {
+    dispatcher: conn.dispatcher,
+    headers: await conn.headers(),
+    signal,
+    headersTimeout: t.headersTimeoutMs,
+    bodyTimeout: t.bodyTimeoutMs,
+  });
+  if (res.statusCode !== 200) throw await failure(res.statusCode, res.headers, res.body);
+  const splitter = new LineSplitter();
+  const onLine = (line: string) => {
+    let ev: unknown;
+    try {
+      ev = JSON.parse(line);
+    } catch (e) {
+      throw new MalformedWatchEventError(`not JSON (${(e as Error).message})`, line);
+    }
+    const o = ev as { type?: unknown; object?: unknown };
+    if (typeof o !== 'object' || o === null || typeof o.type !== 'string' || !EVENT_TYPES.has(o.type)) {
+      throw new MalformedWatchEventError('no known event type', line);
+    }
+    if (typeof o.object !== 'object' || o.object === null || Array.isArray(o.object)) {
+      throw new MalformedWatchEventError('no object', line);
+    }
+    onEvent(o as WatchEvent);
+  };
+  try {
+    for await (const chunk of res.body) splitter.push(chunk as Buffer, onLine);
+  } finally {
+    if (!res.body.destroyed) res.body.destroy();
+  }
+  if (splitter.remainder > 0) throw new MalformedWatchEventError('stream ended inside a line', '');
+}

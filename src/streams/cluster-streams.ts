@@ -1,0 +1,195 @@
+// The agent's view of the cluster: createClusterStreams().
+//
+//   const streams = await createClusterStreams({
+//     source: 'apiserver', kubeConfig /* KubeConfig | path | undefined = default chain */,
+//     nodeName, serviceProxyName /* optional, KEP-31 */, logger,
+//   });
+//   // or { source: 'manifests', path, nodeName?, serviceProxyName?, logger }
+//   streams.synced$      // Observable<boolean>, replays: false, then true once
+//                        // Services, EndpointSlices and the Node have each
+//                        // completed their first full list. Act on nothing before.
+//   streams.services$    // Observable<StoreEvent<ServiceInfo>>: on subscribe, the
+//                        // current store as upserts, then every real change.
+//   streams.endpointSlices$  // same for EndpointSliceInfo (one event per slice)
+//   streams.node$        // Observable<NodeInfo | undefined>, replays the latest
+//                        // (zone/region followed live; undefined while absent)
+//   streams.services / streams.endpointSlices   // StoreView snapshots, keyed namespace/name
+//   streams.endpointsByService  // EndpointSliceIndex: slices grouped by
+//                        // namespace/service-name, merged endpoint views
+//                        // (duplicates across slices once; see endpoint-index.ts).
+//                        // It is updated before endpointSlices$ subscribers run.
+//   await streams.whenSynced(); await streams.stop();
+//
+// Events are emitted synchronously as the store changes: after a relist
+// (410), only what really changed; a status-only update emits nothing. Both
+// sources apply the KEP-31 selector (the API server by label selector, the
+// manifest source locally) and drop headless Services.
+
+import type { KubeConfig } from '@kubernetes/client-node';
+import { pino, type Logger } from 'pino';
+import { BehaviorSubject, combineLatest, distinctUntilChanged, firstValueFrom, filter, map, Observable } from 'rxjs';
+import { connectionFromKubeConfig, loadKubeConfig, type ApiConnection } from '../k8s/api-connection.ts';
+import type { EndpointSliceInfo, NodeInfo, ServiceInfo, StoreEvent } from '../k8s/types.ts';
+import { serviceProxySelector } from '../k8s/well-known.ts';
+import type { Clock } from './clock.ts';
+import { EndpointSliceIndex } from './endpoint-index.ts';
+import { Informer } from './informer.ts';
+import { StringPool } from './intern.ts';
+import { ManifestSource } from './manifest-source.ts';
+import { projectEndpointSlice } from './project-endpoint-slice.ts';
+import { projectNode } from './project-node.ts';
+import { projectService } from './project-service.ts';
+import { Reflector, type ReflectorOptions } from './reflector.ts';
+import type { Store, StoreView } from './store.ts';
+
+export type ReflectorTuning = Partial<
+  Pick<ReflectorOptions, 'pageSize' | 'watchList' | 'watchTimeoutSeconds' | 'readTimeoutMs' | 'headersTimeoutMs' | 'backoff'>
+>;
+
+export interface ApiServerSourceOptions {
+  source: 'apiserver';
+  /** A loaded KubeConfig, a kubeconfig file path, or undefined for in-cluster/default. */
+  kubeConfig?: KubeConfig | string;
+  /** Instead of kubeConfig: a ready connection (tests, embedding). */
+  connection?: ApiConnection;
+  nodeName: string;
+  serviceProxyName?: string;
+  logger?: Logger;
+  clock?: Clock;
+  tuning?: ReflectorTuning;
+}
+
+export interface ManifestSourceOptions {
+  source: 'manifests';
+  path: string;
+  nodeName?: string;
+  serviceProxyName?: string;
+  logger?: Logger;
+  clock?: Clock;
+  debounceMs?: number;
+  pollIntervalMs?: number;
+}
+
+export type ClusterStreamsOptions = ApiServerSourceOptions | ManifestSourceOptions;
+
+export interface ClusterStreams {
+  services$: Observable<StoreEvent<ServiceInfo>>;
+  endpointSlices$: Observable<StoreEvent<EndpointSliceInfo>>;
+  node$: Observable<NodeInfo | undefined>;
+  synced$: Observable<boolean>;
+  services: StoreView<ServiceInfo>;
+  endpointSlices: StoreView<EndpointSliceInfo>;
+  endpointsByService: EndpointSliceIndex;
+  node(): NodeInfo | undefined;
+  whenSynced(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Current content as upserts, then live changes: a late subscriber sees a whole picture. */
+function withSnapshot<T extends { resourceVersion: string }>(store: Store<T>): Observable<StoreEvent<T>> {
+  return new Observable<StoreEvent<T>>((sub) => {
+    for (const [key, object] of store.entries()) sub.next({ type: 'upsert', key, object });
+    return store.events$.subscribe(sub);
+  });
+}
+
+function makeInformers(logger: Logger) {
+  const pool = new StringPool();
+  return {
+    services: new Informer<ServiceInfo>({ kind: 'Service', project: projectService, pool, logger: logger.child({ kind: 'Service' }) }),
+    endpointSlices: new Informer<EndpointSliceInfo>({
+      kind: 'EndpointSlice',
+      project: projectEndpointSlice,
+      pool,
+      logger: logger.child({ kind: 'EndpointSlice' }),
+    }),
+    node: new Informer<NodeInfo>({ kind: 'Node', project: projectNode, keyOf: (n) => n.name, pool, logger: logger.child({ kind: 'Node' }) }),
+  };
+}
+
+export async function createClusterStreams(options: ClusterStreamsOptions): Promise<ClusterStreams> {
+  const logger = (options.logger ?? pino({ name: 'kube-nft-proxy' })).child({ component: 'streams' });
+  const informers = makeInformers(logger);
+  const index = new EndpointSliceIndex();
+  // Subscribed first, so the index is current when any other subscriber runs.
+  const indexSub = informers.endpointSlices.store.events$.subscribe((ev) => index.apply(ev));
+  const node = new BehaviorSubject<NodeInfo | undefined>(undefined);
+  const nodeSub = informers.node.store.events$.subscribe((ev) => node.next(ev.type === 'delete' ? undefined : ev.object));
+
+  let stopSource: () => Promise<void>;
+  if (options.source === 'manifests') {
+    const src = new ManifestSource(
+      {
+        path: options.path,
+        nodeName: options.nodeName,
+        serviceProxyName: options.serviceProxyName,
+        logger: logger.child({ source: 'manifests' }),
+        clock: options.clock,
+        debounceMs: options.debounceMs,
+        pollIntervalMs: options.pollIntervalMs,
+      },
+      informers,
+    );
+    await src.start();
+    stopSource = () => src.stop();
+  } else {
+    let connection = options.connection;
+    let owned = false;
+    if (!connection) {
+      const kc = typeof options.kubeConfig === 'object' ? options.kubeConfig : await loadKubeConfig(options.kubeConfig);
+      connection = await connectionFromKubeConfig(kc);
+      owned = true;
+    }
+    const selector = serviceProxySelector(options.serviceProxyName);
+    const common = { connection, clock: options.clock, ...options.tuning };
+    const reflectors = [
+      new Reflector({ ...common, path: '/api/v1/services', labelSelector: selector, sink: informers.services, logger: logger.child({ resource: 'services' }) }),
+      new Reflector({
+        ...common,
+        path: '/apis/discovery.k8s.io/v1/endpointslices',
+        labelSelector: selector,
+        sink: informers.endpointSlices,
+        logger: logger.child({ resource: 'endpointslices' }),
+      }),
+      new Reflector({
+        ...common,
+        path: '/api/v1/nodes',
+        fieldSelector: `metadata.name=${options.nodeName}`,
+        sink: informers.node,
+        logger: logger.child({ resource: 'nodes' }),
+      }),
+    ];
+    for (const r of reflectors) r.start();
+    const conn = connection;
+    stopSource = async () => {
+      await Promise.all(reflectors.map((r) => r.stop()));
+      if (owned) await conn.close();
+    };
+  }
+
+  const synced$ = combineLatest([informers.services.synced$, informers.endpointSlices.synced$, informers.node.synced$]).pipe(
+    map((s) => s.every(Boolean)),
+    distinctUntilChanged(),
+  );
+  let stopped = false;
+  return {
+    services$: withSnapshot(informers.services.store),
+    endpointSlices$: withSnapshot(informers.endpointSlices.store),
+    node$: node.asObservable(),
+    synced$,
+    services: informers.services.store,
+    endpointSlices: informers.endpointSlices.store,
+    endpointsByService: index,
+    node: () => node.value,
+    whenSynced: () => firstValueFrom(synced$.pipe(filter(Boolean))).then(() => undefined),
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await stopSource();
+      indexSub.unsubscribe();
+      nodeSub.unsubscribe();
+      for (const inf of Object.values(informers)) inf.complete();
+      node.complete();
+    },
+  };
+}

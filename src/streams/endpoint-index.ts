@@ -1,0 +1,102 @@
+// EndpointSlices grouped by Service, and the merged endpoint view the model reads.
+//
+// Where duplicates are merged: here, not in the store. The store keeps every
+// slice as the API sent it (so relists and deletes stay exact per slice); this
+// index groups slices by `namespace/kubernetes.io/service-name` and, on
+// demand, merges them: within one (addressType, port name, protocol, port)
+// an endpoint whose first address appears in several slices is listed once.
+// When copies disagree the most usable wins (ready > serving > not
+// terminating); ties go to the slice whose name sorts first, so the result
+// does not depend on the order events arrived in. The merged view of a
+// Service is cached until one of its slices changes.
+
+import type { EndpointInfo, EndpointPortInfo, EndpointSliceInfo, StoreEvent } from '../k8s/types.ts';
+
+export interface MergedPortEndpoints {
+  addressType: 'IPv4' | 'IPv6';
+  /** The slice port: name/protocol as the Service port names it, port is the target port. */
+  port: EndpointPortInfo;
+  endpoints: EndpointInfo[];
+}
+
+function usability(e: EndpointInfo): number {
+  return (e.ready !== false ? 4 : 0) + (e.serving ?? e.ready ?? true ? 2 : 0) + (e.terminating === true ? 0 : 1);
+}
+
+export class EndpointSliceIndex {
+  private readonly byService = new Map<string, Map<string, EndpointSliceInfo>>();
+  private readonly merged = new Map<string, MergedPortEndpoints[]>();
+  private readonly serviceOfSlice = new Map<string, string>();
+
+  /** Service key (`namespace/name`) of a slice. */
+  static serviceKeyOf(s: EndpointSliceInfo): string {
+    return `${s.namespace}/${s.serviceName}`;
+  }
+
+  /** Applies a store event; returns the service keys whose view changed. */
+  apply(ev: StoreEvent<EndpointSliceInfo>): string[] {
+    const touched: string[] = [];
+    const before = this.serviceOfSlice.get(ev.key);
+    const after = ev.type === 'delete' ? undefined : EndpointSliceIndex.serviceKeyOf(ev.object);
+    // A slice relabelled to another service leaves its old group.
+    if (before !== undefined && before !== after) {
+      const group = this.byService.get(before);
+      group?.delete(ev.key);
+      if (group?.size === 0) this.byService.delete(before);
+      this.merged.delete(before);
+      this.serviceOfSlice.delete(ev.key);
+      touched.push(before);
+    }
+    if (after !== undefined && ev.type === 'upsert') {
+      let group = this.byService.get(after);
+      if (!group) this.byService.set(after, (group = new Map()));
+      group.set(ev.key, ev.object);
+      this.serviceOfSlice.set(ev.key, after);
+      this.merged.delete(after);
+      touched.push(after);
+    }
+    return touched;
+  }
+
+  slicesFor(serviceKey: string): EndpointSliceInfo[] {
+    const group = this.byService.get(serviceKey);
+    return group ? [...group.values()] : [];
+  }
+
+  serviceKeys(): IterableIterator<string> {
+    return this.byService.keys();
+  }
+
+  /** The Service's endpoints per slice port, duplicates across slices merged (see header). */
+  endpointsFor(serviceKey: string): MergedPortEndpoints[] {
+    const hit = this.merged.get(serviceKey);
+    if (hit) return hit;
+    const slices = this.slicesFor(serviceKey)
+      .filter((s) => s.addressType !== 'FQDN')
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const groups = new Map<string, { out: MergedPortEndpoints; byAddr: Map<string, number> }>();
+    for (const s of slices) {
+      for (const port of s.ports) {
+        const gk = `${s.addressType}/${port.protocol}/${port.name}/${port.port}`;
+        let g = groups.get(gk);
+        if (!g) {
+          g = { out: { addressType: s.addressType as 'IPv4' | 'IPv6', port, endpoints: [] }, byAddr: new Map() };
+          groups.set(gk, g);
+        }
+        for (const e of s.endpoints) {
+          const addr = e.addresses[0]!;
+          const at = g.byAddr.get(addr);
+          if (at === undefined) {
+            g.byAddr.set(addr, g.out.endpoints.length);
+            g.out.endpoints.push(e);
+          } else if (usability(e) > usability(g.out.endpoints[at]!)) {
+            g.out.endpoints[at] = e;
+          }
+        }
+      }
+    }
+    const result = [...groups.values()].map((g) => g.out);
+    this.merged.set(serviceKey, result);
+    return result;
+  }
+}

@@ -1,0 +1,103 @@
+// One resource's pipeline: raw objects (from a reflector or the manifest
+// source) → validated projection → Store → StoreEvents.
+//
+// Invalid objects: logged once per key and reason, and left out. If a valid
+// version of the same key was stored before, it is removed (a delete event):
+// the cluster's current statement about that object is the invalid one, and
+// kube-proxy would likewise treat it as absent rather than keep programming a
+// version the cluster no longer holds.
+
+import { BehaviorSubject, type Observable } from 'rxjs';
+import type { Logger } from 'pino';
+import { namespacedKey } from '../k8s/types.ts';
+import type { StringPool } from './intern.ts';
+import type { ReflectorSink } from './reflector.ts';
+import { ReportOnce } from './report-once.ts';
+import { Store, type Versioned } from './store.ts';
+import { rawKey, type Projection } from './validate-common.ts';
+
+export type Projector<T> = (raw: unknown, pool: StringPool) => Projection<T>;
+
+export interface InformerOptions<T> {
+  kind: string;
+  project: Projector<T>;
+  keyOf?: (o: T) => string;
+  pool: StringPool;
+  logger: Logger;
+  /** Local filter applied after projection (the manifest source's selectors); raw object in. */
+  accept?: (raw: unknown) => boolean;
+}
+
+export class Informer<T extends Versioned & { name: string }> implements ReflectorSink {
+  readonly store = new Store<T>();
+  private readonly synced = new BehaviorSubject(false);
+  readonly synced$: Observable<boolean> = this.synced.asObservable();
+  private readonly o: InformerOptions<T>;
+  private readonly reports: ReportOnce;
+  private readonly keyOf: (o: T) => string;
+  private pending: Map<string, T> | undefined;
+
+  constructor(o: InformerOptions<T>) {
+    this.o = o;
+    this.reports = new ReportOnce(o.logger);
+    this.keyOf = o.keyOf ?? ((x: T) => namespacedKey(x as unknown as { namespace: string; name: string }));
+  }
+
+  get isSynced(): boolean {
+    return this.synced.value;
+  }
+
+  /** Projects and validates; undefined (and logged once) when invalid. */
+  private accept(raw: unknown): { key: string; value?: T } {
+    if (this.o.accept && !this.o.accept(raw)) return { key: rawKey(raw) };
+    const p = this.o.project(raw, this.o.pool);
+    if (!p.ok) {
+      const key = rawKey(raw);
+      this.reports.report(key, p.reason, { kind: this.o.kind });
+      return { key };
+    }
+    const key = this.keyOf(p.value);
+    this.reports.forget(key);
+    if (p.dropped) for (const reason of p.dropped) this.reports.report(key, reason, { kind: this.o.kind }, 'invalid part left out');
+    return { key, value: p.value };
+  }
+
+  listStart(): void {
+    this.pending = new Map();
+  }
+
+  listItem(raw: unknown): void {
+    const { key, value } = this.accept(raw);
+    if (value !== undefined) this.pending?.set(key, value);
+  }
+
+  listEnd(): void {
+    const next = this.pending ?? new Map<string, T>();
+    this.pending = undefined;
+    const changes = this.store.replace(next);
+    this.o.logger.debug({ kind: this.o.kind, size: next.size, changes }, 'store replaced');
+    if (!this.synced.value) this.synced.next(true);
+  }
+
+  event(type: 'ADDED' | 'MODIFIED' | 'DELETED', raw: unknown): void {
+    const { key, value } = type === 'DELETED' ? { key: rawKey(raw), value: undefined } : this.accept(raw);
+    if (value === undefined) {
+      this.store.delete(key);
+      if (type === 'DELETED') this.reports.forget(key);
+    } else {
+      this.store.upsert(key, value);
+    }
+  }
+
+  /** Replaces the whole content at once (the manifest source). */
+  replaceAll(raws: Iterable<unknown>): void {
+    this.listStart();
+    for (const r of raws) this.listItem(r);
+    this.listEnd();
+  }
+
+  complete(): void {
+    this.store.complete();
+    this.synced.complete();
+  }
+}

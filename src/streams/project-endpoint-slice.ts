@@ -1,0 +1,134 @@
+// EndpointSlice → EndpointSliceInfo.
+//
+// Unlike a Service, a slice is kept when parts of it are bad: the API server
+// accepts ports 0/-1/65536+ and odd addresses (FACTS.md), and one bad entry
+// must not take the healthy endpoints of a Service down with it. Bad ports and
+// bad endpoints are dropped (reported as `dropped`); only a slice whose
+// identity is unusable (names, service label, addressType) is left out.
+// IPv4 with leading zeros is kept as sent: the model normalises it.
+
+import type { EndpointHints, EndpointInfo, EndpointPortInfo, EndpointSliceInfo } from '../k8s/types.ts';
+import { ipFamilyOf, isUnroutableEndpoint } from '../k8s/ip-syntax.ts';
+import { LABEL_FOR_REGION, LABEL_FOR_ZONE, LABEL_SERVICE_NAME } from '../k8s/well-known.ts';
+import type { StringPool } from './intern.ts';
+import {
+  asList,
+  asObject,
+  checkDnsLabel,
+  checkDnsSubdomain,
+  fail,
+  isObject,
+  isPort,
+  project,
+  resourceVersionOf,
+  type Projection,
+} from './validate-common.ts';
+
+const ADDRESS_TYPES = new Set(['IPv4', 'IPv6', 'FQDN']);
+const PORT_NAME = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$/;
+
+function projectPorts(raw: unknown, pool: StringPool, dropped: string[]): EndpointPortInfo[] {
+  const out: EndpointPortInfo[] = [];
+  const list = asList('ports', raw);
+  for (let i = 0; i < list.length; i++) {
+    const p = list[i];
+    if (!isObject(p)) {
+      dropped.push(`ports[${i}] is not an object`);
+      continue;
+    }
+    if (!isPort(p.port)) {
+      dropped.push(`ports[${i}].port out of range: ${JSON.stringify(p.port)}`);
+      continue;
+    }
+    const name = p.name ?? '';
+    if (typeof name !== 'string' || name.length > 63 || !PORT_NAME.test(name)) {
+      dropped.push(`ports[${i}].name invalid: ${JSON.stringify(name)}`);
+      continue;
+    }
+    const proto = p.protocol ?? 'TCP';
+    if (proto !== 'TCP' && proto !== 'UDP' && proto !== 'SCTP') {
+      dropped.push(`ports[${i}] has unknown protocol ${JSON.stringify(proto)}`);
+      continue;
+    }
+    out.push({ name: pool.intern(name), protocol: proto, port: p.port });
+  }
+  return out;
+}
+
+function names(list: unknown, pool: StringPool): string[] {
+  const out: string[] = [];
+  if (!Array.isArray(list)) return out;
+  for (const h of list) if (isObject(h) && typeof h.name === 'string' && h.name !== '') out.push(pool.intern(h.name));
+  return out;
+}
+
+/** Returns the endpoint, or a reason it was dropped. */
+function projectEndpoint(raw: unknown, i: number, addressType: string, pool: StringPool): EndpointInfo | string {
+  if (!isObject(raw)) return `endpoints[${i}] is not an object`;
+  const addrs = raw.addresses;
+  if (!Array.isArray(addrs) || addrs.length === 0) return `endpoints[${i}] has no addresses`;
+  for (const a of addrs) {
+    if (typeof a !== 'string') return `endpoints[${i}] has a non-string address`;
+    if (addressType === 'FQDN') {
+      if (a === '' || a.length > 253) return `endpoints[${i}] has a bad FQDN`;
+      continue;
+    }
+    if (ipFamilyOf(a) !== addressType) return `endpoints[${i}] address ${JSON.stringify(a)} is not ${addressType}`;
+    if (isUnroutableEndpoint(a, addressType as 'IPv4' | 'IPv6')) return `endpoints[${i}] address ${a} is not routable`;
+  }
+  const ep: EndpointInfo = { addresses: addrs as string[] };
+  const c = raw.conditions;
+  if (isObject(c)) {
+    if (typeof c.ready === 'boolean') ep.ready = c.ready;
+    if (typeof c.serving === 'boolean') ep.serving = c.serving;
+    if (typeof c.terminating === 'boolean') ep.terminating = c.terminating;
+  }
+  if (typeof raw.nodeName === 'string' && raw.nodeName !== '') ep.nodeName = pool.intern(raw.nodeName);
+  if (typeof raw.zone === 'string' && raw.zone !== '') ep.zone = pool.intern(raw.zone);
+  if (isObject(raw.hints)) {
+    const hints: EndpointHints = { forZones: names(raw.hints.forZones, pool), forNodes: names(raw.hints.forNodes, pool) };
+    if (hints.forZones.length > 0 || hints.forNodes.length > 0) ep.hints = hints;
+  }
+  return ep;
+}
+
+function projectSliceUnchecked(raw: unknown, pool: StringPool, dropped: string[]): EndpointSliceInfo {
+  const obj = asObject('object', raw);
+  const meta = asObject('metadata', obj.metadata);
+  const namespace = pool.intern(checkDnsLabel('metadata.namespace', meta.namespace));
+  const name = checkDnsSubdomain('metadata.name', meta.name);
+  const labels = isObject(meta.labels) ? meta.labels : {};
+  const serviceName = labels[LABEL_SERVICE_NAME];
+  if (typeof serviceName !== 'string' || serviceName === '') fail(`label ${LABEL_SERVICE_NAME} missing`);
+  if (serviceName.length > 63) fail(`label ${LABEL_SERVICE_NAME} longer than 63 characters`);
+  const addressType = obj.addressType;
+  if (typeof addressType !== 'string' || !ADDRESS_TYPES.has(addressType)) fail(`addressType unknown: ${JSON.stringify(addressType)}`);
+
+  const ports = projectPorts(obj.ports, pool, dropped);
+  const endpoints: EndpointInfo[] = [];
+  const list = asList('endpoints', obj.endpoints);
+  for (let i = 0; i < list.length; i++) {
+    const ep = projectEndpoint(list[i], i, addressType, pool);
+    if (typeof ep === 'string') dropped.push(ep);
+    else endpoints.push(ep);
+  }
+  const info: EndpointSliceInfo = {
+    namespace,
+    name,
+    resourceVersion: resourceVersionOf(meta),
+    serviceName: pool.intern(serviceName),
+    addressType: addressType as EndpointSliceInfo['addressType'],
+    ports,
+    endpoints,
+  };
+  const fz = labels[LABEL_FOR_ZONE];
+  if (typeof fz === 'string' && fz !== '') info.forZone = pool.intern(fz);
+  const fr = labels[LABEL_FOR_REGION];
+  if (typeof fr === 'string' && fr !== '') info.forRegion = pool.intern(fr);
+  return info;
+}
+
+export function projectEndpointSlice(raw: unknown, pool: StringPool): Projection<EndpointSliceInfo> {
+  const dropped: string[] = [];
+  return project(() => projectSliceUnchecked(raw, pool, dropped), dropped);
+}

@@ -1,0 +1,175 @@
+// Service → ServiceInfo: validate what the proxy programs, keep only that.
+//
+// A Service is all-or-nothing: a bad port or address leaves the whole Service
+// out (the API server would have refused it; if it reaches us, the picture is
+// not one we can program faithfully).
+
+import type { IPFamily, LoadBalancerIngress, Protocol, ServiceInfo, ServicePortSpec } from '../k8s/types.ts';
+import { ipFamilyOf, isCIDRLoose } from '../k8s/ip-syntax.ts';
+import type { StringPool } from './intern.ts';
+import {
+  asList,
+  asObject,
+  checkDnsLabel,
+  fail,
+  isObject,
+  isPort,
+  optionalString,
+  project,
+  resourceVersionOf,
+  type Projection,
+} from './validate-common.ts';
+
+const SERVICE_TYPES = new Set(['ClusterIP', 'NodePort', 'LoadBalancer', 'ExternalName']);
+const IANA_SVC_NAME = /^[a-z0-9]([a-z0-9-]{0,13}[a-z0-9])?$/;
+const DEFAULT_AFFINITY_TIMEOUT = 10800;
+
+export function parseProtocol(what: string, v: unknown): Protocol {
+  if (v === undefined || v === null) return 'TCP';
+  if (v === 'TCP' || v === 'UDP' || v === 'SCTP') return v;
+  return fail(`${what} has unknown protocol ${JSON.stringify(v)}`);
+}
+
+function checkIP(what: string, v: unknown): string {
+  if (typeof v !== 'string' || ipFamilyOf(v) === undefined) fail(`${what} is not an IP: ${JSON.stringify(v)}`);
+  return v;
+}
+
+function projectPort(raw: unknown, i: number, pool: StringPool): ServicePortSpec {
+  const p = asObject(`spec.ports[${i}]`, raw);
+  const name = optionalString(`spec.ports[${i}].name`, p.name) ?? '';
+  if (!isPort(p.port)) fail(`spec.ports[${i}].port out of range: ${JSON.stringify(p.port)}`);
+  const out: ServicePortSpec = {
+    name: pool.intern(name),
+    protocol: parseProtocol(`spec.ports[${i}]`, p.protocol),
+    port: p.port,
+  };
+  const tp = p.targetPort;
+  if (typeof tp === 'number') {
+    if (!isPort(tp)) fail(`spec.ports[${i}].targetPort out of range: ${tp}`);
+    out.targetPort = tp;
+  } else if (typeof tp === 'string' && tp !== '') {
+    // The API also accepts a numeric string for an int-or-string.
+    if (/^\d+$/.test(tp)) {
+      const n = Number(tp);
+      if (!isPort(n)) fail(`spec.ports[${i}].targetPort out of range: ${tp}`);
+      out.targetPort = n;
+    } else {
+      if (!IANA_SVC_NAME.test(tp)) fail(`spec.ports[${i}].targetPort is not a port name: ${JSON.stringify(tp)}`);
+      out.targetPort = pool.intern(tp);
+    }
+  } else if (tp !== undefined && tp !== null) {
+    fail(`spec.ports[${i}].targetPort has a bad type`);
+  }
+  if (p.nodePort !== undefined && p.nodePort !== null && p.nodePort !== 0) {
+    if (!isPort(p.nodePort)) fail(`spec.ports[${i}].nodePort out of range: ${JSON.stringify(p.nodePort)}`);
+    out.nodePort = p.nodePort;
+  }
+  return out;
+}
+
+function projectIngress(raw: unknown, i: number): LoadBalancerIngress {
+  const g = asObject(`status.loadBalancer.ingress[${i}]`, raw);
+  const out: LoadBalancerIngress = {};
+  if (g.ip !== undefined && g.ip !== null && g.ip !== '') out.ip = checkIP(`status.loadBalancer.ingress[${i}].ip`, g.ip);
+  const host = optionalString(`status.loadBalancer.ingress[${i}].hostname`, g.hostname);
+  if (host) out.hostname = host;
+  if (g.ipMode !== undefined && g.ipMode !== null) {
+    if (g.ipMode !== 'VIP' && g.ipMode !== 'Proxy') fail(`status.loadBalancer.ingress[${i}].ipMode unknown: ${JSON.stringify(g.ipMode)}`);
+    out.ipMode = g.ipMode;
+  }
+  return out;
+}
+
+function policy(what: string, v: unknown): 'Cluster' | 'Local' {
+  if (v === undefined || v === null || v === '' || v === 'Cluster') return 'Cluster';
+  if (v === 'Local') return 'Local';
+  return fail(`${what} unknown: ${JSON.stringify(v)}`);
+}
+
+function projectServiceUnchecked(raw: unknown, pool: StringPool): ServiceInfo {
+  const obj = asObject('object', raw);
+  const meta = asObject('metadata', obj.metadata);
+  const namespace = pool.intern(checkDnsLabel('metadata.namespace', meta.namespace));
+  const name = checkDnsLabel('metadata.name', meta.name);
+  const spec = asObject('spec', obj.spec);
+  const type = spec.type ?? 'ClusterIP';
+  if (typeof type !== 'string' || !SERVICE_TYPES.has(type)) fail(`spec.type unknown: ${JSON.stringify(type)}`);
+
+  let clusterIPs: string[] = asList('spec.clusterIPs', spec.clusterIPs).map((ip, i) =>
+    ip === 'None' ? 'None' : checkIP(`spec.clusterIPs[${i}]`, ip),
+  );
+  if (clusterIPs.length === 0 && spec.clusterIP !== undefined && spec.clusterIP !== null && spec.clusterIP !== '') {
+    clusterIPs = [spec.clusterIP === 'None' ? 'None' : checkIP('spec.clusterIP', spec.clusterIP)];
+  }
+  if (clusterIPs.length > 2) fail('spec.clusterIPs has more than two addresses');
+  if (clusterIPs.includes('None') && clusterIPs.length !== 1) fail('spec.clusterIPs mixes None with addresses');
+  if (clusterIPs.length === 2 && ipFamilyOf(clusterIPs[0]!) === ipFamilyOf(clusterIPs[1]!)) {
+    fail('spec.clusterIPs has two addresses of one family');
+  }
+
+  let ipFamilies = asList('spec.ipFamilies', spec.ipFamilies).map((f, i) => {
+    if (f !== 'IPv4' && f !== 'IPv6') fail(`spec.ipFamilies[${i}] unknown: ${JSON.stringify(f)}`);
+    return f as IPFamily;
+  });
+  if (ipFamilies.length === 0) {
+    ipFamilies = clusterIPs.filter((ip) => ip !== 'None').map((ip) => ipFamilyOf(ip)!);
+  }
+
+  const rawPorts = asList('spec.ports', spec.ports);
+  const ports = rawPorts.map((p, i) => projectPort(p, i, pool));
+  if (ports.length > 1) {
+    const seen = new Set<string>();
+    for (const p of ports) {
+      if (p.name === '') fail('spec.ports has an unnamed port among several');
+      const k = `${p.name}`;
+      if (seen.has(k)) fail(`spec.ports has the name ${JSON.stringify(p.name)} twice`);
+      seen.add(k);
+    }
+  }
+
+  const externalIPs = asList('spec.externalIPs', spec.externalIPs).map((ip, i) => checkIP(`spec.externalIPs[${i}]`, ip));
+  const loadBalancerSourceRanges = asList('spec.loadBalancerSourceRanges', spec.loadBalancerSourceRanges).map((r, i) => {
+    if (typeof r !== 'string' || !isCIDRLoose(r.trim())) fail(`spec.loadBalancerSourceRanges[${i}] is not a CIDR: ${JSON.stringify(r)}`);
+    return r.trim();
+  });
+  const status = isObject(obj.status) ? obj.status : {};
+  const lb = isObject(status.loadBalancer) ? status.loadBalancer : {};
+  const loadBalancerIngress = asList('status.loadBalancer.ingress', lb.ingress).map(projectIngress);
+
+  const affinity = spec.sessionAffinity ?? 'None';
+  if (affinity !== 'None' && affinity !== 'ClientIP') fail(`spec.sessionAffinity unknown: ${JSON.stringify(affinity)}`);
+
+  const info: ServiceInfo = {
+    namespace,
+    name,
+    resourceVersion: resourceVersionOf(meta),
+    type: type as ServiceInfo['type'],
+    clusterIPs,
+    ipFamilies,
+    ports,
+    externalIPs,
+    loadBalancerIngress,
+    loadBalancerSourceRanges,
+    sessionAffinity: affinity,
+    externalTrafficPolicy: policy('spec.externalTrafficPolicy', spec.externalTrafficPolicy),
+    internalTrafficPolicy: policy('spec.internalTrafficPolicy', spec.internalTrafficPolicy),
+  };
+  if (affinity === 'ClientIP') {
+    const cfg = isObject(spec.sessionAffinityConfig) && isObject(spec.sessionAffinityConfig.clientIP) ? spec.sessionAffinityConfig.clientIP : {};
+    const t = cfg.timeoutSeconds ?? DEFAULT_AFFINITY_TIMEOUT;
+    if (typeof t !== 'number' || !Number.isInteger(t) || t < 1 || t > 86400) fail(`sessionAffinityConfig timeoutSeconds out of range: ${JSON.stringify(t)}`);
+    info.sessionAffinityTimeoutSeconds = t;
+  }
+  if (spec.healthCheckNodePort !== undefined && spec.healthCheckNodePort !== null && spec.healthCheckNodePort !== 0) {
+    if (!isPort(spec.healthCheckNodePort)) fail(`spec.healthCheckNodePort out of range: ${JSON.stringify(spec.healthCheckNodePort)}`);
+    info.healthCheckNodePort = spec.healthCheckNodePort;
+  }
+  const td = optionalString('spec.trafficDistribution', spec.trafficDistribution);
+  if (td) info.trafficDistribution = pool.intern(td);
+  return info;
+}
+
+export function projectService(raw: unknown, pool: StringPool): Projection<ServiceInfo> {
+  return project(() => projectServiceUnchecked(raw, pool));
+}

@@ -1,0 +1,232 @@
+// client-go reflector semantics over our own list+watch:
+//
+// - the first list is a WatchList (sendInitialEvents=true,
+//   resourceVersionMatch=NotOlderThan, ended by the k8s.io/initial-events-end
+//   bookmark) when the server supports it, else a paged list (limit/continue);
+//   a server that rejects WatchList (4xx) is not asked again;
+// - then a watch from the list's resourceVersion with allowWatchBookmarks and a
+//   randomised server-side timeoutSeconds; a clean end re-watches at once from
+//   the last resourceVersion seen (bookmarks move it forward);
+// - 410 Gone → relist; the sink makes the store equal to the new list, which
+//   emits only real differences;
+// - anything else (reset, hang caught by the read timeout, 429 + Retry-After,
+//   5xx, a failed list, a malformed line) → log, back off with jitter, retry,
+//   forever. Backoff resets once a request has delivered data.
+
+import type { Logger } from 'pino';
+import type { ApiConnection } from '../k8s/api-connection.ts';
+import { listPage, watchStream, type Query, type RequestTimeouts, type WatchEvent } from '../k8s/list-watch.ts';
+import { ANNOTATION_INITIAL_EVENTS_END } from '../k8s/well-known.ts';
+import { Backoff, defaultBackoff, type BackoffOptions } from './backoff.ts';
+import { sleep, systemClock, type Clock } from './clock.ts';
+import { ApiStatusError, ResourceExpiredError, WatchErrorEventError, WatchListIncompleteError } from './errors.ts';
+
+/** Where a reflector delivers what it reads; implemented by the informer. */
+export interface ReflectorSink {
+  /** A full list starts (paged list or WatchList initial events). */
+  listStart(): void;
+  listItem(raw: unknown): void;
+  /** The list is complete: the store must now equal it. */
+  listEnd(): void;
+  event(type: 'ADDED' | 'MODIFIED' | 'DELETED', raw: unknown): void;
+}
+
+export interface ReflectorOptions {
+  connection: ApiConnection;
+  /** Collection path, e.g. /api/v1/services. */
+  path: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  sink: ReflectorSink;
+  logger: Logger;
+  clock?: Clock;
+  pageSize?: number;
+  /** Try the streaming WatchList first (default true). */
+  watchList?: boolean;
+  /** Server-side watch timeout, drawn uniformly from [min, max] seconds (default 300–600). */
+  watchTimeoutSeconds?: [number, number];
+  /** No bytes for this long on a watch or list body: treat the connection as hung (default 150 s). */
+  readTimeoutMs?: number;
+  /** No response headers for this long (default 60 s). */
+  headersTimeoutMs?: number;
+  backoff?: BackoffOptions;
+}
+
+function isClientRejection(e: unknown): boolean {
+  return e instanceof ApiStatusError && e.status >= 400 && e.status < 500 && e.status !== 429 && e.status !== 408;
+}
+
+export class Reflector {
+  private readonly o: ReflectorOptions;
+  private readonly clock: Clock;
+  private readonly backoff: Backoff;
+  private readonly abort = new AbortController();
+  private readonly timeouts: RequestTimeouts;
+  private watchListEnabled: boolean;
+  private running: Promise<void> | undefined;
+  /** Last resourceVersion seen; '' forces a list. */
+  private rv = '';
+  private needList = true;
+  /** Set while a WatchList stream is still delivering its initial events. */
+  private inInitialEvents = false;
+  private delivered = false;
+
+  constructor(o: ReflectorOptions) {
+    this.o = o;
+    this.clock = o.clock ?? systemClock;
+    this.backoff = new Backoff(o.backoff ?? defaultBackoff, this.clock);
+    this.watchListEnabled = o.watchList ?? true;
+    this.timeouts = { headersTimeoutMs: o.headersTimeoutMs ?? 60_000, bodyTimeoutMs: o.readTimeoutMs ?? 150_000 };
+  }
+
+  get resourceVersion(): string {
+    return this.rv;
+  }
+
+  start(): void {
+    this.running ??= this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort(new Error('reflector stopped'));
+    await this.running;
+  }
+
+  private selectors(): Query {
+    return { labelSelector: this.o.labelSelector, fieldSelector: this.o.fieldSelector };
+  }
+
+  private async run(): Promise<void> {
+    const signal = this.abort.signal;
+    let fallBackToList = false;
+    let consecutiveExpired = 0;
+    while (!signal.aborted) {
+      let usedWatchList = false;
+      try {
+        this.delivered = false;
+        if (this.needList && this.watchListEnabled && !fallBackToList) {
+          usedWatchList = true;
+          await this.watch(true);
+        } else if (this.needList) {
+          await this.pagedList();
+          fallBackToList = false;
+          continue;
+        } else {
+          await this.watch(false);
+        }
+        if (this.needList) throw new WatchListIncompleteError();
+        consecutiveExpired = 0;
+        this.backoff.reset();
+        this.o.logger.debug({ rv: this.rv }, 'watch ended by the server; re-watching');
+      } catch (e) {
+        if (signal.aborted) break;
+        if (this.delivered) this.backoff.reset();
+        if (e instanceof ResourceExpiredError || (e instanceof WatchErrorEventError && e.status === 410)) {
+          this.needList = true;
+          this.rv = '';
+          this.o.logger.info({ err: e.message }, 'resourceVersion expired (410); relisting');
+          // client-go relists at once; only repeated 410s back off.
+          if (consecutiveExpired++ === 0) continue;
+        } else if (usedWatchList && isClientRejection(e)) {
+          this.watchListEnabled = false;
+          this.o.logger.info({ err: (e as Error).message }, 'server rejects WatchList; using paged lists');
+          continue;
+        } else if (usedWatchList) {
+          fallBackToList = true;
+        }
+        const retryAfter = e instanceof ApiStatusError ? e.retryAfterMs : undefined;
+        const delay = this.backoff.next(retryAfter ?? 0);
+        this.o.logger.warn(
+          { err: describe(e), code: (e as { code?: string }).code, delayMs: delay, attempt: this.backoff.failures, listing: this.needList },
+          'list/watch failed; retrying after backoff',
+        );
+        try {
+          await sleep(this.clock, delay, signal);
+        } catch {
+          break;
+        }
+      }
+    }
+  }
+
+  private async pagedList(): Promise<void> {
+    const signal = this.abort.signal;
+    const limit = this.o.pageSize ?? 500;
+    let cont = '';
+    let pages = 0;
+    let items = 0;
+    this.o.sink.listStart();
+    for (;;) {
+      const page = await listPage(this.o.connection, this.o.path, { ...this.selectors(), limit, continue: cont || undefined }, this.timeouts, signal);
+      this.delivered = true;
+      for (const item of page.items) this.o.sink.listItem(item);
+      pages++;
+      items += page.items.length;
+      if (!page.continueToken) {
+        this.rv = page.resourceVersion;
+        break;
+      }
+      cont = page.continueToken;
+    }
+    this.o.sink.listEnd();
+    this.needList = false;
+    this.backoff.reset();
+    this.o.logger.info({ rv: this.rv, pages, items }, 'listed');
+  }
+
+  private async watch(initial: boolean): Promise<void> {
+    const [min, max] = this.o.watchTimeoutSeconds ?? [300, 600];
+    const timeoutSeconds = Math.floor(min + (max - min + 1) * this.clock.random());
+    const query: Query = { ...this.selectors(), allowWatchBookmarks: true, timeoutSeconds };
+    if (initial) {
+      query.sendInitialEvents = true;
+      query.resourceVersionMatch = 'NotOlderThan';
+      this.o.sink.listStart();
+      this.inInitialEvents = true;
+    } else {
+      query.resourceVersion = this.rv;
+    }
+    try {
+      await watchStream(this.o.connection, this.o.path, query, this.timeouts, this.abort.signal, (ev) => this.onEvent(ev));
+    } finally {
+      this.inInitialEvents = false;
+    }
+  }
+
+  private onEvent(ev: WatchEvent): void {
+    this.delivered = true;
+    const meta = ev.object.metadata as { resourceVersion?: unknown; annotations?: Record<string, unknown> } | undefined;
+    const rv = typeof meta?.resourceVersion === 'string' ? meta.resourceVersion : undefined;
+    switch (ev.type) {
+      case 'ERROR': {
+        const st = ev.object as { code?: unknown; message?: unknown };
+        const code = typeof st.code === 'number' ? st.code : 0;
+        throw new WatchErrorEventError(code, typeof st.message === 'string' ? st.message : 'watch error');
+      }
+      case 'BOOKMARK':
+        if (rv) this.rv = rv;
+        if (this.inInitialEvents && meta?.annotations?.[ANNOTATION_INITIAL_EVENTS_END] === 'true') {
+          this.inInitialEvents = false;
+          this.needList = false;
+          this.o.sink.listEnd();
+          this.o.logger.info({ rv: this.rv }, 'listed (WatchList)');
+        }
+        return;
+      default:
+        if (rv) this.rv = rv;
+        if (this.inInitialEvents) {
+          if (ev.type !== 'DELETED') this.o.sink.listItem(ev.object);
+        } else {
+          this.o.sink.event(ev.type, ev.object);
+        }
+    }
+  }
+}
+
+function describe(e: unknown): string {
+  if (e instanceof Error) {
+    const cause = (e as { cause?: unknown }).cause;
+    return cause instanceof Error ? `${e.message} (${cause.message})` : e.message;
+  }
+  return String(e);
+}

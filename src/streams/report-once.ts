@@ -1,0 +1,30 @@
+// Logs each (key, reason) once, so an invalid object that keeps arriving on
+// every relist or watch event does not flood the log. Forgetting a key (it
+// became valid or was deleted) lets a later recurrence be reported again.
+
+import type { Logger } from 'pino';
+
+export class ReportOnce {
+  private readonly seen = new Map<string, Set<string>>();
+  private readonly logger: Logger;
+
+  constructor(logger: Logger) {
+    this.logger = logger;
+  }
+
+  report(key: string, reason: string, fields: Record<string, unknown> = {}, msg = 'invalid object left out'): void {
+    let reasons = this.seen.get(key);
+    if (!reasons) this.seen.set(key, (reasons = new Set()));
+    if (reasons.has(reason)) return;
+    reasons.add(reason);
+    this.logger.warn({ ...fields, key, reason }, msg);
+  }
+
+  forget(key: string): void {
+    this.seen.delete(key);
+  }
+
+  get size(): number {
+    return this.seen.size;
+  }
+}

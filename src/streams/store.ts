@@ -1,0 +1,103 @@
+// A keyed store of projections that turns list results and watch events into
+// the StoreEvents downstream sees, emitting only real changes:
+// - an object whose resourceVersion is unchanged is not re-emitted;
+// - an object whose projection is unchanged apart from its resourceVersion
+//   (a status-only update, a relist after 410) is updated silently;
+// - replace() (a relist) emits upserts for what changed and deletes for what
+//   vanished, never a delete+add of everything.
+
+import { Subject, type Observable } from 'rxjs';
+import type { StoreEvent } from '../k8s/types.ts';
+
+export interface Versioned {
+  resourceVersion: string;
+}
+
+/** Read side shared by every store: what the model may query at any time. */
+export interface StoreView<T> {
+  get(key: string): T | undefined;
+  has(key: string): boolean;
+  readonly size: number;
+  values(): IterableIterator<T>;
+  entries(): IterableIterator<[string, T]>;
+}
+
+export function sameIgnoringVersion(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameIgnoringVersion(a[i], b[i])) return false;
+    return true;
+  }
+  if (Array.isArray(b)) return false;
+  const ao = a as Record<string, unknown>;
+  const bo = b as Record<string, unknown>;
+  let n = 0;
+  for (const k in ao) {
+    if (ao[k] === undefined) continue;
+    n++;
+    if (k === 'resourceVersion') continue;
+    if (!sameIgnoringVersion(ao[k], bo[k])) return false;
+  }
+  let m = 0;
+  for (const k in bo) if (bo[k] !== undefined) m++;
+  return n === m;
+}
+
+export class Store<T extends Versioned> implements StoreView<T> {
+  private readonly map = new Map<string, T>();
+  private readonly subject = new Subject<StoreEvent<T>>();
+  /** Live changes only; see `changes$` on the streams for snapshot + changes. */
+  readonly events$: Observable<StoreEvent<T>> = this.subject.asObservable();
+
+  get(key: string): T | undefined {
+    return this.map.get(key);
+  }
+  has(key: string): boolean {
+    return this.map.has(key);
+  }
+  get size(): number {
+    return this.map.size;
+  }
+  values(): IterableIterator<T> {
+    return this.map.values();
+  }
+  entries(): IterableIterator<[string, T]> {
+    return this.map.entries();
+  }
+
+  upsert(key: string, object: T): boolean {
+    const old = this.map.get(key);
+    if (old !== undefined) {
+      if (old.resourceVersion !== '' && old.resourceVersion === object.resourceVersion) return false;
+      if (sameIgnoringVersion(old, object)) {
+        this.map.set(key, object);
+        return false;
+      }
+    }
+    this.map.set(key, object);
+    this.subject.next({ type: 'upsert', key, object });
+    return true;
+  }
+
+  delete(key: string): boolean {
+    const old = this.map.get(key);
+    if (old === undefined) return false;
+    this.map.delete(key);
+    this.subject.next({ type: 'delete', key, object: old });
+    return true;
+  }
+
+  /** Makes the store equal to `next`, emitting only the differences. Returns how many. */
+  replace(next: Map<string, T>): number {
+    let changes = 0;
+    for (const key of [...this.map.keys()]) if (!next.has(key) && this.delete(key)) changes++;
+    for (const [key, obj] of next) if (this.upsert(key, obj)) changes++;
+    return changes;
+  }
+
+  complete(): void {
+    this.subject.complete();
+  }
+}
