@@ -1,11 +1,194 @@
-// N-API surface of kube-nft-proxy (skeleton).
+// N-API surface of kube-nft-proxy: commit a batch, list a table, read the
+// ruleset generation, and (from link-monitor.cc) follow links. Input is checked
+// and copied on the JS thread; netlink I/O runs on libuv's worker threads and
+// never touches napi_env. No process-global state.
 #include <napi.h>
 
+#include <cstring>
+
+#include "libnftnl-glue/batch.h"
+#include "libnftnl-glue/commit.h"
+#include "libnftnl-glue/list.h"
 #include "link-monitor.h"
 
 namespace {
 
+Napi::Error WithCode(Napi::Error err, const std::string& code) {
+  err.Set("code", Napi::String::New(err.Env(), code));
+  return err;
+}
+
+[[noreturn]] void ThrowType(Napi::Env env, const std::string& message, const std::string& code = "ERR_INVALID_ARG_TYPE") {
+  throw WithCode(Napi::TypeError::New(env, message), code);
+}
+
+[[noreturn]] void ThrowRange(Napi::Env env, const std::string& message, const std::string& code) {
+  throw WithCode(Napi::RangeError::New(env, message), code);
+}
+
+Napi::Error NetlinkError(Napi::Env env, const std::string& message, int errnum) {
+  Napi::Error err = Napi::Error::New(env, message);
+  err.Set("code", Napi::String::New(env, "ERR_NFT_NETLINK"));
+  err.Set("errno", Napi::Number::New(env, errnum));
+  return err;
+}
+
+// Reads the optional { netns?: string } argument.
+std::string NetnsOption(const Napi::CallbackInfo& info, size_t at) {
+  if (info.Length() <= at || info[at].IsUndefined() || info[at].IsNull()) return "";
+  if (!info[at].IsObject()) ThrowType(info.Env(), "options must be an object");
+  Napi::Value v = info[at].As<Napi::Object>().Get("netns");
+  if (v.IsUndefined() || v.IsNull()) return "";
+  if (!v.IsString()) ThrowType(info.Env(), "options.netns must be a string");
+  std::string path = v.As<Napi::String>().Utf8Value();
+  if (path.size() > 4096 || path.find('\0') != std::string::npos)
+    ThrowRange(info.Env(), "options.netns is not a valid path", "ERR_INVALID_ARG_VALUE");
+  return path;
+}
+
+class CommitWorker : public Napi::AsyncWorker {
+ public:
+  CommitWorker(Napi::Env env, knp::Batch batch, std::string netns)
+      : Napi::AsyncWorker(env, "knp.commit"), deferred_(Napi::Promise::Deferred::New(env)),
+        batch_(std::move(batch)), netns_(std::move(netns)) {}
+  Napi::Promise Promise() { return deferred_.Promise(); }
+
+  void Execute() override { knp::CommitBatch(batch_, netns_, &result_); }
+
+  void OnOK() override {
+    Napi::Env env = Env();
+    if (!result_.transportError.empty() && result_.failures.empty()) {
+      deferred_.Reject(NetlinkError(env, result_.transportError, result_.transportErrno).Value());
+      return;
+    }
+    Napi::Object out = Napi::Object::New(env);
+    Napi::Array failures = Napi::Array::New(env, result_.failures.size());
+    for (size_t i = 0; i < result_.failures.size(); i++) {
+      const auto& f = result_.failures[i];
+      Napi::Object o = Napi::Object::New(env);
+      o.Set("index", Napi::Number::New(env, double(f.index)));
+      o.Set("errno", Napi::Number::New(env, f.error));
+      o.Set("message", Napi::String::New(env, f.message));
+      failures.Set(uint32_t(i), o);
+    }
+    out.Set("failures", failures);
+    out.Set("messages", Napi::Number::New(env, result_.messages));
+    out.Set("bytes", Napi::Number::New(env, double(result_.bytes)));
+    deferred_.Resolve(out);
+  }
+
+  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  knp::Batch batch_;
+  std::string netns_;
+  knp::CommitResult result_;
+};
+
+class ListWorker : public Napi::AsyncWorker {
+ public:
+  ListWorker(Napi::Env env, uint32_t family, std::string table, std::string netns)
+      : Napi::AsyncWorker(env, "knp.list"), deferred_(Napi::Promise::Deferred::New(env)), family_(family),
+        table_(std::move(table)), netns_(std::move(netns)) {}
+  Napi::Promise Promise() { return deferred_.Promise(); }
+
+  void Execute() override { knp::ListTable(netns_, family_, table_, &result_); }
+
+  void OnOK() override {
+    Napi::Env env = Env();
+    if (!result_.error.empty()) {
+      deferred_.Reject(NetlinkError(env, result_.error, result_.errorNumber).Value());
+    } else if (!result_.found) {
+      deferred_.Resolve(env.Null());
+    } else {
+      deferred_.Resolve(Napi::Buffer<uint8_t>::Copy(env, result_.bytes.data(), result_.bytes.size()));
+    }
+  }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  uint32_t family_;
+  std::string table_;
+  std::string netns_;
+  knp::ListResult result_;
+};
+
+class GenerationWorker : public Napi::AsyncWorker {
+ public:
+  GenerationWorker(Napi::Env env, std::string netns)
+      : Napi::AsyncWorker(env, "knp.generation"), deferred_(Napi::Promise::Deferred::New(env)),
+        netns_(std::move(netns)) {}
+  Napi::Promise Promise() { return deferred_.Promise(); }
+  void Execute() override { ok_ = knp::ReadGeneration(netns_, &gen_, &error_, &errno_); }
+  void OnOK() override {
+    if (ok_) deferred_.Resolve(Napi::Number::New(Env(), gen_));
+    else deferred_.Reject(NetlinkError(Env(), error_, errno_).Value());
+  }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  std::string netns_;
+  uint32_t gen_ = 0;
+  bool ok_ = false;
+  std::string error_;
+  int errno_ = 0;
+};
+
+// commit(batch: Uint8Array, options?: { netns?: string }): Promise<{ failures, messages, bytes }>
+Napi::Value Commit(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsTypedArray() ||
+      info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
+    ThrowType(env, "commit: batch must be a Uint8Array");
+  Napi::Uint8Array data = info[0].As<Napi::Uint8Array>();
+  std::string netns = NetnsOption(info, 1);
+  std::vector<uint8_t> bytes(data.Data(), data.Data() + data.ByteLength());
+  knp::Batch batch;
+  knp::InputError error;
+  if (!knp::ParseBatch(std::move(bytes), &batch, &error)) {
+    if (error.isTypeError) ThrowType(env, "commit: " + error.message, error.code);
+    ThrowRange(env, "commit: " + error.message, error.code);
+  }
+  auto* worker = new CommitWorker(env, std::move(batch), std::move(netns));
+  Napi::Promise promise = worker->Promise();
+  worker->Queue();
+  return promise;
+}
+
+// list(family: number, table: string, options?): Promise<Buffer | null>
+Napi::Value List(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 2 || !info[0].IsNumber()) ThrowType(env, "list: family must be a number");
+  if (!info[1].IsString()) ThrowType(env, "list: table must be a string");
+  double family = info[0].As<Napi::Number>().DoubleValue();
+  if (family != double(uint32_t(family)) || !knp::IsKnownFamily(uint32_t(family)))
+    ThrowRange(env, "list: unknown address family " + std::to_string(family), "ERR_NFT_FAMILY");
+  std::string table = info[1].As<Napi::String>().Utf8Value();
+  if (table.empty() || table.size() > knp::kMaxNameLength)
+    ThrowRange(env, "list: table name must have 1 to 255 bytes", "ERR_NFT_NAME_TOO_LONG");
+  if (table.find('\0') != std::string::npos) ThrowRange(env, "list: table name contains a NUL", "ERR_NFT_NAME_INVALID");
+  std::string netns = NetnsOption(info, 2);
+  auto* worker = new ListWorker(env, uint32_t(family), std::move(table), std::move(netns));
+  Napi::Promise promise = worker->Promise();
+  worker->Queue();
+  return promise;
+}
+
+// generation(options?): Promise<number>
+Napi::Value Generation(const Napi::CallbackInfo& info) {
+  std::string netns = NetnsOption(info, 0);
+  auto* worker = new GenerationWorker(info.Env(), std::move(netns));
+  Napi::Promise promise = worker->Promise();
+  worker->Queue();
+  return promise;
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("commit", Napi::Function::New(env, Commit, "commit"));
+  exports.Set("list", Napi::Function::New(env, List, "list"));
+  exports.Set("generation", Napi::Function::New(env, Generation, "generation"));
+  exports.Set("elementsPerMessage", Napi::Number::New(env, knp::kElementsPerMessage));
   InitLinkMonitor(env, exports);
   return exports;
 }

@@ -1,0 +1,34 @@
+// Sends one parsed batch as one nftables transaction and maps every error the
+// kernel reports back to the operation that caused it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "batch.h"
+
+namespace knp {
+
+struct OperationFailure {
+  // Index into the caller's operation list; -1 when no operation can be named.
+  int64_t index;
+  int error;  // positive errno
+  std::string message;
+};
+
+struct CommitResult {
+  // Set when the transaction could not be sent at all (socket, buffer size...).
+  std::string transportError;
+  int transportErrno = 0;
+  std::vector<OperationFailure> failures;
+  uint32_t messages = 0;
+  size_t bytes = 0;
+};
+
+// At most this many elements go into one NEWSETELEM/DELSETELEM message.
+constexpr uint32_t kElementsPerMessage = 500;
+
+void CommitBatch(const Batch& batch, const std::string& netnsPath, CommitResult* result);
+
+}  // namespace knp
