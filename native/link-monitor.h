@@ -1,6 +1,8 @@
-// Placeholder until the LinkMonitor work lands: the real file replaces this.
+// N-API surface of the rtnetlink link monitor (the socket work lives in
+// libnftnl-glue/rtnetlink.h). The JS contract is src/links/native-types.ts.
 #pragma once
 
 #include <napi.h>
 
-void InitLinkMonitor(Napi::Env env, Napi::Object exports);
+// Adds the LinkMonitor class to exports and returns exports.
+Napi::Object InitLinkMonitor(Napi::Env env, Napi::Object exports);
