@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest';
+import {
+  DEFAULT_FEATURE_GATES,
+  FeatureGateError,
+  featureGatesFromMap,
+  formatFeatureGates,
+  parseFeatureGates,
+} from '../../src/config/feature-gates.ts';
+
+describe('feature gates', () => {
+  it('has the documented defaults', () => {
+    expect(DEFAULT_FEATURE_GATES).toEqual({
+      TopologyAwareProxying: false,
+      LoadBalancerIPMode: true,
+      KubeProxyAcceleration: true,
+    });
+    expect(parseFeatureGates('')).toEqual(DEFAULT_FEATURE_GATES);
+  });
+
+  it.each([
+    ['TopologyAwareProxying=true', { TopologyAwareProxying: true, LoadBalancerIPMode: true, KubeProxyAcceleration: true }],
+    ['LoadBalancerIPMode=false,KubeProxyAcceleration=false', { TopologyAwareProxying: false, LoadBalancerIPMode: false, KubeProxyAcceleration: false }],
+    ['--feature-gates=TopologyAwareProxying=True', { TopologyAwareProxying: true, LoadBalancerIPMode: true, KubeProxyAcceleration: true }],
+    [' TopologyAwareProxying = 1 , LoadBalancerIPMode=F ', { TopologyAwareProxying: true, LoadBalancerIPMode: false, KubeProxyAcceleration: true }],
+    ['KubeProxyAcceleration=false,KubeProxyAcceleration=TRUE', { TopologyAwareProxying: false, LoadBalancerIPMode: true, KubeProxyAcceleration: true }],
+  ])('%j', (text, expected) => {
+    expect(parseFeatureGates(text)).toEqual(expected);
+  });
+
+  it.each([
+    ['Nope=true', 'ERR_FEATURE_GATE_UNKNOWN', 'Nope'],
+    ['topologyawareproxying=true', 'ERR_FEATURE_GATE_UNKNOWN', 'topologyawareproxying'],
+    ['TopologyAwareProxying=yes', 'ERR_FEATURE_GATE_VALUE', 'TopologyAwareProxying'],
+    ['TopologyAwareProxying=', 'ERR_FEATURE_GATE_VALUE', 'TopologyAwareProxying'],
+    ['TopologyAwareProxying', 'ERR_FEATURE_GATE_SYNTAX', 'TopologyAwareProxying'],
+    ['LoadBalancerIPMode=true,,', 'ERR_FEATURE_GATE_SYNTAX', ''],
+    ['=true', 'ERR_FEATURE_GATE_SYNTAX', '=true'],
+  ])('%j fails with %s', (text, code, item) => {
+    let err: unknown;
+    try {
+      parseFeatureGates(text);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(FeatureGateError);
+    expect((err as FeatureGateError).code).toBe(code);
+    expect((err as FeatureGateError).item).toBe(item);
+  });
+
+  it('names the known gates when one is unknown', () => {
+    expect(() => parseFeatureGates('PreferSameTrafficDistribution=true')).toThrow(
+      /KubeProxyAcceleration, LoadBalancerIPMode, TopologyAwareProxying/,
+    );
+  });
+
+  it('reads the config-file map form with the same checks', () => {
+    expect(featureGatesFromMap({ TopologyAwareProxying: true, LoadBalancerIPMode: 'false' })).toEqual({
+      TopologyAwareProxying: true,
+      LoadBalancerIPMode: false,
+      KubeProxyAcceleration: true,
+    });
+    expect(() => featureGatesFromMap({ Unknown: true })).toThrow(FeatureGateError);
+    expect(() => featureGatesFromMap({ KubeProxyAcceleration: 1 })).toThrow(/expected a boolean/);
+  });
+
+  it('returns frozen values and formats every gate', () => {
+    const g = parseFeatureGates('TopologyAwareProxying=true');
+    expect(Object.isFrozen(g)).toBe(true);
+    expect(Object.isFrozen(DEFAULT_FEATURE_GATES)).toBe(true);
+    expect(formatFeatureGates(g)).toBe('KubeProxyAcceleration=true,LoadBalancerIPMode=true,TopologyAwareProxying=true');
+  });
+});
