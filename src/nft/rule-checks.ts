@@ -163,6 +163,8 @@ const NAME_MAX = 255;
 export function checkName(name: unknown, what: string): void {
   if (typeof name !== 'string' || name.length === 0) fail(`${what} name must be a non-empty string`);
   if (name.includes('\0')) fail(`${what} name contains NUL`);
+  // nft's syntax has no escape inside quoted strings; such a name could not be printed.
+  if (name.includes('"')) fail(`${what} name contains a double quote`);
   if (Buffer.byteLength(name) > NAME_MAX) fail(`${what} name is longer than ${NAME_MAX} bytes`);
 }
 
@@ -171,7 +173,14 @@ export type ContainerLookup = (name: string) => NftSet | NftMap | undefined;
 
 export function checkStatements(exprs: readonly Statement[], family: Family, lookup: ContainerLookup): void {
   if (!Array.isArray(exprs) || exprs.length === 0) fail('a rule needs at least one statement');
+  let l4Known = false;
   exprs.forEach((st, i) => {
+    // A port mapping rewrites a transport header, so the rule must first make
+    // sure there is one (nft insists, and the kernel would mangle ICMP otherwise).
+    if ((st.kind === 'dnat' || st.kind === 'snat') && st.port !== undefined && !l4Known) {
+      fail(`statement ${i} (${st.kind}): a port mapping needs an earlier match on the transport protocol (meta l4proto tcp, ...)`);
+    }
+    if (st.kind === 'match' && st.op === '==' && fixesTransport(st.left, st.right)) l4Known = true;
     try {
       checkStatement(st, family, lookup);
     } catch (e) {
@@ -182,6 +191,14 @@ export function checkStatements(exprs: readonly Statement[], family: Family, loo
       fail(`statement ${i} (${st.kind}) ends the rule but more statements follow`);
     }
   });
+}
+
+const PORT_PROTOS = new Set(['tcp', 'udp', 'sctp', '136']); // 136: udplite
+
+function fixesTransport(s: Selector, right: string): boolean {
+  if (s.kind === 'payload' && (s.field === 'tcp dport' || s.field === 'udp dport' || s.field === 'sctp dport')) return true;
+  const proto = (s.kind === 'meta' && s.key === 'l4proto') || (s.kind === 'payload' && (s.field === 'ip protocol' || s.field === 'ip6 nexthdr'));
+  return proto && PORT_PROTOS.has(right);
 }
 
 function checkKeys(keys: readonly Selector[], family: Family, container: NftSet | NftMap | undefined): void {

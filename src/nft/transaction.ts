@@ -147,6 +147,7 @@ function checkOperation(op: Operation, find: FindContainer): void {
   if ('comment' in o && o.comment !== undefined) {
     if (typeof o.comment !== 'string') fail('comment must be a string');
     if (Buffer.byteLength(o.comment) > COMMENT_MAX) fail(`comment is longer than ${COMMENT_MAX} bytes`);
+    if (o.comment.includes('"')) fail('comment contains a double quote, which nft syntax cannot print');
   }
   // Deleting names an object; only its identity matters.
   const defining = op.verb === 'add' || op.verb === 'create' || op.verb === 'insert' || op.verb === 'replace';

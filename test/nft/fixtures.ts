@@ -124,7 +124,7 @@ export const rules: Rule[] = [
   rule(EP1, [{ kind: 'match', left: l4, op: '==', right: 'tcp' }, { kind: 'dnat', addr: '10.180.0.1', port: 80 }]),
   rule(EP2, [{ kind: 'match', left: l4, op: '==', right: 'udp' }, { kind: 'dnat', addr: '10.180.0.2' }]),
   rule(EP6, [{ kind: 'match', left: l4, op: '==', right: 'tcp' }, { kind: 'dnat', addr: 'fd00:10:180::1', port: 8080 }]),
-  rule('nat-postrouting', [{ kind: 'match', left: { kind: 'ct', key: 'status' }, op: '==', right: 'dnat' }, { kind: 'snat', addr: '192.0.2.1', port: 1024 }]),
+  rule('nat-postrouting', [{ kind: 'match', left: { kind: 'ct', key: 'status' }, op: '==', right: 'dnat' }, { kind: 'match', left: { kind: 'payload', field: 'ip protocol' }, op: '==', right: 'udp' }, { kind: 'snat', addr: '192.0.2.1', port: 1024 }]),
   rule('nat-postrouting', [{ kind: 'match', left: { kind: 'meta', key: 'nfproto' }, op: '==', right: 'ipv6' }, { kind: 'snat', addr: 'fd00::1' }]),
   rule('reject-chain', [{ kind: 'reject', with: 'icmpx port-unreachable' }]),
   rule('reject-chain', [{ kind: 'match', left: { kind: 'payload', field: 'ip protocol' }, op: '==', right: 'tcp' }, { kind: 'reject', with: 'tcp reset' }]),

@@ -164,7 +164,7 @@ const cases: Array<[string, NftObject[], Verb, string | null]> = [
   ['rule delete by handle, no statements', [rule('c', [], { handle: 3 })], 'delete', null],
   ['numgen mod 0', [rule('c', [{ kind: 'match', left: { kind: 'numgen', mod: 0 }, op: '==', right: '0' }])], 'add', 'numgen mod'],
   ['numgen value out of range', [rule('c', [{ kind: 'match', left: { kind: 'numgen', mod: 2 }, op: '==', right: '2' }])], 'add', 'expected an integer 0-1'],
-  ['dnat port 65536', [rule('c', [{ kind: 'dnat', addr: '10.0.0.1', port: 65536 }])], 'add', 'port must be 0-65535'],
+  ['dnat port 65536', [rule('c', [{ kind: 'match', left: { kind: 'meta', key: 'l4proto' }, op: '==', right: 'tcp' }, { kind: 'dnat', addr: '10.0.0.1', port: 65536 }])], 'add', 'port must be 0-65535'],
   ['dnat to a bad address', [rule('c', [{ kind: 'dnat', addr: '10.0.0.256' }])], 'add', 'dnat address'],
   ['dnat to a prefix', [rule('c', [{ kind: 'dnat', addr: '10.0.0.0/8' }])], 'add', 'not a prefix'],
   ['IPv6 dnat in an ip table', [{ ...rule('c', [{ kind: 'dnat', addr: 'fd00::1' }]), family: 'ip' }], 'add', 'cannot be used in a ip table'],
@@ -229,4 +229,23 @@ describe('selectorType', () => {
     [{ kind: 'numgen', mod: 3 }, 'integer'],
   ];
   it.each(table)('%j → %s', (s, t) => expect(selectorType(s)).toBe(t));
+});
+
+describe('transaction: printable and transport checks', () => {
+  const l4 = { kind: 'meta', key: 'l4proto' } as const;
+  const more: Array<[string, NftObject, string | null]> = [
+    ['double quote in a name', chain('a"b'), 'double quote'],
+    ['double quote in a comment', chain('c', undefined, 'say "hi"'), 'double quote'],
+    ['dnat port without a protocol match', rule('c', [{ kind: 'dnat', addr: '10.0.0.1', port: 80 }]), 'port mapping needs'],
+    ['dnat port after l4proto != tcp', rule('c', [{ kind: 'match', left: l4, op: '!=', right: 'tcp' }, { kind: 'dnat', addr: '10.0.0.1', port: 80 }]), 'port mapping needs'],
+    ['dnat port after l4proto icmp', rule('c', [{ kind: 'match', left: l4, op: '==', right: 'icmp' }, { kind: 'dnat', addr: '10.0.0.1', port: 80 }]), 'port mapping needs'],
+    ['dnat port after l4proto tcp', rule('c', [{ kind: 'match', left: l4, op: '==', right: 'tcp' }, { kind: 'dnat', addr: '10.0.0.1', port: 80 }]), null],
+    ['snat port after udp dport', rule('c', [{ kind: 'match', left: { kind: 'payload', field: 'udp dport' }, op: '==', right: '53' }, { kind: 'snat', addr: '10.0.0.1', port: 53 }]), null],
+    ['dnat without port needs nothing', rule('c', [{ kind: 'dnat', addr: '10.0.0.1' }]), null],
+  ];
+  it.each(more)('%s', (_d, obj, reason) => {
+    const err = new Transaction().add(obj).error;
+    if (reason === null) expect(err).toBeUndefined();
+    else expect(err?.reason).toContain(reason);
+  });
 });
