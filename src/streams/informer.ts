@@ -53,12 +53,12 @@ export class Informer<T extends Versioned & { name: string }> implements Reflect
     const p = this.o.project(raw, this.o.pool);
     if (!p.ok) {
       const key = rawKey(raw);
-      this.reports.report(key, p.reason, { kind: this.o.kind });
+      this.reports.report(key, p.reason);
       return { key };
     }
     const key = this.keyOf(p.value);
     this.reports.forget(key);
-    if (p.dropped) for (const reason of p.dropped) this.reports.report(key, reason, { kind: this.o.kind }, 'invalid part left out');
+    if (p.dropped) for (const reason of p.dropped) this.reports.report(key, reason, {}, 'invalid part left out');
     return { key, value: p.value };
   }
 
@@ -75,7 +75,7 @@ export class Informer<T extends Versioned & { name: string }> implements Reflect
     const next = this.pending ?? new Map<string, T>();
     this.pending = undefined;
     const changes = this.store.replace(next);
-    this.o.logger.debug({ kind: this.o.kind, size: next.size, changes }, 'store replaced');
+    this.o.logger.debug({ size: next.size, changes }, 'store replaced');
     if (!this.synced.value) this.synced.next(true);
   }
 

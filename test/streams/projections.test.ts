@@ -1,0 +1,162 @@
+import { describe, expect, it } from 'vitest';
+import { StringPool } from '../../src/streams/intern.ts';
+import { projectEndpointSlice } from '../../src/streams/project-endpoint-slice.ts';
+import { projectNode } from '../../src/streams/project-node.ts';
+import { projectService } from '../../src/streams/project-service.ts';
+import * as f from '../fake-apiserver/fixtures.ts';
+
+const pool = new StringPool();
+
+function svc(spec: Record<string, unknown>, meta: Record<string, unknown> = {}) {
+  const s = f.service('default', 'web', { spec });
+  return { ...s, metadata: { ...s.metadata, resourceVersion: '7', ...meta } };
+}
+
+describe('projectService', () => {
+  it('keeps what the proxy needs, with defaults', () => {
+    const r = projectService(
+      svc({
+        type: 'LoadBalancer',
+        clusterIPs: ['10.96.0.10', 'fd00:10:96::a'],
+        ipFamilies: ['IPv4', 'IPv6'],
+        ports: [{ name: 'http', port: 80, targetPort: 'web', nodePort: 30080 }],
+        externalIPs: ['192.0.2.1'],
+        sessionAffinity: 'ClientIP',
+        externalTrafficPolicy: 'Local',
+        healthCheckNodePort: 32000,
+        loadBalancerSourceRanges: ['203.0.113.0/24'],
+        trafficDistribution: 'PreferClose',
+      }),
+      pool,
+    );
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.value).toEqual({
+      namespace: 'default',
+      name: 'web',
+      resourceVersion: '7',
+      type: 'LoadBalancer',
+      clusterIPs: ['10.96.0.10', 'fd00:10:96::a'],
+      ipFamilies: ['IPv4', 'IPv6'],
+      ports: [{ name: 'http', protocol: 'TCP', port: 80, targetPort: 'web', nodePort: 30080 }],
+      externalIPs: ['192.0.2.1'],
+      loadBalancerIngress: [],
+      loadBalancerSourceRanges: ['203.0.113.0/24'],
+      sessionAffinity: 'ClientIP',
+      sessionAffinityTimeoutSeconds: 10800,
+      externalTrafficPolicy: 'Local',
+      internalTrafficPolicy: 'Cluster',
+      healthCheckNodePort: 32000,
+      trafficDistribution: 'PreferClose',
+    });
+  });
+
+  it('reads load-balancer ingress with ipMode', () => {
+    const raw = { ...svc({ type: 'LoadBalancer' }), status: { loadBalancer: { ingress: [{ ip: '198.51.100.7', ipMode: 'Proxy' }, { ip: '198.51.100.8' }] } } };
+    const r = projectService(raw, pool);
+    expect(r.ok && r.value.loadBalancerIngress).toEqual([{ ip: '198.51.100.7', ipMode: 'Proxy' }, { ip: '198.51.100.8' }]);
+  });
+
+  it('keeps IPv4 with leading zeros for the model to normalise', () => {
+    const r = projectService(svc({ clusterIP: '010.096.000.010', clusterIPs: ['010.096.000.010'] }), pool);
+    expect(r.ok && r.value.clusterIPs).toEqual(['010.096.000.010']);
+  });
+
+  const bad: [string, Record<string, unknown>, Record<string, unknown>, RegExp][] = [
+    ['clusterIP garbage', { clusterIP: 'ten.0.0.1', clusterIPs: ['ten.0.0.1'] }, {}, /clusterIPs\[0\] is not an IP/],
+    ['clusterIP octet > 255', { clusterIPs: ['10.96.0.256'] }, {}, /not an IP/],
+    ['port 0', { ports: [{ port: 0 }] }, {}, /port out of range/],
+    ['port 65536', { ports: [{ port: 65536 }] }, {}, /port out of range/],
+    ['port string', { ports: [{ port: '80' }] }, {}, /port out of range/],
+    ['unknown protocol', { ports: [{ port: 80, protocol: 'ICMP' }] }, {}, /unknown protocol "ICMP"/],
+    ['nodePort 70000', { ports: [{ port: 80, nodePort: 70000 }] }, {}, /nodePort out of range/],
+    ['unknown type', { type: 'Weird' }, {}, /spec.type unknown/],
+    ['externalIP garbage', { externalIPs: ['nope'] }, {}, /externalIPs\[0\] is not an IP/],
+    ['bad source range', { loadBalancerSourceRanges: ['10.0.0.0/33'] }, {}, /not a CIDR/],
+    ['bad policy', { externalTrafficPolicy: 'Nearby' }, {}, /externalTrafficPolicy unknown/],
+    ['name too long', {}, { name: 'a'.repeat(64) }, /metadata.name longer than 63/],
+    ['namespace too long', {}, { namespace: 'n'.repeat(64) }, /metadata.namespace longer than 63/],
+    ['missing name', {}, { name: undefined }, /metadata.name missing/],
+    ['two unnamed ports', { ports: [{ port: 80 }, { port: 81 }] }, {}, /unnamed port/],
+  ];
+  it.each(bad)('rejects %s', (_what, spec, meta, reason) => {
+    const r = projectService(svc(spec, meta), pool);
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.reason).toMatch(reason);
+  });
+
+  it('rejects an object without spec', () => {
+    const r = projectService({ metadata: { namespace: 'a', name: 'b' } }, pool);
+    expect(r).toEqual({ ok: false, reason: 'spec is not an object' });
+  });
+});
+
+describe('projectEndpointSlice', () => {
+  it('projects, interning repeated strings', () => {
+    const raw = f.endpointSlice('default', 'web-abc', 'web', [{ ip: '10.244.1.5', node: 'node-a', zone: 'z1' }, { ip: '10.244.2.5', ready: false, node: 'node-a', zone: 'z1' }], {
+      'endpointslice.kubernetes.io/for-zone': 'z1',
+    });
+    const r = projectEndpointSlice(raw, pool);
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.value).toMatchObject({ serviceName: 'web', addressType: 'IPv4', forZone: 'z1', ports: [{ name: 'http', protocol: 'TCP', port: 8080 }] });
+    expect(r.value.endpoints).toEqual([
+      { addresses: ['10.244.1.5'], ready: true, serving: true, terminating: false, nodeName: 'node-a', zone: 'z1' },
+      { addresses: ['10.244.2.5'], ready: false, serving: false, terminating: false, nodeName: 'node-a', zone: 'z1' },
+    ]);
+    expect(r.dropped).toBeUndefined();
+  });
+
+  it('drops bad ports and endpoints but keeps the rest (API server accepts them)', () => {
+    const raw = f.endpointSlice('default', 'web-abc', 'web', [{ ip: '10.244.1.5' }, { ip: '255.255.255.255' }, { ip: '010.244.001.007' }, { ip: 'fd00::1' }, { ip: '0.0.0.0' }], {}, {
+      ports: [{ name: 'a', port: 0 }, { name: 'b', port: -1 }, { name: 'c', port: 65536 }, { name: 'd', port: 53, protocol: 'UDP' }, { name: 'e', port: 1, protocol: 'XTP' }],
+    });
+    const r = projectEndpointSlice(raw, pool);
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.value.ports).toEqual([{ name: 'd', protocol: 'UDP', port: 53 }]);
+    expect(r.value.endpoints.map((e) => e.addresses[0])).toEqual(['10.244.1.5', '010.244.001.007']);
+    expect(r.dropped).toHaveLength(7);
+  });
+
+  it('keeps hints', () => {
+    const raw = f.endpointSlice('default', 's', 'web', [{ ip: '10.244.1.5' }]);
+    (raw.endpoints as Record<string, unknown>[])[0]!.hints = { forZones: [{ name: 'z1' }], forNodes: [{ name: 'node-a' }] };
+    const r = projectEndpointSlice(raw, pool);
+    expect(r.ok && r.value.endpoints[0]!.hints).toEqual({ forZones: ['z1'], forNodes: ['node-a'] });
+  });
+
+  it.each([
+    ['no service label', { metadata: { namespace: 'default', name: 's', labels: {} } }, /kubernetes.io\/service-name missing/],
+    ['bad addressType', { addressType: 'IPv5' }, /addressType unknown/],
+    ['name too long', { metadata: { namespace: 'default', name: 'a'.repeat(254), labels: { 'kubernetes.io/service-name': 'web' } } }, /longer than 253/],
+  ])('rejects %s', (_w, over, reason) => {
+    const r = projectEndpointSlice({ ...f.endpointSlice('default', 's', 'web', []), ...over }, pool);
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.reason).toMatch(reason);
+  });
+});
+
+describe('projectNode', () => {
+  it('reads topology, addresses and pod CIDRs', () => {
+    const r = projectNode(f.node('node-a', { 'topology.kubernetes.io/zone': 'z1', 'topology.kubernetes.io/region': 'r1' }), pool);
+    expect(r.ok && r.value).toEqual({
+      name: 'node-a',
+      resourceVersion: '',
+      zone: 'z1',
+      region: 'r1',
+      addresses: [{ type: 'InternalIP', address: '192.0.2.10' }],
+      podCIDRs: ['10.244.1.0/24', 'fd00:10:244:1::/64'],
+    });
+  });
+});
+
+describe('StringPool', () => {
+  it('returns one instance per value', () => {
+    const p = new StringPool();
+    const a = p.intern(JSON.parse('"zone-a"'));
+    const b = p.intern(JSON.parse('"zone-a"'));
+    expect(a).toBe(b);
+    expect(p.size).toBe(1);
+  });
+});
