@@ -1,0 +1,268 @@
+// From the last applied ruleset to the desired one: the operations of one
+// incremental transaction. Pure: `now` comes from the caller.
+//
+// Only fragments that are not the very same object as before are looked at
+// (the renderer reuses unchanged ServicePorts' fragments), so a change to one
+// service yields operations on that service's chains and elements only.
+// A changed chain is flushed and its rules re-added in the same transaction;
+// elements are added and deleted one by one.
+//
+// A chain that is no longer wanted is flushed now and deleted by a later sync,
+// at least `staleChainDelayMs` after: kernels before 6.2 notice only a little
+// after a transaction that a chain lost its last map-element reference, and
+// refuse to delete it in the same one. The caller keeps the stale list with the
+// applied ruleset and passes both back.
+
+import { type Chain, type Element, type Flowtable, type NftMap, type NftSet, objectKey, type Operation } from '../nft/objects.ts';
+import type { ChainSpec, Fragment } from './fragment.ts';
+import type { ElementClaim, Ruleset } from './ruleset.ts';
+import { sameElementValue } from './ruleset.ts';
+
+export interface StaleChain {
+  chain: Chain;
+  /** When the transaction that flushed it was planned (the caller's clock, ms). */
+  since: number;
+}
+
+/** What the kernel holds, as far as we know: advanced only after a successful commit. */
+export interface SyncState {
+  applied: Ruleset | undefined;
+  /** By objectKey of the chain. */
+  staleChains: ReadonlyMap<string, StaleChain>;
+}
+
+export const EMPTY_SYNC_STATE: SyncState = { applied: undefined, staleChains: new Map() };
+
+export interface DiffOptions {
+  now: number;
+  /** kube-proxy waits one second. */
+  staleChainDelayMs?: number;
+}
+
+export interface SyncStats {
+  chainsAdded: number;
+  chainsRewritten: number;
+  chainsFlushedStale: number;
+  chainsDeleted: number;
+  rulesAdded: number;
+  elementsAdded: number;
+  elementsDeleted: number;
+  setsAdded: number;
+  setsDeleted: number;
+}
+
+export interface SyncPlan {
+  ops: Operation[];
+  /** The state to keep once `ops` committed; the old one stays if the commit fails. */
+  next: SyncState;
+  stats: SyncStats;
+}
+
+/** When a sync should run to delete the earliest stale chain (undefined: none left). */
+export function staleDeletionDueAt(state: SyncState, staleChainDelayMs = DEFAULT_STALE_CHAIN_DELAY_MS): number | undefined {
+  let due: number | undefined;
+  for (const s of state.staleChains.values()) due = due === undefined ? s.since + staleChainDelayMs : Math.min(due, s.since + staleChainDelayMs);
+  return due;
+}
+
+export const DEFAULT_STALE_CHAIN_DELAY_MS = 1000;
+
+export function emptyStats(): SyncStats {
+  return { chainsAdded: 0, chainsRewritten: 0, chainsFlushedStale: 0, chainsDeleted: 0, rulesAdded: 0, elementsAdded: 0, elementsDeleted: 0, setsAdded: 0, setsDeleted: 0 };
+}
+
+/** Operations grouped by phase; concatenated in this order they are valid in one transaction. */
+class Phases {
+  readonly addTables: Operation[] = [];
+  readonly addFlowtables: Operation[] = [];
+  readonly flushChains: Operation[] = [];
+  readonly deleteElements = new Map<string, Operation>();
+  readonly deleteChains: Operation[] = [];
+  readonly deleteSets: Operation[] = [];
+  readonly deleteFlowtables: Operation[] = [];
+  readonly addSets: Operation[] = [];
+  readonly addChains: Operation[] = [];
+  readonly addRules: Operation[] = [];
+  readonly addElements = new Map<string, Operation>();
+  readonly deleteStale: Operation[] = [];
+
+  all(): Operation[] {
+    return [
+      ...this.addTables,
+      ...this.addFlowtables,
+      ...this.flushChains,
+      ...this.deleteElements.values(),
+      ...this.deleteChains,
+      ...this.deleteSets,
+      ...this.deleteFlowtables,
+      ...this.addSets,
+      ...this.addChains,
+      ...this.addRules,
+      ...this.addElements.values(),
+      ...this.deleteStale,
+    ];
+  }
+}
+
+function sameJSON(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+function sameChainDef(a: Chain, b: Chain): boolean {
+  return a.comment === b.comment && sameJSON(a.base, b.base);
+}
+
+function sameRules(a: ChainSpec, b: ChainSpec): boolean {
+  if (a.rules.length !== b.rules.length) return false;
+  for (let i = 0; i < a.rules.length; i++) {
+    const x = a.rules[i]!;
+    const y = b.rules[i]!;
+    if (x.comment !== y.comment || !sameJSON(x.exprs, y.exprs)) return false;
+  }
+  return true;
+}
+
+const EMPTY: Fragment = { chains: [], sets: [], elements: [], flowtables: [] };
+
+export function diffRulesets(applied: Ruleset | undefined, desired: Ruleset, options: DiffOptions, staleChains: ReadonlyMap<string, StaleChain> = new Map()): SyncPlan {
+  const { now } = options;
+  const delay = options.staleChainDelayMs ?? DEFAULT_STALE_CHAIN_DELAY_MS;
+  const p = new Phases();
+  const stats = emptyStats();
+  const stale = new Map(staleChains);
+  const touchedKeys = new Set<string>();
+  const recreatedSets = new Set<string>();
+
+  const appliedTables = new Set((applied?.tables ?? []).map(objectKey));
+  const desiredTables = new Set(desired.tables.map(objectKey));
+  for (const t of desired.tables) if (!appliedTables.has(objectKey(t))) p.addTables.push({ verb: 'add', object: t });
+  const removedTables = (applied?.tables ?? []).filter((t) => !desiredTables.has(objectKey(t)));
+
+  const diffFragment = (before: Fragment, after: Fragment): void => {
+    // Sets and maps first: a changed definition means delete and re-create,
+    // which needs every rule referencing it (in this fragment) flushed first.
+    const oldSets = new Map(before.sets.map((s) => [objectKey(s), s]));
+    let setRecreated = false;
+    for (const s of after.sets) {
+      const k = objectKey(s);
+      const old = oldSets.get(k);
+      oldSets.delete(k);
+      if (old && sameJSON(old, s)) continue;
+      if (old) {
+        p.deleteSets.push({ verb: 'delete', object: old });
+        stats.setsDeleted++;
+        setRecreated = true;
+        recreatedSets.add(setKey(s));
+      }
+      p.addSets.push({ verb: 'add', object: s });
+      stats.setsAdded++;
+    }
+    for (const old of oldSets.values()) {
+      p.deleteSets.push({ verb: 'delete', object: old });
+      stats.setsDeleted++;
+    }
+
+    const oldChains = new Map(before.chains.map((c) => [objectKey(c.chain), c]));
+    for (const spec of after.chains) {
+      const k = objectKey(spec.chain);
+      const old = oldChains.get(k);
+      oldChains.delete(k);
+      if (!old) {
+        p.addChains.push({ verb: 'add', object: spec.chain });
+        // Flushed when it went stale, so it is empty: wanting it again is only a matter of forgetting it was stale.
+        stale.delete(k);
+        stats.chainsAdded++;
+      } else if (!sameChainDef(old.chain, spec.chain)) {
+        p.flushChains.push({ verb: 'flush', object: old.chain });
+        p.deleteChains.push({ verb: 'delete', object: old.chain });
+        p.addChains.push({ verb: 'add', object: spec.chain });
+        stats.chainsRewritten++;
+      } else if (setRecreated || !sameRules(old, spec)) {
+        p.flushChains.push({ verb: 'flush', object: spec.chain });
+        stats.chainsRewritten++;
+      } else {
+        continue;
+      }
+      for (const r of spec.rules) p.addRules.push({ verb: 'add', object: r });
+      stats.rulesAdded += spec.rules.length;
+    }
+    for (const [k, old] of oldChains) {
+      p.flushChains.push({ verb: 'flush', object: old.chain });
+      stale.set(k, { chain: old.chain, since: now });
+      stats.chainsFlushedStale++;
+    }
+
+    const oldFlowtables = new Map(before.flowtables.map((f) => [objectKey(f), f]));
+    for (const f of after.flowtables) {
+      const k = objectKey(f);
+      const old = oldFlowtables.get(k);
+      oldFlowtables.delete(k);
+      if (old && sameJSON(old, f)) continue;
+      if (old) {
+        // Devices leave a live flowtable by a delete naming them; an add with the full list adds the new ones.
+        const gone = old.devices.filter((d) => !f.devices.includes(d));
+        if (gone.length > 0) p.deleteFlowtables.push({ verb: 'delete', object: { ...old, devices: gone } satisfies Flowtable });
+      }
+      p.addFlowtables.push({ verb: 'add', object: f });
+    }
+    for (const old of oldFlowtables.values()) p.deleteFlowtables.push({ verb: 'delete', object: old });
+
+    for (const e of before.elements) touchedKeys.add(objectKey(e));
+    for (const e of after.elements) touchedKeys.add(objectKey(e));
+  };
+
+  const families = new Set([...(applied?.skeletons.keys() ?? []), ...desired.skeletons.keys()]);
+  for (const f of families) {
+    const a = applied?.skeletons.get(f);
+    const d = desired.skeletons.get(f);
+    if (a !== d) diffFragment(a ?? EMPTY, d ?? EMPTY);
+  }
+  for (const [id, d] of desired.services) {
+    const a = applied?.services.get(id);
+    if (a?.fragment !== d.fragment) diffFragment(a?.fragment ?? EMPTY, d.fragment);
+  }
+  if (applied) {
+    for (const [id, a] of applied.services) if (!desired.services.has(id)) diffFragment(a.fragment, EMPTY);
+  }
+
+  const addElement = (claim: ElementClaim): void => {
+    p.addElements.set(objectKey(claim.element), { verb: 'add', object: claim.element });
+  };
+  for (const k of touchedKeys) {
+    const a = applied?.elements.get(k);
+    const d = desired.elements.get(k);
+    if (a && d && sameElementValue(a.element, d.element)) continue;
+    if (a && !recreatedSets.has(setKey(a.element))) p.deleteElements.set(k, { verb: 'delete', object: a.element });
+    if (d) addElement(d);
+  }
+  // A re-created set or map starts empty, whoever's elements it held.
+  if (recreatedSets.size > 0) {
+    for (const c of desired.elements.values()) if (recreatedSets.has(setKey(c.element))) addElement(c);
+  }
+  stats.elementsAdded = p.addElements.size;
+  stats.elementsDeleted = p.deleteElements.size;
+
+  for (const [k, s] of stale) {
+    // Never in the transaction that flushed it, whatever the delay.
+    if (s.since !== now && s.since + delay <= now) {
+      p.deleteStale.push({ verb: 'delete', object: s.chain });
+      stale.delete(k);
+      stats.chainsDeleted++;
+    }
+  }
+
+  let ops = p.all();
+  if (removedTables.length > 0) {
+    // Deleting a table takes everything in it; operations on its contents would only fail.
+    const gone = new Set(removedTables.map((t) => `${t.family} ${t.name}`));
+    ops = ops.filter((op) => op.object.kind === 'table' || !gone.has(`${op.object.family} ${op.object.table}`));
+    for (const t of removedTables) ops.push({ verb: 'delete', object: t });
+    for (const [k, s] of stale) if (gone.has(`${s.chain.family} ${s.chain.table}`)) stale.delete(k);
+  }
+
+  return { ops, next: { applied: desired, staleChains: stale }, stats };
+}
+
+function setKey(o: NftSet | NftMap | Element): string {
+  return o.kind === 'element' ? `${o.family} ${o.table} ${o.set}` : `${o.family} ${o.table} ${o.name}`;
+}

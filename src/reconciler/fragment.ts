@@ -1,0 +1,74 @@
+// A fragment is the unit the renderer produces and the diff compares: the
+// chains (each with its full rule list), sets/maps, elements and flowtables that
+// belong together — one family's static skeleton, or one ServicePort.
+
+import type { Chain, Element, Flowtable, NftMap, NftSet, Rule, Statement } from '../nft/objects.ts';
+
+export interface ChainSpec {
+  chain: Chain;
+  /** In order; no handles. */
+  rules: Rule[];
+}
+
+export interface Fragment {
+  chains: ChainSpec[];
+  sets: Array<NftSet | NftMap>;
+  elements: Element[];
+  flowtables: Flowtable[];
+}
+
+export function emptyFragment(): Fragment {
+  return { chains: [], sets: [], elements: [], flowtables: [] };
+}
+
+/** Collects a fragment for one table, in the order objects are declared. */
+export class FragmentBuilder {
+  readonly fragment: Fragment = emptyFragment();
+  private readonly family: Chain['family'];
+  private readonly table: string;
+  private readonly byName = new Map<string, ChainSpec>();
+
+  constructor(family: Chain['family'], table: string) {
+    this.family = family;
+    this.table = table;
+  }
+
+  chain(name: string, extra: Pick<Chain, 'base' | 'comment'> = {}): ChainSpec {
+    let spec = this.byName.get(name);
+    if (!spec) {
+      const chain: Chain = { kind: 'chain', family: this.family, table: this.table, name };
+      if (extra.base) chain.base = extra.base;
+      if (extra.comment) chain.comment = extra.comment;
+      spec = { chain, rules: [] };
+      this.byName.set(name, spec);
+      this.fragment.chains.push(spec);
+    }
+    return spec;
+  }
+
+  rule(chain: string, exprs: Statement[], comment?: string): void {
+    const spec = this.chain(chain);
+    const rule: Rule = { kind: 'rule', family: this.family, table: this.table, chain, exprs };
+    if (comment) rule.comment = comment;
+    spec.rules.push(rule);
+  }
+
+  set(s: Omit<NftSet, 'kind' | 'family' | 'table'>): void {
+    this.fragment.sets.push({ kind: 'set', family: this.family, table: this.table, ...s });
+  }
+
+  map(m: Omit<NftMap, 'kind' | 'family' | 'table'>): void {
+    this.fragment.sets.push({ kind: 'map', family: this.family, table: this.table, ...m });
+  }
+
+  element(set: string, key: string[], value?: Element['value'], comment?: string): void {
+    const e: Element = { kind: 'element', family: this.family, table: this.table, set, key };
+    if (value !== undefined) e.value = value;
+    if (comment) e.comment = comment;
+    this.fragment.elements.push(e);
+  }
+
+  flowtable(f: Omit<Flowtable, 'kind' | 'family' | 'table'>): void {
+    this.fragment.flowtables.push({ kind: 'flowtable', family: this.family, table: this.table, ...f });
+  }
+}

@@ -1,0 +1,125 @@
+// Names of the objects in our table. The static ones are kube-proxy's, so that
+// an operator who knows `nft list table ip kube-proxy` can read ours; the
+// per-service ones carry a short hash of what they belong to followed by the
+// readable identity, e.g. `service-3DAJWQXN-default/web/tcp/http`.
+//
+// Only per-service objects contain a '/', which is how a listing read back from
+// the kernel tells them apart from the skeleton.
+
+import { createHash } from 'node:crypto';
+import type { Protocol } from '../k8s/types.ts';
+
+export const CHAIN = {
+  filterPrerouting: 'filter-prerouting',
+  filterInput: 'filter-input',
+  filterForward: 'filter-forward',
+  filterOutput: 'filter-output',
+  filterOutputPostDnat: 'filter-output-post-dnat',
+  natPrerouting: 'nat-prerouting',
+  natOutput: 'nat-output',
+  natPostrouting: 'nat-postrouting',
+  services: 'services',
+  masquerading: 'masquerading',
+  markForMasquerade: 'mark-for-masquerade',
+  serviceEndpointsCheck: 'service-endpoints-check',
+  nodePortEndpointsCheck: 'nodeport-endpoints-check',
+  reject: 'reject-chain',
+  firewallCheck: 'firewall-check',
+  clusterIPsCheck: 'cluster-ips-check',
+} as const;
+
+export const SET = {
+  clusterIPs: 'cluster-ips',
+  nodePortIPs: 'nodeport-ips',
+} as const;
+
+export const MAP = {
+  serviceIPs: 'service-ips',
+  serviceNodePorts: 'service-nodeports',
+  noEndpointServices: 'no-endpoint-services',
+  noEndpointNodePorts: 'no-endpoint-nodeports',
+  firewallIPs: 'firewall-ips',
+} as const;
+
+/**
+ * KEP-4963's flowtable. The KEP calls kube-proxy's `kube-proxy-flowtable`; inside
+ * our own table no prefix is needed, so it is named for what it carries.
+ */
+export const FLOWTABLE = 'service-flowtable';
+
+/** Prefixes of per-service object names, as in kube-proxy. */
+export const PREFIX = {
+  /** Spreads over the cluster-wide endpoints (the Cluster traffic policy). */
+  service: 'service-',
+  /** Spreads over this node's endpoints (a Local traffic policy). */
+  local: 'local-',
+  /** Entry for NodePort, externalIP and LoadBalancer traffic. */
+  external: 'external-',
+  /** loadBalancerSourceRanges check. */
+  firewall: 'firewall-',
+  endpoint: 'endpoint-',
+  affinity: 'affinity-',
+} as const;
+
+// The kernel's limit is 256 bytes with the NUL; the longest prefix is 'firewall-'.
+const NAME_MAX = 255;
+const PREFIX_MAX = 16;
+const BASE_MAX = NAME_MAX - PREFIX_MAX;
+const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+
+/** First 8 base32 characters (40 bits) of SHA-256: unique in practice, and different at a glance for names that differ in one digit. */
+export function shortHash(text: string): string {
+  const d = createHash('sha256').update(text).digest();
+  // 40 bits = the first 5 bytes, 5 bits per character.
+  let bits = 0;
+  let acc = 0;
+  let out = '';
+  for (let i = 0; out.length < 8; ) {
+    if (bits < 5) {
+      acc = (acc << 8) | d[i++]!;
+      bits += 8;
+    }
+    out += BASE32[(acc >> (bits - 5)) & 31];
+    bits -= 5;
+    acc &= (1 << bits) - 1;
+  }
+  return out;
+}
+
+/** `HASH-readable`, cut to fit under any of our prefixes; the hash keeps cut names unique. */
+function hashed(readable: string): string {
+  const name = `${shortHash(readable)}-${readable}`;
+  if (Buffer.byteLength(name) <= BASE_MAX) return name;
+  // Names are ASCII (namespace, service and port names are DNS labels), so bytes are characters.
+  return `${name.slice(0, BASE_MAX - 3)}...`;
+}
+
+export interface ServicePortName {
+  namespace: string;
+  serviceName: string;
+  protocol: Protocol;
+  portName: string;
+}
+
+/** `ns/svc/proto/portName`: one service port in one family (the family is the table's). */
+export function servicePortReadable(p: ServicePortName): string {
+  return `${p.namespace}/${p.serviceName}/${p.protocol.toLowerCase()}/${p.portName}`;
+}
+
+/** Base of the per-service chain names: `HASH-ns/svc/proto/portName`. */
+export function servicePortNameBase(p: ServicePortName): string {
+  return hashed(servicePortReadable(p));
+}
+
+/**
+ * Base of the per-endpoint names: `HASH-ns/svc/proto/portName__ip/port`. IPv6
+ * colons are not allowed in chain names (nft's grammar), so they become dots.
+ */
+export function endpointNameBase(p: ServicePortName, ip: string, port: number): string {
+  return hashed(`${servicePortReadable(p)}__${ip.replaceAll(':', '.')}/${port}`);
+}
+
+/** Whether a chain or set name is per-service (as opposed to the skeleton's). */
+export function isServiceObjectName(name: string): boolean {
+  return name.includes('/');
+}

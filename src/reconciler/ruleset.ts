@@ -1,0 +1,165 @@
+// The desired ruleset: a pure function of the ServicePorts and the config.
+//
+// It is kept as fragments (each family's skeleton, each ServicePort) rather than
+// one flat list so that the diff can skip every fragment that is the very same
+// object as in the last applied ruleset: rendering reuses a ServicePort's
+// fragment when the ServicePort did not change, so an incremental sync costs
+// what changed, not what exists. Elements are also resolved into one map,
+// because fragments can want the same element (every port of a service puts
+// its ClusterIP in `cluster-ips`; two services may claim one externalIP:port).
+
+import type { IPFamily } from '../k8s/types.ts';
+import type { Endpoint, EndpointSelection, ServicePort } from '../model/service-port.ts';
+import { type Element, objectKey, type Table } from '../nft/objects.ts';
+import type { RulesetConfig } from './config.ts';
+import type { Fragment } from './fragment.ts';
+import { renderServicePort, ServicePortRenderError } from './service-rules.ts';
+import { renderSkeleton } from './skeleton.ts';
+import { tableFamily } from './statements.ts';
+
+export interface RenderedServicePort {
+  port: ServicePort;
+  fragment: Fragment;
+}
+
+/** Why a ServicePort or an element is not in the ruleset. */
+export interface RenderProblem {
+  servicePortId: string;
+  code: 'ERR_SERVICE_PORT_RENDER' | 'ERR_FAMILY_NOT_CONFIGURED' | 'ERR_DUPLICATE_SERVICE_PORT' | 'ERR_ELEMENT_CONFLICT';
+  message: string;
+}
+
+export interface ElementClaim {
+  /** The fragment that wants it: a ServicePort id, or `skeleton:<family>`. */
+  owner: string;
+  element: Element;
+}
+
+export interface Ruleset {
+  config: RulesetConfig;
+  /** One table per configured family. */
+  tables: Table[];
+  /** Static objects of each family's table, by family. */
+  skeletons: ReadonlyMap<IPFamily, Fragment>;
+  /** By ServicePort id, in id order. */
+  services: ReadonlyMap<string, RenderedServicePort>;
+  /** Every element of the ruleset by objectKey: the first claim (skeleton, then id order) wins. */
+  elements: ReadonlyMap<string, ElementClaim>;
+  problems: RenderProblem[];
+}
+
+const FAMILIES: readonly IPFamily[] = ['IPv4', 'IPv6'];
+
+export function renderRuleset(servicePorts: readonly ServicePort[], config: RulesetConfig, previous?: Ruleset): Ruleset {
+  const reuse = previous !== undefined && sameConfig(previous.config, config) ? previous : undefined;
+  const problems: RenderProblem[] = [];
+  const tables: Table[] = [];
+  const skeletons = new Map<IPFamily, Fragment>();
+  for (const family of FAMILIES) {
+    const fc = config.families[family];
+    if (!fc) continue;
+    tables.push({ kind: 'table', family: tableFamily(family), name: config.tableName, comment: 'rules for kube-nft-proxy' });
+    skeletons.set(family, reuse?.skeletons.get(family) ?? renderSkeleton(family, fc, config));
+  }
+
+  const sorted = [...servicePorts].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const services = new Map<string, RenderedServicePort>();
+  for (const sp of sorted) {
+    if (services.has(sp.id)) {
+      problems.push({ servicePortId: sp.id, code: 'ERR_DUPLICATE_SERVICE_PORT', message: `service port ${sp.id} appears twice; the first is used` });
+      continue;
+    }
+    const fc = config.families[sp.family];
+    if (!fc) {
+      problems.push({ servicePortId: sp.id, code: 'ERR_FAMILY_NOT_CONFIGURED', message: `service port ${sp.id}: ${sp.family} is not configured on this node` });
+      continue;
+    }
+    const before = reuse?.services.get(sp.id);
+    if (before && (before.port === sp || sameServicePort(before.port, sp))) {
+      services.set(sp.id, before.port === sp ? before : { port: sp, fragment: before.fragment });
+      continue;
+    }
+    try {
+      services.set(sp.id, { port: sp, fragment: renderServicePort(sp, fc, config) });
+    } catch (e) {
+      if (!(e instanceof ServicePortRenderError)) throw e;
+      problems.push({ servicePortId: sp.id, code: e.code, message: e.message });
+    }
+  }
+
+  const elements = new Map<string, ElementClaim>();
+  const claim = (owner: string, element: Element): void => {
+    const key = objectKey(element);
+    const first = elements.get(key);
+    if (!first) {
+      elements.set(key, { owner, element });
+    } else if (!sameElementValue(first.element, element) && owner !== first.owner) {
+      problems.push({
+        servicePortId: owner,
+        code: 'ERR_ELEMENT_CONFLICT',
+        message: `${key} is wanted by ${first.owner} and ${owner} with different verdicts; ${first.owner} keeps it`,
+      });
+    }
+  };
+  for (const [family, s] of skeletons) for (const e of s.elements) claim(`skeleton:${family}`, e);
+  for (const [id, r] of services) for (const e of r.fragment.elements) claim(id, e);
+
+  return { config, tables, skeletons, services, elements, problems };
+}
+
+export function sameElementValue(a: Element, b: Element): boolean {
+  return JSON.stringify(a.value) === JSON.stringify(b.value) && a.comment === b.comment && a.timeout === b.timeout;
+}
+
+function sameConfig(a: RulesetConfig, b: RulesetConfig): boolean {
+  return a === b || JSON.stringify(a) === JSON.stringify(b);
+}
+
+function sameStrings(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function sameEndpoints(a: readonly Endpoint[], b: readonly Endpoint[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x.ip !== y.ip || x.port !== y.port || x.isLocal !== y.isLocal || x.ready !== y.ready || x.serving !== y.serving || x.terminating !== y.terminating || x.zone !== y.zone) {
+      return false;
+    }
+  }
+  return true;
+}
+
+function sameSelection(a: EndpointSelection, b: EndpointSelection): boolean {
+  if (a.kind !== b.kind) return false;
+  return a.kind !== 'endpoints' || sameEndpoints(a.endpoints, (b as typeof a).endpoints);
+}
+
+/** Field-by-field: cheaper than serialising 10k ports on every sync. */
+export function sameServicePort(a: ServicePort, b: ServicePort): boolean {
+  return (
+    a.id === b.id &&
+    a.namespace === b.namespace &&
+    a.serviceName === b.serviceName &&
+    a.portName === b.portName &&
+    a.protocol === b.protocol &&
+    a.family === b.family &&
+    a.clusterIP === b.clusterIP &&
+    a.port === b.port &&
+    a.nodePort === b.nodePort &&
+    sameStrings(a.externalIPs, b.externalIPs) &&
+    sameStrings(a.loadBalancerIPs, b.loadBalancerIPs) &&
+    sameStrings(a.loadBalancerSourceRanges, b.loadBalancerSourceRanges) &&
+    a.sessionAffinityTimeout === b.sessionAffinityTimeout &&
+    a.externalPolicyLocal === b.externalPolicyLocal &&
+    a.internalPolicyLocal === b.internalPolicyLocal &&
+    a.healthCheckNodePort === b.healthCheckNodePort &&
+    sameSelection(a.cluster, b.cluster) &&
+    sameSelection(a.external, b.external) &&
+    sameEndpoints(a.allEndpoints, b.allEndpoints)
+  );
+}

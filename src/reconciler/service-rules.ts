@@ -1,0 +1,239 @@
+// The objects one ServicePort contributes to its family's table.
+//
+// Chains, as in kube-proxy's nftables mode:
+// - `service-H-ns/svc/proto/port`: spreads over the cluster-wide endpoints;
+// - `local-H-...`: spreads over this node's endpoints (a Local traffic policy);
+// - `external-H-...`: entry for NodePort, externalIP and LB IP traffic
+//   (masquerading, and with eTP Local the short-circuits of pod and host traffic);
+// - `firewall-H-...`: loadBalancerSourceRanges;
+// - `endpoint-H-ns/svc/proto/port__ip/port`: hairpin masquerade, affinity, DNAT.
+//
+// Load is spread without anonymous verdict maps (each one makes the kernel's
+// commit walk the whole transaction — quadratic at scale): a cascade of
+// `numgen random mod (N-i) == 0 goto endpoint_i` rules, the last one
+// unconditional. Rule i fires with probability 1/(N-i) among the traffic that
+// reached it, so every endpoint gets 1/N.
+
+import type { IPFamily } from '../k8s/types.ts';
+import type { Endpoint, EndpointSelection, ServicePort } from '../model/service-port.ts';
+import type { Statement, Verdict } from '../nft/objects.ts';
+import { canonicalValue } from '../nft/values.ts';
+import { cidrsContainAny, type FamilyConfig, type RulesetConfig } from './config.ts';
+import { type Fragment, FragmentBuilder } from './fragment.ts';
+import { CHAIN, endpointNameBase, MAP, PREFIX, SET, servicePortNameBase, servicePortReadable } from './names.ts';
+import {
+  addrType,
+  daddr,
+  fibLocal,
+  goto,
+  jump,
+  l4proto,
+  lookup,
+  match,
+  protoText,
+  saddr,
+  tableFamily,
+  thDport,
+} from './statements.ts';
+
+/** A ServicePort the renderer cannot program (bad address, port...); the rest of the ruleset is unaffected. */
+export class ServicePortRenderError extends Error {
+  readonly code = 'ERR_SERVICE_PORT_RENDER';
+  readonly servicePortId: string;
+  constructor(servicePortId: string, reason: string) {
+    super(`service port ${servicePortId}: ${reason}`);
+    this.name = 'ServicePortRenderError';
+    this.servicePortId = servicePortId;
+  }
+}
+
+const REJECT: Verdict = { verdict: 'goto', chain: CHAIN.reject };
+const DROP: Verdict = { verdict: 'drop' };
+
+function endpointsOf(s: EndpointSelection): Endpoint[] | undefined {
+  return s.kind === 'endpoints' && s.endpoints.length > 0 ? s.endpoints : undefined;
+}
+
+/** Distinct by ip/port and sorted, so the rendering does not depend on the order slices arrived in. */
+function distinctSorted(eps: readonly Endpoint[], canon: (ip: string) => string): Endpoint[] {
+  const seen = new Map<string, Endpoint>();
+  for (const e of eps) {
+    const ip = canon(e.ip);
+    const key = `${ip}/${e.port}`;
+    if (!seen.has(key)) seen.set(key, e.ip === ip ? e : { ...e, ip });
+  }
+  return [...seen.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, e]) => e);
+}
+
+function checkPort(id: string, what: string, port: number): string {
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new ServicePortRenderError(id, `${what} ${port} is not a port`);
+  return String(port);
+}
+
+export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: RulesetConfig): Fragment {
+  const family: IPFamily = sp.family;
+  const type = addrType(family);
+  const canon = (ip: string): string => {
+    try {
+      if (ip.includes('/')) throw new Error('a prefix is not an address');
+      return canonicalValue(type, ip);
+    } catch (e) {
+      throw new ServicePortRenderError(sp.id, `${JSON.stringify(ip)} is not an ${family} address (${(e as Error).message})`);
+    }
+  };
+  const canonCidr = (c: string): string => {
+    try {
+      return canonicalValue(type, c);
+    } catch (e) {
+      throw new ServicePortRenderError(sp.id, `${JSON.stringify(c)} is not an ${family} range (${(e as Error).message})`);
+    }
+  };
+
+  const b = new FragmentBuilder(tableFamily(family), config.tableName);
+  const base = servicePortNameBase(sp);
+  const readable = servicePortReadable(sp);
+  const proto = protoText(sp.protocol);
+  const port = checkPort(sp.id, 'port', sp.port);
+  const nodePort = sp.nodePort === undefined ? undefined : checkPort(sp.id, 'nodePort', sp.nodePort);
+  const clusterIP = sp.clusterIP === undefined ? undefined : canon(sp.clusterIP);
+  const externalIPs = [...new Set(sp.externalIPs.map(canon))];
+  const lbIPs = [...new Set(sp.loadBalancerIPs.map(canon))];
+  const sourceRanges = [...new Set(sp.loadBalancerSourceRanges.map(canonCidr))];
+  const iLocal = sp.internalPolicyLocal;
+  const eLocal = sp.externalPolicyLocal;
+  const externallyAccessible = nodePort !== undefined || externalIPs.length > 0 || lbIPs.length > 0;
+  const hasAny = sp.cluster.kind !== 'reject' || sp.external.kind !== 'reject';
+
+  const clusterEps = endpointsOf(sp.cluster);
+  const externalEps = endpointsOf(sp.external);
+  // kube-proxy's two policy chains: cluster-wide and node-local endpoints. With
+  // both policies Local the cluster-wide set is still needed, for the
+  // short-circuit of pod and host traffic to external destinations.
+  const clusterWide = !iLocal
+    ? (clusterEps ?? (!eLocal ? externalEps : undefined))
+    : !eLocal
+      ? externalEps
+      : externallyAccessible && sp.allEndpoints.length > 0
+        ? sp.allEndpoints
+        : undefined;
+  const localOnly = iLocal ? (clusterEps ?? (eLocal ? externalEps : undefined)) : eLocal ? externalEps : undefined;
+
+  const serviceChain = PREFIX.service + base;
+  const localChain = PREFIX.local + base;
+  const externalChain = PREFIX.external + base;
+  const firewallChain = PREFIX.firewall + base;
+  const internalChain = iLocal ? localChain : serviceChain;
+
+  const affinity = sp.sessionAffinityTimeout;
+  const endpointChain = new Map<string, { chain: string; set: string; ep: Endpoint }>();
+  const endpointFor = (ep: Endpoint): { chain: string; set: string; ep: Endpoint } => {
+    const key = `${ep.ip}/${ep.port}`;
+    let e = endpointChain.get(key);
+    if (!e) {
+      const epBase = endpointNameBase(sp, ep.ip, ep.port);
+      e = { chain: PREFIX.endpoint + epBase, set: PREFIX.affinity + epBase, ep };
+      endpointChain.set(key, e);
+    }
+    return e;
+  };
+
+  /** A policy chain: optional masquerade rule, affinity lookups, then the cascade. */
+  const policyChain = (name: string, eps: readonly Endpoint[], masquerade: Statement[] | undefined): void => {
+    const list = distinctSorted(eps, canon).map(endpointFor);
+    b.chain(name);
+    if (masquerade) b.rule(name, masquerade);
+    if (affinity !== undefined) {
+      for (const e of list) b.rule(name, [lookup([saddr(family)], e.set), goto(e.chain)]);
+    }
+    list.forEach((e, i) => {
+      const left = list.length - i;
+      if (left === 1) b.rule(name, [goto(e.chain)]);
+      else b.rule(name, [match({ kind: 'numgen', mod: left }, '0'), goto(e.chain)]);
+    });
+  };
+
+  // --- ClusterIP
+  let usesService = false;
+  let usesLocal = false;
+  if (clusterIP !== undefined) {
+    b.element(SET.clusterIPs, [clusterIP]);
+    if (clusterEps && (iLocal ? localOnly : clusterWide)) {
+      b.element(MAP.serviceIPs, [clusterIP, proto, port], { verdict: 'goto', chain: internalChain });
+      if (iLocal) usesLocal = true;
+      else usesService = true;
+    } else {
+      b.element(MAP.noEndpointServices, [clusterIP, proto, port], sp.cluster.kind === 'drop' ? DROP : REJECT, readable);
+    }
+  }
+
+  // --- external destinations: externalIPs, LB IPs, NodePort
+  const externalVerdict: Verdict = { verdict: 'goto', chain: externalChain };
+  const noExternal: Verdict | undefined = externalEps ? undefined : hasAny && sp.external.kind === 'drop' ? DROP : REJECT;
+  for (const ip of [...externalIPs, ...lbIPs]) {
+    if (hasAny) b.element(MAP.serviceIPs, [ip, proto, port], externalVerdict);
+    if (noExternal) b.element(MAP.noEndpointServices, [ip, proto, port], noExternal, readable);
+  }
+  if (nodePort !== undefined) {
+    if (hasAny) b.element(MAP.serviceNodePorts, [proto, nodePort], externalVerdict);
+    if (noExternal) b.element(MAP.noEndpointNodePorts, [proto, nodePort], noExternal, readable);
+  }
+  if (lbIPs.length > 0 && sourceRanges.length > 0) {
+    for (const ip of lbIPs) b.element(MAP.firewallIPs, [ip, proto, port], { verdict: 'goto', chain: firewallChain });
+    // A VIP-like LB often makes its VIP a local address: a node's request to it
+    // then loops back with the VIP as source, and must pass too.
+    const allowed = cidrsContainAny(family, sourceRanges, fc.nodeIPs) ? [...sourceRanges, ...lbIPs] : sourceRanges;
+    b.rule(firewallChain, [...allowed.map((r) => match(saddr(family), r, '!=')), { kind: 'verdict', verdict: 'drop' }]);
+  }
+
+  if (externallyAccessible && hasAny) {
+    if (!eLocal) {
+      // Endpoints may be on other nodes: masquerade so that replies come back through us.
+      b.rule(externalChain, [jump(CHAIN.markForMasquerade)]);
+      if (externalEps && clusterWide) {
+        b.rule(externalChain, [goto(serviceChain)]);
+        usesService = true;
+      }
+    } else {
+      if (clusterWide) {
+        // Pods reaching an external destination behave as if they went out to
+        // the load balancer and came back: no traffic policy applies.
+        for (const cidr of fc.clusterCIDRs) b.rule(externalChain, [match(saddr(family), cidr), goto(serviceChain)], 'short-circuit pod traffic');
+      }
+      // The host's own traffic has a local address as source (maybe the LB IP itself): masquerade it.
+      b.rule(externalChain, [fibLocal('saddr'), jump(CHAIN.markForMasquerade)], 'masquerade local traffic');
+      if (clusterWide) b.rule(externalChain, [fibLocal('saddr'), goto(serviceChain)], 'short-circuit local traffic');
+      if (clusterWide) usesService = true;
+      if (externalEps && localOnly) {
+        b.rule(externalChain, [goto(localChain)]);
+        usesLocal = true;
+      }
+    }
+  }
+
+  // --- policy chains (the ClusterIP's masquerade rule lives in the internal one)
+  const clusterIPMasquerade = (): Statement[] | undefined => {
+    if (clusterIP === undefined || !clusterEps) return undefined;
+    const dest = [match(daddr(family), clusterIP), match(l4proto, proto), match(thDport, port)];
+    if (config.masqueradeAll) return [...dest, jump(CHAIN.markForMasquerade)];
+    // Off-cluster sources (a static route to the service range via any node) may
+    // be bounced to another node: masquerade so that the reply comes back here.
+    if (fc.clusterCIDRs.length > 0) return [...dest, ...fc.clusterCIDRs.map((c) => match(saddr(family), c, '!=')), jump(CHAIN.markForMasquerade)];
+    return undefined;
+  };
+  if (usesService && clusterWide) policyChain(serviceChain, clusterWide, iLocal ? undefined : clusterIPMasquerade());
+  if (usesLocal && localOnly) policyChain(localChain, localOnly, iLocal ? clusterIPMasquerade() : undefined);
+
+  // --- endpoint chains and their affinity sets
+  for (const { chain, set, ep } of endpointChain.values()) {
+    if (affinity !== undefined) {
+      // Affinity is per client address and service port, whichever service IP was used (as kube-proxy).
+      b.set({ name: set, keyType: [type], flags: ['dynamic', 'timeout'], timeout: affinity });
+    }
+    const epPort = checkPort(sp.id, 'endpoint port', ep.port);
+    // Hairpin: an endpoint reaching itself through the service must see the node as source.
+    b.rule(chain, [match(saddr(family), ep.ip), jump(CHAIN.markForMasquerade)]);
+    if (affinity !== undefined) b.rule(chain, [{ kind: 'set-update', op: 'update', set, keys: [saddr(family)] }]);
+    b.rule(chain, [match(l4proto, proto), { kind: 'dnat', addr: ep.ip, port: Number(epPort) }]);
+  }
+  return b.fragment;
+}
