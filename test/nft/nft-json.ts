@@ -175,14 +175,17 @@ export function sortListing(l: TableListing): TableListing {
 
 /**
  * The expected listing as nft prints it: policy shown on every base chain,
+ * no table or chain comments (nft 1.0.6's JSON leaves them out),
  * handles dropped, `dynamic` missing from JSON set flags (nft 1.0.6 omits it),
  * the `meta nfproto` dependency dropped before a family-specific reject.
  */
 export function asNftLists(l: TableListing): TableListing {
   const out = sortListing(l);
+  const { comment: _c, ...tableRest } = out.table;
   return {
     ...out,
-    chains: out.chains.map((c) => (c.base ? { ...c, base: { ...c.base, policy: c.base.policy ?? 'accept' } } : c)),
+    table: tableRest,
+    chains: out.chains.map(({ comment: _cc, ...c }) => (c.base ? { ...c, base: { ...c.base, policy: c.base.policy ?? 'accept' } } : c)),
     rules: out.rules.map((r) => {
       const exprs = r.exprs.filter((st, i) => {
         const next = r.exprs[i + 1];
