@@ -47,6 +47,8 @@ export interface Fault {
   on?: 'list' | 'watch' | 'any';
   /** How many matching requests it affects (default 1). */
   times?: number;
+  /** Let this many matching requests through first (e.g. fail only the second list page). */
+  skip?: number;
   retryAfterSeconds?: number;
   /** For 'slow': delay before answering; also between list-body chunks. */
   delayMs?: number;
@@ -84,7 +86,7 @@ export class FakeApiServer {
   readonly ca: string | undefined;
   private readonly server: Server;
   private readonly o: FakeApiServerOptions;
-  private readonly faults: (Fault & { left: number })[] = [];
+  private readonly faults: (Fault & { left: number; toSkip: number })[] = [];
   private readonly watches = new Set<WatchConn>();
   private readonly snapshots = new Map<string, { rv: number; items: Version[] }>();
   private nextSnapshot = 1;
@@ -132,7 +134,7 @@ export class FakeApiServer {
   // --- faults and observation ----------------------------------------------
 
   injectFault(f: Fault): void {
-    this.faults.push({ ...f, left: f.times ?? 1 });
+    this.faults.push({ ...f, left: f.times ?? 1, toSkip: f.skip ?? 0 });
   }
   clearFaults(): void {
     this.faults.length = 0;
@@ -178,6 +180,8 @@ export class FakeApiServer {
   kubeconfig(token = this.o.token): Record<string, unknown> {
     const cluster: Record<string, unknown> = { server: this.url };
     if (this.ca) cluster['certificate-authority-data'] = Buffer.from(this.ca).toString('base64');
+    // client-node refuses a plain-http server unless TLS verification is "skipped".
+    else cluster['insecure-skip-tls-verify'] = true;
     return {
       apiVersion: 'v1',
       kind: 'Config',
@@ -205,6 +209,10 @@ export class FakeApiServer {
     );
     if (i < 0) return undefined;
     const f = this.faults[i]!;
+    if (f.toSkip > 0) {
+      f.toSkip--;
+      return undefined;
+    }
     if (--f.left <= 0) this.faults.splice(i, 1);
     return f;
   }
