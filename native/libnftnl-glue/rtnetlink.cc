@@ -85,11 +85,8 @@ bool ParseLinkMessage(const nlmsghdr* nlh, LinkRecord* out) {
 std::unique_ptr<RtnlLinkSocket> RtnlLinkSocket::Open(const char* netnsPath, int receiveBufferBytes,
                                                      std::string* error, int* errnoOut) {
   *errnoOut = 0;
-  int fd = OpenSocketInNetns(netnsPath, AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK, NETLINK_ROUTE, error);
-  if (fd < 0) {
-    *errnoOut = errno != 0 ? errno : EINVAL;
-    return nullptr;
-  }
+  int fd = OpenSocketInNetns(netnsPath, AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK, NETLINK_ROUTE, error, errnoOut);
+  if (fd < 0) return nullptr;
   if (receiveBufferBytes > 0) {
     if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &receiveBufferBytes, sizeof receiveBufferBytes) != 0 &&
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receiveBufferBytes, sizeof receiveBufferBytes) != 0) {
