@@ -221,6 +221,18 @@ describe('slices and duplicates', () => {
     expect(p.allEndpoints[0]).toMatchObject({ ip: '10.0.1.1', ready: true });
   });
 
+  it.each([
+    ['ready first', ['web-a', 'web-b']],
+    ['ready last', ['web-b', 'web-a']],
+  ])('the ready record wins whichever slice (by name) holds it: %s', (_, [readyName, staleName]) => {
+    const slices = [
+      slice(readyName!, [ep('10.0.1.1', { zone: 'fresh' })]),
+      slice(staleName!, [ep('10.0.1.1', { ready: false, serving: true, terminating: true, zone: 'stale' })]),
+    ];
+    const p = only(buildServicePorts(service(), slices, node(), config()).ports);
+    expect(p.allEndpoints).toEqual([{ ip: '10.0.1.1', port: 8080, isLocal: false, ready: true, serving: true, terminating: false, zone: 'fresh' }]);
+  });
+
   it('spellings of one address are one endpoint', () => {
     const slices = [slice('web-a', [ep('10.0.1.1'), ep('010.000.001.001')]), slice('web-b', [ep(' 10.0.1.01')])];
     expect(show(only(buildServicePorts(service(), slices, node(), config()).ports).cluster)).toEqual(['10.0.1.1:8080']);
