@@ -1,0 +1,76 @@
+// ServicePort fixtures for the reconciler tests, built the way the service
+// model hands them over (normalised addresses, selections already made).
+
+import type { IPFamily, Protocol } from '../../src/k8s/types.ts';
+import type { Endpoint, EndpointSelection, ServicePort } from '../../src/model/service-port.ts';
+import { servicePortId } from '../../src/model/service-port.ts';
+import { defaultRulesetConfig, type FamilyConfig, type RulesetConfig } from '../../src/reconciler/config.ts';
+
+export function ep(ip: string, port = 8080, extra: Partial<Endpoint> = {}): Endpoint {
+  return { ip, port, isLocal: false, ready: true, serving: true, terminating: false, ...extra };
+}
+
+export const local = (ip: string, port = 8080): Endpoint => ep(ip, port, { isLocal: true });
+
+export function sel(...endpoints: Endpoint[]): EndpointSelection {
+  return endpoints.length === 0 ? { kind: 'reject' } : { kind: 'endpoints', endpoints };
+}
+
+export interface PortSpec extends Partial<Omit<ServicePort, 'id'>> {
+  namespace?: string;
+  serviceName?: string;
+}
+
+/** A ServicePort; `cluster`/`external` default to all endpoints, `allEndpoints` to their union. */
+export function sp(spec: PortSpec & { endpoints?: Endpoint[] }): ServicePort {
+  const namespace = spec.namespace ?? 'default';
+  const serviceName = spec.serviceName ?? 'web';
+  const protocol: Protocol = spec.protocol ?? 'TCP';
+  const portName = spec.portName ?? 'http';
+  const family: IPFamily = spec.family ?? 'IPv4';
+  const endpoints = spec.endpoints ?? [];
+  const cluster = spec.cluster ?? sel(...endpoints);
+  const external = spec.external ?? sel(...endpoints);
+  const union = new Map<string, Endpoint>();
+  for (const s of [cluster, external]) if (s.kind === 'endpoints') for (const e of s.endpoints) union.set(`${e.ip}/${e.port}`, e);
+  const result: ServicePort = {
+    id: servicePortId(namespace, serviceName, protocol, portName, family),
+    namespace,
+    serviceName,
+    portName,
+    protocol,
+    family,
+    clusterIP: 'clusterIP' in spec ? spec.clusterIP : family === 'IPv4' ? '10.96.0.10' : 'fd00:96::10',
+    port: spec.port ?? 80,
+    externalIPs: spec.externalIPs ?? [],
+    loadBalancerIPs: spec.loadBalancerIPs ?? [],
+    loadBalancerSourceRanges: spec.loadBalancerSourceRanges ?? [],
+    externalPolicyLocal: spec.externalPolicyLocal ?? false,
+    internalPolicyLocal: spec.internalPolicyLocal ?? false,
+    cluster,
+    external,
+    allEndpoints: spec.allEndpoints ?? [...union.values()],
+  };
+  if (spec.nodePort !== undefined) result.nodePort = spec.nodePort;
+  if (spec.sessionAffinityTimeout !== undefined) result.sessionAffinityTimeout = spec.sessionAffinityTimeout;
+  if (spec.healthCheckNodePort !== undefined) result.healthCheckNodePort = spec.healthCheckNodePort;
+  return result;
+}
+
+export const V4: FamilyConfig = {
+  nodePortAddresses: ['192.0.2.10'],
+  nodeIPs: ['192.0.2.10'],
+  clusterCIDRs: ['10.244.0.0/16'],
+  serviceCIDRs: ['10.96.0.0/16'],
+};
+
+export const V6: FamilyConfig = {
+  nodePortAddresses: 'all',
+  nodeIPs: ['2001:db8::10'],
+  clusterCIDRs: ['fd00:244::/56'],
+  serviceCIDRs: ['fd00:96::/112'],
+};
+
+export function config(overrides: Partial<RulesetConfig> = {}): RulesetConfig {
+  return defaultRulesetConfig({ families: { IPv4: V4, IPv6: V6 }, ...overrides });
+}
