@@ -57,7 +57,8 @@ describe('KEP-2030 test plan', () => {
     tracker.onEndpointSlice({ type: 'upsert', key: 'default/web-shared', object: before }, 2);
     let changes = tracker.drain().changes;
     expect(changes.map((c) => c.kind)).toEqual(['added']);
-    expect(show(changes[0]!.kind === 'added' ? changes[0].current.cluster : { kind: 'reject' })).toEqual([
+    const first = only(changes);
+    expect(show(first.kind === 'added' ? first.current.cluster : { kind: 'reject' })).toEqual([
       '10.0.9.1:8080',
       '10.0.9.2:8080',
     ]);

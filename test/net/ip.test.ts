@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import { ipFamilyOf, normalizeIP, parseIP, specialAddressKind } from '../../src/net/ip.ts';
 
 describe('parseIP normalises what kube-proxy accepts', () => {
@@ -102,8 +103,7 @@ describe('specialAddressKind', () => {
 describe('IPv6 canonical form agrees with an independent serializer', () => {
   // WHATWG URL serialises IPv6 hosts with the same rules as RFC 5952
   // (lower case, longest-first zero run of two or more groups compressed).
-  it('for random addresses in full, uncompressed spelling', async () => {
-    const fc = (await import('fast-check')).default;
+  it('for random addresses in full, uncompressed spelling', () => {
     fc.assert(
       fc.property(
         fc.array(fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 0xffff })), { minLength: 8, maxLength: 8 }),
