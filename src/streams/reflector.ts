@@ -137,7 +137,14 @@ export class Reflector {
         const retryAfter = e instanceof ApiStatusError ? e.retryAfterMs : undefined;
         const delay = this.backoff.next(retryAfter ?? 0);
         this.o.logger.warn(
-          { err: describe(e), code: (e as { code?: string }).code, delayMs: delay, attempt: this.backoff.failures, listing: this.needList },
+          {
+            err: describe(e),
+            code: (e as { code?: string }).code,
+            status: e instanceof ApiStatusError ? e.status : undefined,
+            delayMs: delay,
+            attempt: this.backoff.failures,
+            listing: this.needList,
+          },
           'list/watch failed; retrying after backoff',
         );
         try {
