@@ -1,0 +1,252 @@
+import { describe, expect, it } from 'vitest';
+import { renderRuleset as renderText } from '../../src/nft/render-text.ts';
+import { validateOperations } from '../../src/nft/transaction.ts';
+import { type RulesetConfig, RulesetConfigError, validateRulesetConfig } from '../../src/reconciler/config.ts';
+import { planFullSync } from '../../src/reconciler/full-sync.ts';
+import { rulesetListings } from '../../src/reconciler/listing.ts';
+import { endpointNameBase, servicePortNameBase, shortHash } from '../../src/reconciler/names.ts';
+import { renderRuleset } from '../../src/reconciler/ruleset.ts';
+import type { ServicePort } from '../../src/model/service-port.ts';
+import { config, ep, local, sel, sp, V4 } from './fixtures.ts';
+
+function text(ports: ServicePort[], c: RulesetConfig = config({ families: { IPv4: V4 } })): string {
+  const r = renderRuleset(ports, c);
+  validateOperations(planFullSync(r, 'replace').ops);
+  return rulesetListings(r).map((l) => renderText(l)).join('\n');
+}
+
+/** Lines of the text, trimmed: a rule or element line must appear as a whole. */
+function lines(t: string): string[] {
+  return t.split('\n').map((l) => l.trim().replace(/,$/, '').replace(/^elements = \{ /, '').replace(/ \}$/, ''));
+}
+
+const SVC = 'SUSTUHLJ-default/web/tcp/http';
+
+describe('ruleset features', () => {
+  const cases: Array<{ name: string; ports: ServicePort[]; config?: RulesetConfig; present?: string[]; absent?: string[] }> = [
+    {
+      name: 'ClusterIP traffic from outside the pod CIDR is masqueraded',
+      ports: [sp({ endpoints: [ep('10.244.1.5')] })],
+      present: [`ip daddr 10.96.0.10 meta l4proto tcp th dport 80 ip saddr != 10.244.0.0/16 jump mark-for-masquerade`],
+    },
+    {
+      name: '--masquerade-all masquerades all ClusterIP traffic',
+      ports: [sp({ endpoints: [ep('10.244.1.5')] })],
+      config: config({ families: { IPv4: V4 }, masqueradeAll: true }),
+      present: [`ip daddr 10.96.0.10 meta l4proto tcp th dport 80 jump mark-for-masquerade`],
+      absent: [`ip daddr 10.96.0.10 meta l4proto tcp th dport 80 ip saddr != 10.244.0.0/16 jump mark-for-masquerade`],
+    },
+    {
+      name: 'without cluster CIDRs nor masquerade-all, ClusterIP traffic keeps its source',
+      ports: [sp({ endpoints: [ep('10.244.1.5')] })],
+      config: config({ families: { IPv4: { ...V4, clusterCIDRs: [] } } }),
+      absent: [`ip daddr 10.96.0.10 meta l4proto tcp th dport 80 jump mark-for-masquerade`, 'short-circuit pod traffic'],
+    },
+    {
+      name: 'several cluster CIDRs: masquerade only what is in none of them',
+      ports: [sp({ endpoints: [ep('10.244.1.5')] })],
+      config: config({ families: { IPv4: { ...V4, clusterCIDRs: ['10.244.0.0/16', '10.245.0.0/16'] } } }),
+      present: [`ip daddr 10.96.0.10 meta l4proto tcp th dport 80 ip saddr != 10.244.0.0/16 ip saddr != 10.245.0.0/16 jump mark-for-masquerade`],
+    },
+    {
+      name: 'NodePorts on every local address but loopback when nodeport-addresses is all',
+      ports: [sp({ nodePort: 30080, endpoints: [ep('10.244.1.5')] })],
+      config: config({ families: { IPv4: { ...V4, nodePortAddresses: 'all' } } }),
+      present: ['fib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @service-nodeports', 'ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @no-endpoint-nodeports'],
+      absent: ['set nodeport-ips {'],
+    },
+    {
+      name: 'NodePorts on the listed addresses only',
+      ports: [sp({ nodePort: 30080, endpoints: [ep('10.244.1.5')] })],
+      config: config({ families: { IPv4: { ...V4, nodePortAddresses: ['192.0.2.10', '192.0.2.11'] } } }),
+      present: ['ip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports', '192.0.2.11', `tcp . 30080 : goto external-${SVC}`],
+    },
+    {
+      name: 'no endpoints: ClusterIP, externalIP, LB IP and NodePort rejected; no chains',
+      ports: [sp({ nodePort: 30080, externalIPs: ['203.0.113.7'], loadBalancerIPs: ['198.51.100.9'], endpoints: [] })],
+      present: [
+        '10.96.0.10 . tcp . 80 comment "default/web/tcp/http" : goto reject-chain',
+        '203.0.113.7 . tcp . 80 comment "default/web/tcp/http" : goto reject-chain',
+        '198.51.100.9 . tcp . 80 comment "default/web/tcp/http" : goto reject-chain',
+        'tcp . 30080 comment "default/web/tcp/http" : goto reject-chain',
+        '10.96.0.10',
+      ],
+      absent: [`chain service-${SVC} {`, `chain external-${SVC} {`],
+    },
+    {
+      name: 'a wrong port of a ClusterIP is rejected, an unallocated one in the service CIDRs dropped',
+      ports: [sp({ endpoints: [ep('10.244.1.5')] })],
+      config: config({ families: { IPv4: { ...V4, serviceCIDRs: ['10.96.0.0/16', '10.97.0.0/16'] } } }),
+      present: [
+        'ip daddr @cluster-ips reject with icmp port-unreachable comment "Reject traffic to invalid ports of ClusterIPs"',
+        'ip daddr 10.96.0.0/16 drop comment "Drop traffic to unallocated ClusterIPs"',
+        'ip daddr 10.97.0.0/16 drop comment "Drop traffic to unallocated ClusterIPs"',
+      ],
+    },
+    {
+      name: 'source ranges without the node: the LB IP itself is not admitted',
+      ports: [sp({ loadBalancerIPs: ['198.51.100.9'], loadBalancerSourceRanges: ['203.0.113.0/24'], endpoints: [ep('10.244.1.5')] })],
+      present: ['ip saddr != 203.0.113.0/24 drop', `198.51.100.9 . tcp . 80 : goto firewall-${SVC}`],
+      absent: ['ip saddr != 203.0.113.0/24 ip saddr != 198.51.100.9 drop'],
+    },
+    {
+      name: 'source ranges apply to LB IPs only: NodePort and externalIPs are not filtered',
+      ports: [sp({ nodePort: 30080, externalIPs: ['203.0.113.7'], loadBalancerSourceRanges: ['203.0.113.0/24'], endpoints: [ep('10.244.1.5')] })],
+      absent: ['goto firewall-', 'chain firewall-SUSTUHLJ'],
+    },
+    {
+      name: 'affinity: a dynamic set per endpoint, updated in the endpoint chain, looked up in the service chain',
+      ports: [sp({ sessionAffinityTimeout: 300, endpoints: [ep('10.244.1.5')] })],
+      present: [
+        'flags dynamic,timeout',
+        'timeout 300s',
+        'update @affinity-HGNPOIJ5-default/web/tcp/http__10.244.1.5/8080 { ip saddr }',
+        'ip saddr @affinity-HGNPOIJ5-default/web/tcp/http__10.244.1.5/8080 goto endpoint-HGNPOIJ5-default/web/tcp/http__10.244.1.5/8080',
+      ],
+    },
+    {
+      name: 'one endpoint: an unconditional goto, no numgen',
+      ports: [sp({ endpoints: [ep('10.244.1.5')] })],
+      present: ['goto endpoint-HGNPOIJ5-default/web/tcp/http__10.244.1.5/8080', 'meta l4proto tcp dnat to 10.244.1.5:8080', 'ip saddr 10.244.1.5 jump mark-for-masquerade'],
+      absent: ['numgen'],
+    },
+    {
+      name: 'endpoints are deduplicated and ordered whatever order the model gives',
+      ports: [sp({ endpoints: [ep('10.244.2.6'), ep('10.244.1.5'), ep('10.244.2.6')] })],
+      present: ['numgen random mod 2 0 goto endpoint-HGNPOIJ5-default/web/tcp/http__10.244.1.5/8080', 'goto endpoint-LRPR4IZA-default/web/tcp/http__10.244.2.6/8080'],
+      absent: ['numgen random mod 3'],
+    },
+    {
+      name: 'iTP Local with a local endpoint: the ClusterIP goes to the local chain, which masquerades off-cluster sources',
+      ports: [sp({ internalPolicyLocal: true, cluster: sel(local('10.244.2.6')), external: sel(ep('10.244.1.5'), local('10.244.2.6')) })],
+      present: [`10.96.0.10 . tcp . 80 : goto local-${SVC}`, 'ip daddr 10.96.0.10 meta l4proto tcp th dport 80 ip saddr != 10.244.0.0/16 jump mark-for-masquerade'],
+      absent: [`chain service-${SVC} {`],
+    },
+    {
+      name: 'eTP Local and iTP Local: short-circuits use every endpoint of the service',
+      ports: [
+        sp({
+          nodePort: 30080,
+          internalPolicyLocal: true,
+          externalPolicyLocal: true,
+          cluster: sel(local('10.244.2.6')),
+          external: sel(local('10.244.2.6')),
+          allEndpoints: [ep('10.244.1.5'), local('10.244.2.6')],
+        }),
+      ],
+      present: [
+        `fib saddr type local goto service-${SVC} comment "short-circuit local traffic"`,
+        `goto local-${SVC}`,
+        'numgen random mod 2 0 goto endpoint-HGNPOIJ5-default/web/tcp/http__10.244.1.5/8080',
+      ],
+    },
+    {
+      name: 'offload needs both a threshold and kernel support',
+      ports: [],
+      config: config({ families: { IPv4: V4 }, offloadPacketThreshold: 20, flowtableSupported: false, flowtableDevices: ['eth0'] }),
+      absent: ['flowtable', 'flow add'],
+    },
+    {
+      name: 'offload threshold 0 disables it',
+      ports: [],
+      config: config({ families: { IPv4: V4 }, offloadPacketThreshold: 0, flowtableSupported: true, flowtableDevices: ['eth0'] }),
+      absent: ['flowtable', 'flow add'],
+    },
+    {
+      name: 'offload: flowtable on the given devices and the KEP-4963 rule in filter-forward',
+      ports: [],
+      config: config({ families: { IPv4: V4 }, offloadPacketThreshold: 7, flowtableSupported: true, flowtableDevices: ['eth0'] }),
+      present: ['flowtable service-flowtable {', 'hook ingress priority 0', 'devices = { "eth0" }', 'ct original ip daddr @cluster-ips ct packets > 7 flow add @service-flowtable'],
+    },
+    {
+      name: 'the masquerade mark follows the configured bit',
+      ports: [],
+      config: config({ families: { IPv4: V4 }, masqueradeBit: 5 }),
+      present: ['meta mark set meta mark | 0x20', 'meta mark & 0x20 == 0x0 return', 'meta mark set meta mark ^ 0x20'],
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const t = text(c.ports, c.config);
+      const all = lines(t);
+      for (const p of c.present ?? []) expect(all.some((l) => l === p) || t.includes(p), p).toBe(true);
+      for (const a of c.absent ?? []) expect(t.includes(a), a).toBe(false);
+    });
+  }
+});
+
+describe('ruleset problems are contained', () => {
+  it('a bad address skips its service port only', () => {
+    const r = renderRuleset([sp({ endpoints: [ep('10.244.1.500')] }), sp({ serviceName: 'ok', clusterIP: '10.96.0.20', endpoints: [ep('10.244.1.5')] })], config({ families: { IPv4: V4 } }));
+    expect([...r.services.keys()]).toEqual(['default/ok/TCP/http/IPv4']);
+    expect(r.problems.map((p) => p.code)).toEqual(['ERR_SERVICE_PORT_RENDER']);
+  });
+
+  it('a port of an unconfigured family is reported, not rendered', () => {
+    const r = renderRuleset([sp({ family: 'IPv6', endpoints: [ep('fd00::1')] })], config({ families: { IPv4: V4 } }));
+    expect(r.services.size).toBe(0);
+    expect(r.problems.map((p) => p.code)).toEqual(['ERR_FAMILY_NOT_CONFIGURED']);
+  });
+
+  it('the same id twice: the first is used', () => {
+    const r = renderRuleset([sp({ endpoints: [ep('10.244.1.5')] }), sp({ endpoints: [ep('10.244.1.6')] })], config({ families: { IPv4: V4 } }));
+    expect(r.problems.map((p) => p.code)).toEqual(['ERR_DUPLICATE_SERVICE_PORT']);
+  });
+
+  it('two services claiming one externalIP:port: the first in id order keeps it', () => {
+    const a = sp({ serviceName: 'a', clusterIP: '10.96.0.20', externalIPs: ['203.0.113.7'], endpoints: [ep('10.244.1.5')] });
+    const b = sp({ serviceName: 'b', clusterIP: '10.96.0.21', externalIPs: ['203.0.113.7'], endpoints: [ep('10.244.1.6')] });
+    const r = renderRuleset([b, a], config({ families: { IPv4: V4 } }));
+    const claim = [...r.elements.values()].find((c) => c.element.key[0] === '203.0.113.7');
+    expect(claim?.owner).toBe(a.id);
+    expect(r.problems.map((p) => [p.code, p.servicePortId])).toEqual([['ERR_ELEMENT_CONFLICT', b.id]]);
+  });
+
+  it('every port of a service shares its ClusterIP in cluster-ips without a conflict', () => {
+    const r = renderRuleset([sp({ endpoints: [ep('10.244.1.5')] }), sp({ portName: 'https', port: 443, endpoints: [ep('10.244.1.5', 8443)] })], config({ families: { IPv4: V4 } }));
+    expect(r.problems).toEqual([]);
+  });
+
+  it('bad config is refused with the field named', () => {
+    const bad: Array<[Partial<RulesetConfig>, string]> = [
+      [{ tableName: '1bad' }, 'tableName'],
+      [{ masqueradeBit: 32 }, 'masqueradeBit'],
+      [{ offloadPacketThreshold: -1 }, 'offloadPacketThreshold'],
+      [{ families: { IPv4: { ...V4, clusterCIDRs: ['fd00::/64'] } } }, 'families.IPv4.clusterCIDRs[0]'],
+      [{ families: { IPv4: { ...V4, nodePortAddresses: ['10.0.0.0/8'] } } }, 'families.IPv4.nodePortAddresses[0]'],
+    ];
+    for (const [o, field] of bad) {
+      let err: unknown;
+      try {
+        validateRulesetConfig(config(o));
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(RulesetConfigError);
+      expect((err as RulesetConfigError).field).toBe(field);
+    }
+  });
+});
+
+describe('names', () => {
+  it('are hash-prefixed, readable and stable', () => {
+    const p = { namespace: 'default', serviceName: 'web', protocol: 'TCP' as const, portName: 'http' };
+    expect(servicePortNameBase(p)).toBe(`${shortHash('default/web/tcp/http')}-default/web/tcp/http`);
+    expect(shortHash('default/web/tcp/http')).toMatch(/^[A-Z2-7]{8}$/);
+    expect(endpointNameBase(p, 'fd00::1', 80)).toMatch(/^[A-Z2-7]{8}-default\/web\/tcp\/http__fd00\.\.1\/80$/);
+  });
+
+  it('stay within the kernel limit and unique when truncated', () => {
+    const long = (n: string) => ({ namespace: 'n'.repeat(63), serviceName: 's'.repeat(63), protocol: 'SCTP' as const, portName: n.repeat(63) });
+    const a = endpointNameBase(long('a'), 'fd00:1111:2222:3333:4444:5555:6666:7777', 65535);
+    const b = endpointNameBase(long('a'), 'fd00:1111:2222:3333:4444:5555:6666:7778', 65535);
+    expect(Buffer.byteLength(`affinity-${a}`)).toBeLessThanOrEqual(255);
+    expect(a.endsWith('...')).toBe(true);
+    expect(a).not.toBe(b);
+    const r = renderRuleset(
+      [sp({ namespace: 'n'.repeat(63), serviceName: 's'.repeat(63), protocol: 'SCTP', portName: 'a'.repeat(63), family: 'IPv6', sessionAffinityTimeout: 5, endpoints: [ep('fd00:1111:2222:3333:4444:5555:6666:7777', 65535)] })],
+      config(),
+    );
+    expect(() => validateOperations(planFullSync(r, 'replace').ops)).not.toThrow();
+  });
+});
