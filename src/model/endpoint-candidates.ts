@@ -7,8 +7,10 @@
 // - the endpoint port is the slice port with the service port's NAME and
 //   protocol (the EndpointSlice controller has already resolved targetPort,
 //   named or numeric, into that slice port);
-// - conditions: ready unset means ready, serving unset means "as ready" (the
-//   API's documented reading), terminating unset means not terminating.
+// - conditions: ready and serving unset mean true, terminating unset means
+//   false (kube-proxy's reading; the API doc says a nil serving "defers to
+//   ready", which differs only for a not-ready terminating endpoint with serving
+//   unset, and we keep kube-proxy's behaviour to be a drop-in replacement).
 
 import type { EndpointSliceInfo, IPFamily, Protocol, ServiceInfo } from '../k8s/types.ts';
 import { parseIP, specialAddressKind } from '../net/ip.ts';
@@ -106,12 +108,11 @@ export function readSlices(
         sink.add('SPECIAL_IP', obj, field, `${special} address cannot be an endpoint; endpoint ignored`, raw);
         return;
       }
-      const ready = ep.ready ?? true;
       const view: EndpointView = {
         ip: ip.address,
         isLocal: ep.nodeName !== undefined && ep.nodeName === nodeName,
-        ready,
-        serving: ep.serving ?? ready,
+        ready: ep.ready ?? true,
+        serving: ep.serving ?? true,
         terminating: ep.terminating ?? false,
       };
       if (ep.zone !== undefined && ep.zone !== '') view.zone = ep.zone;

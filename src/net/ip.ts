@@ -51,33 +51,20 @@ function hexValue(c: number): number {
 }
 
 function parseIPv6Bytes(s: string, out: Uint8Array): boolean {
-  const groups: number[] = [];
-  let gap = -1; // index in groups where '::' stands
+  // Groups go straight into `out`; on '::' the groups after it are shifted to
+  // the end once parsing is done. No intermediate arrays: this is per endpoint.
+  let count = 0; // groups written
+  let gap = -1; // group index where '::' stands
   let i = 0;
-  if (s.startsWith('::')) {
+  if (s.charCodeAt(0) === 58) {
+    if (s.charCodeAt(1) !== 58) return false;
     gap = 0;
     i = 2;
-    if (s.length === 2) {
-      out.fill(0);
-      return true;
-    }
-  } else if (s.charCodeAt(0) === 58) {
-    return false;
   }
   while (i < s.length) {
-    // An embedded IPv4 tail: the rest of the string has no ':' and a '.'.
-    const nextColon = s.indexOf(':', i);
-    const nextDot = s.indexOf('.', i);
-    if (nextDot !== -1 && (nextColon === -1 || nextDot < nextColon)) {
-      if (nextColon !== -1 || groups.length > 6) return false;
-      const tail = new Uint8Array(4);
-      if (!parseIPv4Bytes(s, i, tail, 0)) return false;
-      groups.push((tail[0]! << 8) | tail[1]!, (tail[2]! << 8) | tail[3]!);
-      i = s.length;
-      break;
-    }
     let value = 0;
     let digits = 0;
+    const groupStart = i;
     while (i < s.length) {
       const h = hexValue(s.charCodeAt(i));
       if (h < 0) break;
@@ -85,31 +72,34 @@ function parseIPv6Bytes(s: string, out: Uint8Array): boolean {
       value = (value << 4) | h;
       i++;
     }
-    if (digits === 0) return false;
-    groups.push(value);
-    if (groups.length > 8) return false;
+    if (i < s.length && s.charCodeAt(i) === 46) {
+      // An embedded IPv4 tail ends the address and fills two groups.
+      if (count > 6 || !parseIPv4Bytes(s, groupStart, out, 2 * count)) return false;
+      count += 2;
+      i = s.length;
+      break;
+    }
+    if (digits === 0 || count === 8) return false;
+    out[2 * count] = value >> 8;
+    out[2 * count + 1] = value & 0xff;
+    count++;
     if (i === s.length) break;
     if (s.charCodeAt(i) !== 58) return false; // only ':' may follow a group
     i++;
     if (i < s.length && s.charCodeAt(i) === 58) {
       if (gap !== -1) return false; // a second '::'
-      gap = groups.length;
+      gap = count;
       i++;
-      if (i === s.length) break;
     } else if (i === s.length) {
       return false; // a trailing single ':'
     }
   }
-  if (gap === -1) {
-    if (groups.length !== 8) return false;
-  } else {
-    if (groups.length > 7) return false;
-    groups.splice(gap, 0, ...new Array<number>(8 - groups.length).fill(0));
-  }
-  for (let g = 0; g < 8; g++) {
-    out[2 * g] = groups[g]! >> 8;
-    out[2 * g + 1] = groups[g]! & 0xff;
-  }
+  if (gap === -1) return count === 8;
+  if (count > 7) return false;
+  const tailBytes = 2 * (count - gap);
+  const zeros = 2 * (8 - count);
+  out.copyWithin(2 * gap + zeros, 2 * gap, 2 * gap + tailBytes);
+  out.fill(0, 2 * gap, 2 * gap + zeros);
   return true;
 }
 
@@ -124,27 +114,32 @@ export function formatIPv4(b: Uint8Array, at = 0): string {
 
 /** RFC 5952: lower-case, no leading zeros, the longest run (first on a tie) of two or more zero groups as '::'. */
 export function formatIPv6(b: Uint8Array): string {
-  const g: number[] = [];
-  for (let i = 0; i < 8; i++) g.push((b[2 * i]! << 8) | b[2 * i + 1]!);
   let bestStart = -1;
   let bestLen = 1;
   for (let i = 0; i < 8; ) {
-    if (g[i] !== 0) {
+    if (b[2 * i] !== 0 || b[2 * i + 1] !== 0) {
       i++;
       continue;
     }
     let j = i;
-    while (j < 8 && g[j] === 0) j++;
+    while (j < 8 && b[2 * j] === 0 && b[2 * j + 1] === 0) j++;
     if (j - i > bestLen) {
       bestStart = i;
       bestLen = j - i;
     }
     i = j;
   }
-  if (bestStart === -1) return g.map((x) => x.toString(16)).join(':');
-  const head = g.slice(0, bestStart).map((x) => x.toString(16)).join(':');
-  const tail = g.slice(bestStart + bestLen).map((x) => x.toString(16)).join(':');
-  return `${head}::${tail}`;
+  let out = '';
+  for (let i = 0; i < 8; i++) {
+    if (i === bestStart) {
+      out += '::';
+      i += bestLen - 1;
+      continue;
+    }
+    if (out.length > 0 && !out.endsWith(':')) out += ':';
+    out += ((b[2 * i]! << 8) | b[2 * i + 1]!).toString(16);
+  }
+  return out;
 }
 
 /**

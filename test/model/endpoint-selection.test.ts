@@ -65,9 +65,17 @@ const rows: Row[] = [
     all: ['10.0.1.1:8080'],
   },
   {
-    name: 'unset serving reads as ready: a not-ready terminating endpoint with serving unset is unusable',
+    name: 'unset serving means serving (as kube-proxy reads it): a not-ready terminating endpoint is a fallback',
     svc: service(),
     endpoints: [{ addresses: ['10.0.1.1'], ready: false, terminating: true }],
+    cluster: ['10.0.1.1:8080'],
+    external: ['10.0.1.1:8080'],
+    all: ['10.0.1.1:8080'],
+  },
+  {
+    name: 'unset terminating means not terminating: a not-ready endpoint with serving unset is unusable',
+    svc: service(),
+    endpoints: [{ addresses: ['10.0.1.1'], ready: false }],
     cluster: 'reject',
     external: 'reject',
     all: [],

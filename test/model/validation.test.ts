@@ -61,6 +61,7 @@ describe('normalisation', () => {
         ],
       }),
     ];
+    slices[0]!.endpoints.push(ep('::ffff:10.0.1.3'));
     const s = summary(svc, slices);
     expect(s.warnings).toEqual([]);
     expect(s.ports.filter((p) => p.id.endsWith('http/IPv4') || p.id.endsWith('http/IPv6'))).toEqual([
@@ -71,7 +72,7 @@ describe('normalisation', () => {
         externalIPs: ['192.0.2.10'],
         loadBalancerIPs: ['198.51.100.7'],
         loadBalancerSourceRanges: ['203.0.113.0/25'],
-        cluster: ['10.0.1.1:8080', '10.0.1.2:8080'],
+        cluster: ['10.0.1.1:8080', '10.0.1.2:8080', '10.0.1.3:8080'],
       },
       {
         id: 'default/web/TCP/http/IPv6',
@@ -178,6 +179,17 @@ const cases: Case[] = [
     mutate: (_, slices) => (slices[0]!.endpoints[0]!.addresses = ['fd00::1']),
     warning: ['FAMILY_MISMATCH', SLICE, 'endpoints[0].addresses[0]'],
     expect: (s) => expect(s.ports[0]!.cluster).toEqual(['10.0.1.2:8080']),
+  },
+  {
+    name: 'an IPv4-mapped IPv6 endpoint address is IPv4, so it does not belong in an IPv6 slice',
+    mutate: (svc, slices) => {
+      svc.clusterIPs = ['fd00:10:96::a'];
+      svc.ipFamilies = ['IPv6'];
+      slices[0]!.addressType = 'IPv6';
+      slices[0]!.endpoints = [ep('::ffff:10.0.1.5'), ep('fd00:1::2')];
+    },
+    warning: ['FAMILY_MISMATCH', SLICE, 'endpoints[0].addresses[0]'],
+    expect: (s) => expect(s.ports[0]!.cluster).toEqual(['[fd00:1::2]:8080']),
   },
   {
     name: 'a broadcast endpoint address is dropped',
