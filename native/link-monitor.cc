@@ -10,9 +10,11 @@
 //   running monitor is never collected behind its subscribers' backs; stop()
 //   drops it. A monitor that was never started (or was stopped) is weak and its
 //   finalizer releases whatever is left.
-// - The thread-safe function is unref'd unless the caller asks for keepAlive:
-//   watching links is observation, like an unref'd timer, and must not by
-//   itself keep alive a process that has nothing else to do.
+// - Once the initial dump is delivered, the thread-safe function is unref'd
+//   unless the caller asked for keepAlive: watching links is observation, like
+//   an unref'd timer, and must not by itself keep alive a process that has
+//   nothing else to do. Until then it holds the loop, so that awaiting the
+//   first state works even in a process (or worker) with nothing else to do.
 // - An env cleanup hook stops the monitor when the environment (process or
 //   worker) shuts down; the reader thread is always joined before the state it
 //   uses is freed.
@@ -125,6 +127,7 @@ struct Session {
   // JS thread only: set when the monitor let go of this session; deliveries
   // still queued are then dropped.
   bool stopped = false;
+  bool unrefAfterSnapshot = false;
   LinkMonitor* owner = nullptr;
 
   ~Session() {
@@ -291,7 +294,7 @@ class LinkMonitor : public Napi::ObjectWrap<LinkMonitor> {
                                                "ERR_LINK_MONITOR_OPEN");
     // From here the finalizer owns the session.
     Session* s = session.release();
-    if (!keepAlive_) napi_unref_threadsafe_function(env, s->tsfn);
+    s->unrefAfterSnapshot = !keepAlive_;
     try {
       s->reader = std::thread([s] { s->Run(); });
     } catch (const std::system_error& e) {
@@ -346,6 +349,10 @@ void Session::CallJs(napi_env rawEnv, napi_value jsCallback, void* context, void
   Napi::Env env(rawEnv);
   try {
     Napi::HandleScope scope(env);
+    if (session->unrefAfterSnapshot && delivery->batch.resync != knp::ResyncReason::kNone) {
+      session->unrefAfterSnapshot = false;
+      napi_unref_threadsafe_function(rawEnv, session->tsfn);
+    }
     if (!delivery->batch.Empty()) {
       CallReporting(env, Napi::Function(rawEnv, jsCallback), BatchToJs(env, delivery->batch));
       if (session->stopped) return;  // the callback stopped the monitor
