@@ -22,8 +22,12 @@ export interface FeatureGates {
   readonly LoadBalancerIPMode: boolean;
   /**
    * KEP-4963: offload established service connections to a flowtable once they
-   * pass a packet threshold. Default true: the KEP enables it by default with a
-   * threshold of 20 packets, so most users get it without configuration.
+   * pass a packet threshold. Default true although the KEP is alpha: its stated
+   * design ("Sane Defaults") is on by default with a threshold of 20 packets, so
+   * short connections never take the fast path and most users gain without
+   * configuration. Kernels without flowtable support (CONFIG_NF_FLOW_TABLE
+   * unset) refuse the whole batch, so the renderer must probe before using it;
+   * the gate says "wanted", not "available".
    */
   readonly KubeProxyAcceleration: boolean;
 }
@@ -39,7 +43,7 @@ export interface FeatureGateSpec {
 export const FEATURE_GATE_SPECS: Readonly<Record<FeatureGateName, FeatureGateSpec>> = {
   TopologyAwareProxying: { default: false, stage: 'alpha', kep: 'KEP-2030' },
   LoadBalancerIPMode: { default: true, stage: 'beta', kep: 'KEP-1860' },
-  KubeProxyAcceleration: { default: true, stage: 'beta', kep: 'KEP-4963' },
+  KubeProxyAcceleration: { default: true, stage: 'alpha', kep: 'KEP-4963' },
 };
 
 export const DEFAULT_FEATURE_GATES: FeatureGates = Object.freeze({
