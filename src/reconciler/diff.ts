@@ -13,7 +13,7 @@
 // refuse to delete it in the same one. The caller keeps the stale list with the
 // applied ruleset and passes both back.
 
-import { type Chain, type Element, type Flowtable, type NftMap, type NftSet, objectKey, type Operation } from '../nft/objects.ts';
+import { type Chain, type Element, type NftMap, type NftSet, objectKey, type Operation } from '../nft/objects.ts';
 import type { ChainSpec, Fragment } from './fragment.ts';
 import type { ElementClaim, Ruleset } from './ruleset.ts';
 import { sameElementValue } from './ruleset.ts';
@@ -80,6 +80,7 @@ class Phases {
   readonly deleteChains: Operation[] = [];
   readonly deleteSets: Operation[] = [];
   readonly deleteFlowtables: Operation[] = [];
+  readonly recreateFlowtables: Operation[] = [];
   readonly addSets: Operation[] = [];
   readonly addChains: Operation[] = [];
   readonly addRules: Operation[] = [];
@@ -95,6 +96,7 @@ class Phases {
       ...this.deleteChains,
       ...this.deleteSets,
       ...this.deleteFlowtables,
+      ...this.recreateFlowtables,
       ...this.addSets,
       ...this.addChains,
       ...this.addRules,
@@ -162,6 +164,24 @@ export function diffRulesets(applied: Ruleset | undefined, desired: Ruleset, opt
       stats.setsDeleted++;
     }
 
+    const oldFlowtables = new Map(before.flowtables.map((f) => [objectKey(f), f]));
+    for (const f of after.flowtables) {
+      const k = objectKey(f);
+      const old = oldFlowtables.get(k);
+      oldFlowtables.delete(k);
+      if (old && sameJSON(old, f)) continue;
+      if (old && (old.hook !== f.hook || old.priority !== f.priority || old.devices.some((d) => !f.devices.includes(d)))) {
+        // An add only ever adds devices: anything else is delete and re-create,
+        // with the rule that uses it flushed first (offloaded flows fall back, they survive).
+        p.deleteFlowtables.push({ verb: 'delete', object: old });
+        p.recreateFlowtables.push({ verb: 'add', object: f });
+        setRecreated = true;
+      } else {
+        p.addFlowtables.push({ verb: 'add', object: f });
+      }
+    }
+    for (const old of oldFlowtables.values()) p.deleteFlowtables.push({ verb: 'delete', object: old });
+
     const oldChains = new Map(before.chains.map((c) => [objectKey(c.chain), c]));
     for (const spec of after.chains) {
       const k = objectKey(spec.chain);
@@ -191,21 +211,6 @@ export function diffRulesets(applied: Ruleset | undefined, desired: Ruleset, opt
       stale.set(k, { chain: old.chain, since: now });
       stats.chainsFlushedStale++;
     }
-
-    const oldFlowtables = new Map(before.flowtables.map((f) => [objectKey(f), f]));
-    for (const f of after.flowtables) {
-      const k = objectKey(f);
-      const old = oldFlowtables.get(k);
-      oldFlowtables.delete(k);
-      if (old && sameJSON(old, f)) continue;
-      if (old) {
-        // Devices leave a live flowtable by a delete naming them; an add with the full list adds the new ones.
-        const gone = old.devices.filter((d) => !f.devices.includes(d));
-        if (gone.length > 0) p.deleteFlowtables.push({ verb: 'delete', object: { ...old, devices: gone } satisfies Flowtable });
-      }
-      p.addFlowtables.push({ verb: 'add', object: f });
-    }
-    for (const old of oldFlowtables.values()) p.deleteFlowtables.push({ verb: 'delete', object: old });
 
     for (const e of before.elements) touchedKeys.add(objectKey(e));
     for (const e of after.elements) touchedKeys.add(objectKey(e));

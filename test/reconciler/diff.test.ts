@@ -1,0 +1,238 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { TableListing } from '../../src/nft/dataplane.ts';
+import { FakeKernel } from '../../src/nft/fake-kernel.ts';
+import type { Operation } from '../../src/nft/objects.ts';
+import type { RulesetConfig } from '../../src/reconciler/config.ts';
+import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, EMPTY_SYNC_STATE, type SyncState } from '../../src/reconciler/diff.ts';
+import { planFullSync } from '../../src/reconciler/full-sync.ts';
+import { servicePortReadable } from '../../src/reconciler/names.ts';
+import { renderRuleset, type Ruleset } from '../../src/reconciler/ruleset.ts';
+import type { ServicePort } from '../../src/model/service-port.ts';
+import { churnArb, servicePortsArb } from './churn.ts';
+import { config, ep, sp, V4, V6 } from './fixtures.ts';
+
+const TABLES = [
+  ['ip', 'kube-nft-proxy'],
+  ['ip6', 'kube-nft-proxy'],
+] as const;
+
+/** What the kernel holds, handles aside (they depend on history, not content). */
+function listing(k: FakeKernel): Array<TableListing | undefined> {
+  return TABLES.map(([f, t]) => {
+    const l = k.listSync(f, t);
+    if (l) for (const r of l.rules) delete r.handle;
+    return l;
+  });
+}
+
+function freshKernel(desired: Ruleset): FakeKernel {
+  const k = new FakeKernel({ flowtables: true });
+  k.commitSync(planFullSync(renderRuleset([...desired.services.values()].map((s) => s.port), desired.config), 'replace').ops);
+  return k;
+}
+
+/** Incremental syncs through the churn, then one more after the stale-chain delay. */
+function churn(initial: RulesetConfig, steps: Array<{ ports: ServicePort[]; advance: number; config?: RulesetConfig }>) {
+  const k = new FakeKernel({ flowtables: true });
+  let now = 1_000_000;
+  let cfg = initial;
+  let rendered = renderRuleset([], cfg);
+  const first = planFullSync(rendered, 'replace');
+  k.commitSync(first.ops);
+  let state: SyncState = first.next;
+  const sync = (ports: ServicePort[]) => {
+    rendered = renderRuleset(ports, cfg, rendered);
+    const plan = diffRulesets(state.applied, rendered, { now }, state.staleChains);
+    k.commitSync(plan.ops);
+    state = plan.next;
+    return plan;
+  };
+  for (const s of steps) {
+    now += s.advance;
+    if (s.config) cfg = s.config;
+    sync(s.ports);
+  }
+  now += DEFAULT_STALE_CHAIN_DELAY_MS;
+  const settle = sync(steps.at(-1)!.ports);
+  return { k, state, rendered, settle };
+}
+
+describe('incremental syncs and a full sync agree', () => {
+  it('random churn applied incrementally leaves the kernel as a fresh full sync does', () => {
+    fc.assert(
+      fc.property(churnArb, ({ initial, steps }) => {
+        const { k, state, rendered } = churn(initial, steps);
+        expect(state.staleChains.size).toBe(0);
+        expect(listing(k)).toEqual(listing(freshKernel(rendered)));
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('a full reassert over the churned kernel changes nothing and keeps what is there', () => {
+    fc.assert(
+      fc.property(churnArb, ({ initial, steps }) => {
+        const { k, state, rendered } = churn(initial, steps);
+        const before = listing(k);
+        k.commitSync(planFullSync(rendered, 'reassert', state).ops);
+        expect(listing(k)).toEqual(before);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('a full replace over the churned kernel gives the same listing', () => {
+    fc.assert(
+      fc.property(churnArb, ({ initial, steps }) => {
+        const { k, rendered } = churn(initial, steps);
+        const before = listing(k);
+        k.commitSync(planFullSync(rendered, 'replace').ops);
+        expect(listing(k)).toEqual(before);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('a sync with nothing changed commits nothing', () => {
+    fc.assert(
+      fc.property(servicePortsArb, (ports) => {
+        const cfg = config();
+        const a = renderRuleset(ports, cfg);
+        const b = renderRuleset(ports.map((p) => structuredClone(p)), cfg, a);
+        expect(diffRulesets(a, b, { now: 5 }).ops).toEqual([]);
+      }),
+      { numRuns: 50 },
+    );
+  });
+});
+
+describe('a change to one service touches only that service', () => {
+  it('every operation is on its chains, its affinity sets or elements it claims', () => {
+    fc.assert(
+      fc.property(servicePortsArb, servicePortsArb, fc.nat(), (before, after, pick) => {
+        if (after.length === 0) return;
+        const cfg = config();
+        const changed = after[pick % after.length]!;
+        // Everything as before except the one port.
+        const base = before.filter((p) => p.id !== changed.id);
+        const a = renderRuleset(base.concat(before.filter((p) => p.id === changed.id)), cfg);
+        const b = renderRuleset(base.concat([changed]), cfg, a);
+        const mine = servicePortReadable(changed);
+        const claimed = new Set<string>();
+        for (const r of [a, b]) for (const [k, c] of r.elements) if (c.owner === changed.id || c.element.key.length > 0) claimed.add(k);
+        const owners = (r: Ruleset, key: string) => r.elements.get(key)?.owner;
+        for (const op of diffRulesets(a, b, { now: 1 }).ops) {
+          const o = op.object;
+          if (o.kind === 'chain') expect(o.name).toContain(mine);
+          else if (o.kind === 'rule') expect(o.chain).toContain(mine);
+          else if (o.kind === 'set' || o.kind === 'map') expect(o.name).toContain(mine);
+          else if (o.kind === 'element') {
+            const key = `element ${o.family} ${o.table} ${o.set} ${o.key.join(' . ')}`;
+            // Its own element, or one it stopped or started shadowing in a conflict.
+            const fragments = [a.services.get(changed.id)?.fragment, b.services.get(changed.id)?.fragment];
+            const inFragment = fragments.some((f) => f?.elements.some((e) => e.set === o.set && e.family === o.family && e.key.join() === o.key.join()));
+            expect(inFragment || owners(a, key) === changed.id || owners(b, key) === changed.id, key).toBe(true);
+          } else {
+            throw new Error(`unexpected ${op.verb} ${o.kind}`);
+          }
+        }
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('one endpoint added to one of many services: its endpoint chain, its service chain, nothing else', () => {
+    const cfg = config({ families: { IPv4: V4 } });
+    const ports = Array.from({ length: 50 }, (_, i) =>
+      sp({ serviceName: `s${i}`, clusterIP: `10.96.1.${i}`, endpoints: [ep(`10.244.0.${i + 1}`)] }),
+    );
+    const a = renderRuleset(ports, cfg);
+    const changed = ports.map((p, i) => (i === 7 ? sp({ serviceName: 's7', clusterIP: '10.96.1.7', endpoints: [ep('10.244.0.8'), ep('10.244.9.9')] }) : p));
+    const b = renderRuleset(changed, cfg, a);
+    const ops = diffRulesets(a, b, { now: 1 }).ops;
+    expect(ops.map((o) => `${o.verb} ${o.object.kind} ${'name' in o.object ? o.object.name : 'chain' in o.object ? o.object.chain : ''}`)).toEqual([
+      'flush chain service-73CSMWQ4-default/s7/tcp/http',
+      'add chain endpoint-R7Y4I3FN-default/s7/tcp/http__10.244.9.9/8080',
+      'add rule service-73CSMWQ4-default/s7/tcp/http',
+      'add rule service-73CSMWQ4-default/s7/tcp/http',
+      'add rule service-73CSMWQ4-default/s7/tcp/http',
+      'add rule endpoint-R7Y4I3FN-default/s7/tcp/http__10.244.9.9/8080',
+      'add rule endpoint-R7Y4I3FN-default/s7/tcp/http__10.244.9.9/8080',
+    ]);
+  });
+});
+
+describe('stale chains and failed commits', () => {
+  const cfg = config({ families: { IPv4: V4, IPv6: V6 } });
+  const web = sp({ nodePort: 30080, endpoints: [ep('10.244.1.5'), ep('10.244.2.6')] });
+
+  it('a removed service: chains flushed and elements removed now, chains deleted after the delay', () => {
+    const k = new FakeKernel();
+    const a = renderRuleset([web], cfg);
+    k.commitSync(planFullSync(a, 'replace').ops);
+    const b = renderRuleset([], cfg, a);
+    const p1 = diffRulesets(a, b, { now: 1000 }, EMPTY_SYNC_STATE.staleChains);
+    k.commitSync(p1.ops);
+    expect(p1.ops.filter((o) => o.verb === 'delete' && o.object.kind === 'chain')).toEqual([]);
+    expect(p1.next.staleChains.size).toBe(4);
+    const chainsAfterFlush = k.listSync('ip', 'kube-nft-proxy')!.chains.filter((c) => c.name.includes('/'));
+    expect(chainsAfterFlush).toHaveLength(4);
+    expect(k.listSync('ip', 'kube-nft-proxy')!.rules.filter((r) => r.chain.includes('/'))).toEqual([]);
+
+    const early = diffRulesets(b, b, { now: 1999 }, p1.next.staleChains);
+    expect(early.ops).toEqual([]);
+    const late = diffRulesets(b, b, { now: 2000 }, p1.next.staleChains);
+    expect(late.ops.map((o) => `${o.verb} ${o.object.kind}`)).toEqual(Array(4).fill('delete chain'));
+    k.commitSync(late.ops);
+    expect(late.next.staleChains.size).toBe(0);
+    expect(listing(k)).toEqual(listing(freshKernel(b)));
+  });
+
+  it('a chain wanted again before its deletion is reused, not deleted', () => {
+    const k = new FakeKernel();
+    const a = renderRuleset([web], cfg);
+    k.commitSync(planFullSync(a, 'replace').ops);
+    const b = renderRuleset([], cfg, a);
+    const p1 = diffRulesets(a, b, { now: 1000 });
+    k.commitSync(p1.ops);
+    const c = renderRuleset([web], cfg, b);
+    const p2 = diffRulesets(b, c, { now: 5000 }, p1.next.staleChains);
+    k.commitSync(p2.ops);
+    expect(p2.ops.some((o) => o.verb === 'delete' && o.object.kind === 'chain')).toBe(false);
+    expect(p2.next.staleChains.size).toBe(0);
+    expect(listing(k)).toEqual(listing(freshKernel(c)));
+  });
+
+  it('a refused commit leaves the state where it was, and the retry is the same diff', () => {
+    const k = new FakeKernel();
+    const a = renderRuleset([web], cfg);
+    k.commitSync(planFullSync(a, 'replace').ops);
+    let state: SyncState = { applied: a, staleChains: new Map() };
+    const b = renderRuleset([web, sp({ serviceName: 'api', clusterIP: '10.96.0.20', endpoints: [ep('10.244.3.3')] })], cfg, a);
+    const failed = diffRulesets(state.applied, b, { now: 10 }, state.staleChains);
+    k.faults.push({ code: 'ENOBUFS' });
+    expect(() => k.commitSync(failed.ops)).toThrow(/ENOBUFS/);
+    // The caller keeps `state`; the retry plans the same operations.
+    const retry = diffRulesets(state.applied, b, { now: 10 }, state.staleChains);
+    expect(retry.ops).toEqual(failed.ops);
+    k.commitSync(retry.ops);
+    state = retry.next;
+    expect(listing(k)).toEqual(listing(freshKernel(b)));
+  });
+
+  it('start-up replaces whatever a previous run left, in one transaction', () => {
+    const k = new FakeKernel();
+    // A previous run with other services and an IPv6 table we no longer configure.
+    const old = renderRuleset([web, sp({ family: 'IPv6', endpoints: [ep('fd00::5')] })], cfg);
+    k.commitSync(planFullSync(old, 'replace').ops);
+    const v4only = config({ families: { IPv4: V4 }, masqueradeAll: true });
+    const now = renderRuleset([sp({ serviceName: 'api', clusterIP: '10.96.0.20', endpoints: [ep('10.244.3.3')] })], v4only);
+    const ops: Operation[] = planFullSync(now, 'replace').ops;
+    const commitsBefore = k.commits;
+    k.commitSync(ops);
+    expect(k.commits).toBe(commitsBefore + 1);
+    expect(k.tableNames()).toEqual(['ip kube-nft-proxy']);
+    expect(listing(k)).toEqual(listing(freshKernel(now)));
+  });
+});
