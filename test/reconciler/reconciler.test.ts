@@ -1,0 +1,138 @@
+import { firstValueFrom, filter, Subject, take, toArray } from 'rxjs';
+import { describe, expect, it } from 'vitest';
+import { FakeKernel } from '../../src/nft/fake-kernel.ts';
+import { Reconciler, SyncError } from '../../src/reconciler/reconciler.ts';
+import { renderRuleset } from '../../src/reconciler/ruleset.ts';
+import { planFullSync } from '../../src/reconciler/full-sync.ts';
+import { syncRunner } from '../../src/reconciler/sync-runner.ts';
+import type { ServicePort } from '../../src/model/service-port.ts';
+import { config, ep, sp, V4 } from './fixtures.ts';
+
+const cfg = config({ families: { IPv4: V4 } });
+const web = sp({ nodePort: 30080, endpoints: [ep('10.244.1.5')] });
+const api = sp({ serviceName: 'api', clusterIP: '10.96.0.20', endpoints: [ep('10.244.3.3')] });
+
+function setup(initial: ServicePort[]) {
+  const kernel = new FakeKernel();
+  let ports = initial;
+  let now = 0;
+  const r = new Reconciler({ dataplane: kernel, config: cfg, servicePorts: () => ports, now: () => now });
+  return {
+    kernel,
+    r,
+    set: (p: ServicePort[]) => {
+      ports = p;
+    },
+    advance: (ms: number) => {
+      now += ms;
+    },
+  };
+}
+
+function expected(ports: ServicePort[]) {
+  const k = new FakeKernel();
+  k.commitSync(planFullSync(renderRuleset(ports, cfg), 'replace').ops);
+  return strip(k);
+}
+
+function strip(k: FakeKernel) {
+  const l = k.listSync('ip', 'kube-nft-proxy');
+  if (l) for (const r of l.rules) delete r.handle;
+  return l;
+}
+
+describe('Reconciler', () => {
+  it('first sync is a full replace even when asked for an incremental one; then incremental', async () => {
+    const t = setup([web]);
+    const first = await t.r.sync({ kind: 'incremental' });
+    expect(first).toMatchObject({ kind: 'full', mode: 'replace', servicePorts: 1, endpointChains: 1, problems: [] });
+    t.set([web, api]);
+    const second = await t.r.sync({ kind: 'incremental' });
+    expect(second.kind).toBe('incremental');
+    expect(second.stats.chainsAdded).toBe(2);
+    expect(strip(t.kernel)).toEqual(expected([web, api]));
+  });
+
+  it('nothing to do: no commit at all', async () => {
+    const t = setup([web]);
+    await t.r.sync({ kind: 'incremental' });
+    const commits = t.kernel.commits;
+    const again = await t.r.sync({ kind: 'incremental' });
+    expect(again.ops).toBe(0);
+    expect(t.kernel.commits).toBe(commits);
+  });
+
+  it('a refused commit throws SyncError and keeps the last applied state; the retry applies the same diff', async () => {
+    const t = setup([web]);
+    await t.r.sync({ kind: 'incremental' });
+    const applied = t.r.state.applied;
+    t.set([web, api]);
+    t.kernel.faults.push({ code: 'ENOMEM', index: 3 });
+    const err = await t.r.sync({ kind: 'incremental' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SyncError);
+    expect((err as SyncError).code).toBe('ERR_SYNC');
+    expect((err as SyncError).report.ops).toBeGreaterThan(0);
+    expect(t.r.state.applied).toBe(applied);
+    const retry = await t.r.sync({ kind: 'incremental' });
+    expect(retry.ops).toBe((err as SyncError).report.ops);
+    expect(strip(t.kernel)).toEqual(expected([web, api]));
+  });
+
+  it('reports stale chains and when to come back for them', async () => {
+    const t = setup([web, api]);
+    await t.r.sync({ kind: 'incremental' });
+    t.set([web]);
+    t.advance(10);
+    const removed = await t.r.sync({ kind: 'incremental' });
+    expect(removed).toMatchObject({ staleChains: 2, followUpMs: 1000 });
+    t.advance(1000);
+    const cleanup = await t.r.sync({ kind: 'incremental' });
+    expect(cleanup).toMatchObject({ staleChains: 0, ops: 2 });
+    expect(cleanup.followUpMs).toBeUndefined();
+    expect(strip(t.kernel)).toEqual(expected([web]));
+  });
+
+  it('passes render problems through without failing the sync', async () => {
+    const t = setup([web, sp({ serviceName: 'bad', clusterIP: '10.96.0.300', endpoints: [] })]);
+    const rep = await t.r.sync({ kind: 'incremental' });
+    expect(rep.problems.map((p) => p.code)).toEqual(['ERR_SERVICE_PORT_RENDER']);
+    expect(rep.servicePorts).toBe(1);
+  });
+
+  it('a config change (new node address) re-renders and converges', async () => {
+    const t = setup([web]);
+    await t.r.sync({ kind: 'incremental' });
+    t.r.setConfig(config({ families: { IPv4: { ...V4, nodePortAddresses: ['192.0.2.10', '192.0.2.99'] } } }));
+    const rep = await t.r.sync({ kind: 'incremental' });
+    expect(rep.stats.elementsAdded).toBe(1);
+    expect(t.kernel.listSync('ip', 'kube-nft-proxy')!.elements.filter((e) => e.set === 'nodeport-ips').map((e) => e.key[0])).toEqual(['192.0.2.10', '192.0.2.99']);
+  });
+});
+
+describe('sync runner driving a Reconciler on the fake kernel (real time, short periods)', () => {
+  it('waits for synced, syncs, follows changes, cleans up stale chains', async () => {
+    const kernel = new FakeKernel();
+    let ports: ServicePort[] = [web, api];
+    const r = new Reconciler({ dataplane: kernel, config: cfg, servicePorts: () => ports, now: () => Date.now(), staleChainDelayMs: 30 });
+    const changes = new Subject<void>();
+    const synced = new Subject<boolean>();
+    const results = firstValueFrom(
+      syncRunner({ changes$: changes, synced$: synced, sync: (req) => r.sync(req), minSyncPeriodMs: 10, syncPeriodMs: 0 }).pipe(
+        filter((x) => x.ok),
+        take(3),
+        toArray(),
+      ),
+    );
+    changes.next();
+    await new Promise((res) => setTimeout(res, 30));
+    expect(kernel.commits).toBe(0);
+    synced.next(true);
+    await new Promise((res) => setTimeout(res, 30));
+    ports = [web];
+    changes.next();
+    const out = await results;
+    expect(out.map((x) => x.reason)).toEqual(['startup', 'change', 'stale-chains']);
+    expect(out[2]!.report?.stats.chainsDeleted).toBe(2);
+    expect(strip(kernel)).toEqual(expected([web]));
+  });
+});
