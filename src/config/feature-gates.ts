@@ -7,11 +7,12 @@
 export interface FeatureGates {
   /**
    * KEP-2030: honour endpointslice.kubernetes.io/for-zone and for-region.
-   * Default false. The KEP never left alpha and kube-proxy never implemented
-   * it, so kube-proxy ignores these labels; as a drop-in replacement we route
-   * exactly as kube-proxy does until the operator opts in, and opting in only
-   * makes sense where a controller publishes subsetted slices (KEP-2004 style).
-   * Alpha gates in Kubernetes default to false for the same reason.
+   * Default true, unlike kube-proxy (which never implemented the alpha KEP):
+   * topology aware proxying is one of the things this proxy exists to do, and
+   * the default changes nothing where no producer labels its slices — the
+   * labels appear only where a controller deliberately subsets endpoints, and
+   * then honouring them is what that controller asked for. Set it to false to
+   * route exactly as kube-proxy does.
    */
   readonly TopologyAwareProxying: boolean;
   /**
@@ -41,7 +42,7 @@ export interface FeatureGateSpec {
 }
 
 export const FEATURE_GATE_SPECS: Readonly<Record<FeatureGateName, FeatureGateSpec>> = {
-  TopologyAwareProxying: { default: false, stage: 'alpha', kep: 'KEP-2030' },
+  TopologyAwareProxying: { default: true, stage: 'alpha', kep: 'KEP-2030' },
   LoadBalancerIPMode: { default: true, stage: 'beta', kep: 'KEP-1860' },
   KubeProxyAcceleration: { default: true, stage: 'alpha', kep: 'KEP-4963' },
 };

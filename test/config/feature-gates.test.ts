@@ -10,7 +10,7 @@ import {
 describe('feature gates', () => {
   it('has the documented defaults', () => {
     expect(DEFAULT_FEATURE_GATES).toEqual({
-      TopologyAwareProxying: false,
+      TopologyAwareProxying: true,
       LoadBalancerIPMode: true,
       KubeProxyAcceleration: true,
     });
@@ -19,10 +19,11 @@ describe('feature gates', () => {
 
   it.each([
     ['TopologyAwareProxying=true', { TopologyAwareProxying: true, LoadBalancerIPMode: true, KubeProxyAcceleration: true }],
-    ['LoadBalancerIPMode=false,KubeProxyAcceleration=false', { TopologyAwareProxying: false, LoadBalancerIPMode: false, KubeProxyAcceleration: false }],
+    ['TopologyAwareProxying=false', { TopologyAwareProxying: false, LoadBalancerIPMode: true, KubeProxyAcceleration: true }],
+    ['LoadBalancerIPMode=false,KubeProxyAcceleration=false', { TopologyAwareProxying: true, LoadBalancerIPMode: false, KubeProxyAcceleration: false }],
     ['--feature-gates=TopologyAwareProxying=True', { TopologyAwareProxying: true, LoadBalancerIPMode: true, KubeProxyAcceleration: true }],
     [' TopologyAwareProxying = 1 , LoadBalancerIPMode=F ', { TopologyAwareProxying: true, LoadBalancerIPMode: false, KubeProxyAcceleration: true }],
-    ['KubeProxyAcceleration=false,KubeProxyAcceleration=TRUE', { TopologyAwareProxying: false, LoadBalancerIPMode: true, KubeProxyAcceleration: true }],
+    ['KubeProxyAcceleration=false,KubeProxyAcceleration=TRUE', { TopologyAwareProxying: true, LoadBalancerIPMode: true, KubeProxyAcceleration: true }],
   ])('%j', (text, expected) => {
     expect(parseFeatureGates(text)).toEqual(expected);
   });

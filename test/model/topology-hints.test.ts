@@ -116,7 +116,7 @@ describe('KEP-2030 subsetting and hints combined: subset first, hints within the
 
   it('an unhinted endpoint outside the subset does not disable hints; inside it, it does', () => {
     // gate off: the unlabelled slice's unhinted endpoint is in the set, so no hint filtering
-    const off = only(buildServicePorts(service(), [regionSlice, unhinted], node(), config()).ports);
+    const off = only(buildServicePorts(service(), [regionSlice, unhinted], node(), config({ TopologyAwareProxying: false })).ports);
     expect(show(off.cluster)).toEqual(['10.0.1.1:8080', '10.0.2.1:8080', '10.9.0.1:8080']);
     const mixed = slice('web-region-1', [a1, b1, ep('10.0.9.9')], { forRegion: 'region-1' });
     const on = only(buildServicePorts(service(), [mixed, unhinted], node(), config(ON)).ports);
