@@ -1,0 +1,87 @@
+// The only module that loads the native addon. node-gyp-build takes a
+// prebuilt binary from prebuilds/ first and a local build (build/Release,
+// build/Debug) otherwise; KUBE_NFT_PROXY_ADDON names a .node file directly
+// (e.g. the ASan build). A load failure becomes one actionable error.
+
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { NativeLinkMonitorConstructor } from './links/native-types.ts';
+
+export interface NativeCommitFailure {
+  /** Index of the failing operation; -1 when the kernel's answer names none. */
+  index: number;
+  errno: number;
+  message: string;
+}
+
+export interface NativeCommitResult {
+  /** Empty when the transaction applied. */
+  failures: NativeCommitFailure[];
+  /** Netlink messages and bytes the batch took. */
+  messages: number;
+  bytes: number;
+}
+
+export interface NativeOptions {
+  /** Network namespace to act in, e.g. /var/run/netns/NAME; default: the process's own. */
+  netns?: string;
+}
+
+export interface NativeAddon {
+  /** Sends one encoded batch (src/nft/encode.ts) as one transaction. Throws synchronously on a malformed buffer. */
+  commit(batch: Uint8Array, options?: NativeOptions): Promise<NativeCommitResult>;
+  /** The listing buffer of one table (src/nft/listing.ts), or null when it does not exist. */
+  list(family: number, table: string, options?: NativeOptions): Promise<Uint8Array | null>;
+  /** The ruleset generation id. */
+  generation(options?: NativeOptions): Promise<number>;
+  /** Elements per NEWSETELEM message. */
+  readonly elementsPerMessage: number;
+  LinkMonitor: NativeLinkMonitorConstructor;
+}
+
+/** The addon could not be loaded; the message says what to do. */
+export class NativeLoadError extends Error {
+  readonly code = 'ERR_NATIVE_LOAD';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'NativeLoadError';
+  }
+}
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+let cached: NativeAddon | undefined;
+
+function explain(e: unknown): string {
+  const text = e instanceof Error ? e.message : String(e);
+  const missing: string[] = [];
+  if (/libnftnl\.so/.test(text)) missing.push('libnftnl11');
+  if (/libmnl\.so/.test(text)) missing.push('libmnl0');
+  if (missing.length) {
+    return `the kube-nft-proxy addon needs shared libraries that are not installed (${text}); install them with: apt-get install ${missing.join(' ')}`;
+  }
+  if (/No native build was found/.test(text)) {
+    return (
+      `no kube-nft-proxy addon for this platform in prebuilds/ or build/ (${text.split('\n')[0]}); ` +
+      'build it with `npm run build:native` (needs: apt-get install libnftnl-dev libmnl-dev pkg-config g++ make python3)'
+    );
+  }
+  return `loading the kube-nft-proxy addon failed: ${text}`;
+}
+
+/** Loads the addon once; throws NativeLoadError with what failed and how to fix it. */
+export function loadAddon(): NativeAddon {
+  if (cached) return cached;
+  const require = createRequire(import.meta.url);
+  try {
+    const explicit = process.env.KUBE_NFT_PROXY_ADDON;
+    const addon = explicit ? require(explicit) : (require('node-gyp-build') as (dir: string) => unknown)(root);
+    cached = addon as NativeAddon;
+    return cached;
+  } catch (e) {
+    throw new NativeLoadError(explain(e), { cause: e });
+  }
+}
+
+/** Same as loadAddon. */
+export const loadNative = loadAddon;

@@ -1,0 +1,308 @@
+// Decoding the addon's listing buffer (layout in native/libnftnl-glue/list.h)
+// into our own objects: tables, chains, rules raised from kernel expressions,
+// sets and maps, elements from their key and data bytes, flowtables.
+
+import type { TableListing } from './dataplane.ts';
+import type { Chain, ChainHook, ChainType, DataType, Element, Family, Flowtable, NftMap, NftSet, Rule, SetFlag, Verdict } from './objects.ts';
+import {
+  CHAIN_ATTR, DATA_VERDICT, ELEM_ATTR, ELEM_FLAG_INTERVAL_END, FAMILY_BY_NUMBER, FLOWTABLE_ATTR, HOOK_NUMBER, KIND,
+  RULE_ATTR, SET_ATTR, SET_FLAG, TABLE_ATTR, TYPE_BITS, TYPE_BY_ID, UDATA_COMMENT, VERDICT_CODE,
+} from './kernel-constants.ts';
+import { exprFromAttrs, type KernelExpr } from './kernel-exprs.ts';
+import { keyText, NftRaiseError, raise } from './raise.ts';
+import { ByteReader, rawStr, rawU32, rawU64, type RawAttrs } from './wire.ts';
+
+const MAGIC = 0x4c504e4b;
+
+export interface DecodedListing {
+  generation: number;
+  listing: TableListing;
+  /** Rules whose kernel expressions are not ones we write; listed with `exprs: []`. */
+  unreadable: Array<{ rule: Rule; reason: string; kernel: KernelExpr[] }>;
+}
+
+function udataComment(b: Uint8Array | string[] | undefined, type: number): string | undefined {
+  if (!(b instanceof Uint8Array)) return undefined;
+  for (let i = 0; i + 2 <= b.length; ) {
+    const t = b[i]!;
+    const len = b[i + 1]!;
+    if (t === type) return rawStr(b.subarray(i + 2, i + 2 + len));
+    i += 2 + len;
+  }
+  return undefined;
+}
+
+function keyTypes(id: number): DataType[] | undefined {
+  const parts: DataType[] = [];
+  let rest = id;
+  while (rest > 0) {
+    const t = TYPE_BY_ID[rest % (1 << TYPE_BITS)];
+    if (!t) return undefined;
+    parts.unshift(t);
+    rest = Math.floor(rest / (1 << TYPE_BITS));
+  }
+  return parts.length ? parts : undefined;
+}
+
+const HOOK_BY_NUMBER = new Map(Object.entries(HOOK_NUMBER).map(([k, v]) => [v, k as ChainHook]));
+const VERDICT_BY_CODE = new Map<number, Verdict['verdict']>(Object.entries(VERDICT_CODE).map(([k, v]) => [v, k as Verdict['verdict']]));
+
+function verdictOf(a: RawAttrs): Verdict | undefined {
+  const code = rawU32(a.get(ELEM_ATTR.VERDICT));
+  if (code === undefined) return undefined;
+  const verdict = VERDICT_BY_CODE.get(code | 0);
+  if (!verdict) return undefined;
+  if (verdict === 'jump' || verdict === 'goto') return { verdict, chain: rawStr(a.get(ELEM_ATTR.CHAIN)) ?? '' };
+  return { verdict } as Verdict;
+}
+
+function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
+  return a.length - b.length;
+}
+
+/** 'a/len' when [start, endExclusive) is a prefix, else undefined. */
+function prefixText(type: DataType, start: Uint8Array, endExclusive: Uint8Array | null): string | undefined {
+  const bits = start.length * 8;
+  // size = end - start must be a power of two 2^h with start aligned to it.
+  for (let h = 0; h <= bits; h++) {
+    const end = start.slice();
+    let i = end.length - 1 - (h >>> 3);
+    let add = 1 << (h & 7);
+    while (i >= 0 && add) {
+      const s = end[i]! + add;
+      end[i] = s & 0xff;
+      add = s >>> 8;
+      i--;
+    }
+    const matches = endExclusive === null ? add !== 0 : add === 0 && compareBytes(end, endExclusive) === 0;
+    if (matches) {
+      if (h === 0 && (type === 'inet_service' || type === 'inet_proto')) return keyText(type, start);
+      const addr = keyText(type, start);
+      return h === 0 ? addr : `${addr}/${bits - h}`;
+    }
+  }
+  return undefined;
+}
+
+function addOne(b: Uint8Array): Uint8Array | null {
+  const out = b.slice();
+  for (let i = out.length - 1; i >= 0; i--) {
+    if (out[i]! < 0xff) {
+      out[i]!++;
+      return out;
+    }
+    out[i] = 0;
+  }
+  return null;
+}
+
+function splitKey(key: Uint8Array, types: readonly DataType[]): Uint8Array[] {
+  if (types.length === 1) return [key];
+  const parts: Uint8Array[] = [];
+  let at = 0;
+  for (const t of types) {
+    const len = t === 'ipv4_addr' || t === 'mark' ? 4 : t === 'ipv6_addr' || t === 'ifname' ? 16 : t === 'inet_service' ? 2 : 1;
+    parts.push(key.subarray(at, at + len));
+    at += (len + 3) & ~3;
+  }
+  return parts;
+}
+
+function rangeText(type: DataType, start: Uint8Array, last: Uint8Array): string {
+  if (compareBytes(start, last) === 0) return keyText(type, start);
+  return prefixText(type, start, addOne(last)) ?? `${keyText(type, start)}-${keyText(type, last)}`;
+}
+
+export function decodeListing(bytes: Uint8Array, family: Family): DecodedListing {
+  const r = new ByteReader(bytes);
+  if (r.u32() !== MAGIC) throw new RangeError('not a listing buffer');
+  const generation = r.u32();
+  const listing: TableListing = {
+    table: { kind: 'table', family, name: '' },
+    chains: [],
+    rules: [],
+    sets: [],
+    elements: [],
+    flowtables: [],
+  };
+  const unreadable: DecodedListing['unreadable'] = [];
+  const containers = new Map<string, NftSet | NftMap>();
+  const anonymous = new Set<string>();
+  for (let kind = r.u8(); kind !== 0; kind = r.u8()) {
+    const a = r.attrs();
+    switch (kind) {
+      case KIND.table: {
+        listing.table.name = rawStr(a.get(TABLE_ATTR.NAME)) ?? '';
+        const c = udataComment(a.get(TABLE_ATTR.USERDATA), UDATA_COMMENT.table);
+        if (c !== undefined) listing.table.comment = c;
+        break;
+      }
+      case KIND.chain: {
+        const chain: Chain = { kind: 'chain', family, table: rawStr(a.get(CHAIN_ATTR.TABLE))!, name: rawStr(a.get(CHAIN_ATTR.NAME))! };
+        const hook = rawU32(a.get(CHAIN_ATTR.HOOKNUM));
+        if (hook !== undefined) {
+          chain.base = {
+            type: (rawStr(a.get(CHAIN_ATTR.TYPE)) ?? 'filter') as ChainType,
+            hook: HOOK_BY_NUMBER.get(hook) ?? ('prerouting' as ChainHook),
+            priority: rawU32(a.get(CHAIN_ATTR.PRIO))! | 0,
+          };
+          const policy = rawU32(a.get(CHAIN_ATTR.POLICY));
+          if (policy !== undefined) chain.base.policy = policy === 0 ? 'drop' : 'accept';
+        }
+        const c = udataComment(a.get(CHAIN_ATTR.USERDATA), UDATA_COMMENT.chain);
+        if (c !== undefined) chain.comment = c;
+        listing.chains.push(chain);
+        break;
+      }
+      case KIND.rule: {
+        const n = r.u16();
+        const kernel: KernelExpr[] = [];
+        for (let i = 0; i < n; i++) {
+          const name = r.text(r.u8());
+          kernel.push(exprFromAttrs(name, r.attrs()));
+        }
+        const rule: Rule = {
+          kind: 'rule', family, table: rawStr(a.get(RULE_ATTR.TABLE))!, chain: rawStr(a.get(RULE_ATTR.CHAIN))!, exprs: [],
+        };
+        const handle = rawU64(a.get(RULE_ATTR.HANDLE));
+        if (handle !== undefined) rule.handle = Number(handle);
+        const c = udataComment(a.get(RULE_ATTR.USERDATA), UDATA_COMMENT.rule);
+        if (c !== undefined) rule.comment = c;
+        try {
+          rule.exprs = raise(kernel, family);
+        } catch (e) {
+          if (!(e instanceof NftRaiseError)) throw e;
+          unreadable.push({ rule, reason: e.message, kernel });
+        }
+        listing.rules.push(rule);
+        break;
+      }
+      case KIND.set: {
+        const name = rawStr(a.get(SET_ATTR.NAME))!;
+        const flags = rawU32(a.get(SET_ATTR.FLAGS)) ?? 0;
+        if (flags & SET_FLAG.anonymous) {
+          anonymous.add(name);
+          break;
+        }
+        const keyType = keyTypes(rawU32(a.get(SET_ATTR.KEY_TYPE)) ?? 0) ?? [];
+        const setFlags: SetFlag[] = (['constant', 'interval', 'timeout', 'dynamic'] as const).filter((f) => flags & SET_FLAG[f]);
+        const comment = udataComment(a.get(SET_ATTR.USERDATA), UDATA_COMMENT.set);
+        const table = rawStr(a.get(SET_ATTR.TABLE))!;
+        let c: NftSet | NftMap;
+        if (flags & SET_FLAG.map) {
+          const dt = rawU32(a.get(SET_ATTR.DATA_TYPE));
+          c = { kind: 'map', family, table, name, keyType, dataType: dt === DATA_VERDICT ? 'verdict' : (TYPE_BY_ID[dt ?? 0] ?? 'mark') };
+        } else {
+          c = { kind: 'set', family, table, name, keyType };
+          const t = rawU64(a.get(SET_ATTR.TIMEOUT));
+          if (t !== undefined && t > 0n) c.timeout = Number(t / 1000n);
+        }
+        if (setFlags.length) c.flags = setFlags;
+        if (comment !== undefined) c.comment = comment;
+        containers.set(name, c);
+        listing.sets.push(c);
+        break;
+      }
+      case KIND.elements: {
+        const set = rawStr(a.get(SET_ATTR.NAME))!;
+        const count = r.u32();
+        const raw: RawAttrs[] = [];
+        for (let i = 0; i < count; i++) raw.push(r.attrs());
+        const c = containers.get(set);
+        if (c && !anonymous.has(set)) listing.elements.push(...decodeElements(c, raw));
+        break;
+      }
+      case KIND.flowtable: {
+        const devices = a.get(FLOWTABLE_ATTR.DEVICES);
+        const f: Flowtable = {
+          kind: 'flowtable', family, table: rawStr(a.get(FLOWTABLE_ATTR.TABLE))!, name: rawStr(a.get(FLOWTABLE_ATTR.NAME))!,
+          hook: 'ingress', priority: (rawU32(a.get(FLOWTABLE_ATTR.PRIO)) ?? 0) | 0, devices: Array.isArray(devices) ? devices : [],
+        };
+        listing.flowtables.push(f);
+        break;
+      }
+      default:
+        throw new RangeError(`unknown record kind ${kind} in listing`);
+    }
+  }
+  const byName = <T extends { name: string }>(x: T, y: T) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0);
+  listing.chains.sort(byName);
+  listing.sets.sort(byName);
+  listing.flowtables.sort(byName);
+  // Rules stay in chain order (the dump's order); chains by name.
+  const chainOrder = new Map(listing.chains.map((ch, i) => [ch.name, i]));
+  listing.rules = listing.rules
+    .map((rule, i) => ({ rule, i }))
+    .sort((x, y) => (chainOrder.get(x.rule.chain) ?? 0) - (chainOrder.get(y.rule.chain) ?? 0) || x.i - y.i)
+    .map((x) => x.rule);
+  return { generation, listing, unreadable };
+}
+
+function decodeElements(c: NftSet | NftMap, raw: RawAttrs[]): Element[] {
+  const out: Element[] = [];
+  const interval = c.flags?.includes('interval') ?? false;
+  const concat = c.keyType.length > 1;
+  const base = (a: RawAttrs, key: string[]): Element => {
+    const e: Element = { kind: 'element', family: c.family, table: c.table, set: c.name, key };
+    if (c.kind === 'map') {
+      if (c.dataType === 'verdict') {
+        const v = verdictOf(a);
+        if (v) e.value = v;
+      } else {
+        const d = a.get(ELEM_ATTR.DATA);
+        if (d instanceof Uint8Array) e.value = keyText(c.dataType, d);
+      }
+    }
+    // The kernel reports an element's timeout only where it differs from the set's.
+    const t = rawU64(a.get(ELEM_ATTR.TIMEOUT));
+    if (t !== undefined && t > 0n) e.timeout = Number(t / 1000n);
+    const cm = udataComment(a.get(ELEM_ATTR.USERDATA), UDATA_COMMENT.element);
+    if (cm !== undefined) e.comment = cm;
+    return e;
+  };
+  if (interval && !concat) {
+    // Starts and end markers, in whatever order the kernel dumps them.
+    const type = c.keyType[0]!;
+    const items = raw
+      .map((a) => ({ a, key: a.get(ELEM_ATTR.KEY) as Uint8Array, end: ((rawU32(a.get(ELEM_ATTR.FLAGS)) ?? 0) & ELEM_FLAG_INTERVAL_END) !== 0 }))
+      .filter((x) => x.key instanceof Uint8Array)
+      .sort((x, y) => compareBytes(x.key, y.key) || (x.end ? -1 : 1));
+    for (let i = 0; i < items.length; i++) {
+      const it = items[i]!;
+      if (it.end) continue;
+      const next = items[i + 1];
+      const endKey = next?.end ? next.key : null;
+      const text = prefixText(type, it.key, endKey) ?? `${keyText(type, it.key)}-${keyText(type, endKey ? (addOne(endKey) ? subOne(endKey) : endKey) : it.key.map(() => 0xff))}`;
+      out.push(base(it.a, [text]));
+    }
+    return out;
+  }
+  for (const a of raw) {
+    const key = a.get(ELEM_ATTR.KEY);
+    if (!(key instanceof Uint8Array)) continue;
+    const parts = splitKey(key, c.keyType);
+    let texts: string[];
+    if (interval) {
+      const endRaw = a.get(ELEM_ATTR.KEY_END);
+      const ends = endRaw instanceof Uint8Array ? splitKey(endRaw, c.keyType) : parts;
+      texts = parts.map((p, k) => rangeText(c.keyType[k]!, p, ends[k]!));
+    } else {
+      texts = parts.map((p, k) => keyText(c.keyType[k]!, p));
+    }
+    out.push(base(a, texts));
+  }
+  return out;
+}
+
+function subOne(b: Uint8Array): Uint8Array {
+  const out = b.slice();
+  for (let i = out.length - 1; i >= 0; i--) {
+    if (out[i]! > 0) {
+      out[i]!--;
+      break;
+    }
+    out[i] = 0xff;
+  }
+  return out;
+}

@@ -1,0 +1,218 @@
+// Byte writer and reader for the addon's encodings: the batch the addon sends
+// (native/libnftnl-glue/batch.h) and the listing it returns (list.h). Integers
+// are little-endian on the wire; the addon converts to host order.
+
+import { AT, type AttrType } from './kernel-constants.ts';
+
+export type AttrValue = number | bigint | string | Uint8Array | readonly string[];
+
+/** One libnftnl attribute: id, wire type, value. */
+export interface Attr {
+  id: number;
+  type: AttrType;
+  value: AttrValue;
+}
+
+export class ByteWriter {
+  #buf: Uint8Array;
+  #view: DataView;
+  #pos = 0;
+
+  constructor(initial = 1 << 16) {
+    this.#buf = new Uint8Array(initial);
+    this.#view = new DataView(this.#buf.buffer);
+  }
+
+  get position(): number {
+    return this.#pos;
+  }
+
+  #ensure(n: number): void {
+    if (this.#pos + n <= this.#buf.length) return;
+    let size = this.#buf.length * 2;
+    while (size < this.#pos + n) size *= 2;
+    const next = new Uint8Array(size);
+    next.set(this.#buf.subarray(0, this.#pos));
+    this.#buf = next;
+    this.#view = new DataView(next.buffer);
+  }
+
+  u8(v: number): void {
+    this.#ensure(1);
+    this.#buf[this.#pos++] = v;
+  }
+  u16(v: number): void {
+    this.#ensure(2);
+    this.#view.setUint16(this.#pos, v, true);
+    this.#pos += 2;
+  }
+  u32(v: number): void {
+    this.#ensure(4);
+    this.#view.setUint32(this.#pos, v >>> 0, true);
+    this.#pos += 4;
+  }
+  u64(v: bigint): void {
+    this.#ensure(8);
+    this.#view.setBigUint64(this.#pos, v, true);
+    this.#pos += 8;
+  }
+  bytes(b: Uint8Array): void {
+    this.#ensure(b.length);
+    this.#buf.set(b, this.#pos);
+    this.#pos += b.length;
+  }
+  /** UTF-8 bytes of s, returning how many were written. */
+  utf8(s: string): number {
+    this.#ensure(s.length * 3);
+    const { written } = new TextEncoder().encodeInto(s, this.#buf.subarray(this.#pos));
+    this.#pos += written;
+    return written;
+  }
+  patchU16(at: number, v: number): void {
+    this.#view.setUint16(at, v, true);
+  }
+  patchU32(at: number, v: number): void {
+    this.#view.setUint32(at, v >>> 0, true);
+  }
+
+  attrs(list: readonly Attr[]): void {
+    this.u16(list.length);
+    for (const a of list) this.attr(a);
+  }
+
+  attr(a: Attr): void {
+    this.u16(a.id);
+    this.u8(AT[a.type]);
+    switch (a.type) {
+      case 'u8':
+        this.u32(1);
+        this.u8(a.value as number);
+        return;
+      case 'u16':
+        this.u32(2);
+        this.u16(a.value as number);
+        return;
+      case 'u32':
+        this.u32(4);
+        this.u32(a.value as number);
+        return;
+      case 'u64':
+        this.u32(8);
+        this.u64(BigInt(a.value as number | bigint));
+        return;
+      case 'str': {
+        const lenAt = this.#pos;
+        this.u32(0);
+        this.patchU32(lenAt, this.utf8(a.value as string));
+        return;
+      }
+      case 'bytes': {
+        const b = a.value as Uint8Array;
+        this.u32(b.length);
+        this.bytes(b);
+        return;
+      }
+      case 'strArray': {
+        const items = a.value as readonly string[];
+        const lenAt = this.#pos;
+        this.u32(0);
+        const start = this.#pos;
+        this.u16(items.length);
+        for (const s of items) {
+          const at = this.#pos;
+          this.u16(0);
+          this.patchU16(at, this.utf8(s));
+        }
+        this.patchU32(lenAt, this.#pos - start);
+        return;
+      }
+    }
+  }
+
+  finish(): Uint8Array {
+    return this.#buf.subarray(0, this.#pos);
+  }
+}
+
+/** Attributes as read back: raw bytes by id (strings keep no NUL, arrays are decoded). */
+export type RawAttrs = Map<number, Uint8Array | string[]>;
+
+export class ByteReader {
+  readonly #buf: Uint8Array;
+  readonly #view: DataView;
+  #pos = 0;
+
+  constructor(buf: Uint8Array) {
+    // A plain view: a Buffer's slice() would alias instead of copying.
+    this.#buf = new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+    this.#view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  }
+
+  get done(): boolean {
+    return this.#pos >= this.#buf.length;
+  }
+  u8(): number {
+    return this.#buf[this.#pos++]!;
+  }
+  u16(): number {
+    const v = this.#view.getUint16(this.#pos, true);
+    this.#pos += 2;
+    return v;
+  }
+  u32(): number {
+    const v = this.#view.getUint32(this.#pos, true);
+    this.#pos += 4;
+    return v;
+  }
+  bytes(n: number): Uint8Array {
+    const b = this.#buf.subarray(this.#pos, this.#pos + n);
+    if (b.length !== n) throw new RangeError('listing buffer is truncated');
+    this.#pos += n;
+    return b;
+  }
+  text(n: number): string {
+    return Buffer.from(this.bytes(n)).toString('utf8');
+  }
+
+  attrs(): RawAttrs {
+    const n = this.u16();
+    const out: RawAttrs = new Map();
+    for (let i = 0; i < n; i++) {
+      const id = this.u16();
+      const type = this.u8();
+      const len = this.u32();
+      const b = this.bytes(len);
+      if (type === AT.strArray) {
+        const r = new ByteReader(b);
+        const count = r.u16();
+        const items: string[] = [];
+        for (let k = 0; k < count; k++) items.push(r.text(r.u16()));
+        out.set(id, items);
+      } else {
+        out.set(id, b);
+      }
+    }
+    return out;
+  }
+}
+
+// Raw attribute values are libnftnl's host-order memory.
+const LITTLE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+export function rawU32(b: Uint8Array | string[] | undefined): number | undefined {
+  if (!(b instanceof Uint8Array) || b.length < 4) return undefined;
+  return new DataView(b.buffer, b.byteOffset, 4).getUint32(0, LITTLE);
+}
+export function rawU8(b: Uint8Array | string[] | undefined): number | undefined {
+  if (!(b instanceof Uint8Array) || b.length < 1) return undefined;
+  return b[0];
+}
+export function rawU64(b: Uint8Array | string[] | undefined): bigint | undefined {
+  if (!(b instanceof Uint8Array) || b.length < 8) return undefined;
+  return new DataView(b.buffer, b.byteOffset, 8).getBigUint64(0, LITTLE);
+}
+export function rawStr(b: Uint8Array | string[] | undefined): string | undefined {
+  if (!(b instanceof Uint8Array)) return undefined;
+  const end = b.indexOf(0);
+  return Buffer.from(end < 0 ? b : b.subarray(0, end)).toString('utf8');
+}
