@@ -1,0 +1,414 @@
+// How the fake kernel applies one operation to a transaction's working copy.
+// See fake-kernel.ts for the behaviours modelled and how they were checked.
+
+import type { Chain, Element, Flowtable, NftMap, NftSet, Operation, Rule, Table } from './objects.ts';
+import { prefixRange } from './values.ts';
+import { copyChain, copyElement, elementKey, err, tableKey, type ChainState, type FakeKernelOptions, type SetState, type TableState } from './fake-kernel-state.ts';
+
+/** The state a transaction builds: copied on first write, object by object. */
+export class Working {
+  readonly tables: Map<string, TableState>;
+  readonly #owned = new Set<object>();
+  readonly #options: FakeKernelOptions;
+  /** Which operation added each rule or element, to blame path errors on. */
+  readonly origin = new Map<object, number>();
+  readonly #touched = new Set<string>();
+  needsValidation = false;
+
+  constructor(committed: Map<string, TableState>, options: FakeKernelOptions) {
+    this.tables = new Map(committed);
+    this.#options = options;
+  }
+
+  touchedTables(): TableState[] {
+    return [...this.#touched].map((k) => this.tables.get(k)).filter((t): t is TableState => t !== undefined);
+  }
+
+  apply(op: Operation, index: number): void {
+    const o = op.object;
+    const key = tableKey(o.family, o.kind === 'table' ? o.name : o.table);
+    if (o.kind === 'table') return this.#table(op.verb, o, key);
+    const existing = this.tables.get(key);
+    if (!existing) {
+      if (op.verb === 'destroy') return;
+      err('ENOENT', `table ${o.family} ${o.table} does not exist`);
+    }
+    const ts = this.#mutTable(key);
+    switch (o.kind) {
+      case 'chain':
+        return this.#chain(op.verb, o, ts);
+      case 'set':
+      case 'map':
+        return this.#set(op.verb, o, ts);
+      case 'flowtable':
+        return this.#flowtable(op.verb, o, ts);
+      case 'rule':
+        return this.#rule(op.verb, o, ts, index);
+      case 'element':
+        return this.#element(op.verb, o, ts, index);
+    }
+  }
+
+  #mutTable(key: string): TableState {
+    let ts = this.tables.get(key)!;
+    this.#touched.add(key);
+    if (this.#owned.has(ts)) return ts;
+    ts = {
+      table: ts.table,
+      chains: new Map(ts.chains),
+      sets: new Map(ts.sets),
+      flowtables: new Map(ts.flowtables),
+      chainUse: new Map(ts.chainUse),
+      setUse: new Map(ts.setUse),
+      flowtableUse: new Map(ts.flowtableUse),
+      nextHandle: ts.nextHandle,
+    };
+    this.#owned.add(ts);
+    this.tables.set(key, ts);
+    return ts;
+  }
+
+  #mutChain(ts: TableState, name: string): ChainState | undefined {
+    let cs = ts.chains.get(name);
+    if (!cs || this.#owned.has(cs)) return cs;
+    cs = { chain: cs.chain, rules: [...cs.rules] };
+    this.#owned.add(cs);
+    ts.chains.set(name, cs);
+    return cs;
+  }
+
+  #mutSet(ts: TableState, name: string): SetState | undefined {
+    let ss = ts.sets.get(name);
+    if (!ss || this.#owned.has(ss)) return ss;
+    ss = { set: ss.set, elements: new Map(ss.elements) };
+    this.#owned.add(ss);
+    ts.sets.set(name, ss);
+    return ss;
+  }
+
+  #table(verb: Operation['verb'], t: Table, key: string): void {
+    const ts = this.tables.get(key);
+    switch (verb) {
+      case 'add':
+      case 'create':
+        if (ts) {
+          if (verb === 'create') err('EEXIST', `table ${t.family} ${t.name} exists`);
+          return;
+        }
+        this.tables.set(key, this.#own({
+          table: { ...t },
+          chains: new Map(),
+          sets: new Map(),
+          flowtables: new Map(),
+          chainUse: new Map(),
+          setUse: new Map(),
+          flowtableUse: new Map(),
+          nextHandle: 1,
+        }));
+        this.#touched.add(key);
+        return;
+      case 'delete':
+      case 'destroy':
+        if (!ts) {
+          if (verb === 'destroy') return;
+          err('ENOENT', `table ${t.family} ${t.name} does not exist`);
+        }
+        this.tables.delete(key);
+        this.#touched.delete(key);
+        return;
+      case 'flush': {
+        if (!ts) err('ENOENT', `table ${t.family} ${t.name} does not exist`);
+        const m = this.#mutTable(key);
+        for (const name of [...m.chains.keys()]) this.#dropRules(m, this.#mutChain(m, name)!, () => true);
+        return;
+      }
+    }
+  }
+
+  #own<T extends object>(o: T): T {
+    this.#owned.add(o);
+    return o;
+  }
+
+  #chain(verb: Operation['verb'], c: Chain, ts: TableState): void {
+    const cs = ts.chains.get(c.name);
+    const what = `chain ${c.family} ${c.table} ${c.name}`;
+    switch (verb) {
+      case 'add':
+      case 'create':
+        if (!cs) {
+          ts.chains.set(c.name, this.#own({ chain: copyChain(c), rules: [] }));
+          ts.nextHandle++;
+          if (c.base) this.needsValidation = true;
+          return;
+        }
+        if (verb === 'create') err('EEXIST', `${what} exists`);
+        if (!c.base) return;
+        {
+          const old = cs.chain.base;
+          if (!old || old.type !== c.base.type) err('EEXIST', `${what} exists with another type`);
+          if (old!.hook !== c.base.hook || old!.priority !== c.base.priority) err('EOPNOTSUPP', `${what}: hook and priority cannot change`);
+          if (c.base.policy !== undefined && c.base.policy !== old!.policy) {
+            const m = this.#mutChain(ts, c.name)!;
+            m.chain = { ...m.chain, base: { ...old!, policy: c.base.policy } };
+          }
+        }
+        return;
+      case 'delete':
+      case 'destroy':
+        if (!cs) {
+          if (verb === 'destroy') return;
+          err('ENOENT', `${what} does not exist`);
+        }
+        if ((ts.chainUse.get(c.name) ?? 0) > 0) err('EBUSY', `${what} is the target of a jump or goto`);
+        this.#dropRules(ts, this.#mutChain(ts, c.name)!, () => true);
+        ts.chains.delete(c.name);
+        return;
+      case 'flush':
+        if (!cs) err('ENOENT', `${what} does not exist`);
+        this.#dropRules(ts, this.#mutChain(ts, c.name)!, () => true);
+        return;
+    }
+  }
+
+  #set(verb: Operation['verb'], s: NftSet | NftMap, ts: TableState): void {
+    const ss = ts.sets.get(s.name);
+    const what = `${s.kind} ${s.family} ${s.table} ${s.name}`;
+    switch (verb) {
+      case 'add':
+      case 'create':
+        if (!ss) {
+          ts.sets.set(s.name, this.#own({ set: { ...s, keyType: [...s.keyType], ...(s.flags ? { flags: [...s.flags] } : {}) }, elements: new Map() }));
+          ts.nextHandle++;
+          return;
+        }
+        if (verb === 'create') err('EEXIST', `${what} exists`);
+        if (!sameContainer(ss.set, s)) err('EEXIST', `${what} exists with other types or flags`);
+        return;
+      case 'delete':
+      case 'destroy':
+        if (!ss) {
+          if (verb === 'destroy') return;
+          err('ENOENT', `${what} does not exist`);
+        }
+        if ((ts.setUse.get(s.name) ?? 0) > 0) err('EBUSY', `${what} is used by a rule`);
+        for (const e of ss.elements.values()) this.#elementRefs(ts, e, -1);
+        ts.sets.delete(s.name);
+        return;
+      case 'flush': {
+        if (!ss) err('ENOENT', `${what} does not exist`);
+        const m = this.#mutSet(ts, s.name)!;
+        for (const e of m.elements.values()) this.#elementRefs(ts, e, -1);
+        m.elements.clear();
+        return;
+      }
+    }
+  }
+
+  #flowtable(verb: Operation['verb'], f: Flowtable, ts: TableState): void {
+    const old = ts.flowtables.get(f.name);
+    const what = `flowtable ${f.family} ${f.table} ${f.name}`;
+    switch (verb) {
+      case 'add':
+      case 'create': {
+        if (this.#options.flowtables === false) err('ENOENT', 'flowtables are not supported by this kernel');
+        const known = this.#options.devices;
+        for (const d of f.devices) if (known && !known.includes(d)) err('ENOENT', `device ${d} does not exist`);
+        if (!old) {
+          ts.flowtables.set(f.name, { ...f, devices: [...f.devices].sort() });
+          ts.nextHandle++;
+          return;
+        }
+        if (verb === 'create') err('EEXIST', `${what} exists`);
+        if (old.hook !== f.hook || old.priority !== f.priority) err('EOPNOTSUPP', `${what}: hook and priority cannot change`);
+        // Adding to an existing flowtable adds devices; it never removes any.
+        ts.flowtables.set(f.name, { ...old, devices: [...new Set([...old.devices, ...f.devices])].sort() });
+        return;
+      }
+      case 'delete':
+      case 'destroy':
+        if (!old) {
+          if (verb === 'destroy') return;
+          err('ENOENT', `${what} does not exist`);
+        }
+        if ((ts.flowtableUse.get(f.name) ?? 0) > 0) err('EBUSY', `${what} is used by a rule`);
+        ts.flowtables.delete(f.name);
+        return;
+    }
+  }
+
+  #rule(verb: Operation['verb'], r: Rule, ts: TableState, index: number): void {
+    const what = `chain ${r.family} ${r.table} ${r.chain}`;
+    const cs = this.#mutChain(ts, r.chain);
+    if (!cs) {
+      if (verb === 'destroy') return;
+      err('ENOENT', `${what} does not exist`);
+    }
+    const at = r.handle === undefined ? -1 : cs.rules.findIndex((x) => x.handle === r.handle);
+    switch (verb) {
+      case 'add':
+      case 'insert': {
+        const stored = this.#newRule(ts, r, ts.nextHandle++, index);
+        if (verb === 'add') cs.rules.push(stored);
+        else cs.rules.unshift(stored);
+        return;
+      }
+      case 'replace': {
+        if (at < 0) err('ENOENT', `${what} has no rule with handle ${r.handle}`);
+        const stored = this.#newRule(ts, r, r.handle!, index);
+        this.#dropRules(ts, cs, (x) => x.handle === r.handle);
+        cs.rules.splice(at, 0, stored);
+        return;
+      }
+      case 'delete':
+      case 'destroy':
+        if (at < 0) {
+          if (verb === 'destroy') return;
+          err('ENOENT', `${what} has no rule with handle ${r.handle}`);
+        }
+        this.#dropRules(ts, cs, (x) => x.handle === r.handle);
+        return;
+    }
+  }
+
+  /** Checks a rule's references and counts them; returns the rule as stored. */
+  #newRule(ts: TableState, r: Rule, handle: number, index: number): Rule {
+    for (const st of r.exprs) {
+      switch (st.kind) {
+        case 'verdict':
+          if (st.verdict === 'jump' || st.verdict === 'goto') this.#checkTarget(ts, st.chain);
+          break;
+        case 'lookup':
+        case 'vmap':
+        case 'set-update': {
+          const name = st.kind === 'vmap' ? st.map : st.set;
+          const ss = ts.sets.get(name);
+          if (!ss) err('ENOENT', `set ${name} does not exist`);
+          const c = ss.set;
+          const keys = st.keys.length;
+          if (keys !== c.keyType.length) err('EINVAL', `key length does not match ${c.kind} ${name}`);
+          if (st.kind === 'vmap' && (c.kind !== 'map' || c.dataType !== 'verdict')) err('EINVAL', `${name} is not a verdict map`);
+          if (st.kind === 'lookup' && c.kind !== 'set') err('EINVAL', `${name} is a map`);
+          if (st.kind === 'set-update') {
+            if (c.kind !== 'set' || c.flags?.includes('interval')) err('EOPNOTSUPP', `${name} cannot be updated from the packet path`);
+            if (st.timeout !== undefined && !c.flags?.includes('timeout')) err('EOPNOTSUPP', `${name} has no timeout flag`);
+          }
+          break;
+        }
+        case 'flow-offload':
+          if (!ts.flowtables.has(st.flowtable)) err('ENOENT', `flowtable ${st.flowtable} does not exist`);
+          break;
+      }
+    }
+    this.#ruleRefs(ts, r, +1);
+    this.needsValidation = true;
+    const stored: Rule = { ...r, exprs: r.exprs.map((s) => ({ ...s })), handle };
+    this.origin.set(stored, index);
+    return stored;
+  }
+
+  #checkTarget(ts: TableState, chain: string): void {
+    const target = ts.chains.get(chain);
+    if (!target) err('ENOENT', `chain ${chain} does not exist`);
+    if (target.chain.base) err('EOPNOTSUPP', `cannot jump to base chain ${chain}`);
+  }
+
+  #dropRules(ts: TableState, cs: ChainState, which: (r: Rule) => boolean): void {
+    const keep: Rule[] = [];
+    for (const r of cs.rules) {
+      if (which(r)) this.#ruleRefs(ts, r, -1);
+      else keep.push(r);
+    }
+    cs.rules = keep;
+  }
+
+  #ruleRefs(ts: TableState, r: Rule, delta: number): void {
+    for (const st of r.exprs) {
+      if (st.kind === 'verdict' && (st.verdict === 'jump' || st.verdict === 'goto')) bump(ts.chainUse, st.chain, delta);
+      else if (st.kind === 'lookup' || st.kind === 'set-update') bump(ts.setUse, st.set, delta);
+      else if (st.kind === 'vmap') bump(ts.setUse, st.map, delta);
+      else if (st.kind === 'flow-offload') bump(ts.flowtableUse, st.flowtable, delta);
+    }
+  }
+
+  #elementRefs(ts: TableState, e: Element, delta: number): void {
+    const v = e.value;
+    if (v !== undefined && typeof v !== 'string' && (v.verdict === 'jump' || v.verdict === 'goto')) bump(ts.chainUse, v.chain, delta);
+  }
+
+  #element(verb: Operation['verb'], e: Element, ts: TableState, index: number): void {
+    const what = `set ${e.family} ${e.table} ${e.set}`;
+    const ss = this.#mutSet(ts, e.set);
+    if (!ss) {
+      if (verb === 'destroy') return;
+      err('ENOENT', `${what} does not exist`);
+    }
+    const k = elementKey(e.key);
+    const old = ss.elements.get(k);
+    switch (verb) {
+      case 'add':
+      case 'create': {
+        if (old) {
+          if (verb === 'create') err('EEXIST', `element ${e.key.join(' . ')} exists in ${what}`);
+          if (!sameValue(old.value, e.value)) err('EEXIST', `element ${e.key.join(' . ')} exists in ${what} with another value`);
+          return;
+        }
+        const v = e.value;
+        if (v !== undefined && typeof v !== 'string' && (v.verdict === 'jump' || v.verdict === 'goto')) {
+          this.#checkTarget(ts, v.chain);
+          this.needsValidation = true;
+        }
+        if (ss.set.flags?.includes('interval') && ss.set.keyType.length === 1) checkOverlap(ss, e);
+        const stored = copyElement(e);
+        this.origin.set(stored, index);
+        this.#elementRefs(ts, stored, +1);
+        ss.elements.set(k, stored);
+        return;
+      }
+      case 'delete':
+      case 'destroy':
+        if (!old) {
+          if (verb === 'destroy') return;
+          err('ENOENT', `element ${e.key.join(' . ')} does not exist in ${what}`);
+        }
+        this.#elementRefs(ts, old, -1);
+        ss.elements.delete(k);
+        return;
+    }
+  }
+}
+
+function bump(m: Map<string, number>, name: string, delta: number): void {
+  const n = (m.get(name) ?? 0) + delta;
+  if (n === 0) m.delete(name);
+  else m.set(name, n);
+}
+
+function sameContainer(a: NftSet | NftMap, b: NftSet | NftMap): boolean {
+  if (a.kind !== b.kind) return false;
+  if (a.keyType.join() !== b.keyType.join()) return false;
+  if (a.kind === 'map' && b.kind === 'map' && a.dataType !== b.dataType) return false;
+  return [...(a.flags ?? [])].sort().join() === [...(b.flags ?? [])].sort().join();
+}
+
+function sameValue(a: Element['value'], b: Element['value']): boolean {
+  if (a === undefined || b === undefined || typeof a === 'string' || typeof b === 'string') return a === b;
+  return a.verdict === b.verdict && (a as { chain?: string }).chain === (b as { chain?: string }).chain;
+}
+
+function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
+  return 0;
+}
+
+/** An interval overlapping one already in the set fails EEXIST (the kernel's ENOTEMPTY, reported as EEXIST). */
+function checkOverlap(ss: SetState, e: Element): void {
+  const type = ss.set.keyType[0]!;
+  const r = prefixRange(type, e.key[0]!);
+  for (const other of ss.elements.values()) {
+    const o = prefixRange(type, other.key[0]!);
+    const startsBeforeOtherEnds = o.endExclusive === null || compareBytes(r.start, o.endExclusive) < 0;
+    const otherStartsBeforeEnd = r.endExclusive === null || compareBytes(o.start, r.endExclusive) < 0;
+    if (startsBeforeOtherEnds && otherStartsBeforeEnd) err('EEXIST', `interval ${e.key[0]} overlaps ${other.key[0]} in set ${ss.set.name}`);
+  }
+}

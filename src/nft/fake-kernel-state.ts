@@ -1,0 +1,62 @@
+// Shared pieces of the fake kernel: its state shapes, errnos and the error
+// its model throws. See fake-kernel.ts for what the model does.
+
+import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Rule, Table } from './objects.ts';
+
+export const ERRNO: Readonly<Record<string, number>> = {
+  EIO: 5, ENOENT: 2, EEXIST: 17, EBUSY: 16, EINVAL: 22, EMLINK: 31, EOPNOTSUPP: 95, ENOBUFS: 105, ENOMEM: 12, EPERM: 1,
+};
+
+/** Thrown inside the model; becomes an OperationFailure for the operation at hand. */
+export class KernelError extends Error {
+  readonly errnoCode: string;
+  /** Operation index when known better than "the one being applied". */
+  readonly index: number | undefined;
+  constructor(code: string, message: string, index?: number) {
+    super(message);
+    this.errnoCode = code;
+    this.index = index;
+  }
+}
+
+export function err(code: string, message: string): never {
+  throw new KernelError(code, message);
+}
+
+export interface ChainState {
+  chain: Chain;
+  rules: Rule[];
+}
+export interface SetState {
+  set: NftSet | NftMap;
+  elements: Map<string, Element>;
+}
+export interface TableState {
+  table: Table;
+  chains: Map<string, ChainState>;
+  sets: Map<string, SetState>;
+  flowtables: Map<string, Flowtable>;
+  /** References to chains (jump/goto in rules and map elements), sets and flowtables (rules). */
+  chainUse: Map<string, number>;
+  setUse: Map<string, number>;
+  flowtableUse: Map<string, number>;
+  nextHandle: number;
+}
+
+export interface FakeKernelOptions {
+  /** Whether the kernel has flowtables (CONFIG_NF_FLOW_TABLE); without, creating one fails ENOENT, as on this project's machines. */
+  flowtables?: boolean;
+  /** Interfaces that exist; a flowtable naming another fails ENOENT. Any name is accepted when not given. */
+  devices?: readonly string[];
+}
+
+export const tableKey = (family: Family, name: string) => `${family} ${name}`;
+export const elementKey = (key: readonly string[]) => key.join('\0');
+
+export function copyChain(c: Chain): Chain {
+  return { ...c, ...(c.base ? { base: { ...c.base } } : {}) };
+}
+
+export function copyElement(e: Element): Element {
+  return { ...e, key: [...e.key], ...(e.value !== undefined && typeof e.value !== 'string' ? { value: { ...e.value } } : {}) };
+}
