@@ -6,14 +6,36 @@
 
 import { isIPv6 } from 'node:net';
 
-const V4_RE = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
+/**
+ * Dotted quad, leading zeros allowed (read as decimal), each part ≤ 255.
+ * Returns the first two octets as (a << 8 | b), or -1 when not such an
+ * address. A char-code scan: this runs for every endpoint of every slice.
+ */
+export function ipv4Head(s: string): number {
+  const n = s.length;
+  if (n < 7 || n > 15) return -1;
+  let parts = 0;
+  let digits = 0;
+  let value = 0;
+  let head = 0;
+  for (let i = 0; i <= n; i++) {
+    const c = i < n ? s.charCodeAt(i) : 46;
+    if (c >= 48 && c <= 57) {
+      if (++digits > 3) return -1;
+      value = value * 10 + (c - 48);
+    } else if (c === 46) {
+      if (digits === 0 || value > 255) return -1;
+      if (parts < 2) head = (head << 8) | value;
+      parts++;
+      digits = 0;
+      value = 0;
+    } else return -1;
+  }
+  return parts === 4 ? head : -1;
+}
 
-/** Dotted quad, leading zeros allowed (read as decimal), each part ≤ 255. */
 export function isIPv4Loose(s: string): boolean {
-  const m = V4_RE.exec(s);
-  if (!m) return false;
-  for (let i = 1; i <= 4; i++) if (Number(m[i]) > 255) return false;
-  return true;
+  return ipv4Head(s) >= 0;
 }
 
 export function ipFamilyOf(s: string): 'IPv4' | 'IPv6' | undefined {
@@ -39,9 +61,9 @@ export function isCIDRLoose(s: string): boolean {
  */
 export function isUnroutableEndpoint(s: string, family: 'IPv4' | 'IPv6'): boolean {
   if (family === 'IPv4') {
-    const parts = s.split('.').map(Number);
-    const a = parts[0]!;
-    const b = parts[1]!;
+    const head = ipv4Head(s);
+    const a = head >> 8;
+    const b = head & 255;
     if (a === 0 || a === 127 || a >= 224) return true; // unspecified/this-net, loopback, multicast+reserved+broadcast
     if (a === 169 && b === 254) return true;
     return false;

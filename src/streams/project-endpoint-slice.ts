@@ -8,7 +8,8 @@
 // IPv4 with leading zeros is kept as sent: the model normalises it.
 
 import type { EndpointHints, EndpointInfo, EndpointPortInfo, EndpointSliceInfo } from '../k8s/types.ts';
-import { ipFamilyOf, isUnroutableEndpoint } from '../k8s/ip-syntax.ts';
+import { ipv4Head, isUnroutableEndpoint } from '../k8s/ip-syntax.ts';
+import { isIPv6 } from 'node:net';
 import { LABEL_FOR_REGION, LABEL_FOR_ZONE, LABEL_SERVICE_NAME } from '../k8s/well-known.ts';
 import type { StringPool } from './intern.ts';
 import {
@@ -67,14 +68,21 @@ function projectEndpoint(raw: unknown, i: number, addressType: string, pool: Str
   if (!isObject(raw)) return `endpoints[${i}] is not an object`;
   const addrs = raw.addresses;
   if (!Array.isArray(addrs) || addrs.length === 0) return `endpoints[${i}] has no addresses`;
-  for (const a of addrs) {
+  for (let k = 0; k < addrs.length; k++) {
+    const a: unknown = addrs[k];
     if (typeof a !== 'string') return `endpoints[${i}] has a non-string address`;
-    if (addressType === 'FQDN') {
-      if (a === '' || a.length > 253) return `endpoints[${i}] has a bad FQDN`;
-      continue;
-    }
-    if (ipFamilyOf(a) !== addressType) return `endpoints[${i}] address ${JSON.stringify(a)} is not ${addressType}`;
-    if (isUnroutableEndpoint(a, addressType as 'IPv4' | 'IPv6')) return `endpoints[${i}] address ${a} is not routable`;
+    if (addressType === 'IPv4') {
+      const head = ipv4Head(a);
+      if (head < 0) return `endpoints[${i}] address ${JSON.stringify(a)} is not IPv4`;
+      const first = head >> 8;
+      // Fast path for the common case; the full check covers the rest.
+      if ((first === 0 || first === 127 || first >= 224 || head === 0xa9fe) && isUnroutableEndpoint(a, 'IPv4')) {
+        return `endpoints[${i}] address ${a} is not routable`;
+      }
+    } else if (addressType === 'IPv6') {
+      if (!isIPv6(a)) return `endpoints[${i}] address ${JSON.stringify(a)} is not IPv6`;
+      if (isUnroutableEndpoint(a, 'IPv6')) return `endpoints[${i}] address ${a} is not routable`;
+    } else if (a === '' || a.length > 253) return `endpoints[${i}] has a bad FQDN`;
   }
   const ep: EndpointInfo = { addresses: addrs as string[] };
   const c = raw.conditions;
