@@ -200,7 +200,7 @@ async function child(kubeconfig: string): Promise<void> {
 
 async function fetchRaw(url: string, q: Record<string, string | number>, dispatcher: import('undici').Dispatcher): Promise<Buffer> {
   const { request } = await import('undici');
-  const qs = new URLSearchParams(Object.entries(q).filter(([, v]) => v !== '').map(([k, v]) => [k, String(v)]));
+  const qs = new URLSearchParams(Object.entries(q).filter(([, v]) => v !== '').map(([k, v]): [string, string] => [k, String(v)]));
   const res = await request(`${url}?${qs}`, { dispatcher });
   return Buffer.from(await res.body.arrayBuffer());
 }
