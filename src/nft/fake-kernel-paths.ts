@@ -1,7 +1,7 @@
 // The fake kernel's commit-time check of everything reachable from base
-// chains, as nf_tables validates a table when jumps change: no cycles, at most
-// 16 nested jumps (both EMLINK on kernel 6.18), and statements only in chains
-// whose type and hook allow them (EOPNOTSUPP).
+// chains, as nf_tables validates a table when jumps change: no cycles, fewer
+// than 16 nested jumps (both EMLINK on kernel 6.18), and statements only in
+// chains whose type and hook allow them (EOPNOTSUPP).
 
 import type { ChainHook, ChainType, Rule, Statement } from './objects.ts';
 import { KernelError, type ChainState, type TableState } from './fake-kernel-state.ts';
@@ -58,7 +58,7 @@ class Walk {
   visit(cs: ChainState, depth: number, blame: number): void {
     const name = cs.chain.name;
     if (this.#onPath.has(name)) this.#fail('EMLINK', `jump loop through chain ${name}`, blame);
-    if (depth > MAX_DEPTH) this.#fail('EMLINK', `more than ${MAX_DEPTH} nested jumps to reach chain ${name}`, blame);
+    if (depth >= MAX_DEPTH) this.#fail('EMLINK', `${MAX_DEPTH} or more nested jumps to reach chain ${name}`, blame);
     const seen = this.#seenAt.get(name);
     if (seen !== undefined && seen >= depth) return;
     this.#seenAt.set(name, depth);

@@ -16,7 +16,7 @@
 //   (EBUSY); a chain's own rules go with it; a set or flowtable a rule uses
 //   cannot be deleted (EBUSY); `flush table` removes rules only;
 // - at the end, paths from base chains are validated like the kernel does:
-//   a cycle or more than 16 nested jumps → EMLINK; NAT statements outside
+//   a cycle or 16 nested jumps → EMLINK; NAT statements outside
 //   their chain type and hooks, flow offload outside forward → EOPNOTSUPP.
 //
 // Only the first failing operation is reported (the kernel may report more).
