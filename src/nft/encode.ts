@@ -5,7 +5,7 @@
 // consecutive element operations on one set share one record, which the addon
 // splits into messages of at most 500 elements inside the same transaction.
 
-import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table, Verdict } from './objects.ts';
+import type { Chain, DataType, Element, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table, Verdict } from './objects.ts';
 import {
   CHAIN_ATTR, DATA_VERDICT, ELEM_ATTR, ELEM_FLAG_INTERVAL_END, FAMILY_NUMBER, FLOWTABLE_ATTR, HOOK_NUMBER, KIND, MSG,
   NETDEV_INGRESS, NLM_F, RULE_ATTR, SET_ATTR, SET_FLAG, TABLE_ATTR, TYPE_BITS, TYPE_ID, UDATA_COMMENT, VERDICT_CODE,
@@ -14,6 +14,7 @@ import { exprAttrs } from './kernel-exprs.ts';
 import { keyBytes, lower } from './lower.ts';
 import { prefixRange, typeLength } from './values.ts';
 import { ByteWriter, type Attr } from './wire.ts';
+import { AT } from './kernel-constants.ts';
 
 const MAGIC = 0x42504e4b;
 const VERSION = 1;
@@ -171,13 +172,74 @@ function concatParts(parts: Uint8Array[]): Uint8Array {
   return out;
 }
 
+const PROTO_NUMBER: Readonly<Record<string, number>> = { tcp: 6, udp: 17, sctp: 132, icmp: 1, icmpv6: 58 };
+
+/**
+ * Writes one key part at buf[at...]. The common texts (dotted quads, port
+ * numbers, protocol names) are written without allocating, accepting only
+ * what values.ts accepts; anything else goes through keyBytes, which also
+ * reports invalid texts.
+ */
+function writeKeyPart(buf: Uint8Array, at: number, type: DataType, text: string): void {
+  if (type === 'ipv4_addr') {
+    let part = 0;
+    let v = 0;
+    let digits = 0;
+    const n = text.length;
+    for (let i = 0; i <= n; i++) {
+      const c = i < n ? text.charCodeAt(i) : 46;
+      if (c === 46) {
+        if (digits === 0 || part > 3) break;
+        buf[at + part++] = v;
+        v = 0;
+        digits = 0;
+        continue;
+      }
+      const d = c - 48;
+      if (d < 0 || d > 9 || (digits > 0 && v === 0)) {
+        part = -1;
+        break;
+      }
+      v = v * 10 + d;
+      digits++;
+      if (v > 255) {
+        part = -1;
+        break;
+      }
+    }
+    if (part === 4) return;
+  } else if (type === 'inet_service') {
+    const n = text.length;
+    let v = 0;
+    let ok = n > 0 && n <= 5 && !(n > 1 && text.charCodeAt(0) === 48);
+    for (let i = 0; ok && i < n; i++) {
+      const d = text.charCodeAt(i) - 48;
+      if (d < 0 || d > 9) ok = false;
+      v = v * 10 + d;
+    }
+    if (ok && v <= 65535) {
+      buf[at] = v >>> 8;
+      buf[at + 1] = v & 0xff;
+      return;
+    }
+  } else if (type === 'inet_proto') {
+    const p = PROTO_NUMBER[text];
+    if (p !== undefined) {
+      buf[at] = p;
+      return;
+    }
+  }
+  buf.set(keyBytes(type, text), at);
+}
+
 class BatchEncoder {
-  readonly w = new ByteWriter(1 << 20);
+  readonly w: ByteWriter;
   records = 0;
   readonly #lookup: ContainerLookup;
   readonly #added = new Map<string, NftSet | NftMap>();
 
-  constructor(lookup: ContainerLookup) {
+  constructor(lookup: ContainerLookup, sizeHint: number) {
+    this.w = new ByteWriter(sizeHint);
     this.#lookup = lookup;
     this.w.u32(MAGIC);
     this.w.u32(VERSION);
@@ -244,7 +306,65 @@ class BatchEncoder {
     const interval = c.flags?.includes('interval') ?? false;
     const concat = c.keyType.length > 1;
     const w = this.w;
-    for (let i = from; i < to; i++) {
+    const keyLen = keyLength(c.keyType);
+    const offsets: number[] = [];
+    for (let k = 0, at = 0; k < c.keyType.length; k++) {
+      offsets.push(at);
+      at += padTo4(typeLength(c.keyType[k]!));
+    }
+    const verdictMap = c.kind === 'map' && c.dataType === 'verdict';
+    for (let i = from; i < to && !interval; i++) {
+      const e = ops[i]!.object as Element;
+      if (e.key.length !== c.keyType.length) throw new NftEncodeError(i, `key has ${e.key.length} parts, ${c.name} has ${c.keyType.length}`);
+      w.u32(i);
+      const countAt = w.position;
+      w.u16(0);
+      let n = 1;
+      w.u16(ELEM_ATTR.KEY);
+      w.u8(AT.bytes);
+      w.u32(keyLen);
+      const at = w.zeros(keyLen);
+      try {
+        for (let k = 0; k < e.key.length; k++) writeKeyPart(w.raw, at + offsets[k]!, c.keyType[k]!, e.key[k]!);
+      } catch (err) {
+        throw new NftEncodeError(i, `bad element key ${JSON.stringify(e.key)}: ${(err as Error).message}`, { cause: err });
+      }
+      if (defining) {
+        const v = e.value;
+        if (v !== undefined) {
+          if (typeof v === 'string') {
+            if (c.kind !== 'map' || verdictMap) throw new NftEncodeError(i, `${c.name} takes no value ${v}`);
+            w.attr({ id: ELEM_ATTR.DATA, type: 'bytes', value: keyBytes((c as NftMap).dataType, v) });
+            n++;
+          } else {
+            w.u16(ELEM_ATTR.VERDICT);
+            w.u8(AT.u32);
+            w.u32(4);
+            w.u32(VERDICT_CODE[v.verdict] >>> 0);
+            n++;
+            if (v.verdict === 'jump' || v.verdict === 'goto') {
+              w.u16(ELEM_ATTR.CHAIN);
+              w.u8(AT.str);
+              const lenAt = w.position;
+              w.u32(0);
+              w.patchU32(lenAt, w.utf8(v.chain));
+              n++;
+            }
+          }
+        }
+        if (e.timeout !== undefined) {
+          w.attr({ id: ELEM_ATTR.TIMEOUT, type: 'u64', value: BigInt(e.timeout) * 1000n });
+          n++;
+        }
+        if (e.comment !== undefined) {
+          w.attr(withId(comment(UDATA_COMMENT.element, e.comment), ELEM_ATTR.USERDATA)[0]!);
+          n++;
+        }
+      }
+      w.patchU16(countAt, n);
+      count++;
+    }
+    for (let i = from; i < to && interval; i++) {
       const e = ops[i]!.object as Element;
       let parts;
       try {
@@ -305,7 +425,8 @@ const EXCL = NLM_F.CREATE | NLM_F.EXCL;
  * `lookup` finds sets and maps that exist already, for their key types.
  */
 export function encodeOperations(ops: readonly Operation[], lookup: ContainerLookup = () => undefined): EncodedBatch {
-  const enc = new BatchEncoder(lookup);
+  // Most operations take well under 96 bytes: one allocation, no regrowth.
+  const enc = new BatchEncoder(lookup, Math.max(1 << 16, ops.length * 96));
   let i = 0;
   while (i < ops.length) {
     const { verb, object: o } = ops[i]!;

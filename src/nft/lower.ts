@@ -5,11 +5,12 @@
 //   registers from NFT_REG32_00, each part padded to 4 bytes.
 // - Protocol dependencies (`meta nfproto` for ip/ip6 fields in inet tables,
 //   `meta l4proto` for tcp/udp/sctp ports and tcp reset) are emitted right before
-//   the statement that needs them, for all its keys at once. They load into
-//   NFT_REG32_15, which nothing else uses as a first register, so that a listed
-//   rule tells them apart from an explicit `meta l4proto tcp` (which loads into
-//   NFT_REG_1): `tcp dport 80` and `meta l4proto tcp th dport 80` mean the same
-//   to the kernel, and this keeps raise(lower(x)) === x for both.
+//   the statement that needs them, for all its keys at once. The dependency of
+//   key k loads into NFT_REG32_(15-k), a register nothing else starts at, so a
+//   listed rule tells it apart from an explicit `meta l4proto tcp` (NFT_REG_1)
+//   and says which key it belongs to: `tcp dport 80` and `meta l4proto tcp
+//   th dport 80` mean the same to the kernel, and this keeps
+//   raise(lower(x)) === x for both (and for `th dport . tcp dport` keys).
 // - Host-endian values (marks, integers) are compared after `byteorder hton`
 //   when the comparison orders them; equality compares host bytes directly.
 
@@ -57,17 +58,17 @@ export const PAYLOAD_FIELDS: Readonly<Record<string, PayloadSpec>> = {
 const L4_NUMBER = { tcp: 6, udp: 17, sctp: 132 } as const;
 const LITTLE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
-/** A dependency: `meta nfproto|l4proto == value`, as an explicit statement would be. */
-export type Dependency = { key: 'nfproto' | 'l4proto'; value: number };
+/** A dependency of key `index`: `meta nfproto|l4proto == value`, as an explicit statement would be. */
+export type Dependency = { key: 'nfproto' | 'l4proto'; value: number; index: number };
 
-export function selectorDependencies(s: Selector, family: Family): Dependency[] {
+export function selectorDependencies(s: Selector, family: Family, index = 0): Dependency[] {
   if (s.kind === 'payload') {
     const spec = PAYLOAD_FIELDS[s.field]!;
-    if (spec.l4proto) return [{ key: 'l4proto', value: L4_NUMBER[spec.l4proto] }];
-    if (spec.nfproto && family === 'inet') return [{ key: 'nfproto', value: NFPROTO[spec.nfproto] }];
+    if (spec.l4proto) return [{ key: 'l4proto', value: L4_NUMBER[spec.l4proto], index }];
+    if (spec.nfproto && family === 'inet') return [{ key: 'nfproto', value: NFPROTO[spec.nfproto], index }];
   }
   if (s.kind === 'ct-addr' && family === 'inet') {
-    return [{ key: 'nfproto', value: s.field.startsWith('ip6') ? NFPROTO.ipv6 : NFPROTO.ipv4 }];
+    return [{ key: 'nfproto', value: s.field.startsWith('ip6') ? NFPROTO.ipv6 : NFPROTO.ipv4, index }];
   }
   return [];
 }
@@ -79,21 +80,25 @@ export function statementDependencies(st: Statement, family: Family): Dependency
     case 'lookup':
     case 'vmap':
     case 'set-update':
-      return st.keys.flatMap((k) => selectorDependencies(k, family));
+      return st.keys.flatMap((k, i) => selectorDependencies(k, family, i));
     case 'reject':
-      return st.with === 'tcp reset' ? [{ key: 'l4proto', value: L4_NUMBER.tcp }] : [];
+      return st.with === 'tcp reset' ? [{ key: 'l4proto', value: L4_NUMBER.tcp, index: 0 }] : [];
     default:
       return [];
   }
 }
 
-/** The register dependencies load into (NFT_REG32_15). */
+/** The register the dependency of key 0 loads into (NFT_REG32_15); key k uses 15-k. */
 export const DEPENDENCY_REG = 23;
+/** Keys past this one cannot carry a dependency (their register would be NFT_REG_1's). */
+export const MAX_DEPENDENCY_INDEX = 14;
 
 export function dependencyExprs(d: Dependency): KernelExpr[] {
+  if (d.index > MAX_DEPENDENCY_INDEX) throw new NftLowerError(`key ${d.index} of a concatenation cannot carry a protocol dependency`);
+  const reg = DEPENDENCY_REG - d.index;
   return [
-    { name: 'meta', key: META_KEY[d.key], dreg: DEPENDENCY_REG },
-    { name: 'cmp', sreg: DEPENDENCY_REG, op: CMP_OP['=='], data: Uint8Array.of(d.value) },
+    { name: 'meta', key: META_KEY[d.key], dreg: reg },
+    { name: 'cmp', sreg: reg, op: CMP_OP['=='], data: Uint8Array.of(d.value) },
   ];
 }
 

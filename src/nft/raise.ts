@@ -11,7 +11,7 @@ import {
 } from './kernel-constants.ts';
 import type { FieldValue, KernelExpr } from './kernel-exprs.ts';
 import {
-  DEPENDENCY_REG, isHostOrder, keyBytes, PAYLOAD_FIELDS, selectorWidth, statementDependencies, type Dependency,
+  DEPENDENCY_REG, isHostOrder, keyBytes, MAX_DEPENDENCY_INDEX, PAYLOAD_FIELDS, selectorWidth, statementDependencies, type Dependency,
 } from './lower.ts';
 import { FIB_TYPES, selectorType } from './rule-checks.ts';
 import { valueFromBytes } from './values.ts';
@@ -353,41 +353,33 @@ function parseCore(x: readonly KernelExpr[], i: number): Parsed {
 function parseDependency(x: readonly KernelExpr[], i: number): Dependency | null {
   const a = x[i];
   const b = x[i + 1];
-  if (a?.name !== 'meta' || a.dreg !== DEPENDENCY_REG || !only(a, 'key', 'dreg')) return null;
-  if (b?.name !== 'cmp' || b.sreg !== DEPENDENCY_REG || b.op !== CMP_OP['=='] || !only(b, 'sreg', 'op', 'data')) return null;
+  if (a?.name !== 'meta' || typeof a.dreg !== 'number' || !only(a, 'key', 'dreg')) return null;
+  const index = DEPENDENCY_REG - a.dreg;
+  if (index < 0 || index > MAX_DEPENDENCY_INDEX) return null;
+  if (b?.name !== 'cmp' || b.sreg !== a.dreg || b.op !== CMP_OP['=='] || !only(b, 'sreg', 'op', 'data')) return null;
   const data = bytes(b.data);
   const key = a.key === META_KEY.l4proto ? 'l4proto' : a.key === META_KEY.nfproto ? 'nfproto' : undefined;
-  return key && data?.length === 1 ? { key, value: data[0]! } : null;
+  return key && data?.length === 1 ? { key, value: data[0]!, index } : null;
 }
 
 const L4_FIELD: Record<number, 'tcp dport' | 'udp dport' | 'sctp dport'> = { 6: 'tcp dport', 17: 'udp dport', 132: 'sctp dport' };
 
 /**
  * Puts back the protocol-specific port fields that lower() expressed as
- * `th dport` plus an l4proto dependency, so that the dependencies line up.
+ * `th dport` plus an l4proto dependency on that key, then checks that the
+ * statement needs exactly the dependencies found.
  */
 function withDependencies(st: Statement, deps: Dependency[], family: Family): Statement | null {
-  const l4 = deps.filter((d) => d.key === 'l4proto');
-  let used = 0;
-  const fix = (s: Selector): Selector => {
-    if (s.kind === 'payload' && s.field === 'th dport' && used < l4.length) {
-      const field = L4_FIELD[l4[used]!.value];
-      if (field) {
-        // Only as many as the dependency list holds, in key order.
-        const want = statementDependencies({ kind: 'lookup', keys: [{ kind: 'payload', field }], set: '' }, family);
-        if (want.length === 1) {
-          used++;
-          return { kind: 'payload', field };
-        }
-      }
-    }
-    return s;
+  const fix = (s: Selector, index: number): Selector => {
+    const d = deps.find((x) => x.index === index && x.key === 'l4proto');
+    const field = d && L4_FIELD[d.value];
+    return field && s.kind === 'payload' && s.field === 'th dport' ? { kind: 'payload', field } : s;
   };
   let out: Statement = st;
-  if (st.kind === 'match') out = { ...st, left: fix(st.left) };
+  if (st.kind === 'match') out = { ...st, left: fix(st.left, 0) };
   else if (st.kind === 'lookup' || st.kind === 'vmap' || st.kind === 'set-update') out = { ...st, keys: st.keys.map(fix) };
   const want = statementDependencies(out, family);
-  const same = want.length === deps.length && want.every((d, k) => d.key === deps[k]!.key && d.value === deps[k]!.value);
+  const same = want.length === deps.length && want.every((d, k) => d.key === deps[k]!.key && d.value === deps[k]!.value && d.index === deps[k]!.index);
   return same ? out : null;
 }
 

@@ -13,6 +13,8 @@ export interface Attr {
   value: AttrValue;
 }
 
+const UTF8 = new TextEncoder();
+
 export class ByteWriter {
   #buf: Uint8Array;
   #view: DataView;
@@ -63,10 +65,34 @@ export class ByteWriter {
   }
   /** UTF-8 bytes of s, returning how many were written. */
   utf8(s: string): number {
-    this.#ensure(s.length * 3);
-    const { written } = new TextEncoder().encodeInto(s, this.#buf.subarray(this.#pos));
-    this.#pos += written;
-    return written;
+    const n = s.length;
+    this.#ensure(n * 3);
+    // Names are almost always ASCII: copy char codes, fall back for the rest.
+    const buf = this.#buf;
+    const start = this.#pos;
+    for (let i = 0; i < n; i++) {
+      const c = s.charCodeAt(i);
+      if (c > 0x7f) {
+        const { written } = UTF8.encodeInto(s, buf.subarray(start));
+        this.#pos = start + written;
+        return written;
+      }
+      buf[start + i] = c;
+    }
+    this.#pos = start + n;
+    return n;
+  }
+  /** Appends n zero bytes and returns where they start; write them through `raw`. */
+  zeros(n: number): number {
+    this.#ensure(n);
+    const at = this.#pos;
+    this.#buf.fill(0, at, at + n);
+    this.#pos += n;
+    return at;
+  }
+  /** The current backing array (replaced when the writer grows). */
+  get raw(): Uint8Array {
+    return this.#buf;
   }
   patchU16(at: number, v: number): void {
     this.#view.setUint16(at, v, true);
