@@ -1,0 +1,235 @@
+// The running agent: wires cluster streams → change tracker → reconciler →
+// dataplane, plus the flowtable's link-following, metrics and health. Every
+// decision lives in the pure modules; this file only connects them and logs.
+
+import { hostname, networkInterfaces } from 'node:os';
+import { merge, Subject, Subscription, type SchedulerLike } from 'rxjs';
+import type { AgentOptions } from '../cli/flags.ts';
+import { parseFeatureGates, type FeatureGates } from '../config/feature-gates.ts';
+import type { NodeInfo } from '../k8s/types.ts';
+import { flowtableDevices, type FlowtableDeviceFilter } from '../links/flowtable-devices.ts';
+import { LinkMonitor } from '../links/link-monitor.ts';
+import { ServiceChangeTracker } from '../model/change-tracker.ts';
+import { probeFlowtables } from '../nft/capabilities.ts';
+import type { Dataplane } from '../nft/dataplane.ts';
+import { HealthState } from '../observability/health.ts';
+import { startObservabilityServer, type ObservabilityServer } from '../observability/http-server.ts';
+import type { Logger } from '../observability/logger.ts';
+import { ProxyMetrics } from '../observability/metrics.ts';
+import { Reconciler } from '../reconciler/reconciler.ts';
+import { syncRunner, type SyncResult } from '../reconciler/sync-runner.ts';
+import { createClusterStreams, type ClusterStreams, type ClusterStreamsOptions } from '../streams/cluster-streams.ts';
+import { rulesetConfigFor, type LocalAddress, type OffloadState } from './ruleset-config.ts';
+
+export interface AgentDeps {
+  logger: Logger;
+  dataplane: Dataplane;
+  /** Default: from options (--manifests or --kubeconfig). */
+  streams?: ClusterStreams;
+  /** Default: a LinkMonitor on options.netns when offload is on and supported. */
+  linkMonitor?: () => LinkMonitor;
+  scheduler?: SchedulerLike;
+  /** Whether to serve /metrics and /healthz (default true). */
+  serveHttp?: boolean;
+}
+
+export interface Agent {
+  readonly metrics: ProxyMetrics;
+  readonly health: HealthState;
+  readonly offload: Readonly<OffloadState> & { reason: string };
+  /** Every sync's outcome, for tests and embedders. */
+  readonly syncs$: Subject<SyncResult>;
+  readonly servers: ObservabilityServer[];
+  /** Stops watching and syncing; the programmed rules stay in place. */
+  stop(): Promise<void>;
+}
+
+export function netnsPath(netns: string | undefined): string | undefined {
+  if (netns === undefined) return undefined;
+  return netns.includes('/') ? netns : `/var/run/netns/${netns}`;
+}
+
+export function streamsOptions(options: AgentOptions, nodeName: string, logger: Logger): ClusterStreamsOptions {
+  return options.manifests !== undefined
+    ? { source: 'manifests', path: options.manifests, nodeName, serviceProxyName: options.serviceProxyName, logger }
+    : { source: 'apiserver', kubeConfig: options.kubeconfig, nodeName, serviceProxyName: options.serviceProxyName, logger };
+}
+
+function localAddresses(): LocalAddress[] {
+  const out: LocalAddress[] = [];
+  for (const list of Object.values(networkInterfaces())) {
+    for (const a of list ?? []) if (!a.internal) out.push({ address: a.address, family: a.family === 'IPv4' ? 'IPv4' : 'IPv6' });
+  }
+  return out;
+}
+
+function interfaceFilter(options: AgentOptions): FlowtableDeviceFilter {
+  const asMatcher = (names: string[]) => (names.length === 1 && /^\/.*\/$/.test(names[0]!) ? new RegExp(names[0]!.slice(1, -1)) : names);
+  return {
+    ...(options.offloadInterfaces.length > 0 ? { include: asMatcher(options.offloadInterfaces) } : {}),
+    ...(options.offloadExcludeInterfaces.length > 0 ? { exclude: asMatcher(options.offloadExcludeInterfaces) } : {}),
+  };
+}
+
+/** KEP-4963: decide whether to offload and tell the operator clearly when the kernel cannot. */
+async function decideOffload(options: AgentOptions, gates: FeatureGates, dataplane: Dataplane, logger: Logger): Promise<OffloadState & { reason: string }> {
+  if (!gates.KubeProxyAcceleration) return { wanted: false, supported: false, devices: [], reason: 'feature gate KubeProxyAcceleration is off' };
+  if (options.offloadPacketThreshold === 0) return { wanted: false, supported: false, devices: [], reason: '--offload-packet-threshold is 0' };
+  const answer = await probeFlowtables(dataplane);
+  if (answer.status !== 'supported') {
+    logger.warn(
+      { capability: 'flowtable', status: answer.status, reason: answer.reason },
+      'flowtable acceleration (KEP-4963) is OFF: this kernel has no nftables flowtables (needs CONFIG_NF_FLOW_TABLE, nf_flow_table_inet and nft_flow_offload); Service traffic is proxied without offload',
+    );
+    return { wanted: true, supported: false, devices: [], reason: answer.reason };
+  }
+  return { wanted: true, supported: true, devices: [], reason: answer.reason };
+}
+
+export async function startAgent(options: AgentOptions, deps: AgentDeps): Promise<Agent> {
+  const { logger, dataplane } = deps;
+  const gates = parseFeatureGates(options.featureGates);
+  const nodeName = options.hostnameOverride ?? hostname();
+  const metrics = new ProxyMetrics();
+  const health = new HealthState(2 * options.syncPeriodMs);
+  const subs = new Subscription();
+  const syncs$ = new Subject<SyncResult>();
+  const servers: ObservabilityServer[] = [];
+
+  logger.info({ nodeName, table: options.table, featureGates: gates, netns: options.netns }, 'starting kube-nft-proxy');
+  const offload = await decideOffload(options, gates, dataplane, logger);
+  metrics.offloadEnabled.set(offload.wanted && offload.supported ? 1 : 0);
+
+  const streams = deps.streams ?? (await createClusterStreams(streamsOptions(options, nodeName, logger)));
+  const tracker = new ServiceChangeTracker({ nodeName, featureGates: gates });
+  let node: NodeInfo | undefined;
+  const local = options.netns === undefined ? localAddresses() : [];
+  const configNow = () => rulesetConfigFor(options, node, offload, local);
+
+  /** Trigger times handed to the reconciler, observed once their sync lands. */
+  let pendingTriggers: number[] = [];
+  let inFlightTriggers: number[] = [];
+  const reconciler = new Reconciler({
+    dataplane,
+    config: configNow(),
+    now: () => (deps.scheduler ?? { now: Date.now }).now(),
+    servicePorts: () => {
+      const drained = tracker.drain();
+      for (const w of drained.warnings) logger.warn({ warning: w }, 'service model warning');
+      for (const c of drained.changes) pendingTriggers.push(c.triggeredAt);
+      inFlightTriggers = pendingTriggers;
+      pendingTriggers = [];
+      return [...tracker.servicePorts()];
+    },
+  });
+
+  const changes$ = new Subject<void>();
+  const markChanged = () => {
+    health.queued(Date.now());
+    metrics.lastQueuedTimestamp.set(Date.now() / 1000);
+    changes$.next();
+  };
+  subs.add(
+    streams.services$.subscribe((ev) => {
+      tracker.onService(ev, Date.now());
+      metrics.serviceChanges.inc();
+      markChanged();
+    }),
+  );
+  subs.add(
+    streams.endpointSlices$.subscribe((ev) => {
+      tracker.onEndpointSlice(ev, Date.now());
+      metrics.endpointChanges.inc();
+      markChanged();
+    }),
+  );
+  subs.add(
+    streams.node$.subscribe((n) => {
+      node = n;
+      tracker.onNode(n, Date.now());
+      reconciler.setConfig(configNow());
+      markChanged();
+    }),
+  );
+
+  let monitor: LinkMonitor | undefined;
+  if (offload.wanted && offload.supported) {
+    monitor = deps.linkMonitor ? deps.linkMonitor() : new LinkMonitor({ netns: netnsPath(options.netns) });
+    const filter = interfaceFilter(options);
+    subs.add(
+      monitor.links$.subscribe((links) => {
+        const devices = flowtableDevices(links, filter);
+        if (devices.join('\0') === offload.devices.join('\0')) return;
+        logger.info({ devices }, 'flowtable devices follow the node interfaces');
+        offload.devices = devices;
+        metrics.offloadDevices.set(devices.length);
+        reconciler.setConfig(configNow());
+        markChanged();
+      }),
+    );
+    monitor.start();
+  }
+
+  let firstSync = true;
+  subs.add(
+    syncRunner({
+      changes$: merge(changes$),
+      synced$: streams.synced$,
+      sync: (request) => {
+        if (firstSync) logger.info({ services: streams.services.size, endpointSlices: streams.endpointSlices.size }, 'cluster state synced; programming the initial ruleset');
+        return reconciler.sync(request);
+      },
+      minSyncPeriodMs: options.minSyncPeriodMs,
+      syncPeriodMs: options.syncPeriodMs,
+      scheduler: deps.scheduler,
+    }).subscribe((result) => {
+      const r = result.report;
+      const fields = {
+        reason: result.reason,
+        kind: r?.kind ?? result.request.kind,
+        ops: r?.ops,
+        servicePorts: r?.servicePorts,
+        endpointChains: r?.endpointChains,
+        staleChains: r?.staleChains,
+        durationMs: Math.round(result.durationMs * 10) / 10,
+      };
+      if (result.ok) {
+        firstSync = false;
+        const now = Date.now();
+        health.synced(now);
+        metrics.recordSync(r?.kind === 'full' ? 'full' : 'partial', result.durationMs / 1000, now / 1000);
+        for (const t of inFlightTriggers) metrics.networkProgrammingDuration.observe(Math.max(0, now - t) / 1000);
+        inFlightTriggers = [];
+        for (const p of r?.problems ?? []) logger.warn({ problem: p }, 'service port left out of the ruleset');
+        logger.info(fields, 'synced nftables rules');
+      } else {
+        pendingTriggers = inFlightTriggers.concat(pendingTriggers);
+        inFlightTriggers = [];
+        metrics.syncFailures.inc();
+        logger.error({ ...fields, consecutiveFailures: result.consecutiveFailures, err: result.error }, 'nftables sync failed; will retry');
+      }
+      syncs$.next(result);
+    }),
+  );
+
+  if (deps.serveHttp ?? true) {
+    servers.push(await startObservabilityServer(options.healthzBindAddress, { health }));
+    servers.push(await startObservabilityServer(options.metricsBindAddress, { metrics }));
+  }
+
+  return {
+    metrics,
+    health,
+    offload,
+    syncs$,
+    servers,
+    async stop() {
+      subs.unsubscribe();
+      monitor?.stop();
+      syncs$.complete();
+      await Promise.all(servers.map((s) => s.close()));
+      if (!deps.streams) await streams.stop();
+      logger.info('stopped; the programmed rules stay in place');
+    },
+  };
+}
