@@ -6,7 +6,7 @@
 // Only per-service objects contain a '/', which is how a listing read back from
 // the kernel tells them apart from the skeleton.
 
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Protocol } from '../k8s/types.ts';
 
 export const CHAIN = {
@@ -69,7 +69,7 @@ const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
 
 /** First 8 base32 characters (40 bits) of SHA-256: unique in practice, and different at a glance for names that differ in one digit. */
 export function shortHash(text: string): string {
-  const d = createHash('sha256').update(text).digest();
+  const d = hash('sha256', text, 'buffer');
   // 40 bits = the first 5 bytes, 5 bits per character.
   let bits = 0;
   let acc = 0;

@@ -41,14 +41,59 @@ export interface Ruleset {
   tables: Table[];
   /** Static objects of each family's table, by family. */
   skeletons: ReadonlyMap<IPFamily, Fragment>;
-  /** By ServicePort id, in id order. */
+  /** By ServicePort id. */
   services: ReadonlyMap<string, RenderedServicePort>;
-  /** Every element of the ruleset by objectKey: the first claim (skeleton, then id order) wins. */
+  /** Every element of the ruleset by objectKey: of several claims, the skeleton's, then the lowest ServicePort id's, wins. */
   elements: ReadonlyMap<string, ElementClaim>;
+  /** Keys claimed by more than one fragment, with every claim, winner first. */
+  contested: ReadonlyMap<string, readonly ElementClaim[]>;
   problems: RenderProblem[];
 }
 
 const FAMILIES: readonly IPFamily[] = ['IPv4', 'IPv6'];
+
+const rank = (owner: string): string => (owner.startsWith('skeleton:') ? `\0${owner}` : owner);
+
+/** Element claims, copied from the previous ruleset and patched for what changed. */
+class Claims {
+  readonly elements: Map<string, ElementClaim>;
+  readonly contested: Map<string, readonly ElementClaim[]>;
+  constructor(from?: Ruleset) {
+    this.elements = new Map(from?.elements);
+    this.contested = new Map(from?.contested);
+  }
+
+  add(owner: string, fragment: Fragment): void {
+    for (const element of fragment.elements) {
+      const key = objectKey(element);
+      const cur = this.elements.get(key);
+      if (!cur) {
+        this.elements.set(key, { owner, element });
+        continue;
+      }
+      const list = this.contested.get(key) ?? [cur];
+      if (list.some((c) => c.owner === owner)) continue;
+      const next = [...list, { owner, element }].sort((a, b) => (rank(a.owner) < rank(b.owner) ? -1 : 1));
+      this.contested.set(key, next);
+      this.elements.set(key, next[0]!);
+    }
+  }
+
+  remove(owner: string, fragment: Fragment): void {
+    for (const element of fragment.elements) {
+      const key = objectKey(element);
+      const list = this.contested.get(key);
+      if (!list) {
+        if (this.elements.get(key)?.owner === owner) this.elements.delete(key);
+        continue;
+      }
+      const next = list.filter((c) => c.owner !== owner);
+      if (next.length === 1) this.contested.delete(key);
+      else this.contested.set(key, next);
+      this.elements.set(key, next[0]!);
+    }
+  }
+}
 
 export function renderRuleset(servicePorts: readonly ServicePort[], config: RulesetConfig, previous?: Ruleset): Ruleset {
   const reuse = previous !== undefined && sameConfig(previous.config, config) ? previous : undefined;
@@ -62,9 +107,8 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
     skeletons.set(family, reuse?.skeletons.get(family) ?? renderSkeleton(family, fc, config));
   }
 
-  const sorted = [...servicePorts].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const services = new Map<string, RenderedServicePort>();
-  for (const sp of sorted) {
+  for (const sp of servicePorts) {
     if (services.has(sp.id)) {
       problems.push({ servicePortId: sp.id, code: 'ERR_DUPLICATE_SERVICE_PORT', message: `service port ${sp.id} appears twice; the first is used` });
       continue;
@@ -87,24 +131,28 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
     }
   }
 
-  const elements = new Map<string, ElementClaim>();
-  const claim = (owner: string, element: Element): void => {
-    const key = objectKey(element);
-    const first = elements.get(key);
-    if (!first) {
-      elements.set(key, { owner, element });
-    } else if (!sameElementValue(first.element, element) && owner !== first.owner) {
+  // Only what changed is re-claimed: an incremental render costs the change, not the ruleset.
+  const claims = new Claims(reuse);
+  if (reuse) {
+    for (const [id, r] of reuse.services) if (services.get(id)?.fragment !== r.fragment) claims.remove(id, r.fragment);
+    for (const [id, r] of services) if (reuse.services.get(id)?.fragment !== r.fragment) claims.add(id, r.fragment);
+  } else {
+    for (const [family, s] of skeletons) claims.add(`skeleton:${family}`, s);
+    for (const [id, r] of services) claims.add(id, r.fragment);
+  }
+  for (const [key, list] of claims.contested) {
+    const winner = list[0]!;
+    for (const c of list.slice(1)) {
+      if (sameElementValue(winner.element, c.element)) continue;
       problems.push({
-        servicePortId: owner,
+        servicePortId: c.owner,
         code: 'ERR_ELEMENT_CONFLICT',
-        message: `${key} is wanted by ${first.owner} and ${owner} with different verdicts; ${first.owner} keeps it`,
+        message: `${key} is wanted by ${winner.owner} and ${c.owner} with different verdicts; ${winner.owner} keeps it`,
       });
     }
-  };
-  for (const [family, s] of skeletons) for (const e of s.elements) claim(`skeleton:${family}`, e);
-  for (const [id, r] of services) for (const e of r.fragment.elements) claim(id, e);
+  }
 
-  return { config, tables, skeletons, services, elements, problems };
+  return { config, tables, skeletons, services, elements: claims.elements, contested: claims.contested, problems };
 }
 
 export function sameElementValue(a: Element, b: Element): boolean {

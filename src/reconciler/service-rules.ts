@@ -27,9 +27,11 @@ import {
   fibLocal,
   goto,
   jump,
-  l4proto,
+  jumpMarkForMasquerade,
+  l4protoIs,
   lookup,
   match,
+  numgenZero,
   protoText,
   saddr,
   tableFamily,
@@ -125,13 +127,15 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
   const internalChain = iLocal ? localChain : serviceChain;
 
   const affinity = sp.sessionAffinityTimeout;
-  const endpointChain = new Map<string, { chain: string; set: string; ep: Endpoint }>();
-  const endpointFor = (ep: Endpoint): { chain: string; set: string; ep: Endpoint } => {
+  type EndpointNames = { chain: string; set: string; ep: Endpoint; goto: Statement };
+  const endpointChain = new Map<string, EndpointNames>();
+  const endpointFor = (ep: Endpoint): EndpointNames => {
     const key = `${ep.ip}/${ep.port}`;
     let e = endpointChain.get(key);
     if (!e) {
       const epBase = endpointNameBase(sp, ep.ip, ep.port);
-      e = { chain: PREFIX.endpoint + epBase, set: PREFIX.affinity + epBase, ep };
+      const chain = PREFIX.endpoint + epBase;
+      e = { chain, set: PREFIX.affinity + epBase, ep, goto: goto(chain) };
       endpointChain.set(key, e);
     }
     return e;
@@ -143,12 +147,12 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
     b.chain(name);
     if (masquerade) b.rule(name, masquerade);
     if (affinity !== undefined) {
-      for (const e of list) b.rule(name, [lookup([saddr(family)], e.set), goto(e.chain)]);
+      for (const e of list) b.rule(name, [lookup([saddr(family)], e.set), e.goto]);
     }
     list.forEach((e, i) => {
       const left = list.length - i;
-      if (left === 1) b.rule(name, [goto(e.chain)]);
-      else b.rule(name, [match({ kind: 'numgen', mod: left }, '0'), goto(e.chain)]);
+      if (left === 1) b.rule(name, [e.goto]);
+      else b.rule(name, [numgenZero(left), e.goto]);
     });
   };
 
@@ -188,7 +192,7 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
   if (externallyAccessible && hasAny) {
     if (!eLocal) {
       // Endpoints may be on other nodes: masquerade so that replies come back through us.
-      b.rule(externalChain, [jump(CHAIN.markForMasquerade)]);
+      b.rule(externalChain, [jumpMarkForMasquerade]);
       if (externalEps && clusterWide) {
         b.rule(externalChain, [goto(serviceChain)]);
         usesService = true;
@@ -200,7 +204,7 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
         for (const cidr of fc.clusterCIDRs) b.rule(externalChain, [match(saddr(family), cidr), goto(serviceChain)], 'short-circuit pod traffic');
       }
       // The host's own traffic has a local address as source (maybe the LB IP itself): masquerade it.
-      b.rule(externalChain, [fibLocal('saddr'), jump(CHAIN.markForMasquerade)], 'masquerade local traffic');
+      b.rule(externalChain, [fibLocal('saddr'), jumpMarkForMasquerade], 'masquerade local traffic');
       if (clusterWide) b.rule(externalChain, [fibLocal('saddr'), goto(serviceChain)], 'short-circuit local traffic');
       if (clusterWide) usesService = true;
       if (externalEps && localOnly) {
@@ -213,11 +217,11 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
   // --- policy chains (the ClusterIP's masquerade rule lives in the internal one)
   const clusterIPMasquerade = (): Statement[] | undefined => {
     if (clusterIP === undefined || !clusterEps) return undefined;
-    const dest = [match(daddr(family), clusterIP), match(l4proto, proto), match(thDport, port)];
-    if (config.masqueradeAll) return [...dest, jump(CHAIN.markForMasquerade)];
+    const dest = [match(daddr(family), clusterIP), l4protoIs(proto), match(thDport, port)];
+    if (config.masqueradeAll) return [...dest, jumpMarkForMasquerade];
     // Off-cluster sources (a static route to the service range via any node) may
     // be bounced to another node: masquerade so that the reply comes back here.
-    if (fc.clusterCIDRs.length > 0) return [...dest, ...fc.clusterCIDRs.map((c) => match(saddr(family), c, '!=')), jump(CHAIN.markForMasquerade)];
+    if (fc.clusterCIDRs.length > 0) return [...dest, ...fc.clusterCIDRs.map((c) => match(saddr(family), c, '!=')), jumpMarkForMasquerade];
     return undefined;
   };
   if (usesService && clusterWide) policyChain(serviceChain, clusterWide, iLocal ? undefined : clusterIPMasquerade());
@@ -231,9 +235,9 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
     }
     const epPort = checkPort(sp.id, 'endpoint port', ep.port);
     // Hairpin: an endpoint reaching itself through the service must see the node as source.
-    b.rule(chain, [match(saddr(family), ep.ip), jump(CHAIN.markForMasquerade)]);
+    b.rule(chain, [match(saddr(family), ep.ip), jumpMarkForMasquerade]);
     if (affinity !== undefined) b.rule(chain, [{ kind: 'set-update', op: 'update', set, keys: [saddr(family)] }]);
-    b.rule(chain, [match(l4proto, proto), { kind: 'dnat', addr: ep.ip, port: Number(epPort) }]);
+    b.rule(chain, [l4protoIs(proto), { kind: 'dnat', addr: ep.ip, port: Number(epPort) }]);
   }
   return b.fragment;
 }
