@@ -286,9 +286,10 @@ void CommitBatch(const Batch& batch, const std::string& netnsPath, CommitResult*
   }
   // The kernel processes the batch inside send(), so its errors are already
   // queued; a generation request behind them marks where they end.
-  char req[MNL_SOCKET_BUFFER_SIZE];
-  nlmsghdr* gen = nftnl_nlmsg_build_hdr(req, NFT_MSG_GETGEN, AF_UNSPEC, NLM_F_ACK, sock.NextSeq());
+  // Sequence numbers: batch begin baseSeq, messages baseSeq+1..N, end N+1, sentinel N+2.
   const uint32_t lastBatchSeq = baseSeq + uint32_t(builder.messages.size()) + 1;
+  char req[MNL_SOCKET_BUFFER_SIZE];
+  nlmsghdr* gen = nftnl_nlmsg_build_hdr(req, NFT_MSG_GETGEN, AF_UNSPEC, NLM_F_ACK, lastBatchSeq + 1);
   std::vector<char> buf(1 << 18);
   bool sentinelSent = false;
   auto handleError = [&](const nlmsghdr* nlh) {

@@ -73,9 +73,11 @@ class Writer {
 };
 
 // Writes every set attribute in [0, max) that get() returns, except the skipped ones.
+// `strings` lists the attributes that are C strings: libnftnl 1.2.4 reports a
+// wrong length for some (NFTNL_CHAIN_TYPE answers 4), so their length is measured.
 template <typename Obj, typename IsSet, typename Get>
 void WriteAttrs(Writer& w, Obj* obj, uint16_t max, IsSet isSet, Get get,
-                std::initializer_list<uint16_t> skip = {}) {
+                std::initializer_list<uint16_t> skip = {}, std::initializer_list<uint16_t> strings = {}) {
   size_t mark = w.Mark();
   uint16_t n = 0;
   for (uint16_t id = 0; id < max; id++) {
@@ -84,7 +86,11 @@ void WriteAttrs(Writer& w, Obj* obj, uint16_t max, IsSet isSet, Get get,
     if (skipped || !isSet(obj, id)) continue;
     uint32_t len = 0;
     const void* p = get(obj, id, &len);
-    if (p == nullptr || len > 65536) continue;
+    if (p == nullptr) continue;
+    bool isString = false;
+    for (uint16_t s : strings) isString |= s == id;
+    if (isString) len = uint32_t(strnlen(static_cast<const char*>(p), kMaxNameLength + 1)) + 1;
+    if (len > 65536) continue;
     w.Attr(id, AttrType::Bytes, p, len);
     n++;
   }
@@ -120,7 +126,7 @@ struct Dumper {
       nftnl_table* got = nftnl_table_alloc();
       if (nftnl_table_nlmsg_parse(nlh, got) >= 0) {
         w.U8(uint8_t(ObjectKind::Table));
-        WriteAttrs(w, got, __NFTNL_TABLE_MAX, nftnl_table_is_set, nftnl_table_get_data);
+        WriteAttrs(w, got, __NFTNL_TABLE_MAX, nftnl_table_is_set, nftnl_table_get_data, {}, {NFTNL_TABLE_NAME});
         *found = true;
       }
       nftnl_table_free(got);
@@ -142,7 +148,8 @@ struct Dumper {
       if (nftnl_chain_nlmsg_parse(nlh, got) >= 0 && table == nftnl_chain_get_str(got, NFTNL_CHAIN_TABLE)) {
         w.U8(uint8_t(ObjectKind::Chain));
         size_t mark = w.out.size();
-        WriteAttrs(w, got, __NFTNL_CHAIN_MAX, nftnl_chain_is_set, nftnl_chain_get_data, {NFTNL_CHAIN_DEVICES});
+        WriteAttrs(w, got, __NFTNL_CHAIN_MAX, nftnl_chain_is_set, nftnl_chain_get_data, {NFTNL_CHAIN_DEVICES},
+                   {NFTNL_CHAIN_NAME, NFTNL_CHAIN_TABLE, NFTNL_CHAIN_TYPE, NFTNL_CHAIN_DEV});
         if (nftnl_chain_is_set(got, NFTNL_CHAIN_DEVICES)) {
           uint16_t n = uint16_t(w.out[mark] | (w.out[mark + 1] << 8));
           w.StrArray(NFTNL_CHAIN_DEVICES, nftnl_chain_get_array(got, NFTNL_CHAIN_DEVICES));
@@ -165,7 +172,7 @@ struct Dumper {
       nftnl_rule* got = nftnl_rule_alloc();
       if (nftnl_rule_nlmsg_parse(nlh, got) >= 0 && table == nftnl_rule_get_str(got, NFTNL_RULE_TABLE)) {
         w.U8(uint8_t(ObjectKind::Rule));
-        WriteAttrs(w, got, __NFTNL_RULE_MAX, nftnl_rule_is_set, nftnl_rule_get_data);
+        WriteAttrs(w, got, __NFTNL_RULE_MAX, nftnl_rule_is_set, nftnl_rule_get_data, {}, {NFTNL_RULE_TABLE, NFTNL_RULE_CHAIN});
         size_t mark = w.Mark();
         uint16_t n = 0;
         std::pair<Writer*, uint16_t*> ctx{&w, &n};
@@ -204,7 +211,7 @@ struct Dumper {
       if (nftnl_set_nlmsg_parse(nlh, got) >= 0 && table == nftnl_set_get_str(got, NFTNL_SET_TABLE)) {
         w.U8(uint8_t(ObjectKind::Set));
         WriteAttrs(w, got, __NFTNL_SET_MAX, nftnl_set_is_set, nftnl_set_get_data,
-                   {NFTNL_SET_EXPR, NFTNL_SET_EXPRESSIONS});
+                   {NFTNL_SET_EXPR, NFTNL_SET_EXPRESSIONS}, {NFTNL_SET_TABLE, NFTNL_SET_NAME});
         names->push_back(nftnl_set_get_str(got, NFTNL_SET_NAME));
       }
       nftnl_set_free(got);
@@ -232,7 +239,7 @@ struct Dumper {
       nftnl_set_elems_iter* it = nftnl_set_elems_iter_create(got);
       for (nftnl_set_elem* e = nftnl_set_elems_iter_next(it); e != nullptr; e = nftnl_set_elems_iter_next(it)) {
         WriteAttrs(w, e, __NFTNL_SET_ELEM_MAX, nftnl_set_elem_is_set, nftnl_set_elem_get,
-                   {NFTNL_SET_ELEM_EXPR, NFTNL_SET_ELEM_EXPRESSIONS});
+                   {NFTNL_SET_ELEM_EXPR, NFTNL_SET_ELEM_EXPRESSIONS}, {NFTNL_SET_ELEM_CHAIN, NFTNL_SET_ELEM_OBJREF});
         n++;
       }
       nftnl_set_elems_iter_destroy(it);
@@ -256,7 +263,7 @@ struct Dumper {
         w.U8(uint8_t(ObjectKind::Flowtable));
         size_t mark = w.out.size();
         WriteAttrs(w, got, __NFTNL_FLOWTABLE_MAX, nftnl_flowtable_is_set, nftnl_flowtable_get_data,
-                   {NFTNL_FLOWTABLE_DEVICES});
+                   {NFTNL_FLOWTABLE_DEVICES}, {NFTNL_FLOWTABLE_NAME, NFTNL_FLOWTABLE_TABLE});
         if (nftnl_flowtable_is_set(got, NFTNL_FLOWTABLE_DEVICES)) {
           uint16_t n = uint16_t(w.out[mark] | (w.out[mark + 1] << 8));
           w.StrArray(NFTNL_FLOWTABLE_DEVICES, nftnl_flowtable_get_array(got, NFTNL_FLOWTABLE_DEVICES));

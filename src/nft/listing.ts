@@ -229,6 +229,11 @@ export function decodeListing(bytes: Uint8Array, family: Family): DecodedListing
   const byName = <T extends { name: string }>(x: T, y: T) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0);
   listing.chains.sort(byName);
   listing.sets.sort(byName);
+  const setOrder = new Map(listing.sets.map((c, i) => [c.name, i]));
+  listing.elements = listing.elements
+    .map((e, i) => ({ e, i }))
+    .sort((x, y) => (setOrder.get(x.e.set) ?? 0) - (setOrder.get(y.e.set) ?? 0) || x.i - y.i)
+    .map((x) => x.e);
   listing.flowtables.sort(byName);
   // Rules stay in chain order (the dump's order); chains by name.
   const chainOrder = new Map(listing.chains.map((ch, i) => [ch.name, i]));

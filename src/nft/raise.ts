@@ -11,7 +11,7 @@ import {
 } from './kernel-constants.ts';
 import type { FieldValue, KernelExpr } from './kernel-exprs.ts';
 import {
-  DEPENDENCY_REG, isHostOrder, keyBytes, MAX_DEPENDENCY_INDEX, PAYLOAD_FIELDS, selectorWidth, statementDependencies, type Dependency,
+  DEPENDENCY_REG, isHostOrder, keyBytes, MAX_DEPENDENCY_INDEX, networkBytes, PAYLOAD_FIELDS, selectorWidth, statementDependencies, type Dependency,
 } from './lower.ts';
 import { FIB_TYPES, selectorType } from './rule-checks.ts';
 import { valueFromBytes } from './values.ts';
@@ -137,7 +137,7 @@ function operandText(s: Selector, b: Uint8Array, hostValue?: bigint): string | n
     if (isHostOrder(s)) {
       if (b.length !== selectorWidth(s)) return null;
       const v = hostValue ?? readHost(b);
-      if (t === 'mark') return '0x' + v.toString(16).padStart(8, '0');
+      if (t === 'mark') return valueFromBytes('mark', networkBytes(v, 4));
       if (t === 'fib_type') return FIB_TYPES[Number(v)] ?? null;
       return v.toString();
     }
@@ -290,7 +290,7 @@ function parseNat(x: readonly KernelExpr[], i: number): Parsed {
 
 function parseMark(x: readonly KernelExpr[], i: number): Parsed {
   const isSet = (e: KernelExpr | undefined) => e?.name === 'meta' && e.key === META_KEY.mark && e.sreg === R1 && only(e, 'key', 'sreg');
-  const text = (b: Uint8Array | undefined) => (b && b.length === 4 ? '0x' + readHost(b).toString(16).padStart(8, '0') : null);
+  const text = (b: Uint8Array | undefined) => (b && b.length === 4 ? valueFromBytes('mark', networkBytes(readHost(b), 4)) : null);
   const a = x[i];
   if (a?.name === 'immediate' && a.dreg === R1 && only(a, 'dreg', 'data') && isSet(x[i + 1])) {
     const value = text(bytes(a.data));

@@ -21,7 +21,7 @@ export const addrArb = (type: 'ipv4_addr' | 'ipv6_addr', prefix: boolean): fc.Ar
   return fc.oneof(plain, pfx);
 };
 
-const markArb = fc.integer({ min: 1, max: 0xffffffff }).map((v) => '0x' + v.toString(16).padStart(8, '0'));
+const markArb = fc.integer({ min: 1, max: 0xffffffff }).map((v) => valueFromBytes('mark', Uint8Array.of(v >>> 24, (v >>> 16) & 255, (v >>> 8) & 255, v & 255)));
 const ifnameArb = fc.stringMatching(/^[a-z][a-z0-9]{0,14}$/);
 
 function valueArb(type: DataType): fc.Arbitrary<string> {
