@@ -137,7 +137,9 @@ export class Working {
       case 'add':
       case 'create':
         if (!cs) {
-          ts.chains.set(c.name, this.#own({ chain: copyChain(c), rules: [] }));
+          // The kernel gives every base chain a policy, accept unless told.
+          const stored = c.base ? { ...c, base: { ...c.base, policy: c.base.policy ?? 'accept' } } : copyChain(c);
+          ts.chains.set(c.name, this.#own({ chain: stored, rules: [] }));
           ts.nextHandle++;
           if (c.base) this.needsValidation = true;
           return;
