@@ -164,12 +164,12 @@ bool RtnlLinkSocket::RequestDump(ResyncReason reason, std::string* error, int* e
   dumpReason_ = deliveredSnapshot_ ? reason : ResyncReason::kInitial;
   dumpLinks_.clear();
   queued_.clear();
-  ++dumps_;
+  dumps_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
 bool RtnlLinkSocket::OnOverrun(std::string* error, int* errnoOut) {
-  ++overruns_;
+  overruns_.fetch_add(1, std::memory_order_relaxed);
   if (dumping_) {
     // A dump cannot be restarted while the kernel still runs it (EBUSY); let it
     // finish, throw its result away, and dump again.
@@ -177,12 +177,26 @@ bool RtnlLinkSocket::OnOverrun(std::string* error, int* errnoOut) {
     spoiledBy_ = ResyncReason::kOverrun;
     return true;
   }
-  return RequestDump(ResyncReason::kOverrun, error, errnoOut);
+  WantDump(ResyncReason::kOverrun);
+  return true;
+}
+
+// The dump is requested only once the receive queue has been read empty. After
+// an overrun the kernel marks the socket congested and drops every further
+// notification *silently* until the queue is empty again; a dump started
+// earlier could finish before a change that is then lost without a trace.
+void RtnlLinkSocket::WantDump(ResyncReason reason) {
+  dumpWanted_ = true;
+  wantedReason_ = reason;
+  queued_.clear();
 }
 
 bool RtnlLinkSocket::FinishDump(LinkBatch* out, std::string* error, int* errnoOut) {
   dumping_ = false;
-  if (dumpSpoiled_) return RequestDump(spoiledBy_, error, errnoOut);
+  if (dumpSpoiled_) {
+    WantDump(spoiledBy_);
+    return true;
+  }
   // The snapshot supersedes whatever changes this batch collected before it.
   out->resync = dumpReason_;
   out->snapshot = std::move(dumpLinks_);
@@ -219,6 +233,8 @@ bool RtnlLinkSocket::HandleMessage(const nlmsghdr* nlh, LinkBatch* out, std::str
     }
   }
   if (nlh->nlmsg_type != RTM_NEWLINK && nlh->nlmsg_type != RTM_DELLINK) return true;
+  // Older than the dump about to be requested, which will cover it.
+  if (dumpWanted_) return true;
   LinkChange change;
   if (!ParseLinkMessage(nlh, &change.link)) return true;
   change.removed = nlh->nlmsg_type == RTM_DELLINK;
@@ -239,7 +255,12 @@ RtnlLinkSocket::DrainResult RtnlLinkSocket::Drain(int maxReads, LinkBatch* out, 
     ssize_t n = recvmsg(fd_, &msg, MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return DrainResult::kDrained;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        if (!dumpWanted_ || dumping_) return DrainResult::kDrained;
+        dumpWanted_ = false;
+        if (!RequestDump(wantedReason_, error, errnoOut)) return DrainResult::kFailed;
+        continue;
+      }
       if (errno == ENOBUFS) {
         if (!OnOverrun(error, errnoOut)) return DrainResult::kFailed;
         continue;

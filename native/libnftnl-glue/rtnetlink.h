@@ -93,6 +93,7 @@ class RtnlLinkSocket {
   bool RequestDump(ResyncReason reason, std::string* error, int* errnoOut);
   bool HandleMessage(const nlmsghdr* nlh, LinkBatch* out, std::string* error, int* errnoOut);
   bool OnOverrun(std::string* error, int* errnoOut);
+  void WantDump(ResyncReason reason);
   bool FinishDump(LinkBatch* out, std::string* error, int* errnoOut);
 
   int fd_;
@@ -101,6 +102,8 @@ class RtnlLinkSocket {
   uint32_t dumpSeq_ = 0;
   bool dumping_ = false;
   bool dumpSpoiled_ = false;  // an overrun or NLM_F_DUMP_INTR hit the running dump
+  bool dumpWanted_ = false;   // a re-dump is due once the queue has been read empty
+  ResyncReason wantedReason_ = ResyncReason::kNone;
   ResyncReason spoiledBy_ = ResyncReason::kNone;
   bool deliveredSnapshot_ = false;
   ResyncReason dumpReason_ = ResyncReason::kNone;
