@@ -186,7 +186,7 @@ struct Dumper {
               self->first->Bytes(name, l);
               bool dynset = strcmp(name, "dynset") == 0;
               WriteAttrs(*self->first, e, 32, nftnl_expr_is_set, nftnl_expr_get,
-                         dynset ? std::initializer_list<uint16_t>{kDynsetExpr, kDynsetExpressions}
+                         dynset ? std::initializer_list<uint16_t>{NFTNL_EXPR_NAME, kDynsetExpr, kDynsetExpressions}
                                 : std::initializer_list<uint16_t>{NFTNL_EXPR_NAME});
               (*self->second)++;
               return 0;
