@@ -19,12 +19,14 @@
 //   a cycle or 16 nested jumps → EMLINK; NAT statements outside
 //   their chain type and hooks, flow offload outside forward → EOPNOTSUPP.
 //
-// Only the first failing operation is reported (the kernel may report more).
+// Operations the transaction checks refuse throw NftInvalidError before
+// anything applies, as the netlink dataplane does. Only the first failing
+// operation is reported (the kernel may report more).
 
 import { NftCommitError } from './dataplane.ts';
 import type { Dataplane, OperationFailure, TableListing } from './dataplane.ts';
 import type { Element, Family, NftMap, NftSet, Operation } from './objects.ts';
-import { NftInvalidError, validateOperations } from './transaction.ts';
+import { validateOperations } from './transaction.ts';
 import { Working } from './fake-kernel-apply.ts';
 import { validateBaseChainPaths } from './fake-kernel-paths.ts';
 import { copyChain, copyElement, ERRNO, KernelError, tableKey, type FakeKernelOptions, type TableState } from './fake-kernel-state.ts';
@@ -74,12 +76,9 @@ export class FakeKernel implements Dataplane {
         ops,
       );
     }
-    try {
-      validateOperations(ops, this.#containers());
-    } catch (e) {
-      if (e instanceof NftInvalidError) throw failure(ops, e.index, 'EINVAL', e.reason);
-      throw e;
-    }
+    // Like the netlink dataplane, refuse a transaction known to be broken
+    // before anything is sent: NftInvalidError, not a kernel errno.
+    validateOperations(ops, this.#containers());
     const tx = new Working(this.#tables, this.#options);
     let i = 0;
     try {
