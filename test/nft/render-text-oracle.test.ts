@@ -102,6 +102,27 @@ describe('render-text against nft (oracle)', () => {
     });
   });
 
+  it.each([
+    ['ip', '10.0.0.1', 'ip saddr', '10.0.0.0/8', 'icmp port-unreachable'],
+    ['ip6', 'fd00::1', 'ip6 saddr', 'fd00::/8', 'icmpv6 port-unreachable'],
+  ] as const)('a %s table (NAT without a family word, family rejects)', async (family, addr, field, prefix, reject) => {
+    const objs: NftObject[] = [
+      { kind: 'table', family, name: T },
+      { kind: 'chain', family, table: T, name: 'in', base: { type: 'filter', hook: 'input', priority: 0, policy: 'accept' } },
+      { kind: 'chain', family, table: T, name: 'post', base: { type: 'nat', hook: 'postrouting', priority: 100, policy: 'accept' } },
+      { kind: 'chain', family, table: T, name: 'pre', base: { type: 'nat', hook: 'prerouting', priority: -100, policy: 'accept' } },
+      { kind: 'rule', family, table: T, chain: 'in', exprs: [{ kind: 'reject', with: reject }] },
+      { kind: 'rule', family, table: T, chain: 'post', exprs: [{ kind: 'match', left: { kind: 'meta', key: 'l4proto' }, op: '==', right: 'udp' }, { kind: 'snat', addr, port: 53 }] },
+      { kind: 'rule', family, table: T, chain: 'pre', exprs: [{ kind: 'match', left: { kind: 'payload', field }, op: '==', right: prefix }, { kind: 'match', left: { kind: 'meta', key: 'l4proto' }, op: '==', right: 'tcp' }, { kind: 'dnat', addr, port: 80 }] },
+    ];
+    const tx = new Transaction();
+    for (const o of objs) tx.add(o);
+    await withNetns((ns) => {
+      load(ns, renderOperations(tx.ops()));
+      expect(withoutHandles(listingFromNftJson(ns.nftJson(), family, T)!)).toEqual(asNftLists(listingOf(objs)));
+    });
+  });
+
   it('flowtable text passes nft\'s parser; only the kernel refuses it (no CONFIG_NF_FLOW_TABLE)', async () => {
     // nft -c sends the batch without committing: a syntax error would stop nft
     // before the kernel; here the kernel answers ENOENT for the flowtable itself.
