@@ -198,6 +198,27 @@ describe('LinkMonitor (kernel)', () => {
     });
   });
 
+  it('a link moved to another namespace (as CNI does with a pod veth) leaves one monitor and joins the other', async () => {
+    await withNetns(async (host) => {
+      await withNetns(async (pod) => {
+        await withMonitor(host, async (hostMon, hostEvents) => {
+          await withMonitor(pod, async (podMon) => {
+            await until(podMon, () => true, 'the pod dump');
+            ip(host, 'link', 'add', 'knph', 'type', 'veth', 'peer', 'name', 'knpp');
+            await until(hostMon, (l) => !!byName(l, 'knpp'), 'knpp on the host');
+            ip(host, 'link', 'set', 'knpp', 'netns', pod.name);
+            const hostLinks = await until(hostMon, (l) => !byName(l, 'knpp'), 'knpp gone from the host');
+            const podLinks = await until(podMon, (l) => !!byName(l, 'knpp'), 'knpp in the pod');
+            expect(hostEvents).toContainEqual(expect.objectContaining({ type: 'removed', link: expect.objectContaining({ name: 'knpp' }) }));
+            expect(byName(podLinks, 'knpp')?.kind).toBe('veth');
+            expect(monitorView(hostLinks)).toEqual(oracleLinks(host));
+            expect(monitorView(podLinks)).toEqual(oracleLinks(pod));
+          });
+        });
+      });
+    });
+  });
+
   it('emits nothing after stop(), completes its observables and can not restart', async () => {
     await withNetns(async (ns) => {
       const mon = new LinkMonitor({ netns: ns.path });
