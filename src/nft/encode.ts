@@ -10,7 +10,7 @@ import {
   CHAIN_ATTR, DATA_VERDICT, ELEM_ATTR, ELEM_FLAG_INTERVAL_END, FAMILY_NUMBER, FLOWTABLE_ATTR, HOOK_NUMBER, KIND, MSG,
   NETDEV_INGRESS, NLM_F, RULE_ATTR, SET_ATTR, SET_FLAG, TABLE_ATTR, TYPE_BITS, TYPE_ID, UDATA_COMMENT, VERDICT_CODE,
 } from './kernel-constants.ts';
-import { exprAttrs } from './kernel-exprs.ts';
+import { writeExprAttrs } from './kernel-exprs.ts';
 import { keyBytes, lower } from './lower.ts';
 import { prefixRange, typeLength } from './values.ts';
 import { ByteWriter, type Attr } from './wire.ts';
@@ -280,10 +280,10 @@ class BatchEncoder {
     const exprs = withExprs ? lower(r.exprs, r.family) : [];
     this.w.u16(exprs.length);
     for (const e of exprs) {
-      const name = Buffer.from(e.name);
-      this.w.u8(name.length);
-      this.w.bytes(name);
-      this.w.attrs(exprAttrs(e));
+      const at = this.w.position;
+      this.w.u8(0);
+      this.w.patchU8(at, this.w.utf8(e.name));
+      writeExprAttrs(this.w, e);
     }
   }
 

@@ -2,8 +2,8 @@
 // registers...). lower.ts produces them from Statements, raise.ts turns them
 // back; this file maps their fields to libnftnl attribute ids, both ways.
 
-import type { AttrType } from './kernel-constants.ts';
-import { rawStr, rawU32, rawU64, rawU8, type Attr, type RawAttrs } from './wire.ts';
+import { AT, type AttrType } from './kernel-constants.ts';
+import { rawStr, rawU32, rawU64, rawU8, type Attr, type ByteWriter, type RawAttrs } from './wire.ts';
 
 export type FieldValue = number | bigint | string | Uint8Array;
 
@@ -38,6 +38,32 @@ export const EXPR_SCHEMA: Readonly<Record<string, Schema>> = {
   byteorder: { dreg: [1, 'u32'], sreg: [2, 'u32'], op: [3, 'u32'], len: [4, 'u32'], size: [5, 'u32'] },
   notrack: {},
 };
+
+/** Writes a kernel expression's fields as batch attributes (the encoder's hot path: no Attr objects). */
+export function writeExprAttrs(w: ByteWriter, e: KernelExpr): void {
+  const schema = EXPR_SCHEMA[e.name];
+  if (!schema) throw new Error(`no schema for kernel expression ${e.name}`);
+  const countAt = w.position;
+  w.u16(0);
+  let n = 0;
+  for (const field in e) {
+    if (field === 'name') continue;
+    const spec = schema[field];
+    if (!spec) throw new Error(`kernel expression ${e.name} has no field ${field}`);
+    const value = e[field]!;
+    const type = spec[1];
+    if (type === 'u32') {
+      w.u16(spec[0]);
+      w.u8(AT.u32);
+      w.u32(4);
+      w.u32(value as number);
+    } else {
+      w.attr({ id: spec[0], type, value });
+    }
+    n++;
+  }
+  w.patchU16(countAt, n);
+}
 
 /** Fields of a kernel expression as batch attributes. */
 export function exprAttrs(e: KernelExpr): Attr[] {

@@ -94,6 +94,9 @@ export class ByteWriter {
   get raw(): Uint8Array {
     return this.#buf;
   }
+  patchU8(at: number, v: number): void {
+    this.#buf[at] = v;
+  }
   patchU16(at: number, v: number): void {
     this.#view.setUint16(at, v, true);
   }

@@ -190,8 +190,8 @@ describe('elements', () => {
     const sortKey = (e: Element) => `${e.set} ${e.key.join(' ')}`;
     expect(l.elements.sort((a, b) => sortKey(a).localeCompare(sortKey(b)))).toEqual([...elements].sort((a, b) => sortKey(a).localeCompare(sortKey(b))));
     const nftSets = [...nftList(ns, 'set'), ...nftList(ns, 'map')];
-    expect(JSON.stringify(nftSets.find((s) => s.name === 'cidrs').elem)).toBe(JSON.stringify([{ prefix: { addr: '10.0.0.0', len: 8 } }, '192.0.2.7']));
-    const vips = JSON.stringify(nftSets.find((s) => s.name === 'service-ips').elem);
+    expect(JSON.stringify(nftSets.find((s) => s.name === 'cidrs')!.elem)).toBe(JSON.stringify([{ prefix: { addr: '10.0.0.0', len: 8 } }, '192.0.2.7']));
+    const vips = JSON.stringify(nftSets.find((s) => s.name === 'service-ips')!.elem);
     expect(vips).toContain('{"concat":["10.96.0.1","tcp",443]},{"goto":{"target":"svc-a"}}');
     expect(vips).toContain('"concat":["10.96.0.2","udp",53]');
     expect(vips).toContain('"comment":"dns"');
