@@ -3,7 +3,7 @@
 
 import type { Chain, Element, Flowtable, NftMap, NftSet, Operation, Rule, Table } from './objects.ts';
 import { prefixRange } from './values.ts';
-import { copyChain, copyElement, elementKey, err, tableKey, type ChainState, type FakeKernelOptions, type SetState, type TableState } from './fake-kernel-state.ts';
+import { copyChain, copyElement, copyRule, elementKey, err, tableKey, type ChainState, type FakeKernelOptions, type SetState, type TableState } from './fake-kernel-state.ts';
 
 /** The state a transaction builds: copied on first write, object by object. */
 export class Working {
@@ -304,7 +304,7 @@ export class Working {
     }
     this.#ruleRefs(ts, r, +1);
     this.needsValidation = true;
-    const stored: Rule = { ...r, exprs: r.exprs.map((s) => ({ ...s })), handle };
+    const stored: Rule = { ...copyRule(r), handle };
     this.origin.set(stored, index);
     return stored;
   }

@@ -1,7 +1,7 @@
 // Shared pieces of the fake kernel: its state shapes, errnos and the error
 // its model throws. See fake-kernel.ts for what the model does.
 
-import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Rule, Table } from './objects.ts';
+import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Rule, Statement, Table } from './objects.ts';
 
 export const ERRNO: Readonly<Record<string, number>> = {
   EIO: 5, ENOENT: 2, EEXIST: 17, EBUSY: 16, EINVAL: 22, EMLINK: 31, EOPNOTSUPP: 95, ENOBUFS: 105, ENOMEM: 12, EPERM: 1,
@@ -59,4 +59,22 @@ export function copyChain(c: Chain): Chain {
 
 export function copyElement(e: Element): Element {
   return { ...e, key: [...e.key], ...(e.value !== undefined && typeof e.value !== 'string' ? { value: { ...e.value } } : {}) };
+}
+
+/** A rule copied deep enough that neither the caller nor a listing reader can change the model's state. */
+export function copyRule(r: Rule): Rule {
+  return { ...r, exprs: r.exprs.map(copyStatement) };
+}
+
+function copyStatement(s: Statement): Statement {
+  switch (s.kind) {
+    case 'match':
+      return { ...s, left: { ...s.left } };
+    case 'lookup':
+    case 'vmap':
+    case 'set-update':
+      return { ...s, keys: s.keys.map((k) => ({ ...k })) };
+    default:
+      return { ...s };
+  }
 }

@@ -46,6 +46,8 @@ export function typeLength(type: DataType): number {
 }
 
 const IFNAMSIZ = 16;
+const UTF8_ENCODER = new TextEncoder();
+const UTF8_DECODER = new TextDecoder('utf-8');
 
 const PROTO_BY_NAME: Record<string, number> = { tcp: 6, udp: 17, sctp: 132, icmp: 1, icmpv6: 58, 'ipv6-icmp': 58 };
 const PROTO_NAME: Record<number, string> = { 6: 'tcp', 17: 'udp', 132: 'sctp', 1: 'icmp', 58: 'icmpv6' };
@@ -111,7 +113,7 @@ export function valueBytes(type: DataType, text: string): Uint8Array {
     case 'ifname': {
       checkIfname(text);
       const out = new Uint8Array(IFNAMSIZ);
-      new TextEncoder().encodeInto(text, out);
+      UTF8_ENCODER.encodeInto(text, out);
       return out;
     }
     case 'verdict':
@@ -129,7 +131,7 @@ export function valueFromBytes(type: DataType, bytes: Uint8Array): string {
     if (bytes.length === 0 || bytes.length > IFNAMSIZ) fail(`expected 1 to ${IFNAMSIZ} bytes`);
     let end = bytes.indexOf(0);
     if (end < 0) end = bytes.length;
-    const name = new TextDecoder('utf-8', { fatal: false }).decode(bytes.subarray(0, end));
+    const name = UTF8_DECODER.decode(bytes.subarray(0, end));
     checkIfname(name);
     return name;
   }

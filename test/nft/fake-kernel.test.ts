@@ -159,9 +159,12 @@ describe('FakeKernel: invalid operations, faults, counters, listing', () => {
     expect(la.chains.map((c) => c.name)).toEqual([...la.chains.map((c) => c.name)].sort());
     expect(la.sets.map((c) => c.name)).toEqual([...la.sets.map((c) => c.name)].sort());
     la.chains[0]!.name = 'mutated';
+    const vmapRule = la.rules.find((r) => r.exprs[0]!.kind === 'vmap')!;
+    (vmapRule.exprs[0] as { keys: Array<{ kind: string }> }).keys[0]!.kind = 'mutated';
     la.elements[0]!.key[0] = 'mutated';
     expect(a.listSync(F, T)!.chains[0]!.name).not.toBe('mutated');
     expect(a.listSync(F, T)!.elements[0]!.key[0]).not.toBe('mutated');
+    expect(JSON.stringify(a.listSync(F, T)!.rules)).not.toContain('mutated');
     expect(a.listSync('ip', T)).toBeUndefined();
   });
 
