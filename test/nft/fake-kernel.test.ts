@@ -180,6 +180,7 @@ describe('FakeKernel: invalid operations, faults, counters, listing', () => {
     const small = performance.now() - t0;
     console.log(`fake-kernel: 100k elements in ${full.toFixed(0)} ms; a 2-op commit after them in ${small.toFixed(1)} ms`);
     expect(fake.listSync(F, T)!.elements.length).toBe(99_999);
-    expect(full).toBeLessThan(3000);
+    // A guard against quadratic behaviour, loose enough for a loaded 2-core box.
+    expect(full).toBeLessThan(10_000);
   });
 });
