@@ -106,6 +106,17 @@ export async function createCluster(podNames: string[], backendPorts: number[] =
     sh(lb, ['route', 'add', 'default', 'via', '198.51.100.1']);
     sh(lb, ['route', 'add', 'local', '203.0.113.0/24', 'dev', 'lo']);
 
+    // A real node has a default route. Ours leads over a veth into the lb
+    // namespace, which has no address on that end and answers nothing: unrouted
+    // addresses (ClusterIPs without rules) reach the forward hook as they would
+    // on a node, and nothing leaves these namespaces. (This kernel has no dummy
+    // device type.)
+    sh(node, ['link', 'add', 'uplink', 'type', 'veth', 'peer', 'name', 'sink0', 'netns', lb.name]);
+    sh(node, ['link', 'set', 'uplink', 'up']);
+    sh(lb, ['link', 'set', 'sink0', 'up']);
+    sh(node, ['route', 'add', 'default', 'dev', 'uplink']);
+    sh(node, ['-6', 'route', 'add', 'default', 'dev', 'uplink']);
+
     // pods on a bridge
     sh(node, ['link', 'add', 'cbr0', 'type', 'bridge']);
     sh(node, ['addr', 'add', '10.244.0.1/24', 'dev', 'cbr0']);
