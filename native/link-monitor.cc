@@ -29,6 +29,7 @@
 #include <climits>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -107,7 +108,8 @@ void CallReporting(Napi::Env env, Napi::Function fn, Napi::Value arg) {
 
 class LinkMonitor;
 
-// What the reader thread produces: a batch, or the error that ended it.
+// What the reader thread has for JS: the batches since the last delivery,
+// merged, and the error that ended the reader, if one did.
 struct Delivery {
   knp::LinkBatch batch;
   bool failed = false;
@@ -124,6 +126,12 @@ struct Session {
   std::atomic<bool> stopping{false};
   napi_threadsafe_function tsfn = nullptr;
   Napi::FunctionReference onError;
+  // Shared with the reader. At most one call is queued at a time; whatever the
+  // reader reads meanwhile joins `pending`, so a busy JS thread gets fewer,
+  // bigger batches instead of a growing queue of small ones.
+  std::mutex mutex;
+  Delivery pending;
+  bool callQueued = false;
   // JS thread only: set when the monitor let go of this session; deliveries
   // still queued are then dropped.
   bool stopped = false;
@@ -151,30 +159,35 @@ struct Session {
       int n = poll(fds, 2, -1);
       if (n < 0) {
         if (errno == EINTR) continue;
-        auto d = std::make_unique<Delivery>();
-        d->failed = true;
-        d->err = errno;
-        d->error = std::string("poll: ") + strerror(errno);
+        Delivery d;
+        d.failed = true;
+        d.err = errno;
+        d.error = std::string("poll: ") + strerror(errno);
         Post(std::move(d));
         return;
       }
       if (fds[1].revents != 0) return;
       if (fds[0].revents == 0) continue;
-      auto d = std::make_unique<Delivery>();
-      auto result = socket->Drain(kReadsPerBatch, &d->batch, &d->error, &d->err);
-      d->failed = result == knp::RtnlLinkSocket::DrainResult::kFailed;
-      if (d->failed || !d->batch.Empty()) {
-        bool closing = !Post(std::move(d));
-        if (closing) return;
-      }
+      Delivery d;
+      auto result = socket->Drain(kReadsPerBatch, &d.batch, &d.error, &d.err);
+      d.failed = result == knp::RtnlLinkSocket::DrainResult::kFailed;
+      if ((d.failed || !d.batch.Empty()) && !Post(std::move(d))) return;
       if (result == knp::RtnlLinkSocket::DrainResult::kFailed) return;
     }
   }
 
   // False when the thread-safe function is closing: the reader must stop.
-  bool Post(std::unique_ptr<Delivery> d) {
-    if (napi_call_threadsafe_function(tsfn, d.get(), napi_tsfn_nonblocking) != napi_ok) return false;
-    d.release();
+  bool Post(Delivery d) {
+    std::lock_guard<std::mutex> lock(mutex);
+    knp::AppendBatch(&pending.batch, std::move(d.batch));
+    if (d.failed) {
+      pending.failed = true;
+      pending.error = std::move(d.error);
+      pending.err = d.err;
+    }
+    if (callQueued) return true;
+    if (napi_call_threadsafe_function(tsfn, nullptr, napi_tsfn_nonblocking) != napi_ok) return false;
+    callQueued = true;
     return true;
   }
 
@@ -342,10 +355,15 @@ class LinkMonitor : public Napi::ObjectWrap<LinkMonitor> {
 };
 
 void Session::CallJs(napi_env rawEnv, napi_value jsCallback, void* context, void* data) {
-  std::unique_ptr<Delivery> delivery(static_cast<Delivery*>(data));
   auto* session = static_cast<Session*>(context);
-  // A null env: the function is being torn down and only wants data freed.
+  // A null env: the function is being torn down (there is no data to free).
   if (rawEnv == nullptr || session->stopped) return;
+  auto delivery = std::make_unique<Delivery>();
+  {
+    std::lock_guard<std::mutex> lock(session->mutex);
+    std::swap(*delivery, session->pending);
+    session->callQueued = false;
+  }
   Napi::Env env(rawEnv);
   try {
     Napi::HandleScope scope(env);

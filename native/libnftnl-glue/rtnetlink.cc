@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 
 #include "netns-socket.h"
 
@@ -47,6 +48,21 @@ int FindInfoKind(const nlattr* attr, void* data) {
 }
 
 }  // namespace
+
+void AppendBatch(LinkBatch* pending, LinkBatch&& next) {
+  if (next.resync != ResyncReason::kNone) {
+    ResyncReason first = pending->resync == ResyncReason::kInitial ? ResyncReason::kInitial : next.resync;
+    *pending = std::move(next);
+    pending->resync = first;
+    return;
+  }
+  if (pending->changes.empty()) {
+    pending->changes = std::move(next.changes);
+    return;
+  }
+  pending->changes.insert(pending->changes.end(), std::make_move_iterator(next.changes.begin()),
+                          std::make_move_iterator(next.changes.end()));
+}
 
 bool ParseLinkMessage(const nlmsghdr* nlh, LinkRecord* out) {
   if (nlh->nlmsg_type != RTM_NEWLINK && nlh->nlmsg_type != RTM_DELLINK) return false;

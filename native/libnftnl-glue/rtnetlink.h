@@ -47,6 +47,11 @@ struct LinkBatch {
   bool Empty() const { return resync == ResyncReason::kNone && changes.empty(); }
 };
 
+// Appends `next` to `pending` as if both had been read in one batch: a snapshot
+// in `next` supersedes everything pending (keeping "initial" if the pending
+// one was the first), changes append in order.
+void AppendBatch(LinkBatch* pending, LinkBatch&& next);
+
 // Parses one RTM_NEWLINK / RTM_DELLINK message. Returns false for anything that
 // is not a well-formed AF_UNSPEC link message: the bridge layer also sends
 // AF_BRIDGE link messages to the same group (a DELLINK there means "left the
