@@ -3,8 +3,10 @@
 // batches; folding them into state is the pure applyLinkBatch.
 //
 // Lifetime: a started monitor keeps itself alive (it is not collected while its
-// subscribers wait) but, unless `keepAlive` is set, does not keep the process
-// alive: like an unref'd timer, it only observes. stop() releases the socket
+// subscribers wait). It holds the event loop until the initial dump has been
+// delivered, and after that, unless `keepAlive` is set, it does not keep the
+// process alive: like an unref'd timer, it only observes (a process whose only
+// work is waiting for link events sets keepAlive). stop() releases the socket
 // and the reader thread; an exiting process or worker releases them too.
 // A monitor is single-use: start() once, stop() once (idempotent).
 
@@ -31,7 +33,7 @@ export interface LinkMonitorOptions {
   netns?: string;
   /** Socket receive buffer; tests make it tiny to force overruns. */
   receiveBufferBytes?: number;
-  /** Keep the process alive while running (default false). */
+  /** Keep the process alive while running (default false: only until the initial dump). */
   keepAlive?: boolean;
   /** The native class; default: the addon's, loaded through src/native.ts. */
   native?: NativeLinkMonitorConstructor;

@@ -47,7 +47,7 @@ export interface NativeLinkMonitorOptions {
    * fewer overrun resyncs under link churn; tests make it tiny to force them.
    */
   receiveBufferBytes?: number;
-  /** Keep the event loop alive while running (default false: an observer never does). */
+  /** Keep the event loop alive while running (default false: only until the initial dump is delivered). */
   keepAlive?: boolean;
 }
 
