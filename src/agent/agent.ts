@@ -91,7 +91,9 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   const gates = parseFeatureGates(options.featureGates);
   const nodeName = options.hostnameOverride ?? hostname();
   const metrics = new ProxyMetrics();
-  const health = new HealthState(2 * options.syncPeriodMs);
+  // kube-proxy's health timeout is 2 × its 30 s sync period: a change not
+  // programmed within a minute means the dataplane is stuck.
+  const health = new HealthState(Math.max(60_000, 2 * options.minSyncPeriodMs));
   const subs = new Subscription();
   const syncs$ = new Subject<SyncResult>();
   const servers: ObservabilityServer[] = [];

@@ -60,7 +60,8 @@ Flags (kube-proxy compatible where the name matches):
                                     addresses that accept NodePorts (default: primary)
   --masquerade-all                  masquerade all traffic to services
   --min-sync-period DURATION        least time between two syncs (default 1s; 0 allowed)
-  --sync-period DURATION            full resync interval (default 30s)
+  --sync-period DURATION            interval of full resyncs that re-assert every rule (default 1h, as
+                                    kube-proxy's nftables mode; changes are synced as they come)
   --feature-gates K=V[,K=V]         TopologyAwareProxying, LoadBalancerIPMode, KubeProxyAcceleration
   --service-proxy-name NAME         serve only Services labelled service.kubernetes.io/service-proxy-name=NAME
   --table NAME                      our nftables table (default kube-nft-proxy)
@@ -177,7 +178,7 @@ export function parseCommandLine(argv: readonly string[]): Command {
   }
   const nodePortAddresses = v['nodeport-addresses'] === 'primary' || v['nodeport-addresses'] === undefined ? ['primary'] : cidrs('nodeport-addresses', v['nodeport-addresses']);
   const minSyncPeriodMs = duration('min-sync-period', v['min-sync-period'], 1000);
-  const syncPeriodMs = duration('sync-period', v['sync-period'], 30_000);
+  const syncPeriodMs = duration('sync-period', v['sync-period'], 3_600_000);
   if (syncPeriodMs <= 0) throw new FlagError('--sync-period must be greater than 0');
   if (v.manifests !== undefined && v.kubeconfig !== undefined) {
     throw new FlagError('--manifests and --kubeconfig are exclusive: choose one source of cluster state');

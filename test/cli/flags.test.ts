@@ -30,7 +30,7 @@ describe('parseCommandLine', () => {
     expect(o).toMatchObject({
       table: 'kube-nft-proxy',
       minSyncPeriodMs: 1000,
-      syncPeriodMs: 30_000,
+      syncPeriodMs: 3_600_000,
       nodePortAddresses: ['primary'],
       masqueradeAll: false,
       offloadPacketThreshold: 20,
