@@ -1,0 +1,38 @@
+// kube-nft-proxy as a library: the pieces an embedder composes, each usable on
+// its own — the nftables object model and its netlink dataplane, the cluster
+// streams, the pure service model, the reconciler, and the whole agent.
+
+// The agent
+export { startAgent, type Agent, type AgentDeps } from './agent/agent.ts';
+export { rulesetConfigFor } from './agent/ruleset-config.ts';
+export { parseCommandLine, FlagError, type AgentOptions } from './cli/flags.ts';
+export { parseFeatureGates, DEFAULT_FEATURE_GATES, FeatureGateError, type FeatureGates } from './config/feature-gates.ts';
+
+// nftables: objects, transactions, text, kernel
+export type * from './nft/objects.ts';
+export { objectKey } from './nft/objects.ts';
+export { NftCommitError, type Dataplane, type OperationFailure, type TableListing } from './nft/dataplane.ts';
+export { NetlinkDataplane, type NetlinkDataplaneOptions } from './nft/netlink-dataplane.ts';
+export { FakeKernel } from './nft/fake-kernel.ts';
+export { Transaction, validateOperations, NftInvalidError } from './nft/transaction.ts';
+export { renderOperations, renderRuleset as renderTableText } from './nft/render-text.ts';
+export { probeFlowtables, type CapabilityAnswer } from './nft/capabilities.ts';
+export { LinkMonitor } from './links/link-monitor.ts';
+export { flowtableDevices } from './links/flowtable-devices.ts';
+
+// Cluster state
+export { createClusterStreams, type ClusterStreams, type ClusterStreamsOptions } from './streams/cluster-streams.ts';
+export type * from './k8s/types.ts';
+
+// The pure service model
+export * from './model/index.ts';
+
+// The reconciler
+export { Reconciler, SyncError, type SyncReport, type SyncRequest } from './reconciler/reconciler.ts';
+export { syncRunner, type SyncResult } from './reconciler/sync-runner.ts';
+export { renderRuleset, type Ruleset } from './reconciler/ruleset.ts';
+export { defaultRulesetConfig, type RulesetConfig, type FamilyConfig } from './reconciler/config.ts';
+
+// Observability
+export { ProxyMetrics } from './observability/metrics.ts';
+export { HealthState } from './observability/health.ts';
