@@ -11,6 +11,7 @@
 //   <package>_<version>/boot/vmlinuz-<kver>            unpacked package
 //   <package>_<version>/lib/modules/<kver>/...          + modules.dep (depmod)
 //   <package>_<version>/initramfs-<hash>.cpio           hash of everything in it
+//   guest-cache/                                        writable in the guest (Node's compile cache)
 // Each entry is built in a temporary name and renamed into place, so a run
 // that dies halfway (or a concurrent one) never sees half an entry.
 
@@ -34,6 +35,8 @@ export interface GuestImage {
   initramfs: string;
   /** The guest's lib/modules/<kver>, bound onto /lib/modules/<kver> inside the VM. */
   modulesDir: string;
+  /** A writable folder shared with every VM run (Node's compile cache). */
+  guestCacheDir: string;
 }
 
 export class GuestImageError extends Error {
@@ -231,7 +234,9 @@ export function prepareGuestImage(): GuestImage {
     for (const old of readdirSync(kernelDir).filter((f) => f.startsWith('initramfs-'))) rmSync(join(kernelDir, old), { force: true });
     buildInitramfs(modulesDir, initramfs);
   }
-  return { kernelVersion: kver, packageName: pkg.name, packageVersion: pkg.version, vmlinuz, vmlinux, initramfs, modulesDir };
+  const guestCacheDir = join(root, 'guest-cache');
+  mkdirSync(guestCacheDir, { recursive: true });
+  return { kernelVersion: kver, packageName: pkg.name, packageVersion: pkg.version, vmlinuz, vmlinux, initramfs, modulesDir, guestCacheDir };
 }
 
 // `node test/vm/guest-image.ts` prepares the cache and prints where it is.

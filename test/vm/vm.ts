@@ -109,6 +109,7 @@ export async function runInVm(opts: VmRunOptions): Promise<VmRunResult> {
     '-append', `console=ttyS0 panic=-1 quiet loglevel=4 knp.modules=${image.modulesDir}`,
     '-virtfs', 'local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap',
     '-virtfs', `local,path=${share},mount_tag=knpshare,security_model=none`,
+    '-virtfs', `local,path=${image.guestCacheDir},mount_tag=knpcache,security_model=none`,
   ];
 
   const started = Date.now();

@@ -42,12 +42,12 @@ export function conntrackTcp(ns: NetNs): ConntrackEntry[] {
 }
 
 /** Polls until pred holds or the time is up; returns the last value either way. */
-export async function pollFor<T>(read: () => T, pred: (v: T) => boolean, timeoutMs: number, everyMs = 100): Promise<T> {
+export async function pollFor<T>(read: () => T | Promise<T>, pred: (v: T) => boolean, timeoutMs: number, everyMs = 100): Promise<T> {
   const deadline = Date.now() + timeoutMs;
-  let v = read();
+  let v = await read();
   while (!pred(v) && Date.now() < deadline) {
     await sleep(everyMs);
-    v = read();
+    v = await read();
   }
   return v;
 }
