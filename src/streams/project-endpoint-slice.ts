@@ -11,7 +11,7 @@ import type { EndpointHints, EndpointInfo, EndpointPortInfo, EndpointSliceInfo }
 import { ipv4Head, isUnroutableEndpoint } from '../k8s/ip-syntax.ts';
 import { isIPv6 } from 'node:net';
 import { LABEL_FOR_REGION, LABEL_FOR_ZONE, LABEL_SERVICE_NAME } from '../k8s/well-known.ts';
-import type { StringPool } from './intern.ts';
+import { EMPTY_LIST, type StringPool } from './intern.ts';
 import {
   asList,
   asObject,
@@ -53,7 +53,11 @@ function projectPorts(raw: unknown, pool: StringPool, dropped: string[]): Endpoi
     }
     out.push({ name: pool.intern(name), protocol: proto, port: p.port });
   }
-  return out;
+  if (out.length === 0) return EMPTY_LIST;
+  // Most slices of a cluster list the same few port sets: share them.
+  let key = '';
+  for (const p of out) key += `${p.name}/${p.protocol}/${p.port},`;
+  return pool.share(key, out);
 }
 
 function names(list: unknown, pool: StringPool): string[] {
@@ -84,19 +88,26 @@ function projectEndpoint(raw: unknown, i: number, addressType: string, pool: Str
       if (isUnroutableEndpoint(a, 'IPv6')) return `endpoints[${i}] address ${a} is not routable`;
     } else if (a === '' || a.length > 253) return `endpoints[${i}] has a bad FQDN`;
   }
-  const ep: EndpointInfo = { addresses: addrs as string[] };
-  const c = raw.conditions;
-  if (isObject(c)) {
-    if (typeof c.ready === 'boolean') ep.ready = c.ready;
-    if (typeof c.serving === 'boolean') ep.serving = c.serving;
-    if (typeof c.terminating === 'boolean') ep.terminating = c.terminating;
-  }
-  if (typeof raw.nodeName === 'string' && raw.nodeName !== '') ep.nodeName = pool.intern(raw.nodeName);
-  if (typeof raw.zone === 'string' && raw.zone !== '') ep.zone = pool.intern(raw.zone);
+  // One literal with every field, in one order: every endpoint shares one
+  // hidden class with its fields in-object (adding them one by one would give
+  // each endpoint an out-of-object property array, ~60 bytes more, and the
+  // model's reads several shapes).
+  const c = isObject(raw.conditions) ? raw.conditions : undefined;
+  let hints: EndpointHints | undefined;
   if (isObject(raw.hints)) {
-    const hints: EndpointHints = { forZones: names(raw.hints.forZones, pool), forNodes: names(raw.hints.forNodes, pool) };
-    if (hints.forZones.length > 0 || hints.forNodes.length > 0) ep.hints = hints;
+    const forZones = names(raw.hints.forZones, pool);
+    const forNodes = names(raw.hints.forNodes, pool);
+    if (forZones.length > 0 || forNodes.length > 0) hints = { forZones, forNodes };
   }
+  const ep: EndpointInfo = {
+    addresses: addrs as string[],
+    ready: c !== undefined && typeof c.ready === 'boolean' ? c.ready : undefined,
+    serving: c !== undefined && typeof c.serving === 'boolean' ? c.serving : undefined,
+    terminating: c !== undefined && typeof c.terminating === 'boolean' ? c.terminating : undefined,
+    nodeName: typeof raw.nodeName === 'string' && raw.nodeName !== '' ? pool.intern(raw.nodeName) : undefined,
+    zone: typeof raw.zone === 'string' && raw.zone !== '' ? pool.intern(raw.zone) : undefined,
+    hints,
+  };
   return ep;
 }
 
@@ -120,19 +131,20 @@ function projectSliceUnchecked(raw: unknown, pool: StringPool, dropped: string[]
     if (typeof ep === 'string') dropped.push(ep);
     else endpoints.push(ep);
   }
+  const fz = labels[LABEL_FOR_ZONE];
+  const fr = labels[LABEL_FOR_REGION];
+  // All fields in one literal: one hidden class, no out-of-object properties.
   const info: EndpointSliceInfo = {
     namespace,
     name,
     resourceVersion: resourceVersionOf(meta),
     serviceName: pool.intern(serviceName),
     addressType: addressType as EndpointSliceInfo['addressType'],
+    forZone: typeof fz === 'string' && fz !== '' ? pool.intern(fz) : undefined,
+    forRegion: typeof fr === 'string' && fr !== '' ? pool.intern(fr) : undefined,
     ports,
     endpoints,
   };
-  const fz = labels[LABEL_FOR_ZONE];
-  if (typeof fz === 'string' && fz !== '') info.forZone = pool.intern(fz);
-  const fr = labels[LABEL_FOR_REGION];
-  if (typeof fr === 'string' && fr !== '') info.forRegion = pool.intern(fr);
   return info;
 }
 

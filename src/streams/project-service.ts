@@ -6,7 +6,7 @@
 
 import type { IPFamily, LoadBalancerIngress, Protocol, ServiceInfo, ServicePortSpec } from '../k8s/types.ts';
 import { ipFamilyOf, isCIDRLoose } from '../k8s/ip-syntax.ts';
-import type { StringPool } from './intern.ts';
+import { EMPTY_LIST, type StringPool } from './intern.ts';
 import {
   asList,
   asObject,
@@ -39,32 +39,36 @@ function projectPort(raw: unknown, i: number, pool: StringPool): ServicePortSpec
   const p = asObject(`spec.ports[${i}]`, raw);
   const name = optionalString(`spec.ports[${i}].name`, p.name) ?? '';
   if (!isPort(p.port)) fail(`spec.ports[${i}].port out of range: ${JSON.stringify(p.port)}`);
-  const out: ServicePortSpec = {
-    name: pool.intern(name),
-    protocol: parseProtocol(`spec.ports[${i}]`, p.protocol),
-    port: p.port,
-  };
   const tp = p.targetPort;
+  let targetPort: number | string | undefined;
   if (typeof tp === 'number') {
     if (!isPort(tp)) fail(`spec.ports[${i}].targetPort out of range: ${tp}`);
-    out.targetPort = tp;
+    targetPort = tp;
   } else if (typeof tp === 'string' && tp !== '') {
     // The API also accepts a numeric string for an int-or-string.
     if (/^\d+$/.test(tp)) {
       const n = Number(tp);
       if (!isPort(n)) fail(`spec.ports[${i}].targetPort out of range: ${tp}`);
-      out.targetPort = n;
+      targetPort = n;
     } else {
       if (!IANA_SVC_NAME.test(tp)) fail(`spec.ports[${i}].targetPort is not a port name: ${JSON.stringify(tp)}`);
-      out.targetPort = pool.intern(tp);
+      targetPort = pool.intern(tp);
     }
   } else if (tp !== undefined && tp !== null) {
     fail(`spec.ports[${i}].targetPort has a bad type`);
   }
+  let nodePort: number | undefined;
   if (p.nodePort !== undefined && p.nodePort !== null && p.nodePort !== 0) {
     if (!isPort(p.nodePort)) fail(`spec.ports[${i}].nodePort out of range: ${JSON.stringify(p.nodePort)}`);
-    out.nodePort = p.nodePort;
+    nodePort = p.nodePort;
   }
+  const out: ServicePortSpec = {
+    name: pool.intern(name),
+    protocol: parseProtocol(`spec.ports[${i}]`, p.protocol),
+    port: p.port,
+    targetPort,
+    nodePort,
+  };
   return out;
 }
 
@@ -79,6 +83,22 @@ function projectIngress(raw: unknown, i: number): LoadBalancerIngress {
     out.ipMode = g.ipMode;
   }
   return out;
+}
+
+function orEmpty<T>(list: T[]): T[] {
+  return list.length === 0 ? EMPTY_LIST : list;
+}
+
+/** Lists of interned strings (ipFamilies) repeat across Services: one shared copy each. */
+function shareList<T extends string>(pool: StringPool, prefix: string, list: T[]): T[] {
+  return list.length === 0 ? EMPTY_LIST : pool.share(prefix + list.join(','), list);
+}
+
+function sharePorts(pool: StringPool, ports: ServicePortSpec[]): ServicePortSpec[] {
+  if (ports.length === 0) return EMPTY_LIST;
+  let key = 'svcports:';
+  for (const p of ports) key += `${p.name}/${p.protocol}/${p.port}/${p.targetPort ?? ''}/${typeof p.targetPort}/${p.nodePort ?? ''},`;
+  return pool.share(key, ports);
 }
 
 function policy(what: string, v: unknown): 'Cluster' | 'Local' {
@@ -115,9 +135,10 @@ function projectServiceUnchecked(raw: unknown, pool: StringPool): ServiceInfo {
   if (ipFamilies.length === 0) {
     ipFamilies = clusterIPs.filter((ip) => ip !== 'None').map((ip) => ipFamilyOf(ip)!);
   }
+  ipFamilies = shareList(pool, 'families:', ipFamilies);
 
   const rawPorts = asList('spec.ports', spec.ports);
-  const ports = rawPorts.map((p, i) => projectPort(p, i, pool));
+  let ports = rawPorts.map((p, i) => projectPort(p, i, pool));
   if (ports.length > 1) {
     const seen = new Set<string>();
     for (const p of ports) {
@@ -127,19 +148,36 @@ function projectServiceUnchecked(raw: unknown, pool: StringPool): ServiceInfo {
       seen.add(k);
     }
   }
+  ports = sharePorts(pool, ports);
 
-  const externalIPs = asList('spec.externalIPs', spec.externalIPs).map((ip, i) => checkIP(`spec.externalIPs[${i}]`, ip));
-  const loadBalancerSourceRanges = asList('spec.loadBalancerSourceRanges', spec.loadBalancerSourceRanges).map((r, i) => {
-    if (typeof r !== 'string' || !isCIDRLoose(r.trim())) fail(`spec.loadBalancerSourceRanges[${i}] is not a CIDR: ${JSON.stringify(r)}`);
-    return r.trim();
-  });
-  const status = isObject(obj.status) ? obj.status : {};
-  const lb = isObject(status.loadBalancer) ? status.loadBalancer : {};
-  const loadBalancerIngress = asList('status.loadBalancer.ingress', lb.ingress).map(projectIngress);
+  const externalIPs = orEmpty(asList('spec.externalIPs', spec.externalIPs).map((ip, i) => checkIP(`spec.externalIPs[${i}]`, ip)));
+  const loadBalancerSourceRanges = orEmpty(
+    asList('spec.loadBalancerSourceRanges', spec.loadBalancerSourceRanges).map((r, i) => {
+      if (typeof r !== 'string' || !isCIDRLoose(r.trim())) fail(`spec.loadBalancerSourceRanges[${i}] is not a CIDR: ${JSON.stringify(r)}`);
+      return r.trim();
+    }),
+  );
+  const status = isObject(obj.status) ? obj.status : undefined;
+  const lb = status !== undefined && isObject(status.loadBalancer) ? status.loadBalancer : undefined;
+  const loadBalancerIngress = orEmpty(asList('status.loadBalancer.ingress', lb?.ingress).map(projectIngress));
 
   const affinity = spec.sessionAffinity ?? 'None';
   if (affinity !== 'None' && affinity !== 'ClientIP') fail(`spec.sessionAffinity unknown: ${JSON.stringify(affinity)}`);
 
+  let sessionAffinityTimeoutSeconds: number | undefined;
+  if (affinity === 'ClientIP') {
+    const cfg = isObject(spec.sessionAffinityConfig) && isObject(spec.sessionAffinityConfig.clientIP) ? spec.sessionAffinityConfig.clientIP : {};
+    const t = cfg.timeoutSeconds ?? DEFAULT_AFFINITY_TIMEOUT;
+    if (typeof t !== 'number' || !Number.isInteger(t) || t < 1 || t > 86400) fail(`sessionAffinityConfig timeoutSeconds out of range: ${JSON.stringify(t)}`);
+    sessionAffinityTimeoutSeconds = t;
+  }
+  let healthCheckNodePort: number | undefined;
+  if (spec.healthCheckNodePort !== undefined && spec.healthCheckNodePort !== null && spec.healthCheckNodePort !== 0) {
+    if (!isPort(spec.healthCheckNodePort)) fail(`spec.healthCheckNodePort out of range: ${JSON.stringify(spec.healthCheckNodePort)}`);
+    healthCheckNodePort = spec.healthCheckNodePort;
+  }
+  const td = optionalString('spec.trafficDistribution', spec.trafficDistribution);
+  // Every field in one literal: one hidden class, no out-of-object properties.
   const info: ServiceInfo = {
     namespace,
     name,
@@ -152,21 +190,12 @@ function projectServiceUnchecked(raw: unknown, pool: StringPool): ServiceInfo {
     loadBalancerIngress,
     loadBalancerSourceRanges,
     sessionAffinity: affinity,
+    sessionAffinityTimeoutSeconds,
     externalTrafficPolicy: policy('spec.externalTrafficPolicy', spec.externalTrafficPolicy),
     internalTrafficPolicy: policy('spec.internalTrafficPolicy', spec.internalTrafficPolicy),
+    healthCheckNodePort,
+    trafficDistribution: td ? pool.intern(td) : undefined,
   };
-  if (affinity === 'ClientIP') {
-    const cfg = isObject(spec.sessionAffinityConfig) && isObject(spec.sessionAffinityConfig.clientIP) ? spec.sessionAffinityConfig.clientIP : {};
-    const t = cfg.timeoutSeconds ?? DEFAULT_AFFINITY_TIMEOUT;
-    if (typeof t !== 'number' || !Number.isInteger(t) || t < 1 || t > 86400) fail(`sessionAffinityConfig timeoutSeconds out of range: ${JSON.stringify(t)}`);
-    info.sessionAffinityTimeoutSeconds = t;
-  }
-  if (spec.healthCheckNodePort !== undefined && spec.healthCheckNodePort !== null && spec.healthCheckNodePort !== 0) {
-    if (!isPort(spec.healthCheckNodePort)) fail(`spec.healthCheckNodePort out of range: ${JSON.stringify(spec.healthCheckNodePort)}`);
-    info.healthCheckNodePort = spec.healthCheckNodePort;
-  }
-  const td = optionalString('spec.trafficDistribution', spec.trafficDistribution);
-  if (td) info.trafficDistribution = pool.intern(td);
   return info;
 }
 
