@@ -93,9 +93,10 @@ function withSnapshot<T extends { resourceVersion: string }>(store: Store<T>): O
   });
 }
 
-function makeInformers(logger: Logger) {
+/** The informers and the slice index, wired as the streams use them (exported for bench/streams.ts). */
+export function makeInformers(logger: Logger) {
   const pool = new StringPool();
-  return {
+  const informers = {
     services: new Informer<ServiceInfo>({ kind: 'Service', project: projectService, pool, logger: logger.child({ kind: 'Service' }) }),
     endpointSlices: new Informer<EndpointSliceInfo>({
       kind: 'EndpointSlice',
@@ -105,14 +106,15 @@ function makeInformers(logger: Logger) {
     }),
     node: new Informer<NodeInfo>({ kind: 'Node', project: projectNode, keyOf: (n) => n.name, pool, logger: logger.child({ kind: 'Node' }) }),
   };
+  const index = new EndpointSliceIndex();
+  // Subscribed first, so the index is current when any other subscriber runs.
+  const indexSub = informers.endpointSlices.store.events$.subscribe((ev) => index.apply(ev));
+  return { informers, index, indexSub };
 }
 
 export async function createClusterStreams(options: ClusterStreamsOptions): Promise<ClusterStreams> {
   const logger = (options.logger ?? pino({ name: 'kube-nft-proxy' })).child({ component: 'streams' });
-  const informers = makeInformers(logger);
-  const index = new EndpointSliceIndex();
-  // Subscribed first, so the index is current when any other subscriber runs.
-  const indexSub = informers.endpointSlices.store.events$.subscribe((ev) => index.apply(ev));
+  const { informers, index, indexSub } = makeInformers(logger);
   const node = new BehaviorSubject<NodeInfo | undefined>(undefined);
   const nodeSub = informers.node.store.events$.subscribe((ev) => node.next(ev.type === 'delete' ? undefined : ev.object));
 

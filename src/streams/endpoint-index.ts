@@ -23,10 +23,23 @@ function usability(e: EndpointInfo): number {
   return (e.ready !== false ? 4 : 0) + (e.serving ?? e.ready ?? true ? 2 : 0) + (e.terminating === true ? 0 : 1);
 }
 
+/** One Service's slices; most Services have one, so a small array, not a Map. */
+interface Group {
+  readonly serviceKey: string;
+  readonly slices: EndpointSliceInfo[];
+}
+
+// A group's slices share the namespace, so the name identifies one.
+function indexOfSlice(slices: EndpointSliceInfo[], name: string): number {
+  for (let i = 0; i < slices.length; i++) if (slices[i]!.name === name) return i;
+  throw new Error(`endpoint index out of step: slice ${name} not in its group`);
+}
+
 export class EndpointSliceIndex {
-  private readonly byService = new Map<string, Map<string, EndpointSliceInfo>>();
+  private readonly byService = new Map<string, Group>();
   private readonly merged = new Map<string, MergedPortEndpoints[]>();
-  private readonly serviceOfSlice = new Map<string, string>();
+  /** Slice key → its group, to notice a slice relabelled to another Service. */
+  private readonly groupOfSlice = new Map<string, Group>();
 
   /** Service key (`namespace/name`) of a slice. */
   static serviceKeyOf(s: EndpointSliceInfo): string {
@@ -35,32 +48,38 @@ export class EndpointSliceIndex {
 
   /** Applies a store event; returns the service keys whose view changed. */
   apply(ev: StoreEvent<EndpointSliceInfo>): string[] {
-    const touched: string[] = [];
-    const before = this.serviceOfSlice.get(ev.key);
-    const after = ev.type === 'delete' ? undefined : EndpointSliceIndex.serviceKeyOf(ev.object);
-    // A slice relabelled to another service leaves its old group.
-    if (before !== undefined && before !== after) {
-      const group = this.byService.get(before);
-      group?.delete(ev.key);
-      if (group?.size === 0) this.byService.delete(before);
-      this.merged.delete(before);
-      this.serviceOfSlice.delete(ev.key);
-      touched.push(before);
+    const before = this.groupOfSlice.get(ev.key);
+    if (ev.type === 'upsert' && before !== undefined && before.serviceKey === EndpointSliceIndex.serviceKeyOf(ev.object)) {
+      // The common case: a slice changed in place.
+      const i = indexOfSlice(before.slices, ev.object.name);
+      before.slices[i] = ev.object;
+      this.merged.delete(before.serviceKey);
+      return [before.serviceKey];
     }
-    if (after !== undefined && ev.type === 'upsert') {
-      let group = this.byService.get(after);
-      if (!group) this.byService.set(after, (group = new Map()));
-      group.set(ev.key, ev.object);
-      this.serviceOfSlice.set(ev.key, after);
-      this.merged.delete(after);
-      touched.push(after);
+    const touched: string[] = [];
+    // Deleted, or relabelled to another service: leave the old group.
+    if (before !== undefined) {
+      before.slices.splice(indexOfSlice(before.slices, ev.object.name), 1);
+      if (before.slices.length === 0) this.byService.delete(before.serviceKey);
+      this.merged.delete(before.serviceKey);
+      this.groupOfSlice.delete(ev.key);
+      touched.push(before.serviceKey);
+    }
+    if (ev.type === 'upsert') {
+      const serviceKey = EndpointSliceIndex.serviceKeyOf(ev.object);
+      let group = this.byService.get(serviceKey);
+      if (!group) this.byService.set(serviceKey, (group = { serviceKey, slices: [] }));
+      group.slices.push(ev.object);
+      this.groupOfSlice.set(ev.key, group);
+      this.merged.delete(serviceKey);
+      touched.push(serviceKey);
     }
     return touched;
   }
 
   slicesFor(serviceKey: string): EndpointSliceInfo[] {
     const group = this.byService.get(serviceKey);
-    return group ? [...group.values()] : [];
+    return group ? [...group.slices] : [];
   }
 
   serviceKeys(): IterableIterator<string> {

@@ -36,6 +36,8 @@ export class Informer<T extends Versioned & { name: string }> implements Reflect
   private readonly reports: ReportOnce;
   private readonly keyOf: (o: T) => string;
   private pending: Map<string, T> | undefined;
+  /** Key of the object accept() last saw. */
+  private lastKey = '';
 
   constructor(o: InformerOptions<T>) {
     this.o = o;
@@ -47,19 +49,28 @@ export class Informer<T extends Versioned & { name: string }> implements Reflect
     return this.synced.value;
   }
 
-  /** Projects and validates; undefined (and logged once) when invalid. */
-  private accept(raw: unknown): { key: string; value?: T } {
-    if (this.o.accept && !this.o.accept(raw)) return { key: rawKey(raw) };
+  /**
+   * Projects and validates. Returns the value, with its key in `this.lastKey`
+   * (no result object per item: this runs for every object of every list);
+   * undefined (logged once) when invalid or filtered out.
+   */
+  private accept(raw: unknown): T | undefined {
+    if (this.o.accept && !this.o.accept(raw)) {
+      this.lastKey = rawKey(raw);
+      return undefined;
+    }
     const p = this.o.project(raw, this.o.pool);
     if (!p.ok) {
       const key = rawKey(raw);
+      this.lastKey = key;
       this.reports.report(key, p.reason);
-      return { key };
+      return undefined;
     }
     const key = this.keyOf(p.value);
+    this.lastKey = key;
     this.reports.forget(key);
     if (p.dropped) for (const reason of p.dropped) this.reports.report(key, reason, {}, 'invalid part left out');
-    return { key, value: p.value };
+    return p.value;
   }
 
   listStart(): void {
@@ -67,8 +78,8 @@ export class Informer<T extends Versioned & { name: string }> implements Reflect
   }
 
   listItem(raw: unknown): void {
-    const { key, value } = this.accept(raw);
-    if (value !== undefined) this.pending?.set(key, value);
+    const value = this.accept(raw);
+    if (value !== undefined) this.pending?.set(this.lastKey, value);
   }
 
   listEnd(): void {
@@ -80,13 +91,15 @@ export class Informer<T extends Versioned & { name: string }> implements Reflect
   }
 
   event(type: 'ADDED' | 'MODIFIED' | 'DELETED', raw: unknown): void {
-    const { key, value } = type === 'DELETED' ? { key: rawKey(raw), value: undefined } : this.accept(raw);
-    if (value === undefined) {
+    if (type === 'DELETED') {
+      const key = rawKey(raw);
       this.store.delete(key);
-      if (type === 'DELETED') this.reports.forget(key);
-    } else {
-      this.store.upsert(key, value);
+      this.reports.forget(key);
+      return;
     }
+    const value = this.accept(raw);
+    if (value === undefined) this.store.delete(this.lastKey);
+    else this.store.upsert(this.lastKey, value);
   }
 
   /** Replaces the whole content at once (the manifest source). */

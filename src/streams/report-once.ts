@@ -21,7 +21,8 @@ export class ReportOnce {
   }
 
   forget(key: string): void {
-    this.seen.delete(key);
+    // Called for every valid object: skip hashing the key when nothing is remembered.
+    if (this.seen.size !== 0) this.seen.delete(key);
   }
 
   get size(): number {

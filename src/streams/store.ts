@@ -46,7 +46,7 @@ export function sameIgnoringVersion(a: unknown, b: unknown): boolean {
 }
 
 export class Store<T extends Versioned> implements StoreView<T> {
-  private readonly map = new Map<string, T>();
+  private map = new Map<string, T>();
   private readonly subject = new Subject<StoreEvent<T>>();
   /** Live changes only; see `changes$` on the streams for snapshot + changes. */
   readonly events$: Observable<StoreEvent<T>> = this.subject.asObservable();
@@ -89,8 +89,14 @@ export class Store<T extends Versioned> implements StoreView<T> {
     return true;
   }
 
-  /** Makes the store equal to `next`, emitting only the differences. Returns how many. */
+  /** Makes the store equal to `next` (which it may keep: the caller hands it over), emitting only the differences. Returns how many. */
   replace(next: Map<string, T>): number {
+    if (this.map.size === 0) {
+      // The first list: adopt the map instead of copying it entry by entry.
+      this.map = next;
+      for (const [key, object] of next) this.subject.next({ type: 'upsert', key, object });
+      return next.size;
+    }
     let changes = 0;
     for (const key of [...this.map.keys()]) if (!next.has(key) && this.delete(key)) changes++;
     for (const [key, obj] of next) if (this.upsert(key, obj)) changes++;
