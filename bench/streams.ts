@@ -2,13 +2,26 @@
 //
 // The parent process runs the fake API server with 10k Services and 10k
 // EndpointSlices (~100k endpoints); a child process (so the server's memory
-// is not counted) runs the API-server streams against it over HTTP:
-//   1. initial paged list → stores; CPU time and the stores' RSS (RSS after GC
-//      minus the RSS before listing, with every module already loaded);
-//   2. the same via WatchList (CPU only);
-//   3. sustained churn (EndpointSlice updates) → events/s and CPU per event;
-//   4. bare JSON.parse of the same list bytes, fetched again, timed in the same
-//      process: ingest_over_json_parse = list CPU / JSON.parse CPU.
+// and CPU are not counted) runs the streams against it over HTTP. Every CPU
+// figure is the child's (all its threads, GC helpers included).
+//
+//   0. the list bytes are fetched once into memory and JSON.parse'd twice:
+//      parsing 30 MiB of JSON grows V8's young generation to tens of MiB
+//      whatever is kept, so that growth lands before the RSS baseline;
+//   1. the first paged list over HTTP (JIT cold, as an agent starts): CPU,
+//      and the stores' RSS = RSS after the list minus RSS before, both after
+//      GC (store_heap_mib is the V8 heap they hold; process_rss_mib the
+//      whole child at that point);
+//   2. in alternating rounds on the in-memory bytes: bare JSON.parse of every
+//      page (the baseline) and the ingest of the same pages through the
+//      production informers (decode, parse, validate, project, store, index,
+//      events): ingest_over_json_parse = median ingest / median JSON.parse;
+//   3. the same pages fetched over the same HTTP connection and JSON.parse'd,
+//      nothing kept: what any client pays to receive and parse them;
+//   4. the paged list over HTTP again, JIT warm: list_over_fetch_parse, and
+//      list_over_json_parse (transport included, against bare JSON.parse);
+//   5. sustained churn (EndpointSlice updates) → events/s and CPU per event;
+//   6. the initial list via WatchList (CPU only).
 // The last line is one JSON object with the figures.
 
 import { fork } from 'node:child_process';
@@ -20,7 +33,7 @@ import { fileURLToPath } from 'node:url';
 const SERVICES = Number(process.env.BENCH_SERVICES ?? 10_000);
 const ENDPOINTS_PER_SLICE = 10;
 const CHURN = Number(process.env.BENCH_CHURN ?? 20_000);
-const PAGE = Number(process.env.BENCH_PAGE ?? 500);
+const PAGE = Number(process.env.BENCH_PAGE ?? 250);
 
 const mib = (b: number) => Math.round((b / 2 ** 20) * 10) / 10;
 const cpuMs = (c: NodeJS.CpuUsage) => (c.user + c.system) / 1000;
@@ -81,52 +94,97 @@ async function parent(): Promise<void> {
   process.exit(0);
 }
 
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const SELECTOR = '!service.kubernetes.io/service-proxy-name,!service.kubernetes.io/headless';
+const PATHS = ['/api/v1/services', '/apis/discovery.k8s.io/v1/endpointslices', '/api/v1/nodes'] as const;
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[s.length >> 1]!;
+}
+
+function settleGc(gc: () => void): void {
+  gc();
+  gc();
+}
+
 async function child(kubeconfig: string): Promise<void> {
   const { pino } = await import('pino');
-  const { createClusterStreams } = await import('../src/streams/cluster-streams.ts');
+  const { createClusterStreams, makeInformers } = await import('../src/streams/cluster-streams.ts');
+  const { deliverListItems } = await import('../src/streams/reflector.ts');
   const { loadKubeConfig, connectionFromKubeConfig } = await import('../src/k8s/api-connection.ts');
-  const { listPage } = await import('../src/k8s/list-watch.ts');
   const logger = pino({ level: 'warn' });
   const kc = await loadKubeConfig(kubeconfig);
   const gc = globalThis.gc!;
   const tuning = { pageSize: PAGE, watchList: false, readTimeoutMs: 60_000, headersTimeoutMs: 60_000 };
+  const listOverHttp = async (watchList = false) => {
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    const streams = await createClusterStreams({ source: 'apiserver', connection: await connectionFromKubeConfig(kc), nodeName: 'node-a', logger, tuning: { ...tuning, watchList } });
+    await streams.whenSynced();
+    return { streams, cpu: cpuMs(process.cpuUsage(c0)), wall: performance.now() - t0 };
+  };
 
-  // Warm-up on the node object only: loads undici, client-node, pino paths.
+  // Warm-up on the node object only: loads undici, the kubeconfig path, pino.
   const warm = await createClusterStreams({ source: 'apiserver', connection: await connectionFromKubeConfig(kc), nodeName: 'node-a', serviceProxyName: 'nobody', logger, tuning });
   await warm.whenSynced();
   await warm.stop();
-  gc();
-  gc();
+
+  // The list bytes, fetched once into memory.
+  const conn = await connectionFromKubeConfig(kc);
+  const fetchPages = async (keep: boolean) => {
+    const pages: { path: string; body: Buffer }[] = [];
+    for (const path of PATHS) {
+      let cont = '';
+      do {
+        const body = await fetchRaw(conn.baseUrl + path, { limit: PAGE, continue: cont, labelSelector: path.includes('nodes') ? '' : SELECTOR }, conn.dispatcher);
+        const page = JSON.parse(body.toString('utf8')) as { metadata: { continue?: string } };
+        if (keep) pages.push({ path, body });
+        cont = page.metadata.continue ?? '';
+      } while (cont);
+    }
+    return pages;
+  };
+  let pages = await fetchPages(true);
+  const bytes = pages.reduce((a, p) => a + p.body.length, 0);
+  const parseRuns: number[] = [];
+  const bareParse = () => {
+    settleGc(gc);
+    const c = process.cpuUsage();
+    let sink = 0;
+    for (const p of pages) sink += (JSON.parse(p.body.toString('utf8')) as { items: unknown[] }).items.length;
+    parseRuns.push(cpuMs(process.cpuUsage(c)));
+    if (sink === 0) throw new Error('nothing parsed');
+  };
+  // Parsing 30 MiB of JSON grows V8's young generation whatever is kept;
+  // let that happen before the RSS baseline (see the header).
+  for (let r = 0; r < 2; r++) bareParse();
+
+  // 1. cold list over HTTP, and the stores' RSS.
+  settleGc(gc);
+  await new Promise((r) => setTimeout(r, 100));
+  settleGc(gc);
   const rss0 = process.memoryUsage().rss;
   const heap0 = process.memoryUsage().heapUsed;
-
-  // 1. paged list.
-  let c0 = process.cpuUsage();
-  let t0 = performance.now();
-  const conn = await connectionFromKubeConfig(kc);
-  const streams = await createClusterStreams({ source: 'apiserver', connection: conn, nodeName: 'node-a', logger, tuning });
-  await streams.whenSynced();
-  const listCpu = cpuMs(process.cpuUsage(c0));
-  const listWall = performance.now() - t0;
+  const { streams, cpu: coldCpu, wall: coldWall } = await listOverHttp();
   let endpoints = 0;
   for (const s of streams.endpointSlices.values()) endpoints += s.endpoints.length;
-  gc();
-  gc();
+  settleGc(gc);
   const mem = process.memoryUsage();
   const storeRss = mem.rss - rss0;
   const storeHeap = mem.heapUsed - heap0;
   console.log(
-    `list: ${streams.services.size} services, ${streams.endpointSlices.size} slices, ${endpoints} endpoints in ${listWall.toFixed(0)} ms wall, ${listCpu.toFixed(0)} ms CPU; ` +
+    `list over HTTP (cold): ${streams.services.size} services, ${streams.endpointSlices.size} slices, ${endpoints} endpoints in ${coldWall.toFixed(0)} ms wall, ${coldCpu.toFixed(0)} ms CPU; ` +
       `stores RSS +${mib(storeRss)} MiB (heap +${mib(storeHeap)} MiB), process RSS ${mib(mem.rss)} MiB`,
   );
 
-  // 3. churn (before WatchList so the stores above are the ones churned).
+  // 5. churn on the first list's stores.
   let events = 0;
   streams.endpointSlices$.subscribe(() => events++);
   const before = events;
   const churned = new Promise<{ count: number; serverMs: number }>((resolve) => process.on('message', (m: { phase: string; count: number; serverMs: number }) => m.phase === 'churned' && resolve(m)));
-  c0 = process.cpuUsage();
-  t0 = performance.now();
+  let c0 = process.cpuUsage();
+  let t0 = performance.now();
   process.send!({ phase: 'churn' });
   const { count } = await churned;
   const deadline = Date.now() + 60_000;
@@ -141,59 +199,85 @@ async function child(kubeconfig: string): Promise<void> {
   );
   await streams.stop();
 
-  // 2. WatchList ingest, for comparison.
-  gc();
+  // 2. in-memory rounds on the same bytes: bare JSON.parse vs the ingest.
+  parseRuns.length = 0;
+  const ingestRuns: number[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    bareParse();
+    settleGc(gc);
+    const c = process.cpuUsage();
+    const { informers, indexSub } = makeInformers(logger);
+    const sinkOf = (path: string) => (path.includes('services') ? informers.services : path.includes('nodes') ? informers.node : informers.endpointSlices);
+    for (const inf of Object.values(informers)) inf.listStart();
+    for (const p of pages) {
+      const inf = sinkOf(p.path);
+      deliverListItems((JSON.parse(p.body.toString('utf8')) as { items: unknown[] }).items, inf);
+    }
+    for (const inf of Object.values(informers)) inf.listEnd();
+    ingestRuns.push(cpuMs(process.cpuUsage(c)));
+    if (informers.endpointSlices.store.size !== SERVICES) throw new Error(`ingested ${informers.endpointSlices.store.size} slices`);
+    indexSub.unsubscribe();
+  }
+  const parseCpu = median(parseRuns);
+  const ingestCpu = median(ingestRuns);
+  console.log(
+    `same ${mib(bytes)} MiB (${pages.length} pages of ${PAGE}) from memory, ${ROUNDS} rounds: JSON.parse ${parseCpu.toFixed(0)} ms CPU (median; ${parseRuns.map((x) => x.toFixed(0)).join('/')}), ` +
+      `ingest ${ingestCpu.toFixed(0)} ms (median; ${ingestRuns.map((x) => x.toFixed(0)).join('/')})`,
+  );
+  pages = [];
+
+  // 3. fetch + parse over HTTP, nothing kept.
+  const fetchRuns: number[] = [];
+  for (let r = 0; r < 3; r++) {
+    settleGc(gc);
+    const c = process.cpuUsage();
+    await fetchPages(false);
+    fetchRuns.push(cpuMs(process.cpuUsage(c)));
+  }
+  const fetchParseCpu = median(fetchRuns);
+  await conn.close();
+  console.log(`fetch over HTTP + JSON.parse, nothing kept: ${fetchParseCpu.toFixed(0)} ms CPU (median; ${fetchRuns.map((x) => x.toFixed(0)).join('/')})`);
+
+  // 4. the list over HTTP again, JIT warm.
+  settleGc(gc);
+  const warmList = await listOverHttp();
+  const listCpu = warmList.cpu;
+  await warmList.streams.stop();
+  console.log(`list over HTTP (warm): ${warmList.wall.toFixed(0)} ms wall, ${listCpu.toFixed(0)} ms CPU`);
+
+  // 6. WatchList ingest, for comparison.
+  settleGc(gc);
   c0 = process.cpuUsage();
   t0 = performance.now();
-  const wl = await createClusterStreams({ source: 'apiserver', connection: await connectionFromKubeConfig(kc), nodeName: 'node-a', logger, tuning: { ...tuning, watchList: true } });
-  await wl.whenSynced();
-  const wlCpu = cpuMs(process.cpuUsage(c0));
-  console.log(`WatchList: ${wl.endpointSlices.size} slices in ${(performance.now() - t0).toFixed(0)} ms wall, ${wlCpu.toFixed(0)} ms CPU`);
-  await wl.stop();
+  const wl = await listOverHttp(true);
+  console.log(`WatchList: ${wl.streams.endpointSlices.size} slices in ${wl.wall.toFixed(0)} ms wall, ${wl.cpu.toFixed(0)} ms CPU`);
+  await wl.streams.stop();
 
-  // 4. bare JSON.parse of the same list bytes.
-  const pages: Buffer[] = [];
-  const raw = await connectionFromKubeConfig(kc);
-  for (const path of ['/api/v1/services', '/apis/discovery.k8s.io/v1/endpointslices', '/api/v1/nodes']) {
-    let cont = '';
-    do {
-      const res = await fetchRaw(raw.baseUrl + path, { limit: PAGE, continue: cont, labelSelector: path.includes('nodes') ? '' : '!service.kubernetes.io/service-proxy-name,!service.kubernetes.io/headless' }, raw.dispatcher);
-      pages.push(res);
-      cont = (JSON.parse(res.toString()).metadata.continue as string) ?? '';
-    } while (cont);
-  }
-  void listPage;
-  const bytes = pages.reduce((a, b) => a + b.length, 0);
-  const runs: number[] = [];
-  for (let r = 0; r < 3; r++) {
-    gc();
-    const c = process.cpuUsage();
-    let sink = 0;
-    for (const p of pages) sink += (JSON.parse(p.toString('utf8')) as { items: unknown[] }).items.length;
-    runs.push(cpuMs(process.cpuUsage(c)));
-    if (sink === 0) throw new Error('nothing parsed');
-  }
-  runs.sort((a, b) => a - b);
-  const parseCpu = runs[1]!;
-  console.log(`JSON.parse of the same ${mib(bytes)} MiB (${pages.length} pages): ${parseCpu.toFixed(0)} ms CPU (median of 3)`);
-  await raw.close();
+  const load = (await import('node:os')).loadavg().map((x) => Math.round(x * 100) / 100);
+  console.log(`load average during the run: ${load.join(' ')} (2 cores, shared)`);
   process.send!({
     phase: 'done',
     services: SERVICES,
     slices: SERVICES,
     endpoints,
+    page_size: PAGE,
     list_bytes_mib: mib(bytes),
-    list_cpu_ms: Math.round(listCpu),
-    watchlist_cpu_ms: Math.round(wlCpu),
     json_parse_cpu_ms: Math.round(parseCpu),
-    ingest_over_json_parse: Math.round((listCpu / parseCpu) * 100) / 100,
-    watchlist_over_json_parse: Math.round((wlCpu / parseCpu) * 100) / 100,
+    ingest_cpu_ms: Math.round(ingestCpu),
+    ingest_over_json_parse: Math.round((ingestCpu / parseCpu) * 100) / 100,
+    fetch_parse_cpu_ms: Math.round(fetchParseCpu),
+    list_cpu_ms: Math.round(listCpu),
+    list_cold_cpu_ms: Math.round(coldCpu),
+    list_over_fetch_parse: Math.round((listCpu / fetchParseCpu) * 100) / 100,
+    list_over_json_parse: Math.round((listCpu / parseCpu) * 100) / 100,
+    watchlist_cpu_ms: Math.round(wl.cpu),
     store_rss_mib: mib(storeRss),
     store_heap_mib: mib(storeHeap),
     process_rss_mib: mib(mem.rss),
     churn_events: got,
     churn_events_per_s: Math.round((got / churnWall) * 1000),
     churn_cpu_us_per_event: Math.round((churnCpu / got) * 1000 * 10) / 10,
+    load_avg_1m: load[0],
   });
   process.exit(0);
 }
