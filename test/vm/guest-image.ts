@@ -129,7 +129,12 @@ function unpackKernel(dir: string, pkg: { name: string; version: string }): void
     run('depmod', ['-b', tmp, kver]);
     // Drop what the VM never uses (firmware-heavy drivers stay; only docs go).
     rmSync(join(tmp, 'usr'), { recursive: true, force: true });
-    renameSync(tmp, dir);
+    try {
+      renameSync(tmp, dir);
+    } catch (e) {
+      // Another test worker unpacked the same version first: theirs is as good.
+      if (!existsSync(dir)) throw e;
+    }
   } finally {
     rmSync(dl, { recursive: true, force: true });
     rmSync(tmp, { recursive: true, force: true });
@@ -207,7 +212,13 @@ export function prepareGuestImage(): GuestImage {
   let pkg: { name: string; version: string };
   let kernelDir: string;
   try {
-    pkg = resolvePackage();
+    try {
+      pkg = resolvePackage();
+    } catch {
+      // A fresh machine may never have fetched the package lists.
+      run('apt-get', ['update', '-qq']);
+      pkg = resolvePackage();
+    }
     kernelDir = join(root, `${pkg.name}_${pkg.version}`);
     if (!existsSync(kernelDir)) unpackKernel(kernelDir, pkg);
   } catch (e) {
@@ -231,7 +242,8 @@ export function prepareGuestImage(): GuestImage {
 
   const initramfs = join(kernelDir, `initramfs-${initramfsKey(kernelDir)}.cpio`);
   if (!existsSync(initramfs)) {
-    for (const old of readdirSync(kernelDir).filter((f) => f.startsWith('initramfs-'))) rmSync(join(kernelDir, old), { force: true });
+    // Earlier keys' images only; a '.tmp-' file may be another worker's build in progress.
+    for (const old of readdirSync(kernelDir).filter((f) => /^initramfs-[0-9a-f]+\.cpio$/.test(f))) rmSync(join(kernelDir, old), { force: true });
     buildInitramfs(modulesDir, initramfs);
   }
   const guestCacheDir = join(root, 'guest-cache');

@@ -23,7 +23,8 @@ mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /dev/shm
 mount -t tmpfs tmpfs /run || fail "mount /run"
-mount -t tmpfs tmpfs /tmp || fail "mount /tmp"
+# /tmp stays the overlay's (the host's, made writable): a clone of the repo
+# under /tmp must stay visible.
 [ -e /dev/console ] && exec < /dev/null
 
 # knp.modules=<dir> on the kernel command line: the unpacked package's
