@@ -21,6 +21,12 @@ import { syncRunner, type SyncResult } from '../reconciler/sync-runner.ts';
 import { createClusterStreams, type ClusterStreams, type ClusterStreamsOptions } from '../streams/cluster-streams.ts';
 import { rulesetConfigFor, type LocalAddress, type OffloadState } from './ruleset-config.ts';
 
+/**
+ * Kernels before the 2023 netfilter change that lifted the cap refuse a
+ * flowtable with 256 or more devices (EFBIG), failing the whole batch.
+ */
+export const MAX_FLOWTABLE_DEVICES = 255;
+
 export interface AgentDeps {
   logger: Logger;
   dataplane: Dataplane;
@@ -160,7 +166,14 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
     const filter = interfaceFilter(options);
     subs.add(
       monitor.links$.subscribe((links) => {
-        const devices = flowtableDevices(links, filter);
+        let devices = flowtableDevices(links, filter);
+        if (devices.length > MAX_FLOWTABLE_DEVICES) {
+          logger.warn(
+            { interfaces: devices.length, limit: MAX_FLOWTABLE_DEVICES },
+            'more interfaces than a flowtable takes on kernels before 6.6; offloading through the first ones only (narrow the set with --offload-interfaces)',
+          );
+          devices = devices.slice(0, MAX_FLOWTABLE_DEVICES);
+        }
         if (devices.join('\0') === offload.devices.join('\0')) return;
         logger.info({ devices }, 'flowtable devices follow the node interfaces');
         offload.devices = devices;
