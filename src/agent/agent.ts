@@ -170,7 +170,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
         if (devices.length > MAX_FLOWTABLE_DEVICES) {
           logger.warn(
             { interfaces: devices.length, limit: MAX_FLOWTABLE_DEVICES },
-            'more interfaces than a flowtable takes on kernels before 6.6; offloading through the first ones only (narrow the set with --offload-interfaces)',
+            'more interfaces than a flowtable takes on older kernels (EFBIG at 256); offloading through the first ones only (narrow the set with --offload-interfaces)',
           );
           devices = devices.slice(0, MAX_FLOWTABLE_DEVICES);
         }
