@@ -112,26 +112,25 @@ async function child(kubeconfig: string): Promise<void> {
   const { pino } = await import('pino');
   const { createClusterStreams, makeInformers } = await import('../src/streams/cluster-streams.ts');
   const { deliverListItems } = await import('../src/streams/reflector.ts');
-  const { loadKubeConfig, connectionFromKubeConfig } = await import('../src/k8s/api-connection.ts');
+  const { connect } = await import('../src/k8s/api-connection.ts');
   const logger = pino({ level: 'warn' });
-  const kc = await loadKubeConfig(kubeconfig);
   const gc = globalThis.gc!;
   const tuning = { pageSize: PAGE, watchList: false, readTimeoutMs: 60_000, headersTimeoutMs: 60_000 };
   const listOverHttp = async (watchList = false) => {
     const c0 = process.cpuUsage();
     const t0 = performance.now();
-    const streams = await createClusterStreams({ source: 'apiserver', connection: await connectionFromKubeConfig(kc), nodeName: 'node-a', logger, tuning: { ...tuning, watchList } });
+    const streams = await createClusterStreams({ source: 'apiserver', connection: await connect(kubeconfig), nodeName: 'node-a', logger, tuning: { ...tuning, watchList } });
     await streams.whenSynced();
     return { streams, cpu: cpuMs(process.cpuUsage(c0)), wall: performance.now() - t0 };
   };
 
   // Warm-up on the node object only: loads undici, the kubeconfig path, pino.
-  const warm = await createClusterStreams({ source: 'apiserver', connection: await connectionFromKubeConfig(kc), nodeName: 'node-a', serviceProxyName: 'nobody', logger, tuning });
+  const warm = await createClusterStreams({ source: 'apiserver', connection: await connect(kubeconfig), nodeName: 'node-a', serviceProxyName: 'nobody', logger, tuning });
   await warm.whenSynced();
   await warm.stop();
 
   // The list bytes, fetched once into memory.
-  const conn = await connectionFromKubeConfig(kc);
+  const conn = await connect(kubeconfig);
   const fetchPages = async (keep: boolean) => {
     const pages: { path: string; body: Buffer }[] = [];
     for (const path of PATHS) {

@@ -1,17 +1,24 @@
-// How we reach the API server: base URL, an undici Agent carrying the
-// KubeConfig's TLS material, and the request headers (bearer token, basic
-// auth, impersonation) asked of the KubeConfig on every request, so tokens
-// that rotate (projected service-account tokens, exec plugins) stay fresh.
+// How we reach the API server: base URL, an undici Agent carrying the TLS
+// material, and the request headers (bearer token, basic auth) computed on
+// every request, so tokens that rotate (projected service-account tokens,
+// exec plugins) stay fresh.
 //
-// @kubernetes/client-node is used only for configuration and authentication;
-// requests are plain undici (its generated client and watch are slower and
-// less resilient, see FACTS.md). It is imported lazily: loading it costs
-// ~83 MiB RSS (it pulls in its whole generated API client), which the
-// manifest source and the pure parts of the agent should not pay.
+// Two ways to get there (see src/k8s/kubeconfig.ts for why):
+// - our own loader, for in-cluster and plain kubeconfig files: no
+//   @kubernetes/client-node at all;
+// - client-node's KubeConfig (its authentication/TLS helpers), imported
+//   lazily and only for what our loader hands over (exec, auth providers,
+//   impersonation, proxies, merged KUBECONFIG lists) or when an embedder
+//   passes a KubeConfig object. Loading it costs ~80 MiB RSS.
+// Requests are plain undici either way (client-node's generated client and
+// watch are slower and less resilient, see FACTS.md).
 
 import type { KubeConfig } from '@kubernetes/client-node';
 import type https from 'node:https';
 import { Agent, type Dispatcher } from 'undici';
+import { authHeaders, KubeConfigError, loadClusterAccess, type ClusterAccess, type LoadOptions } from './kubeconfig.ts';
+
+export { KubeConfigError };
 
 export interface ApiConnection {
   /** Origin plus any path prefix, without a trailing slash. */
@@ -19,17 +26,11 @@ export interface ApiConnection {
   readonly dispatcher: Dispatcher;
   headers(): Promise<Record<string, string>>;
   close(): Promise<void>;
+  /** How it was configured, for logs: 'in-cluster', a kubeconfig path, or 'client-node (<why>)'. */
+  readonly via: string;
 }
 
-export class KubeConfigError extends Error {
-  readonly code = 'ERR_KUBECONFIG';
-  constructor(message: string) {
-    super(message);
-    this.name = 'KubeConfigError';
-  }
-}
-
-/** Loads a kubeconfig: an explicit file, else in-cluster, else the default chain. */
+/** Loads client-node's KubeConfig: an explicit file, else in-cluster, else its default chain. */
 export async function loadKubeConfig(file?: string): Promise<KubeConfig> {
   const { KubeConfig } = await import('@kubernetes/client-node');
   const kc = new KubeConfig();
@@ -57,11 +58,55 @@ export interface ConnectionOptions {
   keepAliveTimeoutMs?: number;
 }
 
+function baseUrlOf(server: string): string {
+  let base: URL;
+  try {
+    base = new URL(server);
+  } catch {
+    throw new KubeConfigError(`server is not a URL: ${server}`);
+  }
+  if (base.protocol !== 'https:' && base.protocol !== 'http:') throw new KubeConfigError(`unsupported server URL ${server}`);
+  return `${base.origin}${base.pathname.replace(/\/+$/, '')}`;
+}
+
+/** A connection from what our own loader read (no client-node). */
+export function connectionFromAccess(access: ClusterAccess, options: ConnectionOptions = {}): ApiConnection {
+  const connect: Record<string, unknown> = { rejectUnauthorized: !access.insecureSkipTLSVerify };
+  if (access.ca) connect.ca = access.ca;
+  if (access.cert) connect.cert = access.cert;
+  if (access.key) connect.key = access.key;
+  if (access.servername) connect.servername = access.servername;
+  const dispatcher = new Agent({ connect, keepAliveTimeout: options.keepAliveTimeoutMs ?? 30_000 });
+  return {
+    baseUrl: baseUrlOf(access.server),
+    dispatcher,
+    async headers() {
+      return { accept: 'application/json', ...(await authHeaders(access.credentials)) };
+    },
+    close: () => dispatcher.close(),
+    via: access.source,
+  };
+}
+
+/**
+ * The connection for a kubeconfig path (undefined: in-cluster, then
+ * $KUBECONFIG, then ~/.kube/config) or a client-node KubeConfig object.
+ */
+export async function connect(kubeConfig?: KubeConfig | string, options: ConnectionOptions & LoadOptions = {}): Promise<ApiConnection> {
+  if (typeof kubeConfig === 'object') return connectionFromKubeConfig(kubeConfig, options);
+  const access = await loadClusterAccess(kubeConfig, options);
+  if ('needsClientNode' in access) {
+    const conn = await connectionFromKubeConfig(await loadKubeConfig(access.file), options);
+    return { ...conn, via: `client-node (${access.needsClientNode})` };
+  }
+  return connectionFromAccess(access, options);
+}
+
+/** A connection configured by client-node's KubeConfig (its auth and TLS helpers). */
 export async function connectionFromKubeConfig(kc: KubeConfig, options: ConnectionOptions = {}): Promise<ApiConnection> {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new KubeConfigError('kubeconfig has no current cluster');
-  const base = new URL(cluster.server);
-  if (base.protocol !== 'https:' && base.protocol !== 'http:') throw new KubeConfigError(`unsupported server URL ${cluster.server}`);
+  const baseUrl = baseUrlOf(cluster.server);
   const first = await requestOptions(kc);
   const connect: Record<string, unknown> = {};
   for (const k of ['ca', 'cert', 'key', 'pfx', 'passphrase', 'servername', 'rejectUnauthorized'] as const) {
@@ -70,8 +115,9 @@ export async function connectionFromKubeConfig(kc: KubeConfig, options: Connecti
   const dispatcher = new Agent({ connect, keepAliveTimeout: options.keepAliveTimeoutMs ?? 30_000 });
   let fresh: Record<string, string> | undefined = headersOf(first);
   return {
-    baseUrl: `${base.origin}${base.pathname.replace(/\/+$/, '')}`,
+    baseUrl,
     dispatcher,
+    via: 'client-node',
     async headers() {
       // The first call reuses what we computed while building the agent.
       if (fresh) {

@@ -28,7 +28,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { pino, type Logger } from 'pino';
 import { BehaviorSubject, combineLatest, distinctUntilChanged, firstValueFrom, filter, map, Observable } from 'rxjs';
-import { connectionFromKubeConfig, loadKubeConfig, type ApiConnection } from '../k8s/api-connection.ts';
+import { connect, type ApiConnection } from '../k8s/api-connection.ts';
 import type { EndpointSliceInfo, NodeInfo, ServiceInfo, StoreEvent } from '../k8s/types.ts';
 import { serviceProxySelector } from '../k8s/well-known.ts';
 import type { Clock } from './clock.ts';
@@ -48,7 +48,11 @@ export type ReflectorTuning = Partial<
 
 export interface ApiServerSourceOptions {
   source: 'apiserver';
-  /** A loaded KubeConfig, a kubeconfig file path, or undefined for in-cluster/default. */
+  /**
+   * A kubeconfig file path, or undefined for in-cluster, then $KUBECONFIG,
+   * then ~/.kube/config (read without client-node where possible, see
+   * src/k8s/kubeconfig.ts); or a client-node KubeConfig an embedder loaded.
+   */
   kubeConfig?: KubeConfig | string;
   /** Instead of kubeConfig: a ready connection (tests, embedding). */
   connection?: ApiConnection;
@@ -138,10 +142,10 @@ export async function createClusterStreams(options: ClusterStreamsOptions): Prom
     let connection = options.connection;
     let owned = false;
     if (!connection) {
-      const kc = typeof options.kubeConfig === 'object' ? options.kubeConfig : await loadKubeConfig(options.kubeConfig);
-      connection = await connectionFromKubeConfig(kc);
+      connection = await connect(options.kubeConfig);
       owned = true;
     }
+    logger.info({ server: connection.baseUrl, via: connection.via }, 'API server');
     const selector = serviceProxySelector(options.serviceProxyName);
     const common = { connection, clock: options.clock, ...options.tuning };
     const reflectors = [

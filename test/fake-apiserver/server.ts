@@ -30,8 +30,12 @@ import { generateSelfSignedCert } from './tls.ts';
 
 export interface FakeApiServerOptions {
   tls?: boolean;
-  /** Require `Authorization: Bearer <token>`. */
+  /** Require `Authorization: Bearer <token>` (changeable later: setToken, a rotation). */
   token?: string;
+  /** With tls: require a client certificate issued by this PEM (mutual TLS). */
+  clientCA?: string;
+  /** Require `Authorization: Basic` with these. */
+  basic?: { username: string; password: string };
   /** Support sendInitialEvents (WatchList); default true. */
   watchList?: boolean;
   /** Bookmark period for watches that allow them; default 60 s as the real server. */
@@ -62,6 +66,8 @@ export interface RequestRecord {
   query: Record<string, string>;
   status?: number;
   fault?: FaultKind;
+  /** The Authorization header as sent. */
+  authorization?: string;
   at: number;
 }
 
@@ -95,7 +101,7 @@ export class FakeApiServer {
     this.server = server;
     this.url = url;
     this.ca = ca;
-    this.o = o;
+    this.o = { ...o };
     this.store = new ObjectStore(o.maxHistory);
     this.store.onEvent((ev) => this.dispatch(ev));
   }
@@ -104,7 +110,9 @@ export class FakeApiServer {
     const tls = o.tls ? generateSelfSignedCert() : undefined;
     let self: FakeApiServer | undefined;
     const handler = (req: IncomingMessage, res: ServerResponse) => self!.handle(req, res);
-    const server = tls ? createHttpsServer({ cert: tls.cert, key: tls.key }, handler) : createHttpServer(handler);
+    const server = tls
+      ? createHttpsServer({ cert: tls.cert, key: tls.key, ...(o.clientCA ? { ca: o.clientCA, requestCert: true, rejectUnauthorized: true } : {}) }, handler)
+      : createHttpServer(handler);
     server.keepAliveTimeout = 60_000;
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as AddressInfo).port;
@@ -132,6 +140,11 @@ export class FakeApiServer {
   }
 
   // --- faults and observation ----------------------------------------------
+
+  /** From now on only this bearer token is accepted (a token rotation). */
+  setToken(token: string): void {
+    this.o.token = token;
+  }
 
   injectFault(f: Fault): void {
     this.faults.push({ ...f, left: f.times ?? 1, toSkip: f.skip ?? 0 });
@@ -230,7 +243,9 @@ export class FakeApiServer {
     const watch = query.watch === '1' || query.watch === 'true';
     const rec: RequestRecord = { method: req.method ?? 'GET', path: u.pathname, resource: parsed?.resource.name as ResourceName | undefined, watch, query, at: Date.now() };
     this.requests.push(rec);
-    if (this.o.token && req.headers.authorization !== `Bearer ${this.o.token}`) {
+    rec.authorization = req.headers.authorization;
+    const basic = this.o.basic && `Basic ${Buffer.from(`${this.o.basic.username}:${this.o.basic.password}`).toString('base64')}`;
+    if ((this.o.token && req.headers.authorization !== `Bearer ${this.o.token}`) || (basic && req.headers.authorization !== basic)) {
       return this.reply(res, rec, 401, statusJson(401, 'Unauthorized', 'Unauthorized'));
     }
     const fault = this.takeFault(rec.resource, watch);
