@@ -29,6 +29,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import v8 from 'node:v8';
 
 const SERVICES = Number(process.env.BENCH_SERVICES ?? 10_000);
 const ENDPOINTS_PER_SLICE = 10;
@@ -98,6 +99,13 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const SELECTOR = '!service.kubernetes.io/service-proxy-name,!service.kubernetes.io/headless';
 const PATHS = ['/api/v1/services', '/apis/discovery.k8s.io/v1/endpointslices', '/api/v1/nodes'] as const;
 
+/** Resident size of each non-empty V8 heap space, MiB. */
+function heapSpaces(): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const sp of v8.getHeapSpaceStatistics()) if (sp.physical_space_size > 0) out[sp.space_name.replace(/_space$/, '')] = mib(sp.physical_space_size);
+  return out;
+}
+
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[s.length >> 1]!;
@@ -165,6 +173,7 @@ async function child(kubeconfig: string): Promise<void> {
   settleGc(gc);
   const rss0 = process.memoryUsage().rss;
   const heap0 = process.memoryUsage().heapUsed;
+  const spaces0 = heapSpaces();
   const { streams, cpu: coldCpu, wall: coldWall } = await listOverHttp();
   let endpoints = 0;
   for (const s of streams.endpointSlices.values()) endpoints += s.endpoints.length;
@@ -172,6 +181,7 @@ async function child(kubeconfig: string): Promise<void> {
   const mem = process.memoryUsage();
   const storeRss = mem.rss - rss0;
   const storeHeap = mem.heapUsed - heap0;
+  console.log(`V8 spaces resident (MiB) before the list ${JSON.stringify(spaces0)}, after ${JSON.stringify(heapSpaces())}`);
   console.log(
     `list over HTTP (cold): ${streams.services.size} services, ${streams.endpointSlices.size} slices, ${endpoints} endpoints in ${coldWall.toFixed(0)} ms wall, ${coldCpu.toFixed(0)} ms CPU; ` +
       `stores RSS +${mib(storeRss)} MiB (heap +${mib(storeHeap)} MiB), process RSS ${mib(mem.rss)} MiB`,

@@ -46,7 +46,27 @@ export interface ListPage {
   bytes: number;
 }
 
-export async function listPage(conn: ApiConnection, path: string, query: Query, t: RequestTimeouts, signal: AbortSignal): Promise<ListPage> {
+/** A growable byte buffer a paged list reuses for each page's body. */
+export class ScratchBuffer {
+  buffer: Buffer = Buffer.allocUnsafeSlow(0);
+
+  /** Makes room for `size` bytes, keeping the first `keep`. */
+  reserve(size: number, keep: number): void {
+    if (size <= this.buffer.length) return;
+    const next = Buffer.allocUnsafeSlow(Math.max(size, this.buffer.length * 2, 64 * 1024));
+    this.buffer.copy(next, 0, 0, keep);
+    this.buffer = next;
+  }
+}
+
+export async function listPage(
+  conn: ApiConnection,
+  path: string,
+  query: Query,
+  t: RequestTimeouts,
+  signal: AbortSignal,
+  scratch?: ScratchBuffer,
+): Promise<ListPage> {
   const res = await request(buildUrl(conn, path, query), {
     dispatcher: conn.dispatcher,
     headers: await conn.headers(),
@@ -55,13 +75,26 @@ export async function listPage(conn: ApiConnection, path: string, query: Query, 
     bodyTimeout: t.bodyTimeoutMs,
   });
   if (res.statusCode !== 200) throw await failure(res.statusCode, res.headers, res.body);
-  const chunks: Buffer[] = [];
+  let text: string;
   let bytes = 0;
-  for await (const c of res.body) {
-    chunks.push(c as Buffer);
-    bytes += (c as Buffer).length;
+  if (scratch) {
+    // Copy into one buffer reused for every page of the list: no per-page
+    // concatenation buffer for malloc to keep around after the list.
+    for await (const c of res.body) {
+      const chunk = c as Buffer;
+      scratch.reserve(bytes + chunk.length, bytes);
+      chunk.copy(scratch.buffer, bytes);
+      bytes += chunk.length;
+    }
+    text = scratch.buffer.toString('utf8', 0, bytes);
+  } else {
+    const chunks: Buffer[] = [];
+    for await (const c of res.body) {
+      chunks.push(c as Buffer);
+      bytes += (c as Buffer).length;
+    }
+    text = Buffer.concat(chunks, bytes).toString('utf8');
   }
-  const text = Buffer.concat(chunks, bytes).toString('utf8');
   let parsed: { items?: unknown; metadata?: { resourceVersion?: unknown; continue?: unknown } };
   try {
     parsed = JSON.parse(text);

@@ -15,7 +15,7 @@
 
 import type { Logger } from 'pino';
 import type { ApiConnection } from '../k8s/api-connection.ts';
-import { listPage, watchStream, type Query, type RequestTimeouts, type WatchEvent } from '../k8s/list-watch.ts';
+import { listPage, ScratchBuffer, watchStream, type Query, type RequestTimeouts, type WatchEvent } from '../k8s/list-watch.ts';
 import { ANNOTATION_INITIAL_EVENTS_END } from '../k8s/well-known.ts';
 import { Backoff, defaultBackoff, type BackoffOptions } from './backoff.ts';
 import { sleep, systemClock, type Clock } from './clock.ts';
@@ -183,9 +183,11 @@ export class Reflector {
     let cont = '';
     let pages = 0;
     let items = 0;
+    // Held for this list only: a page's worth of bytes is not worth keeping between relists.
+    const scratch = new ScratchBuffer();
     this.o.sink.listStart();
     for (;;) {
-      const page = await this.listOnePage(limit, cont);
+      const page = await this.listOnePage(limit, cont, scratch);
       pages++;
       items += page.items;
       if (!page.continueToken) {
@@ -207,8 +209,8 @@ export class Reflector {
    * loop while the next page is fetched, where every scavenge would copy it
    * and promote it to the old generation.
    */
-  private async listOnePage(limit: number, cont: string): Promise<{ items: number; continueToken: string; resourceVersion: string }> {
-    const page = await listPage(this.o.connection, this.o.path, { ...this.selectors(), limit, continue: cont || undefined }, this.timeouts, this.abort.signal);
+  private async listOnePage(limit: number, cont: string, scratch: ScratchBuffer): Promise<{ items: number; continueToken: string; resourceVersion: string }> {
+    const page = await listPage(this.o.connection, this.o.path, { ...this.selectors(), limit, continue: cont || undefined }, this.timeouts, this.abort.signal, scratch);
     this.delivered = true;
     const n = deliverListItems(page.items, this.o.sink);
     return { items: n, continueToken: page.continueToken, resourceVersion: page.resourceVersion };
