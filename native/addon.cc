@@ -74,6 +74,11 @@ class CommitWorker : public Napi::AsyncWorker {
     out.Set("failures", failures);
     out.Set("messages", Napi::Number::New(env, result_.messages));
     out.Set("bytes", Napi::Number::New(env, double(result_.bytes)));
+    Napi::Object timing = Napi::Object::New(env);
+    timing.Set("buildMs", Napi::Number::New(env, result_.buildMs));
+    timing.Set("sendMs", Napi::Number::New(env, result_.sendMs));
+    timing.Set("receiveMs", Napi::Number::New(env, result_.receiveMs));
+    out.Set("timing", timing);
     deferred_.Resolve(out);
   }
 

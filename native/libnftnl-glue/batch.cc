@@ -2,9 +2,15 @@
 
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
+#include <libnftnl/chain.h>
 #include <libnftnl/expr.h>
+#include <libnftnl/flowtable.h>
+#include <libnftnl/rule.h>
+#include <libnftnl/set.h>
+#include <libnftnl/table.h>
 
 #include <cstring>
+#include <string_view>
 
 namespace knp {
 
@@ -77,59 +83,117 @@ bool CheckName(const uint8_t* p, uint32_t len, InputError* e) {
   return true;
 }
 
-bool ReadAttrs(Reader& r, Batch* b, AttrRange* range, InputError* e) {
+// Where an attribute list sits, which limits its byte values have.
+enum class AttrScope { Object, Expression, Element };
+
+// libnftnl copies key, data, mask and register values into fixed 64-byte
+// fields (NFT_DATA_VALUE_MAXLEN) and user data up to 256 bytes
+// (NFT_USERDATA_MAXLEN): longer values must never reach it.
+constexpr uint32_t kMaxValueBytes = 64;
+constexpr uint32_t kMaxUserdataBytes = 256;
+constexpr uint16_t kElemUserdata = 7;   // NFTNL_SET_ELEM_USERDATA
+constexpr uint16_t kSetDescConcat = 16;  // NFTNL_SET_DESC_CONCAT: at most 16 field lengths
+
+uint32_t MaxBytes(AttrScope scope, ObjectKind kind, uint16_t id) {
+  switch (scope) {
+    case AttrScope::Expression:
+      return kMaxValueBytes;
+    case AttrScope::Element:
+      return id == kElemUserdata ? kMaxUserdataBytes : kMaxValueBytes;
+    case AttrScope::Object:
+      return kind == ObjectKind::Set && id == kSetDescConcat ? 16 : kMaxUserdataBytes;
+  }
+  return 0;
+}
+
+// Whether libnftnl takes attribute `id` of this object as plain data: in
+// range (libnftnl exits the process on an id past its maximum), not one that
+// holds a pointer to a nested libnftnl object, and a string array exactly
+// where libnftnl expects one.
+bool AttrIdFits(AttrScope scope, ObjectKind kind, bool dynset, uint16_t id, AttrType type) {
+  const bool array = (scope == AttrScope::Object && kind == ObjectKind::Chain && id == NFTNL_CHAIN_DEVICES) ||
+                     (scope == AttrScope::Object && kind == ObjectKind::Flowtable && id == NFTNL_FLOWTABLE_DEVICES);
+  if (array != (type == AttrType::StrArray)) return false;
+  switch (scope) {
+    case AttrScope::Expression:
+      return !(dynset && (id == NFTNL_EXPR_DYNSET_EXPR || id == NFTNL_EXPR_DYNSET_EXPRESSIONS));
+    case AttrScope::Element:
+      return id <= NFTNL_SET_ELEM_MAX && id != NFTNL_SET_ELEM_EXPR && id != NFTNL_SET_ELEM_EXPRESSIONS;
+    case AttrScope::Object:
+      switch (kind) {
+        case ObjectKind::Table:
+          return id <= NFTNL_TABLE_MAX;
+        case ObjectKind::Chain:
+          return id <= NFTNL_CHAIN_MAX;
+        case ObjectKind::Rule:
+          return id <= NFTNL_RULE_MAX;
+        case ObjectKind::Set:
+        case ObjectKind::Elements:
+          return id <= NFTNL_SET_MAX && id != NFTNL_SET_EXPR && id != NFTNL_SET_EXPRESSIONS;
+        case ObjectKind::Flowtable:
+          return id <= NFTNL_FLOWTABLE_MAX;
+      }
+  }
+  return false;
+}
+
+// Checks one attribute list; adds its netlink bound to *bound.
+bool ReadAttrs(Reader& r, const uint8_t* base, AttrScope scope, ObjectKind kind, size_t* bound, InputError* e,
+               bool dynset = false) {
   uint16_t count;
   if (!r.U16(&count)) return false;
-  range->first = uint32_t(b->attrs.size());
-  range->count = count;
   for (uint16_t i = 0; i < count; i++) {
-    Attr a;
+    uint16_t id;
     uint8_t type;
-    if (!r.U16(&a.id) || !r.U8(&type) || !r.U32(&a.len)) return false;
-    a.type = AttrType(type);
-    a.offset = uint32_t(r.pos());
-    if (!r.Skip(a.len)) return false;
-    const uint8_t* p = b->bytes.data() + a.offset;
-    switch (a.type) {
+    uint32_t len;
+    if (!r.U16(&id) || !r.U8(&type) || !r.U32(&len)) return false;
+    const uint8_t* p = base + r.pos();
+    if (!r.Skip(len)) return false;
+    if (!AttrIdFits(scope, kind, dynset, id, AttrType(type)))
+      return Fail(e, "ERR_NFT_BATCH_INVALID",
+                  "attribute " + std::to_string(id) + " of type " + std::to_string(type) + " does not fit here");
+    switch (AttrType(type)) {
       case AttrType::U8:
-        if (a.len != 1) return Fail(e, "ERR_NFT_BATCH_INVALID", "u8 attribute of wrong length");
+        if (len != 1) return Fail(e, "ERR_NFT_BATCH_INVALID", "u8 attribute of wrong length");
         break;
       case AttrType::U16:
-        if (a.len != 2) return Fail(e, "ERR_NFT_BATCH_INVALID", "u16 attribute of wrong length");
+        if (len != 2) return Fail(e, "ERR_NFT_BATCH_INVALID", "u16 attribute of wrong length");
         break;
       case AttrType::U32:
-        if (a.len != 4) return Fail(e, "ERR_NFT_BATCH_INVALID", "u32 attribute of wrong length");
+        if (len != 4) return Fail(e, "ERR_NFT_BATCH_INVALID", "u32 attribute of wrong length");
         break;
       case AttrType::U64:
-        if (a.len != 8) return Fail(e, "ERR_NFT_BATCH_INVALID", "u64 attribute of wrong length");
+        if (len != 8) return Fail(e, "ERR_NFT_BATCH_INVALID", "u64 attribute of wrong length");
         break;
       case AttrType::Str:
-        if (!CheckName(p, a.len, e)) return false;
+        if (!CheckName(p, len, e)) return false;
         break;
       case AttrType::Bytes:
-        if (a.len > 65000) return Fail(e, "ERR_NFT_BATCH_INVALID", "attribute too large");
+        if (len > MaxBytes(scope, kind, id))
+          return Fail(e, "ERR_NFT_BATCH_INVALID",
+                      "byte attribute " + std::to_string(id) + " of " + std::to_string(len) + " bytes is too large");
         break;
       case AttrType::StrArray: {
         // u16 count, then each u16 len + bytes: checked here, read again when building.
         uint32_t pos = 0;
-        if (a.len < 2) return Fail(e, "ERR_NFT_BATCH_INVALID", "string array too short");
-        uint16_t n = uint16_t(p[0] | (p[1] << 8));
+        if (len < 2) return Fail(e, "ERR_NFT_BATCH_INVALID", "string array too short");
+        uint16_t n = LeU16(p);
         pos = 2;
         for (uint16_t k = 0; k < n; k++) {
-          if (a.len - pos < 2) return Fail(e, "ERR_NFT_BATCH_INVALID", "string array truncated");
-          uint16_t l = uint16_t(p[pos] | (p[pos + 1] << 8));
+          if (len - pos < 2) return Fail(e, "ERR_NFT_BATCH_INVALID", "string array truncated");
+          uint16_t l = LeU16(p + pos);
           pos += 2;
-          if (a.len - pos < l) return Fail(e, "ERR_NFT_BATCH_INVALID", "string array truncated");
+          if (len - pos < l) return Fail(e, "ERR_NFT_BATCH_INVALID", "string array truncated");
           if (!CheckName(p + pos, l, e)) return false;
           pos += l;
         }
-        if (pos != a.len) return Fail(e, "ERR_NFT_BATCH_INVALID", "string array has trailing bytes");
+        if (pos != len) return Fail(e, "ERR_NFT_BATCH_INVALID", "string array has trailing bytes");
         break;
       }
       default:
         return Fail(e, "ERR_NFT_BATCH_INVALID", "unknown attribute type " + std::to_string(type));
     }
-    b->attrs.push_back(a);
+    *bound += NetlinkAttrBound(AttrType(type), len);
   }
   return true;
 }
@@ -152,13 +216,26 @@ bool MsgTypeFits(ObjectKind kind, uint8_t t) {
   return false;
 }
 
-bool IsKnownExpression(const std::string& name) {
-  if (name.empty() || name.find('\0') != std::string::npos) return false;
-  nftnl_expr* probe = nftnl_expr_alloc(name.c_str());
-  if (probe == nullptr) return false;
-  nftnl_expr_free(probe);
-  return true;
-}
+// Expression names libnftnl knows, probed once per name and batch: a batch
+// repeats a handful of names thousands of times.
+class ExpressionNames {
+ public:
+  bool Known(const uint8_t* p, uint8_t len) {
+    std::string_view name(reinterpret_cast<const char*>(p), len);
+    for (const std::string& k : known_)
+      if (k == name) return true;
+    if (name.empty() || name.find('\0') != std::string_view::npos) return false;
+    std::string copy(name);
+    nftnl_expr* probe = nftnl_expr_alloc(copy.c_str());
+    if (probe == nullptr) return false;
+    nftnl_expr_free(probe);
+    known_.push_back(std::move(copy));
+    return true;
+  }
+
+ private:
+  std::vector<std::string> known_;
+};
 
 }  // namespace
 
@@ -167,17 +244,29 @@ bool IsKnownFamily(uint32_t family) {
          family == NFPROTO_ARP || family == NFPROTO_BRIDGE || family == NFPROTO_NETDEV;
 }
 
+// Netlink bytes around each message (headers, nests) and each expression
+// (list element, name, data nest) beyond their attributes.
+constexpr size_t kMessageOverhead = 256;
+constexpr size_t kExpressionOverhead = 64;
+constexpr size_t kElementOverhead = 16;
+
 bool ParseBatch(std::vector<uint8_t> bytes, Batch* out, InputError* e) {
   out->bytes = std::move(bytes);
+  const uint8_t* base = out->bytes.data();
   Reader r(out->bytes, e);
   uint32_t magic, version, count;
   if (!r.U32(&magic) || !r.U32(&version) || !r.U32(&count)) return false;
   if (magic != kMagic) return Fail(e, "ERR_NFT_BATCH_INVALID", "not a kube-nft-proxy batch buffer");
   if (version != kVersion)
     return Fail(e, "ERR_NFT_BATCH_INVALID", "unsupported batch version " + std::to_string(version));
+  if (out->bytes.size() > UINT32_MAX) return Fail(e, "ERR_NFT_BATCH_INVALID", "batch buffer of 4 GiB or more");
+  // Each record takes at least 11 bytes: a count beyond that is a lie, not a reservation.
+  if (count > out->bytes.size() / 11) return Fail(e, "ERR_NFT_BATCH_TRUNCATED", "batch buffer is truncated");
   out->records.reserve(count);
+  ExpressionNames names;
+  size_t bound = 2 * kMessageOverhead;  // batch begin and end
   for (uint32_t i = 0; i < count; i++) {
-    Record rec;
+    Record rec{};
     uint8_t kind;
     if (!r.U8(&kind) || !r.U8(&rec.msgType) || !r.U16(&rec.flags) || !r.U8(&rec.family) || !r.U32(&rec.opIndex))
       return false;
@@ -188,37 +277,45 @@ bool ParseBatch(std::vector<uint8_t> bytes, Batch* out, InputError* e) {
                   "message type " + std::to_string(rec.msgType) + " does not fit object kind " + std::to_string(kind));
     if (!IsKnownFamily(rec.family))
       return Fail(e, "ERR_NFT_FAMILY", "unknown address family " + std::to_string(rec.family));
-    if (!ReadAttrs(r, out, &rec.attrs, e)) return false;
+    rec.attrs = uint32_t(r.pos());
+    size_t recordBound = kMessageOverhead;
+    if (!ReadAttrs(r, base, AttrScope::Object, rec.kind, &recordBound, e)) return false;
+    bound += recordBound;
     if (rec.kind == ObjectKind::Rule) {
       uint16_t n;
       if (!r.U16(&n)) return false;
-      rec.exprs.reserve(n);
+      rec.body = uint32_t(r.pos());
+      rec.count = n;
       for (uint16_t k = 0; k < n; k++) {
         uint8_t nameLen;
         if (!r.U8(&nameLen)) return false;
-        size_t at = r.pos();
+        const uint8_t* name = base + r.pos();
         if (!r.Skip(nameLen)) return false;
-        Expr ex;
-        ex.name.assign(reinterpret_cast<const char*>(out->bytes.data() + at), nameLen);
-        if (!IsKnownExpression(ex.name))
-          return Fail(e, "ERR_NFT_BATCH_INVALID", "unknown expression '" + ex.name + "'");
-        if (!ReadAttrs(r, out, &ex.attrs, e)) return false;
-        rec.exprs.push_back(std::move(ex));
+        if (!names.Known(name, nameLen))
+          return Fail(e, "ERR_NFT_BATCH_INVALID",
+                      "unknown expression '" + std::string(reinterpret_cast<const char*>(name), nameLen) + "'");
+        bound += kExpressionOverhead + nameLen;
+        const bool dynset = nameLen == 6 && memcmp(name, "dynset", 6) == 0;
+        if (!ReadAttrs(r, base, AttrScope::Expression, rec.kind, &bound, e, dynset)) return false;
       }
     } else if (rec.kind == ObjectKind::Elements) {
       uint32_t n;
       if (!r.U32(&n)) return false;
-      rec.firstElem = uint32_t(out->elems.size());
-      rec.elemCount = n;
+      rec.body = uint32_t(r.pos());
+      rec.count = n;
       for (uint32_t k = 0; k < n; k++) {
-        Elem el;
-        if (!r.U32(&el.opIndex) || !ReadAttrs(r, out, &el.attrs, e)) return false;
-        out->elems.push_back(el);
+        uint32_t opIndex;
+        if (!r.U32(&opIndex)) return false;
+        bound += kElementOverhead;
+        if (!ReadAttrs(r, base, AttrScope::Element, rec.kind, &bound, e)) return false;
       }
+      // The elements may take several messages, each repeating the set's attributes.
+      bound += size_t(n / 64 + 1) * recordBound;
     }
-    out->records.push_back(std::move(rec));
+    out->records.push_back(rec);
   }
   if (!r.AtEnd()) return Fail(e, "ERR_NFT_BATCH_INVALID", "trailing bytes after the last record");
+  out->netlinkSize = bound;
   return true;
 }
 

@@ -1,4 +1,5 @@
-// The compact batch encoding built by src/nft/encode.ts, parsed into records.
+// The compact batch encoding built by src/nft/encode.ts: checked on the JS
+// thread (ParseBatch), read again without checks when the messages are built.
 //
 // Layout (all integers little-endian):
 //   header  u32 magic 'KNPB' (0x42504e4b), u32 version (1), u32 record count
@@ -11,6 +12,9 @@
 // Flushing a table or chain is a Rule record with NFT_MSG_DELRULE and no
 // expressions; flushing a set is an Elements record with NFT_MSG_DELSETELEM and
 // no elements.
+//
+// Parsing keeps one small Record per record and nothing per attribute,
+// expression or element: a 100k-element batch costs one copy and one pass.
 #pragma once
 
 #include <cstdint>
@@ -23,45 +27,23 @@ enum class ObjectKind : uint8_t { Table = 1, Chain = 2, Rule = 3, Set = 4, Eleme
 
 enum class AttrType : uint8_t { U8 = 1, U16 = 2, U32 = 3, U64 = 4, Str = 5, Bytes = 6, StrArray = 7 };
 
-struct Attr {
-  uint16_t id;
-  AttrType type;
-  uint32_t offset;  // into Batch::bytes
-  uint32_t len;
-};
-
-struct AttrRange {
-  uint32_t first = 0;
-  uint32_t count = 0;
-};
-
-struct Expr {
-  std::string name;
-  AttrRange attrs;
-};
-
-struct Elem {
-  uint32_t opIndex;
-  AttrRange attrs;
-};
-
 struct Record {
   ObjectKind kind;
   uint8_t msgType;
   uint16_t flags;
   uint8_t family;
   uint32_t opIndex;
-  AttrRange attrs;
-  std::vector<Expr> exprs;
-  uint32_t firstElem = 0;
-  uint32_t elemCount = 0;
+  uint32_t attrs;  // offset of the record's attribute list in Batch::bytes
+  uint32_t body;   // offset of its first expression or element
+  uint32_t count;  // expressions (Rule) or elements (Elements)
 };
 
 struct Batch {
   std::vector<uint8_t> bytes;
-  std::vector<Attr> attrs;
-  std::vector<Elem> elems;
   std::vector<Record> records;
+  // The netlink bytes the batch is expected to take at most: the send buffer's
+  // first size (the builder still checks every message against what is left).
+  size_t netlinkSize = 0;
 };
 
 // What went wrong with an input buffer: a stable code and a readable message.
@@ -79,5 +61,40 @@ bool IsKnownFamily(uint32_t family);
 // Parses and checks a batch buffer (a private copy: the caller moves it in).
 // Runs on the JS thread so that bad input becomes a thrown error, not a crash.
 bool ParseBatch(std::vector<uint8_t> bytes, Batch* out, InputError* error);
+
+// Little-endian reads from a checked batch.
+inline uint16_t LeU16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }
+inline uint32_t LeU32(const uint8_t* p) {
+  return uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24);
+}
+
+// One attribute of a checked batch.
+struct AttrView {
+  uint16_t id;
+  AttrType type;
+  uint32_t len;
+  const uint8_t* value;
+};
+
+// Reads the attribute at bytes[*pos] and moves *pos past it.
+inline AttrView NextAttr(const uint8_t* bytes, size_t* pos) {
+  const uint8_t* p = bytes + *pos;
+  AttrView a{LeU16(p), AttrType(p[2]), LeU32(p + 3), p + 7};
+  *pos += 7 + a.len;
+  return a;
+}
+
+// Moves *pos past an attribute list.
+inline void SkipAttrs(const uint8_t* bytes, size_t* pos) {
+  uint16_t n = LeU16(bytes + *pos);
+  *pos += 2;
+  for (uint16_t i = 0; i < n; i++) *pos += 7 + LeU32(bytes + *pos + 3);
+}
+
+// Upper bound of the netlink bytes one attribute becomes (header, nesting,
+// NUL, padding); string arrays become one attribute per string.
+inline size_t NetlinkAttrBound(AttrType type, uint32_t len) {
+  return type == AttrType::StrArray ? 32 + size_t(len) * 4 : 16 + ((size_t(len) + 4) & ~size_t(3));
+}
 
 }  // namespace knp

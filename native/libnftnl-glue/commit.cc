@@ -13,8 +13,10 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <algorithm>
+#include <chrono>
 #include <cstring>
-#include <unordered_map>
+#include <memory>
 
 #include "netlink-socket.h"
 
@@ -22,60 +24,97 @@ namespace knp {
 
 namespace {
 
-uint64_t ReadLe(const uint8_t* p, uint32_t len) {
-  uint64_t v = 0;
-  for (uint32_t i = 0; i < len; i++) v |= uint64_t(p[i]) << (8 * i);
-  return v;
+double MsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Hands each attribute to the matching libnftnl setter, in host byte order for
-// integers. Setter is one of the nftnl_*_set_data functions.
+// A growable send buffer that is never zero-filled: libnftnl and libmnl
+// write every byte of a message, padding included.
+class SendBuffer {
+ public:
+  explicit SendBuffer(size_t capacity) : data_(new char[capacity]), capacity_(capacity) {}
+  // Room for n more bytes; messages already written stay where they are by offset.
+  void Ensure(size_t n) {
+    if (used_ + n <= capacity_) return;
+    size_t next = std::max(capacity_ * 2, used_ + n);
+    std::unique_ptr<char[]> grown(new char[next]);
+    memcpy(grown.get(), data_.get(), used_);
+    data_ = std::move(grown);
+    capacity_ = next;
+  }
+  char* Tail() { return data_.get() + used_; }
+  void Advance(size_t n) { used_ += n; }
+  const char* data() const { return data_.get(); }
+  size_t size() const { return used_; }
+
+ private:
+  std::unique_ptr<char[]> data_;
+  size_t capacity_;
+  size_t used_ = 0;
+};
+
+// Integer attributes reach libnftnl through an 8-byte zeroed union, so a
+// setter that reads more than the attribute's length stays inside it.
+union IntValue {
+  uint8_t u8;
+  uint16_t u16;
+  uint32_t u32;
+  uint64_t u64;
+};
+
+// Hands the attribute list at bytes[*pos] to libnftnl setters (moving *pos
+// past it), integers in host byte order. Adds each attribute's netlink bound
+// to *bound and its id to *ids (for objects that are reused).
 template <typename Obj, typename SetData, typename SetArray>
-bool ApplyAttrs(const Batch& b, AttrRange range, Obj* obj, SetData setData, SetArray setArray) {
-  for (uint32_t i = 0; i < range.count; i++) {
-    const Attr& a = b.attrs[range.first + i];
-    const uint8_t* p = b.bytes.data() + a.offset;
+bool ApplyAttrs(const uint8_t* bytes, size_t* pos, Obj* obj, SetData setData, SetArray setArray, size_t* bound,
+                uint64_t* ids = nullptr) {
+  uint16_t count = LeU16(bytes + *pos);
+  *pos += 2;
+  for (uint16_t i = 0; i < count; i++) {
+    const AttrView a = NextAttr(bytes, pos);
+    *bound += NetlinkAttrBound(a.type, a.len);
+    if (ids != nullptr && a.id < 64) *ids |= uint64_t(1) << a.id;
+    IntValue v{};
     int rc = 0;
     switch (a.type) {
-      case AttrType::U8: {
-        uint8_t v = p[0];
-        rc = setData(obj, a.id, &v, 1);
+      case AttrType::U8:
+        v.u8 = a.value[0];
+        rc = setData(obj, a.id, &v.u8, 1);
         break;
-      }
-      case AttrType::U16: {
-        uint16_t v = uint16_t(ReadLe(p, 2));
-        rc = setData(obj, a.id, &v, 2);
+      case AttrType::U16:
+        v.u16 = LeU16(a.value);
+        rc = setData(obj, a.id, &v.u16, 2);
         break;
-      }
-      case AttrType::U32: {
-        uint32_t v = uint32_t(ReadLe(p, 4));
-        rc = setData(obj, a.id, &v, 4);
+      case AttrType::U32:
+        v.u32 = LeU32(a.value);
+        rc = setData(obj, a.id, &v.u32, 4);
         break;
-      }
-      case AttrType::U64: {
-        uint64_t v = ReadLe(p, 8);
-        rc = setData(obj, a.id, &v, 8);
+      case AttrType::U64:
+        v.u64 = uint64_t(LeU32(a.value)) | (uint64_t(LeU32(a.value + 4)) << 32);
+        rc = setData(obj, a.id, &v.u64, 8);
         break;
-      }
       case AttrType::Str: {
-        std::string s(reinterpret_cast<const char*>(p), a.len);
-        rc = setData(obj, a.id, s.c_str(), uint32_t(s.size() + 1));
+        // Checked to be at most kMaxNameLength bytes without a NUL.
+        char text[kMaxNameLength + 1];
+        memcpy(text, a.value, a.len);
+        text[a.len] = '\0';
+        rc = setData(obj, a.id, text, a.len + 1);
         break;
       }
       case AttrType::Bytes:
-        rc = setData(obj, a.id, p, a.len);
+        rc = setData(obj, a.id, a.value, a.len);
         break;
       case AttrType::StrArray: {
         std::vector<std::string> items;
-        uint16_t n = uint16_t(ReadLe(p, 2));
-        uint32_t pos = 2;
+        uint16_t n = LeU16(a.value);
+        uint32_t at = 2;
         for (uint16_t k = 0; k < n; k++) {
-          uint16_t l = uint16_t(ReadLe(p + pos, 2));
-          items.emplace_back(reinterpret_cast<const char*>(p + pos + 2), l);
-          pos += 2 + l;
+          uint16_t l = LeU16(a.value + at);
+          items.emplace_back(reinterpret_cast<const char*>(a.value + at + 2), l);
+          at += 2 + l;
         }
         std::vector<const char*> ptrs;
-        for (auto& s : items) ptrs.push_back(s.c_str());
+        for (auto& item : items) ptrs.push_back(item.c_str());
         ptrs.push_back(nullptr);
         rc = setArray(obj, a.id, ptrs.data());
         break;
@@ -88,149 +127,251 @@ bool ApplyAttrs(const Batch& b, AttrRange range, Obj* obj, SetData setData, SetA
 
 int NoArray(void*, uint16_t, const char**) { return -1; }
 
-// An upper bound of the bytes one message needs: libnftnl writes without bounds checks.
-size_t AttrsBound(const Batch& b, AttrRange r) {
-  size_t n = 0;
-  for (uint32_t i = 0; i < r.count; i++) n += b.attrs[r.first + i].len * 2 + 32;
-  return n;
-}
+// Netlink's attribute lengths are 16 bits: a nest must stay below this, with
+// room for the last element that is checked only once written.
+constexpr size_t kMaxNestBytes = 60000;
 
 struct MessageInfo {
   uint32_t record;
-  uint32_t firstElem;
-  uint32_t elemCount;
-  size_t offset;  // of its nlmsghdr in the send buffer
+  uint32_t elemAt;     // batch offset of the message's first element
+  uint32_t elemCount;  // elements in the message
+  size_t offset;       // of its nlmsghdr in the send buffer
 };
 
 class BatchBuilder {
  public:
-  explicit BatchBuilder(const Batch& b) : b_(b) {}
+  explicit BatchBuilder(const Batch& b)
+      : buffer(b.netlinkSize + 4096), b_(b), bytes_(b.bytes.data()) {}
+
+  ~BatchBuilder() {
+    if (rule_ != nullptr) nftnl_rule_free(rule_);
+    if (elem_ != nullptr) nftnl_set_elem_free(elem_);
+  }
 
   bool Build(uint32_t baseSeq, std::string* error) {
     seq_ = baseSeq;
-    Reserve(64);
-    nftnl_batch_begin(At(), seq_++);
-    Commit();
+    messages.reserve(b_.records.size() + 16);
+    buffer.Ensure(64);
+    buffer.Advance(nftnl_batch_begin(buffer.Tail(), seq_++)->nlmsg_len);
     for (uint32_t r = 0; r < b_.records.size(); r++) {
       const Record& rec = b_.records[r];
-      if (rec.kind == ObjectKind::Elements) {
-        uint32_t done = 0;
-        do {
-          uint32_t n = std::min(kElementsPerMessage, rec.elemCount - done);
-          if (!AddElements(r, rec.firstElem + done, n, error)) return false;
-          done += n;
-        } while (done < rec.elemCount);
-      } else if (!AddObject(r, error)) {
-        return false;
-      }
+      bool ok = rec.kind == ObjectKind::Elements ? AddElements(r, error)
+                : rec.kind == ObjectKind::Rule   ? AddRule(r, error)
+                                                 : AddObject(r, error);
+      if (!ok) return false;
     }
-    Reserve(64);
-    nftnl_batch_end(At(), seq_++);
-    Commit();
+    buffer.Ensure(64);
+    buffer.Advance(nftnl_batch_end(buffer.Tail(), seq_++)->nlmsg_len);
     return true;
   }
 
-  std::vector<char> buffer;
+  SendBuffer buffer;
   std::vector<MessageInfo> messages;  // messages[i] has sequence number baseSeq + 1 + i
 
  private:
-  void Reserve(size_t n) { buffer.resize(used_ + n); }
-  char* At() { return buffer.data() + used_; }
-  void Commit() { used_ += reinterpret_cast<nlmsghdr*>(At())->nlmsg_len; buffer.resize(used_); }
-  nlmsghdr* Header(const Record& rec, size_t bound, uint32_t record, uint32_t firstElem, uint32_t elemCount) {
-    Reserve(bound);
-    messages.push_back({record, firstElem, elemCount, used_});
-    return nftnl_nlmsg_build_hdr(At(), rec.msgType, rec.family, rec.flags, seq_++);
+  nlmsghdr* Begin(const Record& rec, uint32_t record, size_t bound, uint32_t elemAt = 0, uint32_t elemCount = 0) {
+    buffer.Ensure(bound);
+    messages.push_back({record, elemAt, elemCount, buffer.size()});
+    return nftnl_nlmsg_build_hdr(buffer.Tail(), rec.msgType, rec.family, rec.flags, seq_++);
+  }
+  void End(const nlmsghdr* nlh) { buffer.Advance(nlh->nlmsg_len); }
+
+  static bool Refused(const Record& rec, const char* what, std::string* error) {
+    *error = "operation " + std::to_string(rec.opIndex) + ": libnftnl refused " + what;
+    return false;
   }
 
   bool AddObject(uint32_t r, std::string* error) {
     const Record& rec = b_.records[r];
-    size_t bound = 512 + AttrsBound(b_, rec.attrs);
-    for (const Expr& e : rec.exprs) bound += 64 + e.name.size() + AttrsBound(b_, e.attrs);
+    size_t pos = rec.attrs;
+    size_t bound = 256;
     bool ok = false;
     switch (rec.kind) {
       case ObjectKind::Table: {
         nftnl_table* t = nftnl_table_alloc();
-        ok = ApplyAttrs(b_, rec.attrs, t, nftnl_table_set_data, NoArray);
-        if (ok) nftnl_table_nlmsg_build_payload(Header(rec, bound, r, 0, 0), t);
+        ok = ApplyAttrs(bytes_, &pos, t, nftnl_table_set_data, NoArray, &bound);
+        if (ok) {
+          nlmsghdr* nlh = Begin(rec, r, bound);
+          nftnl_table_nlmsg_build_payload(nlh, t);
+          End(nlh);
+        }
         nftnl_table_free(t);
         break;
       }
       case ObjectKind::Chain: {
         nftnl_chain* c = nftnl_chain_alloc();
-        ok = ApplyAttrs(b_, rec.attrs, c, nftnl_chain_set_data, nftnl_chain_set_array);
-        if (ok) nftnl_chain_nlmsg_build_payload(Header(rec, bound, r, 0, 0), c);
-        nftnl_chain_free(c);
-        break;
-      }
-      case ObjectKind::Rule: {
-        nftnl_rule* ru = nftnl_rule_alloc();
-        ok = ApplyAttrs(b_, rec.attrs, ru, nftnl_rule_set_data, NoArray);
-        for (const Expr& e : rec.exprs) {
-          if (!ok) break;
-          nftnl_expr* ex = nftnl_expr_alloc(e.name.c_str());
-          if (ex == nullptr) {
-            ok = false;
-            break;
-          }
-          ok = ApplyAttrs(b_, e.attrs, ex, nftnl_expr_set, NoArray);
-          nftnl_rule_add_expr(ru, ex);
+        ok = ApplyAttrs(bytes_, &pos, c, nftnl_chain_set_data, nftnl_chain_set_array, &bound);
+        if (ok) {
+          nlmsghdr* nlh = Begin(rec, r, bound);
+          nftnl_chain_nlmsg_build_payload(nlh, c);
+          End(nlh);
         }
-        if (ok) nftnl_rule_nlmsg_build_payload(Header(rec, bound, r, 0, 0), ru);
-        nftnl_rule_free(ru);
+        nftnl_chain_free(c);
         break;
       }
       case ObjectKind::Set: {
         nftnl_set* s = nftnl_set_alloc();
-        ok = ApplyAttrs(b_, rec.attrs, s, nftnl_set_set_data, NoArray);
-        if (ok) nftnl_set_nlmsg_build_payload(Header(rec, bound, r, 0, 0), s);
+        ok = ApplyAttrs(bytes_, &pos, s, nftnl_set_set_data, NoArray, &bound);
+        if (ok) {
+          nlmsghdr* nlh = Begin(rec, r, bound);
+          nftnl_set_nlmsg_build_payload(nlh, s);
+          End(nlh);
+        }
         nftnl_set_free(s);
         break;
       }
       case ObjectKind::Flowtable: {
         nftnl_flowtable* f = nftnl_flowtable_alloc();
-        ok = ApplyAttrs(b_, rec.attrs, f, nftnl_flowtable_set_data, nftnl_flowtable_set_array);
-        if (ok) nftnl_flowtable_nlmsg_build_payload(Header(rec, bound, r, 0, 0), f);
+        ok = ApplyAttrs(bytes_, &pos, f, nftnl_flowtable_set_data, nftnl_flowtable_set_array, &bound);
+        if (ok) {
+          nlmsghdr* nlh = Begin(rec, r, bound);
+          nftnl_flowtable_nlmsg_build_payload(nlh, f);
+          End(nlh);
+        }
         nftnl_flowtable_free(f);
         break;
       }
+      case ObjectKind::Rule:
       case ObjectKind::Elements:
         break;
     }
-    if (!ok) {
-      *error = "operation " + std::to_string(rec.opIndex) + ": libnftnl refused an attribute";
-      return false;
-    }
-    Commit();
-    return true;
+    return ok || Refused(rec, "an attribute", error);
   }
 
-  bool AddElements(uint32_t r, uint32_t first, uint32_t count, std::string* error) {
+  // One reused nftnl_rule for the rule's own attributes; its expressions are
+  // written into one NFTA_RULE_EXPRESSIONS nest here, so that its size is checked.
+  bool AddRule(uint32_t r, std::string* error) {
     const Record& rec = b_.records[r];
-    nftnl_set* s = nftnl_set_alloc();
-    bool ok = ApplyAttrs(b_, rec.attrs, s, nftnl_set_set_data, NoArray);
-    size_t bound = 512 + AttrsBound(b_, rec.attrs);
-    for (uint32_t i = first; ok && i < first + count; i++) {
-      const Elem& el = b_.elems[i];
-      bound += 64 + AttrsBound(b_, el.attrs);
-      nftnl_set_elem* e = nftnl_set_elem_alloc();
-      ok = ApplyAttrs(b_, el.attrs, e, nftnl_set_elem_set, NoArray);
-      nftnl_set_elem_add(s, e);
-      if (!ok) *error = "operation " + std::to_string(el.opIndex) + ": libnftnl refused an element attribute";
+    if (rule_ == nullptr) rule_ = nftnl_rule_alloc();
+    size_t pos = rec.attrs;
+    size_t bound = 256;
+    uint64_t ids = 0;
+    bool ok = ApplyAttrs(bytes_, &pos, rule_, nftnl_rule_set_data, NoArray, &bound, &ids);
+    exprs_.clear();
+    pos = rec.body;
+    for (uint32_t k = 0; ok && k < rec.count; k++) {
+      char name[256];
+      uint8_t nameLen = bytes_[pos];
+      memcpy(name, bytes_ + pos + 1, nameLen);
+      name[nameLen] = '\0';
+      pos += 1 + nameLen;
+      nftnl_expr* ex = nftnl_expr_alloc(name);
+      if (ex == nullptr) {
+        ok = false;
+        break;
+      }
+      exprs_.push_back(ex);
+      bound += 64 + nameLen;
+      ok = ApplyAttrs(bytes_, &pos, ex, nftnl_expr_set, NoArray, &bound);
     }
     if (ok) {
-      nftnl_set_elems_nlmsg_build_payload(Header(rec, bound, r, first, count), s);
-      Commit();
-    } else if (error->empty()) {
-      *error = "operation " + std::to_string(rec.opIndex) + ": libnftnl refused a set attribute";
+      nlmsghdr* nlh = Begin(rec, r, bound);
+      nftnl_rule_nlmsg_build_payload(nlh, rule_);
+      if (!exprs_.empty()) {
+        nlattr* list = mnl_attr_nest_start(nlh, NFTA_RULE_EXPRESSIONS);
+        for (nftnl_expr* ex : exprs_) {
+          nlattr* elem = mnl_attr_nest_start(nlh, NFTA_LIST_ELEM);
+          nftnl_expr_build_payload(nlh, ex);
+          mnl_attr_nest_end(nlh, elem);
+        }
+        if (reinterpret_cast<char*>(mnl_nlmsg_get_payload_tail(nlh)) - reinterpret_cast<char*>(list) > 0xffff) {
+          messages.pop_back();
+          ok = false;
+          *error = "operation " + std::to_string(rec.opIndex) + ": the rule's expressions exceed 64 KiB";
+        }
+        mnl_attr_nest_end(nlh, list);
+      }
+      if (ok) End(nlh);
+    } else {
+      Refused(rec, "an expression or attribute", error);
     }
+    for (nftnl_expr* ex : exprs_) nftnl_expr_free(ex);
+    for (uint16_t id = 0; id < 64; id++)
+      if (ids & (uint64_t(1) << id)) nftnl_rule_unset(rule_, id);
+    return ok;
+  }
+
+  // Netlink bound of the element at bytes[pos]; *next is set past it.
+  size_t ElementBound(size_t pos, size_t* next) const {
+    pos += 4;  // op index
+    size_t bound = 16;
+    uint16_t n = LeU16(bytes_ + pos);
+    pos += 2;
+    for (uint16_t i = 0; i < n; i++) {
+      const AttrView a = NextAttr(bytes_, &pos);
+      bound += NetlinkAttrBound(a.type, a.len);
+    }
+    *next = pos;
+    return bound;
+  }
+
+  // An element list: messages of at most kElementsPerMessage elements and
+  // kMaxNestBytes of them, each naming the set; one reused nftnl_set_elem.
+  bool AddElements(uint32_t r, std::string* error) {
+    const Record& rec = b_.records[r];
+    nftnl_set* s = nftnl_set_alloc();
+    size_t pos = rec.attrs;
+    size_t setBound = 256;
+    bool ok = ApplyAttrs(bytes_, &pos, s, nftnl_set_set_data, NoArray, &setBound);
+    if (!ok) {
+      nftnl_set_free(s);
+      return Refused(rec, "a set attribute", error);
+    }
+    if (elem_ == nullptr) elem_ = nftnl_set_elem_alloc();
+    pos = rec.body;
+    uint32_t done = 0;
+    do {
+      // How many elements the next message takes.
+      uint32_t n = 0;
+      size_t nest = 0;
+      size_t scan = pos;
+      while (done + n < rec.count && n < kElementsPerMessage) {
+        size_t next;
+        size_t one = ElementBound(scan, &next);
+        if (n > 0 && nest + one > kMaxNestBytes) break;
+        nest += one;
+        scan = next;
+        n++;
+      }
+      if (nest > kMaxNestBytes) {
+        *error = "operation " + std::to_string(LeU32(bytes_ + pos)) + ": the element exceeds 64 KiB";
+        ok = false;
+        break;
+      }
+      nlmsghdr* nlh = Begin(rec, r, setBound + nest + 64, uint32_t(pos), n);
+      nftnl_set_elems_nlmsg_build_payload(nlh, s);  // the set's names: its element list is empty
+      if (n > 0) {
+        nlattr* list = mnl_attr_nest_start(nlh, NFTA_SET_ELEM_LIST_ELEMENTS);
+        for (uint32_t k = 0; k < n; k++) {
+          const uint32_t opIndex = LeU32(bytes_ + pos);
+          pos += 4;
+          size_t unusedBound = 0;
+          uint64_t ids = 0;
+          ok = ApplyAttrs(bytes_, &pos, elem_, nftnl_set_elem_set, NoArray, &unusedBound, &ids);
+          if (ok) nftnl_set_elem_nlmsg_build(nlh, elem_, int(k + 1));
+          for (uint16_t id = 0; id < 64; id++)
+            if (ids & (uint64_t(1) << id)) nftnl_set_elem_unset(elem_, id);
+          if (!ok) {
+            *error = "operation " + std::to_string(opIndex) + ": libnftnl refused an element attribute";
+            break;
+          }
+        }
+        mnl_attr_nest_end(nlh, list);
+      }
+      if (!ok) break;
+      End(nlh);
+      done += n;
+    } while (done < rec.count);
     nftnl_set_free(s);
     return ok;
   }
 
   const Batch& b_;
-  size_t used_ = 0;
+  const uint8_t* bytes_;
   uint32_t seq_ = 0;
+  nftnl_rule* rule_ = nullptr;
+  nftnl_set_elem* elem_ = nullptr;
+  std::vector<nftnl_expr*> exprs_;
 };
 
 // Which element of an element message the kernel's attribute offset points into.
@@ -248,8 +389,15 @@ int64_t ElementAtOffset(const BatchBuilder& builder, const MessageInfo& m, const
       while (inner + sizeof(nlattr) <= end) {
         const auto* elem = reinterpret_cast<const nlattr*>(base + inner);
         if (elem->nla_len < sizeof(nlattr)) break;
-        if (offset >= inner && offset < inner + elem->nla_len && k < m.elemCount)
-          return b.elems[m.firstElem + k].opIndex;
+        if (offset >= inner && offset < inner + elem->nla_len && k < m.elemCount) {
+          // The k-th element of the message, read from the batch.
+          size_t at = m.elemAt;
+          for (uint32_t j = 0; j < k; j++) {
+            at += 4;
+            SkipAttrs(b.bytes.data(), &at);
+          }
+          return LeU32(b.bytes.data() + at);
+        }
         inner += MNL_ALIGN(elem->nla_len);
         k++;
       }
@@ -268,6 +416,7 @@ void CommitBatch(const Batch& batch, const std::string& netnsPath, CommitResult*
     return;
   }
   const uint32_t baseSeq = sock.NextSeq();
+  auto t0 = std::chrono::steady_clock::now();
   BatchBuilder builder(batch);
   std::string buildError;
   if (!builder.Build(baseSeq, &buildError)) {
@@ -275,15 +424,19 @@ void CommitBatch(const Batch& batch, const std::string& netnsPath, CommitResult*
     result->transportErrno = EINVAL;
     return;
   }
+  result->buildMs = MsSince(t0);
   result->messages = uint32_t(builder.messages.size());
   result->bytes = builder.buffer.size();
   // Every failing message may answer with an error; room for all of them.
   sock.SizeBuffers(builder.buffer.size() + 65536, std::max<size_t>(1 << 20, builder.messages.size() * 320));
+  t0 = std::chrono::steady_clock::now();
   if (send(sock.fd(), builder.buffer.data(), builder.buffer.size(), 0) < 0) {
     result->transportErrno = errno;
     result->transportError = std::string("sending the batch: ") + strerror(errno);
     return;
   }
+  result->sendMs = MsSince(t0);
+  t0 = std::chrono::steady_clock::now();
   // The kernel processes the batch inside send(), so its errors are already
   // queued; a generation request behind them marks where they end.
   // Sequence numbers: batch begin baseSeq, messages baseSeq+1..N, end N+1, sentinel N+2.
@@ -307,7 +460,7 @@ void CommitBatch(const Batch& batch, const std::string& netnsPath, CommitResult*
       const Record& rec = batch.records[m.record];
       index = rec.opIndex;
       if (rec.kind == ObjectKind::Elements && m.elemCount > 0) {
-        index = batch.elems[m.firstElem].opIndex;
+        index = LeU32(batch.bytes.data() + m.elemAt);
         if (hasOffset) {
           int64_t at = ElementAtOffset(builder, m, batch, offset);
           if (at >= 0) index = at;
@@ -340,7 +493,10 @@ void CommitBatch(const Batch& batch, const std::string& netnsPath, CommitResult*
     for (auto* nlh = reinterpret_cast<const nlmsghdr*>(buf.data()); mnl_nlmsg_ok(nlh, len);
          nlh = mnl_nlmsg_next(nlh, &len)) {
       if (nlh->nlmsg_seq == sentinelSeq) {
-        if (nlh->nlmsg_type == NLMSG_ERROR) return;  // the ack ends the sentinel's answer
+        if (nlh->nlmsg_type == NLMSG_ERROR) {  // the ack ends the sentinel's answer
+          result->receiveMs = MsSince(t0);
+          return;
+        }
         continue;
       }
       if (nlh->nlmsg_type == NLMSG_ERROR) handleError(nlh);

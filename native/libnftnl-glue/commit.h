@@ -24,6 +24,11 @@ struct CommitResult {
   std::vector<OperationFailure> failures;
   uint32_t messages = 0;
   size_t bytes = 0;
+  // Where the worker's time went: building messages, the kernel processing the
+  // batch inside send(), and reading its answers back.
+  double buildMs = 0;
+  double sendMs = 0;
+  double receiveMs = 0;
 };
 
 // At most this many elements go into one NEWSETELEM/DELSETELEM message.
