@@ -10,8 +10,8 @@ import {
   CHAIN_ATTR, DATA_VERDICT, ELEM_ATTR, ELEM_FLAG_INTERVAL_END, FAMILY_NUMBER, FLOWTABLE_ATTR, HOOK_NUMBER, KIND, MSG,
   NETDEV_INGRESS, NLM_F, RULE_ATTR, SET_ATTR, SET_FLAG, TABLE_ATTR, TYPE_BITS, TYPE_ID, UDATA_COMMENT, VERDICT_CODE,
 } from './kernel-constants.ts';
-import { writeExprAttrs } from './kernel-exprs.ts';
-import { keyBytes, lower } from './lower.ts';
+import { ExprSink } from './kernel-exprs.ts';
+import { keyBytes, lowerInto, writeKeyBytes } from './lower.ts';
 import { prefixRange, typeLength } from './values.ts';
 import { ByteWriter, type Attr } from './wire.ts';
 import { AT } from './kernel-constants.ts';
@@ -172,74 +172,16 @@ function concatParts(parts: Uint8Array[]): Uint8Array {
   return out;
 }
 
-const PROTO_NUMBER: Readonly<Record<string, number>> = { tcp: 6, udp: 17, sctp: 132, icmp: 1, icmpv6: 58 };
-
-/**
- * Writes one key part at buf[at...]. The common texts (dotted quads, port
- * numbers, protocol names) are written without allocating, accepting only
- * what values.ts accepts; anything else goes through keyBytes, which also
- * reports invalid texts.
- */
-function writeKeyPart(buf: Uint8Array, at: number, type: DataType, text: string): void {
-  if (type === 'ipv4_addr') {
-    let part = 0;
-    let v = 0;
-    let digits = 0;
-    const n = text.length;
-    for (let i = 0; i <= n; i++) {
-      const c = i < n ? text.charCodeAt(i) : 46;
-      if (c === 46) {
-        if (digits === 0 || part > 3) break;
-        buf[at + part++] = v;
-        v = 0;
-        digits = 0;
-        continue;
-      }
-      const d = c - 48;
-      if (d < 0 || d > 9 || (digits > 0 && v === 0)) {
-        part = -1;
-        break;
-      }
-      v = v * 10 + d;
-      digits++;
-      if (v > 255) {
-        part = -1;
-        break;
-      }
-    }
-    if (part === 4) return;
-  } else if (type === 'inet_service') {
-    const n = text.length;
-    let v = 0;
-    let ok = n > 0 && n <= 5 && !(n > 1 && text.charCodeAt(0) === 48);
-    for (let i = 0; ok && i < n; i++) {
-      const d = text.charCodeAt(i) - 48;
-      if (d < 0 || d > 9) ok = false;
-      v = v * 10 + d;
-    }
-    if (ok && v <= 65535) {
-      buf[at] = v >>> 8;
-      buf[at + 1] = v & 0xff;
-      return;
-    }
-  } else if (type === 'inet_proto') {
-    const p = PROTO_NUMBER[text];
-    if (p !== undefined) {
-      buf[at] = p;
-      return;
-    }
-  }
-  buf.set(keyBytes(type, text), at);
-}
-
 class BatchEncoder {
   readonly w: ByteWriter;
   records = 0;
   readonly #lookup: ContainerLookup;
   readonly #added = new Map<string, NftSet | NftMap>();
+  readonly #exprs: ExprSink;
 
   constructor(lookup: ContainerLookup, sizeHint: number) {
     this.w = new ByteWriter(sizeHint);
+    this.#exprs = new ExprSink(this.w);
     this.#lookup = lookup;
     this.w.u32(MAGIC);
     this.w.u32(VERSION);
@@ -277,14 +219,12 @@ class BatchEncoder {
     if (r.handle !== undefined) attrs.push({ id: RULE_ATTR.HANDLE, type: 'u64', value: BigInt(r.handle) });
     if (withExprs) attrs.push(...withId(comment(UDATA_COMMENT.rule, r.comment), RULE_ATTR.USERDATA));
     this.record(KIND.rule, msg, flags, r.family, index, attrs);
-    const exprs = withExprs ? lower(r.exprs, r.family) : [];
-    this.w.u16(exprs.length);
-    for (const e of exprs) {
-      const at = this.w.position;
-      this.w.u8(0);
-      this.w.patchU8(at, this.w.utf8(e.name));
-      writeExprAttrs(this.w, e);
-    }
+    const countAt = this.w.position;
+    this.w.u16(0);
+    if (!withExprs) return;
+    this.#exprs.count = 0;
+    lowerInto(this.#exprs, r.exprs, r.family);
+    this.w.patchU16(countAt, this.#exprs.count);
   }
 
   /** Elements ops[from, to) (same verb and set), as one record. */
@@ -325,7 +265,7 @@ class BatchEncoder {
       w.u32(keyLen);
       const at = w.zeros(keyLen);
       try {
-        for (let k = 0; k < e.key.length; k++) writeKeyPart(w.raw, at + offsets[k]!, c.keyType[k]!, e.key[k]!);
+        for (let k = 0; k < e.key.length; k++) writeKeyBytes(w.raw, at + offsets[k]!, c.keyType[k]!, e.key[k]!);
       } catch (err) {
         throw new NftEncodeError(i, `bad element key ${JSON.stringify(e.key)}: ${(err as Error).message}`, { cause: err });
       }

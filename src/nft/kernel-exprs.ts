@@ -3,7 +3,7 @@
 // back; this file maps their fields to libnftnl attribute ids, both ways.
 
 import { AT, type AttrType } from './kernel-constants.ts';
-import { rawStr, rawU32, rawU64, rawU8, type Attr, type ByteWriter, type RawAttrs } from './wire.ts';
+import { rawStr, rawU32, rawU64, rawU8, type ByteWriter, type RawAttrs } from './wire.ts';
 
 export type FieldValue = number | bigint | string | Uint8Array;
 
@@ -16,7 +16,7 @@ export interface KernelExpr {
 type Schema = Readonly<Record<string, readonly [id: number, type: AttrType]>>;
 
 // Field names follow libnftnl's NFTNL_EXPR_<NAME>_<FIELD>; ids count from NFTNL_EXPR_BASE (1).
-export const EXPR_SCHEMA: Readonly<Record<string, Schema>> = {
+const SCHEMA = {
   payload: { dreg: [1, 'u32'], base: [2, 'u32'], offset: [3, 'u32'], len: [4, 'u32'] },
   cmp: { sreg: [1, 'u32'], op: [2, 'u32'], data: [3, 'bytes'] },
   bitwise: { sreg: [1, 'u32'], dreg: [2, 'u32'], len: [3, 'u32'], mask: [4, 'bytes'], xor: [5, 'bytes'], op: [6, 'u32'] },
@@ -37,44 +37,122 @@ export const EXPR_SCHEMA: Readonly<Record<string, Schema>> = {
   flow_offload: { table: [1, 'str'] },
   byteorder: { dreg: [1, 'u32'], sreg: [2, 'u32'], op: [3, 'u32'], len: [4, 'u32'], size: [5, 'u32'] },
   notrack: {},
-};
+} as const satisfies Readonly<Record<string, Schema>>;
 
-/** Writes a kernel expression's fields as batch attributes (the encoder's hot path: no Attr objects). */
-export function writeExprAttrs(w: ByteWriter, e: KernelExpr): void {
-  const schema = EXPR_SCHEMA[e.name];
-  if (!schema) throw new Error(`no schema for kernel expression ${e.name}`);
-  const countAt = w.position;
-  w.u16(0);
-  let n = 0;
-  for (const field in e) {
-    if (field === 'name') continue;
-    const spec = schema[field];
-    if (!spec) throw new Error(`kernel expression ${e.name} has no field ${field}`);
-    const value = e[field]!;
-    const type = spec[1];
-    if (type === 'u32') {
-      w.u16(spec[0]);
-      w.u8(AT.u32);
-      w.u32(4);
-      w.u32(value as number);
-    } else {
-      w.attr({ id: spec[0], type, value });
-    }
-    n++;
-  }
-  w.patchU16(countAt, n);
+export type ExprName = keyof typeof SCHEMA;
+export const EXPR_SCHEMA: Readonly<Record<string, Schema>> = SCHEMA;
+
+type FieldIds<S> = { readonly [F in keyof S]: S[F] extends readonly [infer Id, AttrType] ? Id : never };
+function fieldIds<N extends ExprName>(name: N): FieldIds<(typeof SCHEMA)[N]> {
+  const out: Record<string, number> = {};
+  for (const [field, [id]] of Object.entries(SCHEMA[name] as Schema)) out[field] = id;
+  return out as FieldIds<(typeof SCHEMA)[N]>;
 }
 
-/** Fields of a kernel expression as batch attributes. */
-export function exprAttrs(e: KernelExpr): Attr[] {
-  const schema = EXPR_SCHEMA[e.name];
-  if (!schema) throw new Error(`no schema for kernel expression ${e.name}`);
-  const out: Attr[] = [];
-  for (const [field, value] of Object.entries(e)) {
-    if (field === 'name') continue;
-    const spec = schema[field];
-    if (!spec) throw new Error(`kernel expression ${e.name} has no field ${field}`);
-    out.push({ id: spec[0], type: spec[1], value });
+/** Attribute ids of each expression's fields, for writers (ExprSink). */
+export const F = {
+  payload: fieldIds('payload'), cmp: fieldIds('cmp'), bitwise: fieldIds('bitwise'), meta: fieldIds('meta'),
+  ct: fieldIds('ct'), lookup: fieldIds('lookup'), immediate: fieldIds('immediate'), nat: fieldIds('nat'),
+  masq: fieldIds('masq'), numgen: fieldIds('numgen'), reject: fieldIds('reject'), fib: fieldIds('fib'),
+  dynset: fieldIds('dynset'), flow_offload: fieldIds('flow_offload'), byteorder: fieldIds('byteorder'),
+} as const;
+
+/**
+ * Where lowering writes kernel expressions: straight into the batch
+ * encoding ({ u8 name length, name, u16 attribute count, attributes }), with
+ * no object per expression or field. `count` is how many were written.
+ */
+export class ExprSink {
+  readonly w: ByteWriter;
+  count = 0;
+  #countAt = 0;
+  #attrs = 0;
+
+  constructor(w: ByteWriter) {
+    this.w = w;
+  }
+
+  begin(name: ExprName): this {
+    const w = this.w;
+    w.u8(name.length);
+    w.utf8(name);
+    this.#countAt = w.position;
+    w.u16(0);
+    this.#attrs = 0;
+    this.count++;
+    return this;
+  }
+  u32(id: number, v: number): this {
+    this.w.attrU32(id, v);
+    this.#attrs++;
+    return this;
+  }
+  u8(id: number, v: number): this {
+    this.w.attrU8(id, v);
+    this.#attrs++;
+    return this;
+  }
+  u64(id: number, v: bigint): this {
+    this.w.attrU64(id, v);
+    this.#attrs++;
+    return this;
+  }
+  bytes(id: number, v: Uint8Array): this {
+    this.w.attrBytes(id, v);
+    this.#attrs++;
+    return this;
+  }
+  str(id: number, v: string): this {
+    this.w.attrStr(id, v);
+    this.#attrs++;
+    return this;
+  }
+  /** A byte attribute of `len` zero bytes; returns where they are in `w.raw` (valid until the next write). */
+  zeros(id: number, len: number): number {
+    const at = this.w.attrHeader(id, AT.bytes, len);
+    this.w.raw.fill(0, at, at + len);
+    this.#attrs++;
+    return at;
+  }
+  end(): void {
+    this.w.patchU16(this.#countAt, this.#attrs);
+  }
+}
+
+const BY_ID = new Map<string, Map<number, [string, AttrType]>>(
+  Object.entries(EXPR_SCHEMA).map(([name, schema]) => [name, new Map(Object.entries(schema).map(([field, [id, type]]) => [id, [field, type]]))]),
+);
+
+/**
+ * Kernel expressions back from their batch encoding (what ExprSink wrote), so
+ * that tests and tools see exactly what the encoder sends.
+ */
+export function readExprs(bytes: Uint8Array, count: number): KernelExpr[] {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const out: KernelExpr[] = [];
+  let p = 0;
+  for (let k = 0; k < count; k++) {
+    const nameLen = bytes[p]!;
+    const name = Buffer.from(bytes.subarray(p + 1, p + 1 + nameLen)).toString('latin1');
+    p += 1 + nameLen;
+    const e: KernelExpr = { name };
+    const fields = BY_ID.get(name);
+    const n = view.getUint16(p, true);
+    p += 2;
+    for (let i = 0; i < n; i++) {
+      const id = view.getUint16(p, true);
+      const type = bytes[p + 2]!;
+      const len = view.getUint32(p + 3, true);
+      const at = p + 7;
+      p = at + len;
+      const field = fields?.get(id)?.[0] ?? `attr${id}`;
+      if (type === AT.u8) e[field] = bytes[at]!;
+      else if (type === AT.u32) e[field] = view.getUint32(at, true);
+      else if (type === AT.u64) e[field] = view.getBigUint64(at, true);
+      else if (type === AT.str) e[field] = Buffer.from(bytes.subarray(at, at + len)).toString('utf8');
+      else e[field] = bytes.slice(at, at + len);
+    }
+    out.push(e);
   }
   return out;
 }

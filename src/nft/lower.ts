@@ -20,10 +20,11 @@ import {
   LOOKUP_F_INV, META_KEY, NAT_RANGE_PROTO_RANDOM_FULLY, NAT_TYPE, NFPROTO, NUMGEN_RANDOM, PAYLOAD_BASE, REG,
   REJECT_TYPE, VERDICT_CODE,
 } from './kernel-constants.ts';
-import type { KernelExpr } from './kernel-exprs.ts';
+import { ExprSink, F, readExprs, type KernelExpr } from './kernel-exprs.ts';
 import { FIB_TYPES, selectorType } from './rule-checks.ts';
-import { prefixRange, valueBytes } from './values.ts';
+import { prefixRange, valueBytes, writeValueBytes } from './values.ts';
 import type { DataType } from './objects.ts';
+import { ByteWriter } from './wire.ts';
 
 export class NftLowerError extends Error {
   readonly code = 'ERR_NFT_LOWER';
@@ -93,13 +94,41 @@ export const DEPENDENCY_REG = 23;
 /** Keys past this one cannot carry a dependency (their register would be NFT_REG_1's). */
 export const MAX_DEPENDENCY_INDEX = 14;
 
-export function dependencyExprs(d: Dependency): KernelExpr[] {
-  if (d.index > MAX_DEPENDENCY_INDEX) throw new NftLowerError(`key ${d.index} of a concatenation cannot carry a protocol dependency`);
-  const reg = DEPENDENCY_REG - d.index;
-  return [
-    { name: 'meta', key: META_KEY[d.key], dreg: reg },
-    { name: 'cmp', sreg: reg, op: CMP_OP['=='], data: Uint8Array.of(d.value) },
-  ];
+function writeDependency(out: ExprSink, key: 'nfproto' | 'l4proto', value: number, index: number): void {
+  if (index > MAX_DEPENDENCY_INDEX) throw new NftLowerError(`key ${index} of a concatenation cannot carry a protocol dependency`);
+  const reg = DEPENDENCY_REG - index;
+  out.begin('meta').u32(F.meta.key, META_KEY[key]).u32(F.meta.dreg, reg).end();
+  const at = out.begin('cmp').u32(F.cmp.sreg, reg).u32(F.cmp.op, CMP_OP['==']).zeros(F.cmp.data, 1);
+  out.w.raw[at] = value;
+  out.end();
+}
+
+/** The dependency of one selector (as selectorDependencies, without allocating). */
+function writeSelectorDependency(out: ExprSink, s: Selector, family: Family, index: number): void {
+  if (s.kind === 'payload') {
+    const spec = PAYLOAD_FIELDS[s.field]!;
+    if (spec.l4proto) writeDependency(out, 'l4proto', L4_NUMBER[spec.l4proto], index);
+    else if (spec.nfproto && family === 'inet') writeDependency(out, 'nfproto', NFPROTO[spec.nfproto], index);
+  } else if (s.kind === 'ct-addr' && family === 'inet') {
+    writeDependency(out, 'nfproto', s.field.startsWith('ip6') ? NFPROTO.ipv6 : NFPROTO.ipv4, index);
+  }
+}
+
+/** The dependencies of a statement, in statementDependencies' order. */
+function writeDependencies(out: ExprSink, st: Statement, family: Family): void {
+  switch (st.kind) {
+    case 'match':
+      writeSelectorDependency(out, st.left, family, 0);
+      return;
+    case 'lookup':
+    case 'vmap':
+    case 'set-update':
+      for (let i = 0; i < st.keys.length; i++) writeSelectorDependency(out, st.keys[i]!, family, i);
+      return;
+    case 'reject':
+      if (st.with === 'tcp reset') writeDependency(out, 'l4proto', L4_NUMBER.tcp, 0);
+      return;
+  }
 }
 
 /** Bytes a selector loads into its register(s). */
@@ -119,27 +148,36 @@ export function selectorWidth(s: Selector): number {
   }
 }
 
-export function loadExpr(s: Selector, dreg: number): KernelExpr {
+function writeLoad(out: ExprSink, s: Selector, dreg: number): void {
   switch (s.kind) {
     case 'payload': {
       const spec = PAYLOAD_FIELDS[s.field];
       if (!spec) throw new NftLowerError(`unknown payload field ${JSON.stringify(s.field)}`);
-      return { name: 'payload', dreg, base: spec.base, offset: spec.offset, len: spec.len };
+      const f = F.payload;
+      out.begin('payload').u32(f.dreg, dreg).u32(f.base, spec.base).u32(f.offset, spec.offset).u32(f.len, spec.len).end();
+      return;
     }
     case 'meta':
-      return { name: 'meta', key: META_KEY[s.key], dreg };
+      out.begin('meta').u32(F.meta.key, META_KEY[s.key]).u32(F.meta.dreg, dreg).end();
+      return;
     case 'ct':
-      return { name: 'ct', dreg, key: CT_KEY[s.key] };
+      out.begin('ct').u32(F.ct.dreg, dreg).u32(F.ct.key, CT_KEY[s.key]).end();
+      return;
     case 'ct-addr': {
       const v6 = s.field.startsWith('ip6');
       const dst = s.field.endsWith('daddr');
       const key = v6 ? (dst ? CT_KEY.dst_ip6 : CT_KEY.src_ip6) : dst ? CT_KEY.dst_ip : CT_KEY.src_ip;
-      return { name: 'ct', dreg, key, dir: CT_DIR[s.dir] };
+      out.begin('ct').u32(F.ct.dreg, dreg).u32(F.ct.key, key).u8(F.ct.dir, CT_DIR[s.dir]).end();
+      return;
     }
     case 'fib-type':
-      return { name: 'fib', dreg, result: FIB_RESULT_ADDRTYPE, flags: s.addr === 'daddr' ? FIB_F.daddr : FIB_F.saddr };
-    case 'numgen':
-      return { name: 'numgen', dreg, modulus: s.mod, type: NUMGEN_RANDOM, offset: 0 };
+      out.begin('fib').u32(F.fib.dreg, dreg).u32(F.fib.result, FIB_RESULT_ADDRTYPE).u32(F.fib.flags, s.addr === 'daddr' ? FIB_F.daddr : FIB_F.saddr).end();
+      return;
+    case 'numgen': {
+      const f = F.numgen;
+      out.begin('numgen').u32(f.dreg, dreg).u32(f.modulus, s.mod).u32(f.type, NUMGEN_RANDOM).u32(f.offset, 0).end();
+      return;
+    }
   }
 }
 
@@ -213,35 +251,62 @@ export function keyBytes(type: DataType, text: string): Uint8Array {
   return type === 'mark' && LITTLE ? b.reverse() : b;
 }
 
+/** Writes keyBytes(type, text) at buf[at...] without allocating for the common types. */
+export function writeKeyBytes(buf: Uint8Array, at: number, type: DataType, text: string): void {
+  writeValueBytes(buf, at, type, text);
+  if (type === 'mark' && LITTLE) {
+    const b0 = buf[at]!;
+    const b1 = buf[at + 1]!;
+    buf[at] = buf[at + 3]!;
+    buf[at + 1] = buf[at + 2]!;
+    buf[at + 2] = b1;
+    buf[at + 3] = b0;
+  }
+}
+
 function padTo4(n: number): number {
   return (n + 3) & ~3;
 }
 
 /** Loads for the keys of a lookup, vmap or set update; returns the source register. */
-function keyLoads(keys: readonly Selector[]): { exprs: KernelExpr[]; sreg: number } {
-  if (keys.length === 1) return { exprs: [loadExpr(keys[0]!, REG.R1)], sreg: REG.R1 };
-  const exprs: KernelExpr[] = [];
+function writeKeyLoads(out: ExprSink, keys: readonly Selector[]): number {
+  if (keys.length === 1) {
+    writeLoad(out, keys[0]!, REG.R1);
+    return REG.R1;
+  }
   let reg: number = REG.R32_00;
   for (const k of keys) {
-    exprs.push(loadExpr(k, reg));
+    writeLoad(out, k, reg);
     reg += padTo4(selectorWidth(k)) / 4;
   }
   if (reg - REG.R32_00 > 16) throw new NftLowerError('a concatenated key is longer than 64 bytes');
-  return { exprs, sreg: REG.R32_00 };
+  return REG.R32_00;
 }
 
-function lowerMatch(st: Extract<Statement, { kind: 'match' }>): KernelExpr[] {
+function writeCmp(out: ExprSink, op: number, data: Uint8Array): void {
+  out.begin('cmp').u32(F.cmp.sreg, REG.R1).u32(F.cmp.op, op).bytes(F.cmp.data, data).end();
+}
+
+function writeBitwise(out: ExprSink, len: number, mask: Uint8Array, xor: Uint8Array): void {
+  const f = F.bitwise;
+  out.begin('bitwise').u32(f.sreg, REG.R1).u32(f.dreg, REG.R1).u32(f.len, len).bytes(f.mask, mask).bytes(f.xor, xor).end();
+}
+
+const ZEROS_4 = new Uint8Array(4);
+const ONES_4 = new Uint8Array([255, 255, 255, 255]);
+
+function writeMatch(out: ExprSink, st: Extract<Statement, { kind: 'match' }>): void {
   const s = st.left;
   const t = selectorType(s);
   const width = selectorWidth(s);
-  const out: KernelExpr[] = [loadExpr(s, REG.R1)];
   const op = CMP_OP[st.op];
   if (op === undefined) throw new NftLowerError(`unknown operator ${JSON.stringify(st.op)}`);
+  writeLoad(out, s, REG.R1);
   if (t === 'ct_state' || t === 'ct_status') {
     if (st.op !== '==' && st.op !== '!=') throw new NftLowerError(`${t} only compares with == or !=`);
-    out.push({ name: 'bitwise', sreg: REG.R1, dreg: REG.R1, len: 4, mask: operandBytes(s, st.right), xor: new Uint8Array(4) });
-    out.push({ name: 'cmp', sreg: REG.R1, op: st.op === '==' ? CMP_OP['!='] : CMP_OP['=='], data: new Uint8Array(4) });
-    return out;
+    writeBitwise(out, 4, operandBytes(s, st.right), ZEROS_4);
+    writeCmp(out, st.op === '==' ? CMP_OP['!='] : CMP_OP['=='], ZEROS_4);
+    return;
   }
   if ((t === 'ipv4_addr' || t === 'ipv6_addr') && st.right.includes('/')) {
     if (st.op !== '==' && st.op !== '!=') throw new NftLowerError('a prefix only compares with == or !=');
@@ -249,119 +314,151 @@ function lowerMatch(st: Extract<Statement, { kind: 'match' }>): KernelExpr[] {
     const len = Number(st.right.slice(st.right.indexOf('/') + 1));
     const mask = new Uint8Array(width);
     for (let i = 0; i < len; i++) mask[i >> 3]! |= 0x80 >> (i & 7);
-    out.push({ name: 'bitwise', sreg: REG.R1, dreg: REG.R1, len: width, mask, xor: new Uint8Array(width) });
-    out.push({ name: 'cmp', sreg: REG.R1, op, data: start });
-    return out;
+    writeBitwise(out, width, mask, new Uint8Array(width));
+    writeCmp(out, op, start);
+    return;
   }
-  if (st.mask !== undefined) {
-    out.push({ name: 'bitwise', sreg: REG.R1, dreg: REG.R1, len: width, mask: operandBytes(s, st.mask), xor: new Uint8Array(width) });
-  }
+  if (st.mask !== undefined) writeBitwise(out, width, operandBytes(s, st.mask), new Uint8Array(width));
   const ordered = st.op !== '==' && st.op !== '!=';
   if (ordered && isHostOrder(s)) {
-    out.push({ name: 'byteorder', sreg: REG.R1, dreg: REG.R1, op: BYTEORDER_HTON, len: width, size: width });
-    out.push({ name: 'cmp', sreg: REG.R1, op, data: networkBytes(hostValue(s, st.right), width) });
-    return out;
+    const f = F.byteorder;
+    out.begin('byteorder').u32(f.sreg, REG.R1).u32(f.dreg, REG.R1).u32(f.op, BYTEORDER_HTON).u32(f.len, width).u32(f.size, width).end();
+    writeCmp(out, op, networkBytes(hostValue(s, st.right), width));
+    return;
   }
-  out.push({ name: 'cmp', sreg: REG.R1, op, data: operandBytes(s, st.right) });
-  return out;
+  if (t === 'nf_proto' || isHostOrder(s)) {
+    writeCmp(out, op, operandBytes(s, st.right));
+    return;
+  }
+  // Network-order operands (addresses, ports, protocols...) go straight from text to the buffer.
+  const at = out.begin('cmp').u32(F.cmp.sreg, REG.R1).u32(F.cmp.op, op).zeros(F.cmp.data, width);
+  writeValueBytes(out.w.raw, at, t as DataType, st.right);
+  out.end();
 }
 
-function verdictExpr(v: { verdict: string; chain?: string }): KernelExpr {
+function writeVerdict(out: ExprSink, v: { verdict: string; chain?: string }): void {
   const code = VERDICT_CODE[v.verdict as keyof typeof VERDICT_CODE];
   if (code === undefined) throw new NftLowerError(`unknown verdict ${JSON.stringify(v.verdict)}`);
-  const e: KernelExpr = { name: 'immediate', dreg: REG.VERDICT, verdict: code >>> 0 };
-  if (v.verdict === 'jump' || v.verdict === 'goto') e.chain = v.chain!;
-  return e;
+  out.begin('immediate').u32(F.immediate.dreg, REG.VERDICT).u32(F.immediate.verdict, code);
+  if (v.verdict === 'jump' || v.verdict === 'goto') out.str(F.immediate.chain, v.chain!);
+  out.end();
 }
 
-function markBytes(text: string): Uint8Array {
-  return keyBytes('mark', text);
+function writeImmediateData(out: ExprSink, dreg: number, type: DataType, text: string, width: number): void {
+  const at = out.begin('immediate').u32(F.immediate.dreg, dreg).zeros(F.immediate.data, width);
+  writeValueBytes(out.w.raw, at, type, text);
+  out.end();
 }
 
-function lowerCore(st: Statement): KernelExpr[] {
+function writeCore(out: ExprSink, st: Statement): void {
   switch (st.kind) {
     case 'match':
-      return lowerMatch(st);
+      writeMatch(out, st);
+      return;
     case 'lookup': {
-      const { exprs, sreg } = keyLoads(st.keys);
-      const e: KernelExpr = { name: 'lookup', sreg, set: st.set };
-      if (st.negate) e.flags = LOOKUP_F_INV;
-      return [...exprs, e];
+      const sreg = writeKeyLoads(out, st.keys);
+      out.begin('lookup').u32(F.lookup.sreg, sreg).str(F.lookup.set, st.set);
+      if (st.negate) out.u32(F.lookup.flags, LOOKUP_F_INV);
+      out.end();
+      return;
     }
     case 'vmap': {
-      const { exprs, sreg } = keyLoads(st.keys);
-      return [...exprs, { name: 'lookup', sreg, dreg: REG.VERDICT, set: st.map }];
+      const sreg = writeKeyLoads(out, st.keys);
+      out.begin('lookup').u32(F.lookup.sreg, sreg).u32(F.lookup.dreg, REG.VERDICT).str(F.lookup.set, st.map).end();
+      return;
     }
     case 'set-update': {
-      const { exprs, sreg } = keyLoads(st.keys);
-      const e: KernelExpr = { name: 'dynset', sreg_key: sreg, op: DYNSET_OP[st.op], set: st.set };
-      if (st.timeout !== undefined) e.timeout = BigInt(st.timeout) * 1000n;
-      return [...exprs, e];
+      const sreg = writeKeyLoads(out, st.keys);
+      const f = F.dynset;
+      out.begin('dynset').u32(f.sreg_key, sreg).u32(f.op, DYNSET_OP[st.op]).str(f.set, st.set);
+      if (st.timeout !== undefined) out.u64(f.timeout, BigInt(st.timeout) * 1000n);
+      out.end();
+      return;
     }
     case 'counter':
-      return [{ name: 'counter' }];
+      out.begin('counter').end();
+      return;
     case 'verdict':
-      return [verdictExpr(st)];
+      writeVerdict(out, st);
+      return;
     case 'dnat':
     case 'snat': {
       const v6 = st.addr.includes(':');
-      const out: KernelExpr[] = [{ name: 'immediate', dreg: REG.R1, data: valueBytes(v6 ? 'ipv6_addr' : 'ipv4_addr', st.addr) }];
-      const nat: KernelExpr = { name: 'nat', type: NAT_TYPE[st.kind], family: v6 ? NFPROTO.ipv6 : NFPROTO.ipv4, reg_addr_min: REG.R1 };
+      writeImmediateData(out, REG.R1, v6 ? 'ipv6_addr' : 'ipv4_addr', st.addr, v6 ? 16 : 4);
       if (st.port !== undefined) {
-        out.push({ name: 'immediate', dreg: REG.R2, data: Uint8Array.of(st.port >> 8, st.port & 0xff) });
-        nat.reg_proto_min = REG.R2;
+        const at = out.begin('immediate').u32(F.immediate.dreg, REG.R2).zeros(F.immediate.data, 2);
+        out.w.raw[at] = st.port >> 8;
+        out.w.raw[at + 1] = st.port & 0xff;
+        out.end();
       }
-      out.push(nat);
-      return out;
+      const f = F.nat;
+      out.begin('nat').u32(f.type, NAT_TYPE[st.kind]).u32(f.family, v6 ? NFPROTO.ipv6 : NFPROTO.ipv4).u32(f.reg_addr_min, REG.R1);
+      if (st.port !== undefined) out.u32(f.reg_proto_min, REG.R2);
+      out.end();
+      return;
     }
     case 'masquerade':
-      return [st.fullyRandom ? { name: 'masq', flags: NAT_RANGE_PROTO_RANDOM_FULLY } : { name: 'masq' }];
+      out.begin('masq');
+      if (st.fullyRandom) out.u32(F.masq.flags, NAT_RANGE_PROTO_RANDOM_FULLY);
+      out.end();
+      return;
     case 'reject':
       switch (st.with) {
         case 'tcp reset':
-          return [{ name: 'reject', type: REJECT_TYPE.tcpRst }];
+          out.begin('reject').u32(F.reject.type, REJECT_TYPE.tcpRst).end();
+          return;
         case 'icmp port-unreachable':
-          return [{ name: 'reject', type: REJECT_TYPE.icmp, code: 3 }];
+          out.begin('reject').u32(F.reject.type, REJECT_TYPE.icmp).u8(F.reject.code, 3).end();
+          return;
         case 'icmpv6 port-unreachable':
-          return [{ name: 'reject', type: REJECT_TYPE.icmp, code: 4 }];
+          out.begin('reject').u32(F.reject.type, REJECT_TYPE.icmp).u8(F.reject.code, 4).end();
+          return;
         case 'icmpx port-unreachable':
-          return [{ name: 'reject', type: REJECT_TYPE.icmpx, code: 1 }];
+          out.begin('reject').u32(F.reject.type, REJECT_TYPE.icmpx).u8(F.reject.code, 1).end();
+          return;
       }
       throw new NftLowerError(`unknown reject type ${JSON.stringify((st as { with: unknown }).with)}`);
     case 'mark-set': {
-      const v = markBytes(st.value);
+      const v = keyBytes('mark', st.value);
       if (!st.or) {
-        return [
-          { name: 'immediate', dreg: REG.R1, data: v },
-          { name: 'meta', key: META_KEY.mark, sreg: REG.R1 },
-        ];
+        out.begin('immediate').u32(F.immediate.dreg, REG.R1).bytes(F.immediate.data, v).end();
+        out.begin('meta').u32(F.meta.key, META_KEY.mark).u32(F.meta.sreg, REG.R1).end();
+        return;
       }
-      return [
-        { name: 'meta', key: META_KEY.mark, dreg: REG.R1 },
-        { name: 'bitwise', sreg: REG.R1, dreg: REG.R1, len: 4, mask: v.map((b) => ~b & 0xff), xor: v },
-        { name: 'meta', key: META_KEY.mark, sreg: REG.R1 },
-      ];
+      out.begin('meta').u32(F.meta.key, META_KEY.mark).u32(F.meta.dreg, REG.R1).end();
+      writeBitwise(out, 4, v.map((b) => ~b & 0xff), v);
+      out.begin('meta').u32(F.meta.key, META_KEY.mark).u32(F.meta.sreg, REG.R1).end();
+      return;
     }
     case 'mark-xor':
-      return [
-        { name: 'meta', key: META_KEY.mark, dreg: REG.R1 },
-        { name: 'bitwise', sreg: REG.R1, dreg: REG.R1, len: 4, mask: new Uint8Array([255, 255, 255, 255]), xor: markBytes(st.value) },
-        { name: 'meta', key: META_KEY.mark, sreg: REG.R1 },
-      ];
+      out.begin('meta').u32(F.meta.key, META_KEY.mark).u32(F.meta.dreg, REG.R1).end();
+      writeBitwise(out, 4, ONES_4, keyBytes('mark', st.value));
+      out.begin('meta').u32(F.meta.key, META_KEY.mark).u32(F.meta.sreg, REG.R1).end();
+      return;
     case 'flow-offload':
-      return [{ name: 'flow_offload', table: st.flowtable }];
+      out.begin('flow_offload').str(F.flow_offload.table, st.flowtable).end();
+      return;
     case 'notrack':
-      return [{ name: 'notrack' }];
+      out.begin('notrack').end();
+      return;
   }
   throw new NftLowerError(`unknown statement kind ${JSON.stringify((st as { kind: unknown }).kind)}`);
 }
 
-/** Lowers one statement, with its protocol dependencies. */
-export function lowerStatement(st: Statement, family: Family): KernelExpr[] {
-  return [...statementDependencies(st, family).flatMap(dependencyExprs), ...lowerCore(st)];
+/** Writes one statement's kernel expressions, its protocol dependencies first. */
+export function lowerStatementInto(out: ExprSink, st: Statement, family: Family): void {
+  writeDependencies(out, st, family);
+  writeCore(out, st);
 }
 
-/** Lowers a rule's statements into the kernel expressions the addon sends. */
+/** Writes a rule's kernel expressions into the batch encoding (the encoder's path). */
+export function lowerInto(out: ExprSink, statements: readonly Statement[], family: Family): void {
+  for (let i = 0; i < statements.length; i++) lowerStatementInto(out, statements[i]!, family);
+}
+
+/** A rule's kernel expressions as objects: lowerInto's bytes read back, so both can never differ. */
 export function lower(statements: readonly Statement[], family: Family): KernelExpr[] {
-  return statements.flatMap((st) => lowerStatement(st, family));
+  const out = new ExprSink(new ByteWriter(256));
+  lowerInto(out, statements, family);
+  return readExprs(out.w.finish(), out.count);
 }

@@ -121,6 +121,37 @@ export function valueBytes(type: DataType, text: string): Uint8Array {
   }
 }
 
+/**
+ * Writes valueBytes(type, text) at buf[at...], without allocating for the
+ * hot types (addresses, ports, protocols, marks). Throws NftValueError.
+ */
+export function writeValueBytes(buf: Uint8Array, at: number, type: DataType, text: string): void {
+  switch (type) {
+    case 'ipv4_addr':
+      parseIPv4(text, 0, text.length, buf, at);
+      return;
+    case 'inet_service': {
+      const n = parseDecimal(type, text, 65535);
+      buf[at] = n >>> 8;
+      buf[at + 1] = n & 0xff;
+      return;
+    }
+    case 'inet_proto':
+      buf[at] = PROTO_BY_NAME[text] ?? parseDecimal(type, text, 255);
+      return;
+    case 'mark': {
+      const n = parseMark(text);
+      buf[at] = n >>> 24;
+      buf[at + 1] = (n >>> 16) & 0xff;
+      buf[at + 2] = (n >>> 8) & 0xff;
+      buf[at + 3] = n & 0xff;
+      return;
+    }
+    default:
+      buf.set(valueBytes(type, text), at);
+  }
+}
+
 /** The canonical text of a value's bytes. */
 export function valueFromBytes(type: DataType, bytes: Uint8Array): string {
   const fail = (reason: string): never => {

@@ -14,6 +14,11 @@ export interface Attr {
 }
 
 const UTF8 = new TextEncoder();
+const AT_U8 = AT.u8;
+const AT_U32 = AT.u32;
+const AT_U64 = AT.u64;
+const AT_STR = AT.str;
+const AT_BYTES = AT.bytes;
 
 export class ByteWriter {
   #buf: Uint8Array;
@@ -102,6 +107,57 @@ export class ByteWriter {
   }
   patchU32(at: number, v: number): void {
     this.#view.setUint32(at, v >>> 0, true);
+  }
+
+  /**
+   * The header of one attribute (id, type, length) with room for its value;
+   * returns where the value goes in `raw` (valid until the next write).
+   */
+  attrHeader(id: number, type: number, len: number): number {
+    this.#ensure(7 + len);
+    const b = this.#buf;
+    const p = this.#pos;
+    b[p] = id & 0xff;
+    b[p + 1] = id >>> 8;
+    b[p + 2] = type;
+    b[p + 3] = len & 0xff;
+    b[p + 4] = (len >>> 8) & 0xff;
+    b[p + 5] = (len >>> 16) & 0xff;
+    b[p + 6] = len >>> 24;
+    this.#pos = p + 7 + len;
+    return p + 7;
+  }
+
+  /** One u32 attribute (negative numbers as their two's complement). */
+  attrU32(id: number, v: number): void {
+    const at = this.attrHeader(id, AT_U32, 4);
+    const b = this.#buf;
+    b[at] = v & 0xff;
+    b[at + 1] = (v >>> 8) & 0xff;
+    b[at + 2] = (v >>> 16) & 0xff;
+    b[at + 3] = (v >>> 24) & 0xff;
+  }
+
+  attrU8(id: number, v: number): void {
+    const at = this.attrHeader(id, AT_U8, 1); // may grow the buffer: take it after
+    this.#buf[at] = v;
+  }
+
+  attrU64(id: number, v: bigint): void {
+    const at = this.attrHeader(id, AT_U64, 8); // may grow the buffer: take the view after
+    this.#view.setBigUint64(at, v, true);
+  }
+
+  attrBytes(id: number, v: Uint8Array): void {
+    const at = this.attrHeader(id, AT_BYTES, v.length);
+    const b = this.#buf;
+    // Values are a few bytes: a loop beats TypedArray#set's call overhead.
+    for (let i = 0; i < v.length; i++) b[at + i] = v[i]!;
+  }
+
+  attrStr(id: number, s: string): void {
+    const lenAt = this.attrHeader(id, AT_STR, 0) - 4;
+    this.patchU32(lenAt, this.utf8(s));
   }
 
   attrs(list: readonly Attr[]): void {
