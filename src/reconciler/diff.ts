@@ -1,8 +1,8 @@
 // From the last applied ruleset to the desired one: the operations of one
 // incremental transaction. Pure: `now` comes from the caller.
 //
-// Only fragments that are not the very same object as before are looked at
-// (the renderer reuses unchanged ServicePorts' fragments), so a change to one
+// Only ServicePorts whose entry is not the very same object as before are
+// looked at (the renderer reuses unchanged ServicePorts' entries), so a change to one
 // service yields operations on that service's chains and elements only.
 // A changed chain is flushed and its rules re-added in the same transaction;
 // elements are added and deleted one by one.
@@ -224,7 +224,7 @@ export function diffRulesets(applied: Ruleset | undefined, desired: Ruleset, opt
   }
   for (const [id, d] of desired.services) {
     const a = applied?.services.get(id);
-    if (a?.fragment !== d.fragment) diffFragment(a?.fragment ?? EMPTY, d.fragment);
+    if (a !== d) diffFragment(a?.fragment ?? EMPTY, d.fragment);
   }
   if (applied) {
     for (const [id, a] of applied.services) if (!desired.services.has(id)) diffFragment(a.fragment, EMPTY);

@@ -96,7 +96,7 @@ export class Reconciler {
     const report = (state: SyncState): SyncReport => {
       const due = staleDeletionDueAt(state, this.#staleDelay);
       let endpointChains = 0;
-      for (const s of desired.services.values()) for (const c of s.fragment.chains) if (c.chain.name.startsWith('endpoint-')) endpointChains++;
+      for (const s of desired.services.values()) endpointChains += s.endpointChains;
       return {
         kind,
         ...(mode ? { mode } : {}),

@@ -1,26 +1,25 @@
 // The desired ruleset: a pure function of the ServicePorts and the config.
 //
 // It is kept as fragments (each family's skeleton, each ServicePort) rather than
-// one flat list so that the diff can skip every fragment that is the very same
-// object as in the last applied ruleset: rendering reuses a ServicePort's
-// fragment when the ServicePort did not change, so an incremental sync costs
-// what changed, not what exists. Elements are also resolved into one map,
-// because fragments can want the same element (every port of a service puts
-// its ClusterIP in `cluster-ips`; two services may claim one externalIP:port).
+// one flat list so that the diff can skip every ServicePort whose entry is the
+// very same object as in the last applied ruleset: rendering reuses the entry
+// when the ServicePort did not change, so an incremental sync costs what
+// changed, not what exists. A ServicePort's objects are not kept (see
+// rendered-service-port.ts); its elements are, resolved into one map, because
+// fragments can want the same element (every port of a service puts its
+// ClusterIP in `cluster-ips`; two services may claim one externalIP:port).
 
 import type { IPFamily } from '../k8s/types.ts';
 import type { Endpoint, EndpointSelection, ServicePort } from '../model/service-port.ts';
 import { type Element, objectKey, type Table } from '../nft/objects.ts';
 import type { RulesetConfig } from './config.ts';
 import type { Fragment } from './fragment.ts';
+import { type RenderContext, RenderedServicePort } from './rendered-service-port.ts';
 import { renderServicePort, ServicePortRenderError } from './service-rules.ts';
 import { renderSkeleton } from './skeleton.ts';
 import { tableFamily } from './statements.ts';
 
-export interface RenderedServicePort {
-  port: ServicePort;
-  fragment: Fragment;
-}
+export { RenderedServicePort };
 
 /** Why a ServicePort or an element is not in the ruleset. */
 export interface RenderProblem {
@@ -107,6 +106,7 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
     skeletons.set(family, reuse?.skeletons.get(family) ?? renderSkeleton(family, fc, config));
   }
 
+  const contexts = new Map<IPFamily, RenderContext>();
   const services = new Map<string, RenderedServicePort>();
   for (const sp of servicePorts) {
     if (services.has(sp.id)) {
@@ -120,11 +120,13 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
     }
     const before = reuse?.services.get(sp.id);
     if (before && (before.port === sp || sameServicePort(before.port, sp))) {
-      services.set(sp.id, before.port === sp ? before : { port: sp, fragment: before.fragment });
+      services.set(sp.id, before);
       continue;
     }
+    let context = contexts.get(sp.family);
+    if (!context) contexts.set(sp.family, (context = { fc, config }));
     try {
-      services.set(sp.id, { port: sp, fragment: renderServicePort(sp, fc, config) });
+      services.set(sp.id, new RenderedServicePort(sp, context, renderServicePort(sp, fc, config)));
     } catch (e) {
       if (!(e instanceof ServicePortRenderError)) throw e;
       problems.push({ servicePortId: sp.id, code: e.code, message: e.message });
@@ -134,8 +136,8 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
   // Only what changed is re-claimed: an incremental render costs the change, not the ruleset.
   const claims = new Claims(reuse);
   if (reuse) {
-    for (const [id, r] of reuse.services) if (services.get(id)?.fragment !== r.fragment) claims.remove(id, r.fragment);
-    for (const [id, r] of services) if (reuse.services.get(id)?.fragment !== r.fragment) claims.add(id, r.fragment);
+    for (const [id, r] of reuse.services) if (services.get(id) !== r) claims.remove(id, r.fragment);
+    for (const [id, r] of services) if (reuse.services.get(id) !== r) claims.add(id, r.fragment);
   } else {
     for (const [family, s] of skeletons) claims.add(`skeleton:${family}`, s);
     for (const [id, r] of services) claims.add(id, r.fragment);

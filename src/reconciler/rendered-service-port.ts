@@ -1,0 +1,50 @@
+// One ServicePort in the desired ruleset, kept compact: the ServicePort itself
+// (which the model holds anyway) and what its rendering needs, not its
+// objects. At 10k services x 10 endpoints the rendered chains, rules and
+// statements take ~110 MiB, while the syncs that need them (a full sync, the
+// diff of the few ports that changed) are rare and short: the fragment is
+// rendered again whenever it is asked for and no rendering is around any more.
+//
+// The last rendering is held weakly, so the render that validated a port and
+// claimed its elements and the plan that follows it in the same sync share one
+// rendering; once the operations are committed and dropped, the collector may
+// take it. Rendering is deterministic, so a re-rendered fragment equals the
+// one it replaces: what the diff sees does not depend on when GC ran.
+
+import type { ServicePort } from '../model/service-port.ts';
+import type { FamilyConfig, RulesetConfig } from './config.ts';
+import type { Fragment } from './fragment.ts';
+import { PREFIX } from './names.ts';
+import { renderServicePort } from './service-rules.ts';
+
+export interface RenderContext {
+  readonly fc: FamilyConfig;
+  readonly config: RulesetConfig;
+}
+
+export class RenderedServicePort {
+  readonly port: ServicePort;
+  /** Endpoint chains of its fragment (for the sync report). */
+  readonly endpointChains: number;
+  readonly #context: RenderContext;
+  #last: WeakRef<Fragment>;
+
+  /** `fragment` is renderServicePort(port, context.fc, context.config): the caller rendered it to validate the port. */
+  constructor(port: ServicePort, context: RenderContext, fragment: Fragment) {
+    this.port = port;
+    this.#context = context;
+    this.#last = new WeakRef(fragment);
+    let n = 0;
+    for (const c of fragment.chains) if (c.chain.name.startsWith(PREFIX.endpoint)) n++;
+    this.endpointChains = n;
+  }
+
+  /** Its chains, sets and elements; never mutate them (they may be shared with the last caller). */
+  get fragment(): Fragment {
+    const f = this.#last.deref();
+    if (f) return f;
+    const again = renderServicePort(this.port, this.#context.fc, this.#context.config);
+    this.#last = new WeakRef(again);
+    return again;
+  }
+}
