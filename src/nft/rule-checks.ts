@@ -99,7 +99,9 @@ export function checkSelector(s: Selector, family: Family): void {
   if (s.kind === 'numgen' && !(Number.isInteger(s.mod) && s.mod >= 1 && s.mod <= 0xffffffff)) {
     fail(`numgen mod must be an integer from 1, got ${s.mod}`);
   }
-  checkFamily(family, selectorFamily(s), describeSelector(s));
+  // The description is only built for the message.
+  const want = selectorFamily(s);
+  if (want && family !== 'inet' && family !== want) checkFamily(family, want, describeSelector(s));
 }
 
 export function describeSelector(s: Selector): string {
@@ -121,7 +123,13 @@ export function describeSelector(s: Selector): string {
 
 /** A value text valid for a selector's type; prefixes allowed where `prefix` is. */
 export function checkOperand(s: Selector, text: string, prefix: boolean): void {
+  if (typeof text !== 'string') fail(`${describeSelector(s)}: the value must be a string`);
   const type = selectorType(s);
+  // Common operands first, without building the selector's description.
+  if (type === 'ipv4_addr' || type === 'inet_service' || type === 'inet_proto') {
+    if (!prefix && text.includes('/')) fail(`${describeSelector(s)}: a prefix is not allowed here: ${JSON.stringify(text)}`);
+    if (isCanonical(type, text)) return;
+  }
   const what = describeSelector(s);
   switch (type) {
     case 'ct_state':
@@ -146,6 +154,16 @@ export function checkOperand(s: Selector, text: string, prefix: boolean): void {
   }
 }
 
+/** Whether a value text is valid and canonical (false for anything else: the caller explains). */
+export function isCanonical(type: DataType, text: string): boolean {
+  try {
+    return canonicalValue(type, text) === text;
+  } catch (e) {
+    if (e instanceof NftValueError) return false;
+    throw e;
+  }
+}
+
 /** The text must be valid and already canonical, so that desired and listed objects compare equal. */
 export function checkCanonical(type: DataType, text: string, what: string): void {
   let c: string;
@@ -162,10 +180,17 @@ const NAME_MAX = 255;
 
 export function checkName(name: unknown, what: string): void {
   if (typeof name !== 'string' || name.length === 0) fail(`${what} name must be a non-empty string`);
-  if (name.includes('\0')) fail(`${what} name contains NUL`);
-  // nft's syntax has no escape inside quoted strings; such a name could not be printed.
-  if (name.includes('"')) fail(`${what} name contains a double quote`);
-  if (Buffer.byteLength(name) > NAME_MAX) fail(`${what} name is longer than ${NAME_MAX} bytes`);
+  // One pass over the char codes: NUL, double quote and the UTF-8 length.
+  let bytes = 0;
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    if (c === 0) fail(`${what} name contains NUL`);
+    // nft's syntax has no escape inside quoted strings; such a name could not be printed.
+    if (c === 34) fail(`${what} name contains a double quote`);
+    // Each half of a surrogate pair counts 2: a pair is 4 bytes, a lone half 3 (U+FFFD), at most.
+    bytes += c < 0x80 ? 1 : c < 0x800 ? 2 : 3;
+  }
+  if (bytes > NAME_MAX && Buffer.byteLength(name) > NAME_MAX) fail(`${what} name is longer than ${NAME_MAX} bytes`);
 }
 
 /** Sets and maps the checks can look up by name (those known to the transaction). */
@@ -174,7 +199,9 @@ export type ContainerLookup = (name: string) => NftSet | NftMap | undefined;
 export function checkStatements(exprs: readonly Statement[], family: Family, lookup: ContainerLookup): void {
   if (!Array.isArray(exprs) || exprs.length === 0) fail('a rule needs at least one statement');
   let l4Known = false;
-  exprs.forEach((st, i) => {
+  for (let i = 0; i < exprs.length; i++) {
+    const st = exprs[i];
+    if (!st || typeof st !== 'object') fail(`statement ${i} is not an object`);
     // A port mapping rewrites a transport header, so the rule must first make
     // sure there is one (nft insists, and the kernel would mangle ICMP otherwise).
     if ((st.kind === 'dnat' || st.kind === 'snat') && st.port !== undefined && !l4Known) {
@@ -190,9 +217,10 @@ export function checkStatements(exprs: readonly Statement[], family: Family, loo
     if ((st.kind === 'verdict' || st.kind === 'vmap') && i !== exprs.length - 1) {
       fail(`statement ${i} (${st.kind}) ends the rule but more statements follow`);
     }
-  });
+  }
 }
 
+const CMP_OPS = new Set(['==', '!=', '<', '>', '<=', '>=']);
 const PORT_PROTOS = new Set(['tcp', 'udp', 'sctp', '136']); // 136: udplite
 
 function fixesTransport(s: Selector, right: string): boolean {
@@ -221,7 +249,7 @@ function checkStatement(st: Statement, family: Family, lookup: ContainerLookup):
   switch (st.kind) {
     case 'match': {
       checkSelector(st.left, family);
-      if (!['==', '!=', '<', '>', '<=', '>='].includes(st.op)) fail(`unknown operator ${JSON.stringify(st.op)}`);
+      if (!CMP_OPS.has(st.op)) fail(`unknown operator ${JSON.stringify(st.op)}`);
       const t = selectorType(st.left);
       const ordered = t === 'integer' || t === 'inet_service' || t === 'mark';
       if (!ordered && st.op !== '==' && st.op !== '!=') fail(`${describeSelector(st.left)} only compares with == or !=`);

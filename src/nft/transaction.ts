@@ -5,8 +5,7 @@
 // refuse it anyway, only later and with less to say about why).
 
 import type { ChainHook, ChainType, DataType, Element, Family, NftMap, NftObject, NftObjectKind, NftSet, Operation, SetFlag, Verb } from './objects.ts';
-import { checkCanonical, checkName, checkStatements, checkVerdict, RuleCheckFailure } from './rule-checks.ts';
-import type { ContainerLookup } from './rule-checks.ts';
+import { checkCanonical, checkName, checkStatements, checkVerdict, isCanonical, RuleCheckFailure } from './rule-checks.ts';
 
 export { selectorType } from './rule-checks.ts';
 export type { SelectorType } from './rule-checks.ts';
@@ -38,7 +37,6 @@ export const VERBS_BY_KIND: Readonly<Record<NftObjectKind, readonly Verb[]>> = {
   element: ['add', 'create', 'delete', 'destroy'],
 };
 
-const FAMILIES: readonly Family[] = ['ip', 'ip6', 'inet'];
 const CHAIN_TYPES: readonly ChainType[] = ['filter', 'nat', 'route'];
 const HOOKS_BY_TYPE: Readonly<Record<ChainType, readonly ChainHook[]>> = {
   filter: ['prerouting', 'input', 'forward', 'output', 'postrouting'],
@@ -62,11 +60,13 @@ function containerKey(family: Family, table: string, name: string): string {
 export class Transaction {
   readonly #ops: Operation[] = [];
   readonly #containers = new Map<string, NftSet | NftMap>();
+  readonly #context = new CheckContext((family, table, name) => this.#containers.get(containerKey(family, table, name)));
   #error: NftInvalidError | undefined;
 
   /** Registers a set or map that already exists, so that elements and rules using it are checked against its types. */
   knownContainer(c: NftSet | NftMap): this {
     this.#containers.set(containerKey(c.family, c.table, c.name), c);
+    this.#context.forget();
     return this;
   }
 
@@ -97,7 +97,7 @@ export class Transaction {
     const op: Operation = { verb, object };
     const index = this.#ops.length;
     try {
-      checkOperation(op, (family, table, name) => this.#containers.get(containerKey(family, table, name)));
+      checkOperation(op, this.#context);
     } catch (e) {
       if (!(e instanceof RuleCheckFailure)) throw e;
       this.#error = new NftInvalidError(index, op, e.message);
@@ -125,33 +125,91 @@ export class Transaction {
   }
 }
 
-/** Checks a whole operation list (as a Dataplane receives it); throws NftInvalidError for the first bad one. */
+/**
+ * Checks a whole operation list (as a Dataplane receives it); throws
+ * NftInvalidError for the first bad one. The same checks as Transaction#queue,
+ * in one loop (a full sync passes 100k operations through here).
+ */
 export function validateOperations(ops: readonly Operation[], known: ReadonlyArray<NftSet | NftMap> = []): void {
-  const tx = new Transaction();
-  for (const c of known) tx.knownContainer(c);
-  for (const op of ops) tx.queue(op?.verb, op?.object);
-  if (tx.error) throw tx.error;
+  const containers = new Map<string, NftSet | NftMap>();
+  for (const c of known) containers.set(containerKey(c.family, c.table, c.name), c);
+  const context = new CheckContext((family, table, name) => containers.get(containerKey(family, table, name)));
+  for (let i = 0; i < ops.length; i++) {
+    const op = ops[i];
+    try {
+      if (!op || typeof op !== 'object') fail('no operation');
+      checkOperation(op, context);
+    } catch (e) {
+      if (!(e instanceof RuleCheckFailure)) throw e;
+      throw new NftInvalidError(i, op as Operation, e.message);
+    }
+    const o = op.object;
+    if ((o.kind === 'set' || o.kind === 'map') && (op.verb === 'add' || op.verb === 'create')) {
+      containers.set(containerKey(o.family, o.table, o.name), o);
+      context.forget();
+    }
+  }
 }
 
 type FindContainer = (family: Family, table: string, name: string) => NftSet | NftMap | undefined;
 
-function checkOperation(op: Operation, find: FindContainer): void {
+/**
+ * What the checks of one operation list remember between operations: the
+ * names already found valid (a transaction names its table thousands of
+ * times) and the last container looked up (elements come in runs per set).
+ */
+class CheckContext {
+  readonly #find: FindContainer;
+  #validName: unknown = undefined;
+  #validSetName: unknown = undefined;
+  #last: { family: Family; table: string; name: string; c: NftSet | NftMap | undefined } | undefined;
+
+  constructor(find: FindContainer) {
+    this.#find = find;
+  }
+
+  find(family: Family, table: string, name: string): NftSet | NftMap | undefined {
+    const l = this.#last;
+    if (l && l.name === name && l.table === table && l.family === family) return l.c;
+    const c = this.#find(family, table, name);
+    this.#last = { family, table, name, c };
+    return c;
+  }
+
+  /** Sets and maps changed: forget the last lookup. */
+  forget(): void {
+    this.#last = undefined;
+  }
+
+  tableName(name: unknown): void {
+    if (name === this.#validName) return;
+    checkName(name, 'table');
+    this.#validName = name;
+  }
+
+  setName(name: unknown): void {
+    if (name === this.#validSetName) return;
+    checkName(name, 'set');
+    this.#validSetName = name;
+  }
+}
+
+function checkOperation(op: Operation, ctx: CheckContext): void {
   const o = op.object;
   if (!o || typeof o !== 'object') fail('no object');
   const verbs = VERBS_BY_KIND[o.kind];
   if (!verbs) fail(`unknown object kind ${JSON.stringify(o.kind)}`);
   if (!verbs.includes(op.verb)) fail(`${o.kind} does not take the verb ${JSON.stringify(op.verb)}`);
-  if (!FAMILIES.includes(o.family)) fail(`unknown family ${JSON.stringify(o.family)}`);
-  if (o.kind === 'table') checkName(o.name, 'table');
-  else checkName(o.table, 'table');
-  if ('comment' in o && o.comment !== undefined) {
-    if (typeof o.comment !== 'string') fail('comment must be a string');
-    if (Buffer.byteLength(o.comment) > COMMENT_MAX) fail(`comment is longer than ${COMMENT_MAX} bytes`);
-    if (o.comment.includes('"')) fail('comment contains a double quote, which nft syntax cannot print');
+  if (o.family !== 'ip' && o.family !== 'ip6' && o.family !== 'inet') fail(`unknown family ${JSON.stringify(o.family)}`);
+  ctx.tableName(o.kind === 'table' ? o.name : o.table);
+  const comment = (o as { comment?: unknown }).comment;
+  if (comment !== undefined) {
+    if (typeof comment !== 'string') fail('comment must be a string');
+    if (comment.length * 3 > COMMENT_MAX && Buffer.byteLength(comment) > COMMENT_MAX) fail(`comment is longer than ${COMMENT_MAX} bytes`);
+    if (comment.includes('"')) fail('comment contains a double quote, which nft syntax cannot print');
   }
   // Deleting names an object; only its identity matters.
   const defining = op.verb === 'add' || op.verb === 'create' || op.verb === 'insert' || op.verb === 'replace';
-  const lookup: ContainerLookup = (name) => find(o.family, o.kind === 'table' ? o.name : o.table, name);
   switch (o.kind) {
     case 'table':
       return;
@@ -179,12 +237,12 @@ function checkOperation(op: Operation, find: FindContainer): void {
       const needsHandle = op.verb === 'replace' || op.verb === 'delete' || op.verb === 'destroy';
       if (needsHandle && !(Number.isInteger(o.handle) && o.handle! > 0)) fail(`${op.verb} rule needs the rule's handle`);
       if (!needsHandle && o.handle !== undefined) fail(`${op.verb} rule takes no handle (positions are not supported)`);
-      if (defining) checkStatements(o.exprs, o.family, lookup);
+      if (defining) checkStatements(o.exprs, o.family, (name) => ctx.find(o.family, o.table, name));
       return;
     }
     case 'element':
-      checkName(o.set, 'set');
-      checkElement(o, lookup(o.set), defining);
+      ctx.setName(o.set);
+      checkElement(o, ctx.find(o.family, o.table, o.set), defining);
       return;
   }
 }
@@ -220,11 +278,13 @@ function checkElement(e: Element, c: NftSet | NftMap | undefined, defining: bool
   if (!c) return;
   if (e.key.length !== c.keyType.length) fail(`key has ${e.key.length} parts, ${c.kind} ${c.name} has ${c.keyType.length}`);
   const interval = c.flags?.includes('interval') ?? false;
-  e.key.forEach((part, i) => {
+  for (let i = 0; i < e.key.length; i++) {
+    const part = e.key[i]!;
     const type = c.keyType[i]!;
     if (!interval && part.includes('/')) fail(`key part ${i}: prefixes need an interval ${c.kind}`);
-    checkCanonical(type, part, `key part ${i}`);
-  });
+    // The label is only built for the message.
+    if (!isCanonical(type, part)) checkCanonical(type, part, `key part ${i}`);
+  }
   if (e.timeout !== undefined && !c.flags?.includes('timeout')) fail(`${c.kind} ${c.name} has no timeout flag`);
   if (!defining) return;
   if (c.kind === 'set') {
