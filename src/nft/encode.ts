@@ -37,18 +37,30 @@ export interface EncodedBatch {
   records: number;
 }
 
-function comment(type: number, text: string | undefined): Attr[] {
-  if (text === undefined) return [];
+/** nft's comment TLV: type, length, NUL-terminated text. */
+function commentBytes(type: number, text: string): Uint8Array {
   const body = Buffer.from(text + '\0', 'utf8');
   const u = new Uint8Array(2 + body.length);
   u[0] = type;
   u[1] = body.length;
   u.set(body, 2);
-  return [{ id: -1, type: 'bytes', value: u }];
+  return u;
+}
+
+function comment(type: number, text: string | undefined): Attr[] {
+  if (text === undefined) return [];
+  return [{ id: -1, type: 'bytes', value: commentBytes(type, text) }];
 }
 
 function withId(list: Attr[], id: number): Attr[] {
   return list.map((a) => (a.id === -1 ? { ...a, id } : a));
+}
+
+function le32(buf: Uint8Array, at: number, v: number): void {
+  buf[at] = v & 0xff;
+  buf[at + 1] = (v >>> 8) & 0xff;
+  buf[at + 2] = (v >>> 16) & 0xff;
+  buf[at + 3] = (v >>> 24) & 0xff;
 }
 
 function padTo4(n: number): number {
@@ -77,22 +89,6 @@ function containerFlags(c: NftSet | NftMap): number {
 function tableAttrs(t: Table, defining: boolean): Attr[] {
   const a: Attr[] = [{ id: TABLE_ATTR.NAME, type: 'str', value: t.name }];
   if (defining) a.push(...withId(comment(UDATA_COMMENT.table, t.comment), TABLE_ATTR.USERDATA));
-  return a;
-}
-
-function chainAttrs(c: Chain, defining: boolean): Attr[] {
-  const a: Attr[] = [
-    { id: CHAIN_ATTR.TABLE, type: 'str', value: c.table },
-    { id: CHAIN_ATTR.NAME, type: 'str', value: c.name },
-  ];
-  if (!defining) return a;
-  if (c.base) {
-    a.push({ id: CHAIN_ATTR.HOOKNUM, type: 'u32', value: HOOK_NUMBER[c.base.hook] });
-    a.push({ id: CHAIN_ATTR.PRIO, type: 'u32', value: c.base.priority >>> 0 });
-    a.push({ id: CHAIN_ATTR.TYPE, type: 'str', value: c.base.type });
-    if (c.base.policy) a.push({ id: CHAIN_ATTR.POLICY, type: 'u32', value: c.base.policy === 'accept' ? 1 : 0 });
-  }
-  a.push(...withId(comment(UDATA_COMMENT.chain, c.comment), CHAIN_ATTR.USERDATA));
   return a;
 }
 
@@ -212,13 +208,56 @@ class BatchEncoder {
     this.w.attrs(attrs);
   }
 
+  // Chains and rules are most of a batch: their attributes are written
+  // directly, without Attr objects.
+  chain(msg: number, flags: number, c: Chain, index: number): void {
+    this.header(KIND.chain, msg, flags, c.family, index);
+    const w = this.w;
+    const countAt = w.position;
+    w.u16(0);
+    let n = 2;
+    w.attrStr(CHAIN_ATTR.TABLE, c.table);
+    w.attrStr(CHAIN_ATTR.NAME, c.name);
+    if (msg === MSG.NEWCHAIN) {
+      if (c.base) {
+        w.attrU32(CHAIN_ATTR.HOOKNUM, HOOK_NUMBER[c.base.hook]);
+        w.attrU32(CHAIN_ATTR.PRIO, c.base.priority);
+        w.attrStr(CHAIN_ATTR.TYPE, c.base.type);
+        n += 3;
+        if (c.base.policy) {
+          w.attrU32(CHAIN_ATTR.POLICY, c.base.policy === 'accept' ? 1 : 0);
+          n++;
+        }
+      }
+      if (c.comment !== undefined) {
+        w.attrBytes(CHAIN_ATTR.USERDATA, commentBytes(UDATA_COMMENT.chain, c.comment));
+        n++;
+      }
+    }
+    w.patchU16(countAt, n);
+  }
+
   rule(msg: number, flags: number, r: Rule, index: number, withExprs: boolean): void {
-    const attrs: Attr[] = [{ id: RULE_ATTR.TABLE, type: 'str', value: r.table }];
+    this.header(KIND.rule, msg, flags, r.family, index);
+    const w = this.w;
+    const attrsAt = w.position;
+    w.u16(0);
+    let n = 1;
+    w.attrStr(RULE_ATTR.TABLE, r.table);
     // Flushing a whole table is a rule deletion that names no chain.
-    if (r.chain !== '') attrs.push({ id: RULE_ATTR.CHAIN, type: 'str', value: r.chain });
-    if (r.handle !== undefined) attrs.push({ id: RULE_ATTR.HANDLE, type: 'u64', value: BigInt(r.handle) });
-    if (withExprs) attrs.push(...withId(comment(UDATA_COMMENT.rule, r.comment), RULE_ATTR.USERDATA));
-    this.record(KIND.rule, msg, flags, r.family, index, attrs);
+    if (r.chain !== '') {
+      w.attrStr(RULE_ATTR.CHAIN, r.chain);
+      n++;
+    }
+    if (r.handle !== undefined) {
+      w.attrU64(RULE_ATTR.HANDLE, BigInt(r.handle));
+      n++;
+    }
+    if (withExprs && r.comment !== undefined) {
+      w.attrBytes(RULE_ATTR.USERDATA, commentBytes(UDATA_COMMENT.rule, r.comment));
+      n++;
+    }
+    w.patchU16(attrsAt, n);
     const countAt = this.w.position;
     this.w.u16(0);
     if (!withExprs) return;
@@ -253,41 +292,44 @@ class BatchEncoder {
       at += padTo4(typeLength(c.keyType[k]!));
     }
     const verdictMap = c.kind === 'map' && c.dataType === 'verdict';
+    const types = c.keyType;
+    const parts = types.length;
     for (let i = from; i < to && !interval; i++) {
       const e = ops[i]!.object as Element;
-      if (e.key.length !== c.keyType.length) throw new NftEncodeError(i, `key has ${e.key.length} parts, ${c.name} has ${c.keyType.length}`);
-      w.u32(i);
-      const countAt = w.position;
-      w.u16(0);
-      let n = 1;
-      w.u16(ELEM_ATTR.KEY);
-      w.u8(AT.bytes);
-      w.u32(keyLen);
-      const at = w.zeros(keyLen);
+      const key = e.key;
+      if (key.length !== parts) throw new NftEncodeError(i, `key has ${key.length} parts, ${c.name} has ${parts}`);
+      // The fixed part (op index, attribute count, key) in one reservation,
+      // the key written from its texts in place.
+      let p = w.reserve(13 + keyLen);
+      const buf = w.raw;
+      le32(buf, p, i);
+      const countAt = p + 4;
+      p += 6;
+      buf[p] = ELEM_ATTR.KEY;
+      buf[p + 1] = 0;
+      buf[p + 2] = AT.bytes;
+      le32(buf, p + 3, keyLen);
+      p += 7;
+      for (let z = 0; z < keyLen; z++) buf[p + z] = 0;
       try {
-        for (let k = 0; k < e.key.length; k++) writeKeyBytes(w.raw, at + offsets[k]!, c.keyType[k]!, e.key[k]!);
+        for (let k = 0; k < parts; k++) writeKeyBytes(buf, p + offsets[k]!, types[k]!, key[k]!);
       } catch (err) {
-        throw new NftEncodeError(i, `bad element key ${JSON.stringify(e.key)}: ${(err as Error).message}`, { cause: err });
+        throw new NftEncodeError(i, `bad element key ${JSON.stringify(key)}: ${(err as Error).message}`, { cause: err });
       }
+      w.seek(p + keyLen);
+      let n = 1;
       if (defining) {
         const v = e.value;
         if (v !== undefined) {
           if (typeof v === 'string') {
             if (c.kind !== 'map' || verdictMap) throw new NftEncodeError(i, `${c.name} takes no value ${v}`);
-            w.attr({ id: ELEM_ATTR.DATA, type: 'bytes', value: keyBytes((c as NftMap).dataType, v) });
+            w.attrBytes(ELEM_ATTR.DATA, keyBytes((c as NftMap).dataType, v));
             n++;
           } else {
-            w.u16(ELEM_ATTR.VERDICT);
-            w.u8(AT.u32);
-            w.u32(4);
-            w.u32(VERDICT_CODE[v.verdict] >>> 0);
+            w.attrU32(ELEM_ATTR.VERDICT, VERDICT_CODE[v.verdict]);
             n++;
             if (v.verdict === 'jump' || v.verdict === 'goto') {
-              w.u16(ELEM_ATTR.CHAIN);
-              w.u8(AT.str);
-              const lenAt = w.position;
-              w.u32(0);
-              w.patchU32(lenAt, w.utf8(v.chain));
+              w.attrStr(ELEM_ATTR.CHAIN, v.chain);
               n++;
             }
           }
@@ -399,7 +441,7 @@ export function encodeOperations(ops: readonly Operation[], lookup: ContainerLoo
             break;
           }
           const [msg, flags] = objectMsg(verb, MSG.NEWCHAIN, MSG.DELCHAIN, MSG.DESTROYCHAIN, i);
-          enc.record(KIND.chain, msg, flags, o.family, i, chainAttrs(o, msg === MSG.NEWCHAIN));
+          enc.chain(msg, flags, o, i);
           break;
         }
         case 'set':

@@ -214,24 +214,50 @@ function flagBits(names: string, bits: Readonly<Record<string, number>>): number
   return v >>> 0;
 }
 
-/** The numeric value of an operand of a host-order selector. */
-export function hostValue(s: Selector, text: string): bigint {
+/** Strict decimal (no sign, no leading zeros) up to max. */
+function decimal(text: string, max: number): number {
+  const n = text.length;
+  let v = 0;
+  let ok = n > 0 && n <= 16 && !(n > 1 && text.charCodeAt(0) === 48);
+  for (let i = 0; ok && i < n; i++) {
+    const d = text.charCodeAt(i) - 48;
+    ok = d >= 0 && d <= 9;
+    v = v * 10 + d;
+  }
+  if (!ok || v > max) throw new NftLowerError(`expected an integer 0-${max}, got ${JSON.stringify(text)}`);
+  return v;
+}
+
+/** The numeric value of an operand of a host-order selector of 4 bytes or less. */
+function hostValue32(s: Selector, text: string): number {
   switch (selectorType(s)) {
     case 'mark':
-      return BigInt(Number.parseInt(text.slice(2), 16) >>> 0);
+      return Number.parseInt(text.slice(2), 16) >>> 0;
     case 'fib_type': {
       const i = (FIB_TYPES as readonly string[]).indexOf(text);
       if (i < 0) throw new NftLowerError(`unknown route type ${JSON.stringify(text)}`);
-      return BigInt(i);
+      return i;
     }
     case 'ct_state':
-      return BigInt(flagBits(text, CT_STATE_BIT));
+      return flagBits(text, CT_STATE_BIT);
     case 'ct_status':
-      return BigInt(flagBits(text, CT_STATUS_BIT));
+      return flagBits(text, CT_STATUS_BIT);
     default:
-      if (!/^(0|[1-9][0-9]*)$/.test(text)) throw new NftLowerError(`expected an integer, got ${JSON.stringify(text)}`);
-      return BigInt(text);
+      return decimal(text, 0xffffffff);
   }
+}
+
+/** The numeric value of an operand of a host-order selector. */
+export function hostValue(s: Selector, text: string): bigint {
+  if (selectorWidth(s) === 8) {
+    if (!/^(0|[1-9][0-9]*)$/.test(text)) throw new NftLowerError(`expected an integer, got ${JSON.stringify(text)}`);
+    return BigInt(text);
+  }
+  return BigInt(hostValue32(s, text));
+}
+
+function writeHost32(buf: Uint8Array, at: number, v: number): void {
+  for (let i = 0; i < 4; i++) buf[at + (LITTLE ? i : 3 - i)] = (v >>> (8 * i)) & 0xff;
 }
 
 /** Bytes of an operand as the kernel compares it with a loaded selector. */
@@ -324,6 +350,12 @@ function writeMatch(out: ExprSink, st: Extract<Statement, { kind: 'match' }>): v
     const f = F.byteorder;
     out.begin('byteorder').u32(f.sreg, REG.R1).u32(f.dreg, REG.R1).u32(f.op, BYTEORDER_HTON).u32(f.len, width).u32(f.size, width).end();
     writeCmp(out, op, networkBytes(hostValue(s, st.right), width));
+    return;
+  }
+  if (isHostOrder(s) && width === 4) {
+    const at = out.begin('cmp').u32(F.cmp.sreg, REG.R1).u32(F.cmp.op, op).zeros(F.cmp.data, 4);
+    writeHost32(out.w.raw, at, hostValue32(s, st.right));
+    out.end();
     return;
   }
   if (t === 'nf_proto' || isHostOrder(s)) {

@@ -95,6 +95,16 @@ export class ByteWriter {
     this.#pos += n;
     return at;
   }
+  /** Makes room for n bytes at the position and returns it: write them through `raw`, then seek past them. */
+  reserve(n: number): number {
+    this.#ensure(n);
+    return this.#pos;
+  }
+  /** Moves the position to `pos`, which must lie within what reserve() made room for. */
+  seek(pos: number): void {
+    if (pos > this.#buf.length) throw new RangeError('seek past the reserved bytes');
+    this.#pos = pos;
+  }
   /** The current backing array (replaced when the writer grows). */
   get raw(): Uint8Array {
     return this.#buf;
