@@ -6,7 +6,6 @@
 // Only per-service objects contain a '/', which is how a listing read back from
 // the kernel tells them apart from the skeleton.
 
-import { hash } from 'node:crypto';
 import type { Protocol } from '../k8s/types.ts';
 
 export const CHAIN = {
@@ -67,23 +66,38 @@ const PREFIX_MAX = 16;
 const BASE_MAX = NAME_MAX - PREFIX_MAX;
 const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
 
-/** First 8 base32 characters (40 bits) of SHA-256: unique in practice, and different at a glance for names that differ in one digit. */
+/**
+ * 8 base32 characters (40 bits) of a hash of the text: unique in practice, and
+ * different at a glance for names that differ in one digit. Not a
+ * cryptographic hash: names are not secrets, and a cold sync at 10k services
+ * x 10 endpoints names 110k objects, where SHA-256 through node:crypto cost
+ * ~5 µs a call (mostly the call) against ~0.2 µs for two multiplicative lanes.
+ */
 export function shortHash(text: string): string {
-  const d = hash('sha256', text, 'buffer');
-  // 40 bits = the first 5 bytes, 5 bits per character.
-  let bits = 0;
-  let acc = 0;
-  let out = '';
-  for (let i = 0; out.length < 8; ) {
-    if (bits < 5) {
-      acc = (acc << 8) | d[i++]!;
-      bits += 8;
-    }
-    out += BASE32[(acc >> (bits - 5)) & 31];
-    bits -= 5;
-    acc &= (1 << bits) - 1;
+  // Two 32-bit FNV-1a-style lanes with different primes, each finished with an avalanche mix.
+  let a = 0x811c9dc5;
+  let b = 0x9e3779b9;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x5bd1e995);
   }
+  a = mix(a ^ text.length);
+  b = mix(b ^ a);
+  // 40 bits: all of a, then 8 bits of b; 5 bits per character.
+  let out = '';
+  for (let i = 0; i < 6; i++) out += BASE32[(a >>> (27 - 5 * i)) & 31];
+  out += BASE32[((a & 3) << 3) | ((b >>> 29) & 7)];
+  out += BASE32[(b >>> 24) & 31];
   return out;
+}
+
+function mix(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
 }
 
 /** `HASH-readable`, cut to fit under any of our prefixes; the hash keeps cut names unique. */

@@ -152,13 +152,13 @@ describe('a change to one service touches only that service', () => {
     const b = renderRuleset(changed, cfg, a);
     const ops = diffRulesets(a, b, { now: 1 }).ops;
     expect(ops.map((o) => `${o.verb} ${o.object.kind} ${'name' in o.object ? o.object.name : 'chain' in o.object ? o.object.chain : ''}`)).toEqual([
-      'flush chain service-73CSMWQ4-default/s7/tcp/http',
-      'add chain endpoint-R7Y4I3FN-default/s7/tcp/http__10.244.9.9/8080',
-      'add rule service-73CSMWQ4-default/s7/tcp/http',
-      'add rule service-73CSMWQ4-default/s7/tcp/http',
-      'add rule service-73CSMWQ4-default/s7/tcp/http',
-      'add rule endpoint-R7Y4I3FN-default/s7/tcp/http__10.244.9.9/8080',
-      'add rule endpoint-R7Y4I3FN-default/s7/tcp/http__10.244.9.9/8080',
+      'flush chain service-OXIM3RN4-default/s7/tcp/http',
+      'add chain endpoint-II5R2NBG-default/s7/tcp/http__10.244.9.9/8080',
+      'add rule service-OXIM3RN4-default/s7/tcp/http',
+      'add rule service-OXIM3RN4-default/s7/tcp/http',
+      'add rule service-OXIM3RN4-default/s7/tcp/http',
+      'add rule endpoint-II5R2NBG-default/s7/tcp/http__10.244.9.9/8080',
+      'add rule endpoint-II5R2NBG-default/s7/tcp/http__10.244.9.9/8080',
     ]);
   });
 });

@@ -20,7 +20,7 @@ function lines(t: string): string[] {
   return t.split('\n').map((l) => l.trim().replace(/,$/, '').replace(/^elements = \{ /, '').replace(/ \}$/, ''));
 }
 
-const SVC = 'SUSTUHLJ-default/web/tcp/http';
+const SVC = 'FZBCIIWL-default/web/tcp/http';
 
 describe('ruleset features', () => {
   const cases: Array<{ name: string; ports: ServicePort[]; config?: RulesetConfig; present?: string[]; absent?: string[] }> = [
@@ -100,20 +100,20 @@ describe('ruleset features', () => {
       present: [
         'flags dynamic,timeout',
         'timeout 300s',
-        'update @affinity-HGNPOIJ5-default/web/tcp/http__10.244.1.5/8080 { ip saddr }',
-        'ip saddr @affinity-HGNPOIJ5-default/web/tcp/http__10.244.1.5/8080 goto endpoint-HGNPOIJ5-default/web/tcp/http__10.244.1.5/8080',
+        'update @affinity-CIV2HNCT-default/web/tcp/http__10.244.1.5/8080 { ip saddr }',
+        'ip saddr @affinity-CIV2HNCT-default/web/tcp/http__10.244.1.5/8080 goto endpoint-CIV2HNCT-default/web/tcp/http__10.244.1.5/8080',
       ],
     },
     {
       name: 'one endpoint: an unconditional goto, no numgen',
       ports: [sp({ endpoints: [ep('10.244.1.5')] })],
-      present: ['goto endpoint-HGNPOIJ5-default/web/tcp/http__10.244.1.5/8080', 'meta l4proto tcp dnat to 10.244.1.5:8080', 'ip saddr 10.244.1.5 jump mark-for-masquerade'],
+      present: ['goto endpoint-CIV2HNCT-default/web/tcp/http__10.244.1.5/8080', 'meta l4proto tcp dnat to 10.244.1.5:8080', 'ip saddr 10.244.1.5 jump mark-for-masquerade'],
       absent: ['numgen'],
     },
     {
       name: 'endpoints are deduplicated and ordered whatever order the model gives',
       ports: [sp({ endpoints: [ep('10.244.2.6'), ep('10.244.1.5'), ep('10.244.2.6')] })],
-      present: ['numgen random mod 2 0 goto endpoint-HGNPOIJ5-default/web/tcp/http__10.244.1.5/8080', 'goto endpoint-LRPR4IZA-default/web/tcp/http__10.244.2.6/8080'],
+      present: ['numgen random mod 2 0 goto endpoint-CIV2HNCT-default/web/tcp/http__10.244.1.5/8080', 'goto endpoint-7HFBTXJW-default/web/tcp/http__10.244.2.6/8080'],
       absent: ['numgen random mod 3'],
     },
     {
@@ -137,7 +137,7 @@ describe('ruleset features', () => {
       present: [
         `fib saddr type local goto service-${SVC} comment "short-circuit local traffic"`,
         `goto local-${SVC}`,
-        'numgen random mod 2 0 goto endpoint-HGNPOIJ5-default/web/tcp/http__10.244.1.5/8080',
+        'numgen random mod 2 0 goto endpoint-CIV2HNCT-default/web/tcp/http__10.244.1.5/8080',
       ],
     },
     {
