@@ -1,0 +1,103 @@
+// The cluster bench:sync loads into the fake API server: N ClusterIP services,
+// each with one EndpointSlice of 10 ready endpoints on other nodes (so every
+// endpoint is used), and this node. Also the agent's flags, shared by the
+// agent child and the raw-load child so both render the very same ruleset.
+
+import type { FakeApiServer, K8sObject } from '../test/fake-apiserver/index.ts';
+
+export const ENDPOINTS_PER_SERVICE = 10;
+export const NODE_NAME = 'node-a';
+export const SERVICE_CIDR = '10.96.0.0/12';
+export const CLUSTER_CIDR = '10.128.0.0/9';
+
+const ns = (i: number) => `ns-${i % 50}`;
+const name = (i: number) => `svc-${i}`;
+
+/** 10.96.0.0/12 holds 1M addresses: service i is 10.96.0.0 + i + 1. */
+export function clusterIP(i: number): string {
+  const n = i + 1;
+  return `10.${96 + (n >> 16)}.${(n >> 8) & 255}.${n & 255}`;
+}
+
+/** Pod n (service i, endpoint j) in 10.128.0.0/9; `gen` moves it, as a rollout would. */
+export function podIP(i: number, j: number, gen = 0): string {
+  const n = (i * ENDPOINTS_PER_SERVICE + j + 1) * 4 + gen; // gaps so that a moved pod gets a free address
+  return `10.${128 + (n >> 16)}.${(n >> 8) & 255}.${n & 255}`;
+}
+
+export function serviceObject(i: number): K8sObject {
+  const ip = clusterIP(i);
+  return {
+    metadata: { namespace: ns(i), name: name(i), labels: { app: name(i) } },
+    spec: {
+      type: 'ClusterIP',
+      clusterIP: ip,
+      clusterIPs: [ip],
+      ipFamilies: ['IPv4'],
+      ports: [{ name: 'http', protocol: 'TCP', port: 80, targetPort: 8080 }],
+      selector: { app: name(i) },
+      sessionAffinity: 'None',
+      internalTrafficPolicy: 'Cluster',
+    },
+    status: { loadBalancer: {} },
+  };
+}
+
+/** The slice of service i; `moved` endpoints get the address of generation `gen`. */
+export function sliceObject(i: number, moved: ReadonlyMap<number, number> = new Map()): K8sObject {
+  const endpoints = [];
+  for (let j = 0; j < ENDPOINTS_PER_SERVICE; j++) {
+    const ip = podIP(i, j, moved.get(j) ?? 0);
+    endpoints.push({
+      addresses: [ip],
+      conditions: { ready: true, serving: true, terminating: false },
+      nodeName: `node-${(i + j) % 100}`,
+      zone: 'zone-a',
+      targetRef: { kind: 'Pod', namespace: ns(i), name: `pod-${ip.replaceAll('.', '-')}` },
+    });
+  }
+  return {
+    metadata: {
+      namespace: ns(i),
+      name: `${name(i)}-abcde`,
+      labels: { 'kubernetes.io/service-name': name(i), 'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io' },
+    },
+    addressType: 'IPv4',
+    ports: [{ name: 'http', protocol: 'TCP', port: 8080 }],
+    endpoints,
+  };
+}
+
+export function populate(api: FakeApiServer, services: number): void {
+  api.create('nodes', {
+    metadata: { name: NODE_NAME, labels: { 'kubernetes.io/hostname': NODE_NAME, 'topology.kubernetes.io/zone': 'zone-a' } },
+    spec: { podCIDRs: ['10.128.0.0/24'] },
+    status: { addresses: [{ type: 'InternalIP', address: '192.0.2.10' }] },
+  });
+  for (let i = 0; i < services; i++) {
+    api.create('services', serviceObject(i));
+    api.create('endpointslices', sliceObject(i));
+  }
+}
+
+/** The agent's command line (without --kubeconfig and --netns). */
+export function agentFlags(minSyncPeriod: string): string[] {
+  return [
+    `--hostname-override=${NODE_NAME}`,
+    `--min-sync-period=${minSyncPeriod}`,
+    `--cluster-cidr=${CLUSTER_CIDR}`,
+    `--service-cluster-ip-range=${SERVICE_CIDR}`,
+    '--metrics-bind-address=127.0.0.1:0',
+    '--healthz-bind-address=127.0.0.1:0',
+    '--log-level=info',
+  ];
+}
+
+export function sliceKey(i: number): string {
+  return `${ns(i)}/${name(i)}-abcde`;
+}
+
+/** `ns/svc/tcp/http`: the readable part of service i's chain names. */
+export function servicePortName(i: number): { namespace: string; serviceName: string; protocol: 'TCP'; portName: string } {
+  return { namespace: ns(i), serviceName: name(i), protocol: 'TCP', portName: 'http' };
+}
