@@ -35,57 +35,57 @@ const ALL_FAMILIES: readonly IPFamily[] = ['IPv4', 'IPv6'];
 
 export function planFullSync(desired: Ruleset, mode: FullSyncMode, state?: SyncState): SyncPlan {
   const stats = emptyStats();
-  const pre: Operation[] = [];
-  const sets: Operation[] = [];
-  const flowtables: Operation[] = [];
-  const chains: Operation[] = [];
-  const rules: Operation[] = [];
-  const elements: Operation[] = [];
+  // One array, filled phase by phase (a pass over the fragments each): at 10k
+  // services x 10 endpoints that is 440k operations, not worth copying twice.
+  const ops: Operation[] = [];
 
   const wanted = new Set(desired.tables.map(objectKey));
   for (const f of ALL_FAMILIES) {
     const table: Table = { kind: 'table', family: tableFamily(f), name: desired.config.tableName };
     if (mode === 'replace' || !wanted.has(objectKey(table))) {
-      pre.push({ verb: 'add', object: table }, { verb: 'delete', object: table });
+      ops.push({ verb: 'add', object: table }, { verb: 'delete', object: table });
     }
   }
-  for (const t of desired.tables) pre.push({ verb: 'add', object: t });
+  for (const t of desired.tables) ops.push({ verb: 'add', object: t });
 
-  const wantedChains = new Set<string>();
-  for (const frag of fragments(desired)) {
+  const frags = [...fragments(desired)];
+  for (const frag of frags) {
     for (const s of frag.sets) {
-      sets.push({ verb: 'add', object: s });
-      if (mode === 'reassert' && !s.flags?.includes('dynamic')) sets.push({ verb: 'flush', object: s });
+      ops.push({ verb: 'add', object: s });
+      if (mode === 'reassert' && !s.flags?.includes('dynamic')) ops.push({ verb: 'flush', object: s });
       stats.setsAdded++;
     }
-    for (const f of frag.flowtables) flowtables.push({ verb: 'add', object: f });
+  }
+  for (const frag of frags) for (const f of frag.flowtables) ops.push({ verb: 'add', object: f });
+  for (const frag of frags) {
     for (const c of frag.chains) {
-      chains.push({ verb: 'add', object: c.chain });
-      if (mode === 'reassert') chains.push({ verb: 'flush', object: c.chain });
-      wantedChains.add(objectKey(c.chain));
+      ops.push({ verb: 'add', object: c.chain });
+      if (mode === 'reassert') ops.push({ verb: 'flush', object: c.chain });
       stats.chainsAdded++;
-      for (const r of c.rules) rules.push({ verb: 'add', object: r });
+    }
+  }
+  for (const frag of frags) {
+    for (const c of frag.chains) {
+      for (const r of c.rules) ops.push({ verb: 'add', object: r });
       stats.rulesAdded += c.rules.length;
     }
   }
-  for (const c of desired.elements.values()) elements.push({ verb: 'add', object: c.element });
-  stats.elementsAdded = elements.length;
+  for (const c of desired.elements.values()) ops.push({ verb: 'add', object: c.element });
+  stats.elementsAdded = desired.elements.size;
 
   // A replace removed every stale chain with its table; a reassert keeps them
   // (flushed, unreferenced) until their delay has passed, unless wanted again.
   const stale = new Map<string, StaleChain>();
-  if (mode === 'reassert' && state) {
+  if (mode === 'reassert' && state && state.staleChains.size > 0) {
+    const wantedChains = new Set<string>();
+    for (const frag of frags) for (const c of frag.chains) wantedChains.add(objectKey(c.chain));
     for (const [k, s] of state.staleChains) {
       if (wantedChains.has(k) || !wanted.has(objectKey(tableOf(s.chain)))) continue;
       stale.set(k, s);
     }
   }
 
-  return {
-    ops: [...pre, ...sets, ...flowtables, ...chains, ...rules, ...elements],
-    next: { applied: desired, staleChains: stale },
-    stats,
-  };
+  return { ops, next: { applied: desired, staleChains: stale }, stats };
 }
 
 function tableOf(c: Chain): Table {

@@ -128,9 +128,11 @@ export function servicePortNameBase(p: ServicePortName): string {
 /**
  * Base of the per-endpoint names: `HASH-ns/svc/proto/portName__ip/port`. IPv6
  * colons are not allowed in chain names (nft's grammar), so they become dots.
+ * Takes the port's servicePortReadable() text, computed once for all its endpoints.
  */
-export function endpointNameBase(p: ServicePortName, ip: string, port: number): string {
-  return hashed(`${servicePortReadable(p)}__${ip.replaceAll(':', '.')}/${port}`);
+export function endpointNameBase(port: ServicePortName | string, ip: string, epPort: number): string {
+  const readable = typeof port === 'string' ? port : servicePortReadable(port);
+  return hashed(`${readable}__${ip.includes(':') ? ip.replaceAll(':', '.') : ip}/${epPort}`);
 }
 
 /** Whether a chain or set name is per-service (as opposed to the skeleton's). */

@@ -57,7 +57,18 @@ function endpointsOf(s: EndpointSelection): Endpoint[] | undefined {
 }
 
 /** Distinct by ip/port and sorted, so the rendering does not depend on the order slices arrived in. */
-function distinctSorted(eps: readonly Endpoint[], canon: (ip: string) => string): Endpoint[] {
+function distinctSorted(eps: readonly Endpoint[], canon: (ip: string) => string): readonly Endpoint[] {
+  // The model usually hands them over canonical, distinct and in this order already: then no copy.
+  let ordered = true;
+  let prev = '';
+  for (let i = 0; i < eps.length && ordered; i++) {
+    const e = eps[i]!;
+    const key = `${e.ip}/${e.port}`;
+    if (i > 0 && !(prev < key)) ordered = false;
+    else if (canon(e.ip) !== e.ip) ordered = false;
+    prev = key;
+  }
+  if (ordered) return eps;
   const seen = new Map<string, Endpoint>();
   for (const e of eps) {
     const ip = canon(e.ip);
@@ -133,9 +144,9 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
     const key = `${ep.ip}/${ep.port}`;
     let e = endpointChain.get(key);
     if (!e) {
-      const epBase = endpointNameBase(sp, ep.ip, ep.port);
+      const epBase = endpointNameBase(readable, ep.ip, ep.port);
       const chain = PREFIX.endpoint + epBase;
-      e = { chain, set: PREFIX.affinity + epBase, ep, goto: goto(chain) };
+      e = { chain, set: affinity === undefined ? '' : PREFIX.affinity + epBase, ep, goto: goto(chain) };
       endpointChain.set(key, e);
     }
     return e;
