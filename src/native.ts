@@ -21,6 +21,21 @@ export interface NativeCommitResult {
   /** Netlink messages and bytes the batch took. */
   messages: number;
   bytes: number;
+  /** Where the worker thread's time went, in milliseconds. */
+  timing: NativeCommitTiming;
+}
+
+export interface NativeCommitTiming {
+  /** Checking the batch buffer. */
+  parseMs: number;
+  /** Building the netlink messages (wall and thread CPU time). */
+  buildMs: number;
+  buildCpuMs: number;
+  /** The one send(): the kernel checks and commits the transaction inside it. */
+  sendMs: number;
+  sendCpuMs: number;
+  /** Reading the kernel's answers. */
+  receiveMs: number;
 }
 
 export interface NativeOptions {
@@ -29,7 +44,11 @@ export interface NativeOptions {
 }
 
 export interface NativeAddon {
-  /** Sends one encoded batch (src/nft/encode.ts) as one transaction. Throws synchronously on a malformed buffer. */
+  /**
+   * Sends one encoded batch (src/nft/encode.ts) as one transaction. Wrong
+   * argument types throw; a malformed buffer rejects with a RangeError whose
+   * code says why (the buffer is copied, then checked off the JS thread).
+   */
   commit(batch: Uint8Array, options?: NativeOptions): Promise<NativeCommitResult>;
   /** The listing buffer of one table (src/nft/listing.ts), or null when it does not exist. */
   list(family: number, table: string, options?: NativeOptions): Promise<Uint8Array | null>;

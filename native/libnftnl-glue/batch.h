@@ -1,5 +1,5 @@
-// The compact batch encoding built by src/nft/encode.ts: checked on the JS
-// thread (ParseBatch), read again without checks when the messages are built.
+// The compact batch encoding built by src/nft/encode.ts: checked (ParseBatch)
+// before anything is built, read again without checks when the messages are.
 //
 // Layout (all integers little-endian):
 //   header  u32 magic 'KNPB' (0x42504e4b), u32 version (1), u32 record count
@@ -59,7 +59,8 @@ constexpr uint32_t kMaxNameLength = 255;
 bool IsKnownFamily(uint32_t family);
 
 // Parses and checks a batch buffer (a private copy: the caller moves it in).
-// Runs on the JS thread so that bad input becomes a thrown error, not a crash.
+// Bad input is an InputError with a stable code, never a crash; runs on the
+// worker thread (no napi_env), so the JS thread only pays for the copy.
 bool ParseBatch(std::vector<uint8_t> bytes, Batch* out, InputError* error);
 
 // Little-endian reads from a checked batch.

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <memory>
 
 #include "netlink-socket.h"
@@ -23,6 +24,12 @@
 namespace knp {
 
 namespace {
+
+double ThreadCpuMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) / 1e6;
+}
 
 double MsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -417,6 +424,7 @@ void CommitBatch(const Batch& batch, const std::string& netnsPath, CommitResult*
   }
   const uint32_t baseSeq = sock.NextSeq();
   auto t0 = std::chrono::steady_clock::now();
+  double cpu0 = ThreadCpuMs();
   BatchBuilder builder(batch);
   std::string buildError;
   if (!builder.Build(baseSeq, &buildError)) {
@@ -425,17 +433,20 @@ void CommitBatch(const Batch& batch, const std::string& netnsPath, CommitResult*
     return;
   }
   result->buildMs = MsSince(t0);
+  result->buildCpuMs = ThreadCpuMs() - cpu0;
   result->messages = uint32_t(builder.messages.size());
   result->bytes = builder.buffer.size();
   // Every failing message may answer with an error; room for all of them.
   sock.SizeBuffers(builder.buffer.size() + 65536, std::max<size_t>(1 << 20, builder.messages.size() * 320));
   t0 = std::chrono::steady_clock::now();
+  cpu0 = ThreadCpuMs();
   if (send(sock.fd(), builder.buffer.data(), builder.buffer.size(), 0) < 0) {
     result->transportErrno = errno;
     result->transportError = std::string("sending the batch: ") + strerror(errno);
     return;
   }
   result->sendMs = MsSince(t0);
+  result->sendCpuMs = ThreadCpuMs() - cpu0;
   t0 = std::chrono::steady_clock::now();
   // The kernel processes the batch inside send(), so its errors are already
   // queued; a generation request behind them marks where they end.

@@ -29,6 +29,10 @@ struct CommitResult {
   double buildMs = 0;
   double sendMs = 0;
   double receiveMs = 0;
+  // CPU time of the worker thread in building and in send() (the kernel's
+  // work): on a loaded machine the wall times above can be several times these.
+  double buildCpuMs = 0;
+  double sendCpuMs = 0;
 };
 
 // At most this many elements go into one NEWSETELEM/DELSETELEM message.

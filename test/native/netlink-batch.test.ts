@@ -96,15 +96,15 @@ describe('bad input from JS', () => {
     expect(() => addon.list(2, 7 as never)).toThrow(TypeError);
   });
 
-  it('malformed buffers, long names and unknown families are RangeErrors, never a crash', () => {
-    expect(() => addon.commit(new Uint8Array(3))).toThrow(expect.objectContaining({ name: 'RangeError', code: 'ERR_NFT_BATCH_TRUNCATED' }));
-    expect(() => addon.commit(new Uint8Array(12))).toThrow(expect.objectContaining({ code: 'ERR_NFT_BATCH_INVALID' }));
+  it('malformed buffers, long names and unknown families reject with RangeErrors, never a crash', async () => {
+    await expect(addon.commit(new Uint8Array(3))).rejects.toThrow(expect.objectContaining({ name: 'RangeError', code: 'ERR_NFT_BATCH_TRUNCATED' }));
+    await expect(addon.commit(new Uint8Array(12))).rejects.toThrow(expect.objectContaining({ code: 'ERR_NFT_BATCH_INVALID' }));
     const good = encodeOperations(add({ kind: 'table', family: 'ip', name: 'x'.repeat(300) })).bytes;
-    expect(() => addon.commit(good)).toThrow(expect.objectContaining({ name: 'RangeError', code: 'ERR_NFT_NAME_TOO_LONG' }));
+    await expect(addon.commit(good)).rejects.toThrow(expect.objectContaining({ name: 'RangeError', code: 'ERR_NFT_NAME_TOO_LONG' }));
     const badFamily = encodeOperations(add({ kind: 'table', family: 'ip', name: 't' })).bytes.slice();
     badFamily[12 + 4] = 99; // the record's family byte
-    expect(() => addon.commit(badFamily)).toThrow(expect.objectContaining({ code: 'ERR_NFT_FAMILY' }));
-    for (let cut = 13; cut < good.length; cut += 7) expect(() => addon.commit(good.subarray(0, cut))).toThrow(RangeError);
+    await expect(addon.commit(badFamily)).rejects.toThrow(expect.objectContaining({ code: 'ERR_NFT_FAMILY' }));
+    for (let cut = 13; cut < good.length; cut += 7) await expect(addon.commit(good.subarray(0, cut))).rejects.toThrow(RangeError);
     expect(() => addon.list(99, T)).toThrow(expect.objectContaining({ name: 'RangeError', code: 'ERR_NFT_FAMILY' }));
     expect(() => addon.list(2, 'y'.repeat(256))).toThrow(expect.objectContaining({ code: 'ERR_NFT_NAME_TOO_LONG' }));
   });
