@@ -168,12 +168,41 @@ function concatParts(parts: Uint8Array[]): Uint8Array {
   return out;
 }
 
+/**
+ * A string attribute that often repeats the last one: its bytes are copied
+ * from where they were last written (the writer only grows, so that stays valid).
+ */
+class RepeatedString {
+  #text: string | undefined;
+  #at = 0;
+  #len = 0;
+
+  write(w: ByteWriter, id: number, text: string): void {
+    if (text === this.#text) {
+      const from = this.#at;
+      const len = this.#len;
+      const at = w.attrHeader(id, AT.str, len);
+      const buf = w.raw;
+      for (let i = 0; i < len; i++) buf[at + i] = buf[from + i]!;
+      return;
+    }
+    const start = w.position;
+    w.attrStr(id, text);
+    this.#text = text;
+    this.#at = start + 7;
+    this.#len = w.position - this.#at;
+  }
+}
+
 class BatchEncoder {
   readonly w: ByteWriter;
   records = 0;
   readonly #lookup: ContainerLookup;
   readonly #added = new Map<string, NftSet | NftMap>();
   readonly #exprs: ExprSink;
+  // A batch names its table in every record and a chain in the chain and then each of its rules.
+  readonly #tableName = new RepeatedString();
+  readonly #chainName = new RepeatedString();
 
   constructor(lookup: ContainerLookup, sizeHint: number) {
     this.w = new ByteWriter(sizeHint);
@@ -216,8 +245,8 @@ class BatchEncoder {
     const countAt = w.position;
     w.u16(0);
     let n = 2;
-    w.attrStr(CHAIN_ATTR.TABLE, c.table);
-    w.attrStr(CHAIN_ATTR.NAME, c.name);
+    this.#tableName.write(w, CHAIN_ATTR.TABLE, c.table);
+    this.#chainName.write(w, CHAIN_ATTR.NAME, c.name);
     if (msg === MSG.NEWCHAIN) {
       if (c.base) {
         w.attrU32(CHAIN_ATTR.HOOKNUM, HOOK_NUMBER[c.base.hook]);
@@ -243,10 +272,10 @@ class BatchEncoder {
     const attrsAt = w.position;
     w.u16(0);
     let n = 1;
-    w.attrStr(RULE_ATTR.TABLE, r.table);
+    this.#tableName.write(w, RULE_ATTR.TABLE, r.table);
     // Flushing a whole table is a rule deletion that names no chain.
     if (r.chain !== '') {
-      w.attrStr(RULE_ATTR.CHAIN, r.chain);
+      this.#chainName.write(w, RULE_ATTR.CHAIN, r.chain);
       n++;
     }
     if (r.handle !== undefined) {

@@ -57,6 +57,11 @@ export const F = {
   dynset: fieldIds('dynset'), flow_offload: fieldIds('flow_offload'), byteorder: fieldIds('byteorder'),
 } as const;
 
+/** Each expression's encoding up to its attributes: name length, name, a zero attribute count. */
+const NAME_HEAD = Object.fromEntries(
+  Object.keys(SCHEMA).map((name) => [name, Uint8Array.from([name.length, ...Buffer.from(name, 'latin1'), 0, 0])]),
+) as Readonly<Record<ExprName, Uint8Array>>;
+
 /**
  * Where lowering writes kernel expressions: straight into the batch
  * encoding ({ u8 name length, name, u16 attribute count, attributes }), with
@@ -74,10 +79,12 @@ export class ExprSink {
 
   begin(name: ExprName): this {
     const w = this.w;
-    w.u8(name.length);
-    w.utf8(name);
-    this.#countAt = w.position;
-    w.u16(0);
+    const head = NAME_HEAD[name];
+    const at = w.reserve(head.length);
+    const buf = w.raw;
+    for (let i = 0; i < head.length; i++) buf[at + i] = head[i]!;
+    w.seek(at + head.length);
+    this.#countAt = at + head.length - 2;
     this.#attrs = 0;
     this.count++;
     return this;
@@ -110,7 +117,8 @@ export class ExprSink {
   /** A byte attribute of `len` zero bytes; returns where they are in `w.raw` (valid until the next write). */
   zeros(id: number, len: number): number {
     const at = this.w.attrHeader(id, AT.bytes, len);
-    this.w.raw.fill(0, at, at + len);
+    const buf = this.w.raw;
+    for (let i = 0; i < len; i++) buf[at + i] = 0;
     this.#attrs++;
     return at;
   }

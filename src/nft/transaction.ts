@@ -164,8 +164,20 @@ class CheckContext {
   #validSetName: unknown = undefined;
   #last: { family: Family; table: string; name: string; c: NftSet | NftMap | undefined } | undefined;
 
+  #inFamily: Family = 'ip';
+  #inTable = '';
+  // One function for every rule: a closure per rule would be 50k allocations per full sync.
+  readonly #lookup = (name: string) => this.find(this.#inFamily, this.#inTable, name);
+
   constructor(find: FindContainer) {
     this.#find = find;
+  }
+
+  /** A lookup of containers in one table, valid until the next call. */
+  lookupIn(family: Family, table: string): (name: string) => NftSet | NftMap | undefined {
+    this.#inFamily = family;
+    this.#inTable = table;
+    return this.#lookup;
   }
 
   find(family: Family, table: string, name: string): NftSet | NftMap | undefined {
@@ -237,7 +249,7 @@ function checkOperation(op: Operation, ctx: CheckContext): void {
       const needsHandle = op.verb === 'replace' || op.verb === 'delete' || op.verb === 'destroy';
       if (needsHandle && !(Number.isInteger(o.handle) && o.handle! > 0)) fail(`${op.verb} rule needs the rule's handle`);
       if (!needsHandle && o.handle !== undefined) fail(`${op.verb} rule takes no handle (positions are not supported)`);
-      if (defining) checkStatements(o.exprs, o.family, (name) => ctx.find(o.family, o.table, name));
+      if (defining) checkStatements(o.exprs, o.family, ctx.lookupIn(o.family, o.table));
       return;
     }
     case 'element':
