@@ -204,8 +204,8 @@ class BatchEncoder {
   readonly #tableName = new RepeatedString();
   readonly #chainName = new RepeatedString();
 
-  constructor(lookup: ContainerLookup, sizeHint: number) {
-    this.w = new ByteWriter(sizeHint);
+  constructor(lookup: ContainerLookup, w: ByteWriter) {
+    this.w = w;
     this.#exprs = new ExprSink(this.w);
     this.#lookup = lookup;
     this.w.u32(MAGIC);
@@ -433,11 +433,18 @@ const EXCL = NLM_F.CREATE | NLM_F.EXCL;
 
 /**
  * Encodes operations (already validated by the transaction) into one batch.
- * `lookup` finds sets and maps that exist already, for their key types.
+ * `lookup` finds sets and maps that exist already, for their key types;
+ * `writer`, when given, is reset and written into, and the result's bytes
+ * are a view of it.
  */
-export function encodeOperations(ops: readonly Operation[], lookup: ContainerLookup = () => undefined): EncodedBatch {
+export function encodeOperations(ops: readonly Operation[], lookup: ContainerLookup = () => undefined, writer?: ByteWriter): EncodedBatch {
   // Most operations take well under 96 bytes: one allocation, no regrowth.
-  const enc = new BatchEncoder(lookup, Math.max(1 << 16, ops.length * 96));
+  // A caller's writer is reused (its bytes are valid until its next use): a
+  // full sync's 14 MB buffer is then not allocated, zeroed and faulted in again.
+  let w = writer;
+  if (w) w.reset();
+  else w = new ByteWriter(Math.max(1 << 16, ops.length * 96));
+  const enc = new BatchEncoder(lookup, w);
   let i = 0;
   while (i < ops.length) {
     const { verb, object: o } = ops[i]!;

@@ -4,13 +4,14 @@
 // remembered, because element bytes depend on their key types.
 
 import { constants as osConstants } from 'node:os';
-import { loadNative, type NativeAddon } from '../native.ts';
+import { loadNative, type NativeAddon, type NativeCommitTiming } from '../native.ts';
 import { NftCommitError, type Dataplane, type OperationFailure, type TableListing } from './dataplane.ts';
 import { encodeOperations } from './encode.ts';
 import { FAMILY_NUMBER } from './kernel-constants.ts';
 import { decodeListing, type DecodedListing } from './listing.ts';
 import type { Family, NftMap, NftSet, Operation } from './objects.ts';
 import { validateOperations } from './transaction.ts';
+import { ByteWriter } from './wire.ts';
 
 export interface NetlinkDataplaneOptions {
   /** Network namespace to program, e.g. /var/run/netns/NAME. */
@@ -20,6 +21,24 @@ export interface NetlinkDataplaneOptions {
   /** Check every operation before encoding (default true). */
   validate?: boolean;
 }
+
+/** Where the last commit's time went, in milliseconds (for benchmarks and metrics). */
+export interface CommitStats extends NativeCommitTiming {
+  operations: number;
+  /** Checking the operations (0 when validation is off). */
+  validateMs: number;
+  /** Encoding them into one batch buffer. */
+  encodeMs: number;
+  /** The addon call on the JS thread: copying the buffer and queueing the work. */
+  handoffMs: number;
+  /** From the call to the kernel's answer. */
+  totalMs: number;
+  batchBytes: number;
+  messages: number;
+}
+
+const SMALL_BATCH = 1 << 16;
+const LARGE_BATCH = 4 << 20;
 
 const ERRNO_NAME = new Map<number, string>(Object.entries(osConstants.errno).map(([k, v]) => [v, k]));
 
@@ -36,8 +55,13 @@ export class NetlinkDataplane implements Dataplane {
   readonly #options: { netns?: string };
   readonly #validate: boolean;
   readonly #containers = new Map<string, NftSet | NftMap>();
+  // The addon copies a batch before commit() returns its promise, so one buffer
+  // serves consecutive commits; a large one is dropped once commits are small again.
+  #writer = new ByteWriter(SMALL_BATCH);
   /** Rules that the last list() could not raise. */
   lastUnreadable: DecodedListing['unreadable'] = [];
+  /** Timings of the last commit that reached the kernel. */
+  lastCommit: CommitStats | undefined;
 
   constructor(options: NetlinkDataplaneOptions = {}) {
     this.#addon = options.addon ?? loadNative();
@@ -47,9 +71,19 @@ export class NetlinkDataplane implements Dataplane {
 
   async commit(ops: readonly Operation[]): Promise<void> {
     if (ops.length === 0) return;
+    const t0 = performance.now();
     if (this.#validate) validateOperations(ops, [...this.#containers.values()]);
-    const { bytes } = encodeOperations(ops, (f, t, n) => this.#containers.get(key(f, t, n)));
-    const result = await this.#addon.commit(bytes, this.#options);
+    const t1 = performance.now();
+    const { bytes } = encodeOperations(ops, (f, t, n) => this.#containers.get(key(f, t, n)), this.#writer);
+    const t2 = performance.now();
+    const pending = this.#addon.commit(bytes, this.#options);
+    const t3 = performance.now();
+    if (this.#writer.capacity > LARGE_BATCH && bytes.length * 8 < this.#writer.capacity) this.#writer = new ByteWriter(SMALL_BATCH);
+    const result = await pending;
+    this.lastCommit = {
+      operations: ops.length, validateMs: t1 - t0, encodeMs: t2 - t1, handoffMs: t3 - t2, totalMs: performance.now() - t0,
+      batchBytes: bytes.length, messages: result.messages, ...result.timing,
+    };
     if (result.failures.length > 0) {
       const failures: OperationFailure[] = result.failures.map((f) => ({
         index: f.index,

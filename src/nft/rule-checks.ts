@@ -280,10 +280,12 @@ function checkStatement(st: Statement, family: Family, lookup: ContainerLookup):
       return;
     case 'dnat':
     case 'snat': {
+      if (typeof st.addr !== 'string') fail(`${st.kind} address must be a string`);
       const v6 = st.addr.includes(':');
-      checkCanonical(v6 ? 'ipv6_addr' : 'ipv4_addr', st.addr, `${st.kind} address`);
+      const type = v6 ? 'ipv6_addr' : 'ipv4_addr';
+      if (!isCanonical(type, st.addr)) checkCanonical(type, st.addr, `${st.kind} address`);
       if (st.addr.includes('/')) fail(`${st.kind} takes an address, not a prefix`);
-      checkFamily(family, v6 ? 'ip6' : 'ip', `an ${v6 ? 'IPv6' : 'IPv4'} ${st.kind} address`);
+      if (family !== 'inet' && family !== (v6 ? 'ip6' : 'ip')) checkFamily(family, v6 ? 'ip6' : 'ip', `an ${v6 ? 'IPv6' : 'IPv4'} ${st.kind} address`);
       if (st.port !== undefined && !(Number.isInteger(st.port) && st.port >= 0 && st.port <= 65535)) {
         fail(`${st.kind} port must be 0-65535, got ${st.port}`);
       }
@@ -337,7 +339,7 @@ export function checkVerdict(v: { verdict: string; chain?: string }): void {
       return;
     case 'jump':
     case 'goto':
-      checkName(v.chain, `${v.verdict} target chain`);
+      checkName(v.chain, v.verdict === 'jump' ? 'jump target chain' : 'goto target chain');
       return;
     default:
       fail(`unknown verdict ${JSON.stringify(v.verdict)}`);

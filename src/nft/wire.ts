@@ -34,6 +34,16 @@ export class ByteWriter {
     return this.#pos;
   }
 
+  /** Bytes the writer holds before it has to grow. */
+  get capacity(): number {
+    return this.#buf.length;
+  }
+
+  /** Starts over at position 0, keeping the buffer (earlier finish() views see new bytes). */
+  reset(): void {
+    this.#pos = 0;
+  }
+
   #ensure(n: number): void {
     if (this.#pos + n <= this.#buf.length) return;
     let size = this.#buf.length * 2;
