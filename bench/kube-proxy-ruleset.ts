@@ -77,6 +77,15 @@ export function fullRuleset(services: number, endpointsPerService = 2): Operatio
   return ops;
 }
 
+/** n service-ips elements pointing at the mark-for-masquerade chain (for the boundary figure). */
+export function elementOps(n: number): Operation[] {
+  const ops: Operation[] = [];
+  for (let i = 0; i < n; i++) {
+    ops.push(add({ kind: 'element', family, table: TABLE, set: 'service-ips', key: [serviceIp(i), i % 2 ? 'tcp' : 'udp', String(1 + (i % 60000))], value: { verdict: 'goto', chain: 'mark-for-masquerade' } }));
+  }
+  return ops;
+}
+
 /** Service i's second endpoint is replaced by a new one: one transaction. */
 export function endpointChange(i: number, endpointsPerService = 2): Operation[] {
   const last = endpointsPerService - 1;
