@@ -88,8 +88,10 @@ async function main(): Promise<void> {
   const externalAfterCommitMiB = (mem.external + mem.arrayBuffers) / MiB;
   const rssMiB = mem.rss / MiB;
 
-  const text = renderOperations(ops);
+  let text = renderOperations(ops);
   writeFileSync(textFile!, text);
+  const textBytes = Buffer.byteLength(text);
+  text = '';
   const opCount = ops.length;
   ops = [];
   // A new task: the weakly held renderings of this one may go now, as in the agent after its commit.
@@ -103,7 +105,7 @@ async function main(): Promise<void> {
     ops: opCount,
     planMs,
     commitMs,
-    textBytes: Buffer.byteLength(text),
+    textBytes,
     heapMiB: {
       base,
       streams: afterStreams - base,

@@ -108,6 +108,28 @@ class AgentChild {
     return { rss: kb('VmRSS') / 1024, hwm: kb('VmHWM') / 1024 };
   }
 
+  /**
+   * Where the RSS is, from /proc/PID/smaps (MiB): `[heap]` is glibc's main
+   * malloc arena (the addon's batch buffers and libnftnl objects built on the
+   * JS thread); anonymous maps are V8's heap pages, large malloc blocks and the
+   * worker threads' malloc arenas; file maps are node, libraries and code.
+   */
+  smaps(): { brkHeap: number; anonymous: number; files: number } {
+    const out = { brkHeap: 0, anonymous: 0, files: 0 };
+    let into: keyof typeof out = 'anonymous';
+    for (const line of readFileSync(`/proc/${this.child.pid}/smaps`, 'utf8').split('\n')) {
+      const header = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \d+\s*(.*)$/.exec(line);
+      if (header) {
+        const name = header[1]!;
+        into = name === '[heap]' ? 'brkHeap' : name === '' || name.startsWith('[anon') ? 'anonymous' : 'files';
+        continue;
+      }
+      const rss = /^Rss:\s+(\d+) kB/.exec(line);
+      if (rss) out[into] += Number(rss[1]) / 1024;
+    }
+    return out;
+  }
+
   async stop(): Promise<void> {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return;
     this.child.kill('SIGTERM');
@@ -129,6 +151,9 @@ interface ColdResult {
   rss: number;
   hwm: number;
   rssSettled: number;
+  smaps: { brkHeap: number; anonymous: number; files: number };
+  /** The agent's process.memoryUsage() as its cold sync logged it (MiB). */
+  atSync?: { rss: number; heapUsed: number; heapTotal: number; external: number; arrayBuffers: number };
   /** At least 10 s after the cold sync (after the change samples at 10k). */
   rssLate?: number;
 }
@@ -150,6 +175,7 @@ async function coldSync(agent: AgentChild, spawnedAt: number, n: number): Promis
   const mem = agent.memory();
   await sleep(3000);
   const settled = agent.memory();
+  const smaps = agent.smaps();
   const s = synced.record;
   if (s.servicePorts !== n) throw new Error(`cold sync programmed ${String(s.servicePorts)} service ports, want ${n}`);
   return {
@@ -162,6 +188,8 @@ async function coldSync(agent: AgentChild, spawnedAt: number, n: number): Promis
     rss: mem.rss,
     hwm: mem.hwm,
     rssSettled: settled.rss,
+    smaps,
+    atSync: s.memoryMiB as ColdResult['atSync'],
   };
 }
 
@@ -289,6 +317,9 @@ function print(r: SizeResult): void {
   console.log(`  nft -f            ${f(nft.ms)} ms, nft peak RSS ${f(nft.peakMiB)} MiB`);
   console.log(`  ratios            cold/raw ${f(cold.coldMs / raw.commitMs)}  sync/raw ${f(cold.syncMs / raw.commitMs)}  nft-f/cold ${f(nft.ms / cold.coldMs)}  nft-f/raw ${f(nft.ms / raw.commitMs)}`);
   console.log(`  agent memory      VmRSS ${f(cold.rss)} MiB after cold sync, ${f(cold.rssSettled)} MiB 3 s later, ${f(cold.rssLate ?? NaN)} MiB >= 10 s later, VmHWM ${f(cold.hwm)} MiB`);
+  console.log(`  agent RSS by map   malloc main arena ${f(cold.smaps.brkHeap)}  anonymous (V8 heap, large/thread mallocs) ${f(cold.smaps.anonymous)}  files ${f(cold.smaps.files)} MiB (3 s after cold sync)`);
+  const a = cold.atSync;
+  if (a) console.log(`  agent at cold sync RSS ${a.rss}  V8 heap used ${a.heapUsed} of ${a.heapTotal}  external ${a.external} (array buffers ${a.arrayBuffers}) MiB`);
   const h = raw.heapMiB;
   console.log(
     `  heap kept (raw child, after GC): node+modules ${f(h.base)}  streams ${f(h.streams)}  model ${f(h.model)}  reconciler ${f(h.reconciler)} (+ ops ${f(h.reconcilerWithOps - h.reconciler)} while committing)  external after commit ${f(raw.externalAfterCommitMiB)}  child RSS ${f(raw.rssMiB)} MiB`,

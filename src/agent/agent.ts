@@ -50,6 +50,12 @@ export interface Agent {
   stop(): Promise<void>;
 }
 
+function memoryMiB(): Record<string, number> {
+  const m = process.memoryUsage();
+  const mib = (b: number) => Math.round(b / 2 ** 20);
+  return { rss: mib(m.rss), heapUsed: mib(m.heapUsed), heapTotal: mib(m.heapTotal), external: mib(m.external), arrayBuffers: mib(m.arrayBuffers) };
+}
+
 export function netnsPath(netns: string | undefined): string | undefined {
   if (netns === undefined) return undefined;
   return netns.includes('/') ? netns : `/var/run/netns/${netns}`;
@@ -207,6 +213,8 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
         endpointChains: r?.endpointChains,
         staleChains: r?.staleChains,
         durationMs: Math.round(result.durationMs * 10) / 10,
+        // Full syncs build the whole ruleset at once: where memory stands after one (MiB) shows what it cost.
+        ...(r?.kind === 'full' ? { memoryMiB: memoryMiB() } : {}),
       };
       if (result.ok) {
         firstSync = false;
