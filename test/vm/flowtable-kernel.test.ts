@@ -50,7 +50,8 @@ describe('flowtable VM harness', () => {
     expect(err).toBeInstanceOf(VmError);
     expect((err as VmError).code).toBe('ERR_VM_TIMEOUT');
     expect((err as VmError).message).toContain('guest console');
-    expect(Date.now() - started).toBeLessThan(15_000);
+    // Well short of the 600 s the command wanted (slack for preparation on a busy host).
+    expect(Date.now() - started).toBeLessThan(40_000);
   });
 });
 

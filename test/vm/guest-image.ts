@@ -201,12 +201,23 @@ function initramfsKey(kernelDir: string): string {
   return h.digest('hex').slice(0, 16);
 }
 
+const prepared = new Map<string, GuestImage>();
+
 /**
  * Returns the cached guest image, preparing what is missing. Idempotent; the
  * only network use is one `apt-get download` when the package version changes.
+ * Checked once per process and cache root (apt-cache alone takes seconds).
  */
 export function prepareGuestImage(): GuestImage {
   const root = cacheRoot();
+  const known = prepared.get(root);
+  if (known && existsSync(known.vmlinux) && existsSync(known.initramfs)) return known;
+  const image = prepareUncached(root);
+  prepared.set(root, image);
+  return image;
+}
+
+function prepareUncached(root: string): GuestImage {
   mkdirSync(root, { recursive: true });
   if (!existsSync(BUSYBOX)) throw new GuestImageError(`${BUSYBOX} is missing: install busybox-static`);
   let pkg: { name: string; version: string };
