@@ -97,6 +97,32 @@ void WriteAttrs(Writer& w, Obj* obj, uint16_t max, IsSet isSet, Get get,
   w.Patch(mark, n);
 }
 
+// libnftnl 1.2.4 declares nftnl_flowtable_get_data but does not export it (a
+// build that takes its address cannot even be loaded, and a call would abort
+// the process): the exported getter, with lengths from the attribute's type.
+const void* FlowtableGetData(const nftnl_flowtable* f, uint16_t attr, uint32_t* len) {
+  switch (attr) {
+    case NFTNL_FLOWTABLE_NAME:
+    case NFTNL_FLOWTABLE_TABLE:
+      *len = 0;  // strings: WriteAttrs measures them
+      break;
+    case NFTNL_FLOWTABLE_HANDLE:
+      *len = 8;
+      break;
+    case NFTNL_FLOWTABLE_FAMILY:
+    case NFTNL_FLOWTABLE_HOOKNUM:
+    case NFTNL_FLOWTABLE_PRIO:
+    case NFTNL_FLOWTABLE_USE:
+    case NFTNL_FLOWTABLE_SIZE:
+    case NFTNL_FLOWTABLE_FLAGS:
+      *len = 4;
+      break;
+    default:
+      return nullptr;  // arrays and attributes this code does not know
+  }
+  return nftnl_flowtable_get(f, attr);
+}
+
 struct Dumper {
   NetlinkSocket& sock;
   uint32_t family;
@@ -262,7 +288,7 @@ struct Dumper {
           table == nftnl_flowtable_get_str(got, NFTNL_FLOWTABLE_TABLE)) {
         w.U8(uint8_t(ObjectKind::Flowtable));
         size_t mark = w.out.size();
-        WriteAttrs(w, got, __NFTNL_FLOWTABLE_MAX, nftnl_flowtable_is_set, nftnl_flowtable_get_data,
+        WriteAttrs(w, got, __NFTNL_FLOWTABLE_MAX, nftnl_flowtable_is_set, FlowtableGetData,
                    {NFTNL_FLOWTABLE_DEVICES}, {NFTNL_FLOWTABLE_NAME, NFTNL_FLOWTABLE_TABLE});
         if (nftnl_flowtable_is_set(got, NFTNL_FLOWTABLE_DEVICES)) {
           uint16_t n = uint16_t(w.out[mark] | (w.out[mark + 1] << 8));
