@@ -86,6 +86,34 @@ describe('elements', () => {
   }, 120_000);
 });
 
+describe('message splitting', () => {
+  it('an element list too large for one 64 KiB nest is split by size inside the transaction', async () => {
+    const { ns } = kernel();
+    const addon = loadAddon();
+    const set: NftSet = { kind: 'set', family: 'ip', table: T, name: 's', keyType: ['ipv4_addr'] };
+    const ops: Operation[] = add({ kind: 'table', family: 'ip', name: T }, set);
+    // 500 elements with 100-byte comments take ~60 KiB: more than one nest may hold.
+    for (let i = 0; i < 1000; i++) {
+      ops.push({ verb: 'add', object: { kind: 'element', family: 'ip', table: T, set: 's', key: [`10.1.${i >> 8}.${i & 255}`], comment: `c${i}`.padEnd(100, 'x') } });
+    }
+    const result = await addon.commit(encodeOperations(ops).bytes, { netns: ns.path });
+    expect(result.failures).toEqual([]);
+    // One message each for the table and the set; by count alone the elements would take two.
+    expect(result.messages).toBeGreaterThan(2 + 1000 / addon.elementsPerMessage);
+    const count = ns.exec('sh', ['-c', "nft list set ip knp s | grep -o 'comment' | wc -l"]);
+    expect(Number(count.trim())).toBe(1000);
+  });
+
+  it('a rule whose expressions exceed 64 KiB is refused, not truncated', async () => {
+    const { ns } = kernel();
+    const addon = loadAddon();
+    const counters: Statement[] = Array.from({ length: 4000 }, () => ({ kind: 'counter' }));
+    const ops: Operation[] = add({ kind: 'table', family: 'ip', name: T }, { kind: 'chain', family: 'ip', table: T, name: 'c' }, { kind: 'rule', family: 'ip', table: T, chain: 'c', exprs: counters });
+    await expect(addon.commit(encodeOperations(ops).bytes, { netns: ns.path })).rejects.toThrow(/operation 2: the rule's expressions exceed 64 KiB/);
+    expect(nftList(ns, 'table')).toEqual([]);
+  });
+});
+
 describe('bad input from JS', () => {
   const addon = loadAddon();
   it('wrong types are TypeErrors with a code', () => {
@@ -105,6 +133,12 @@ describe('bad input from JS', () => {
     badFamily[12 + 4] = 99; // the record's family byte
     await expect(addon.commit(badFamily)).rejects.toThrow(expect.objectContaining({ code: 'ERR_NFT_FAMILY' }));
     for (let cut = 13; cut < good.length; cut += 7) await expect(addon.commit(good.subarray(0, cut))).rejects.toThrow(RangeError);
+    // Attribute ids libnftnl does not know (it would exit the process), values past its fixed fields.
+    const badId = encodeOperations(add({ kind: 'table', family: 'ip', name: 't' })).bytes.slice();
+    badId[12 + 9 + 2] = 200; // the first attribute's id
+    await expect(addon.commit(badId)).rejects.toThrow(expect.objectContaining({ code: 'ERR_NFT_BATCH_INVALID', message: expect.stringMatching(/attribute 200/) }));
+    const longUserdata = encodeOperations(add({ kind: 'table', family: 'ip', name: 't', comment: 'x'.repeat(300) })).bytes;
+    await expect(addon.commit(longUserdata)).rejects.toThrow(/too large/);
     expect(() => addon.list(99, T)).toThrow(expect.objectContaining({ name: 'RangeError', code: 'ERR_NFT_FAMILY' }));
     expect(() => addon.list(2, 'y'.repeat(256))).toThrow(expect.objectContaining({ code: 'ERR_NFT_NAME_TOO_LONG' }));
   });
