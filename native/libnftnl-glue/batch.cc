@@ -143,11 +143,14 @@ bool ReadAttrs(Reader& r, const uint8_t* base, AttrScope scope, ObjectKind kind,
   uint16_t count;
   if (!r.U16(&count)) return false;
   for (uint16_t i = 0; i < count; i++) {
-    uint16_t id;
-    uint8_t type;
-    uint32_t len;
-    if (!r.U16(&id) || !r.U8(&type) || !r.U32(&len)) return false;
-    const uint8_t* p = base + r.pos();
+    // One bounds check for the 7-byte header, one for the value.
+    if (!r.Need(7)) return false;
+    const uint8_t* h = base + r.pos();
+    const uint16_t id = LeU16(h);
+    const uint8_t type = h[2];
+    const uint32_t len = LeU32(h + 3);
+    r.Skip(7);
+    const uint8_t* p = h + 7;
     if (!r.Skip(len)) return false;
     if (!AttrIdFits(scope, kind, dynset, id, AttrType(type)))
       return Fail(e, "ERR_NFT_BATCH_INVALID",

@@ -441,9 +441,13 @@ export function encodeOperations(ops: readonly Operation[], lookup: ContainerLoo
   // Most operations take well under 96 bytes: one allocation, no regrowth.
   // A caller's writer is reused (its bytes are valid until its next use): a
   // full sync's 14 MB buffer is then not allocated, zeroed and faulted in again.
+  // Sized once from the operation count (a rule takes ~150 bytes, an element
+  // ~60): growing by doubling would copy and zero the whole batch again. Pages
+  // of a large buffer that are never written are never faulted in.
+  const size = Math.max(1 << 16, ops.length * 160);
   let w = writer;
-  if (w) w.reset();
-  else w = new ByteWriter(Math.max(1 << 16, ops.length * 96));
+  if (w) w.reset(size);
+  else w = new ByteWriter(size);
   const enc = new BatchEncoder(lookup, w);
   let i = 0;
   while (i < ops.length) {

@@ -39,9 +39,16 @@ export class ByteWriter {
     return this.#buf.length;
   }
 
-  /** Starts over at position 0, keeping the buffer (earlier finish() views see new bytes). */
-  reset(): void {
+  /**
+   * Starts over at position 0, keeping the buffer (earlier finish() views see
+   * new bytes), grown at once to `capacity` if it is smaller.
+   */
+  reset(capacity = 0): void {
     this.#pos = 0;
+    if (capacity > this.#buf.length) {
+      this.#buf = new Uint8Array(capacity);
+      this.#view = new DataView(this.#buf.buffer);
+    }
   }
 
   #ensure(n: number): void {
