@@ -11,6 +11,7 @@
 #include "libnftnl-glue/batch.h"
 #include "libnftnl-glue/commit.h"
 #include "libnftnl-glue/list.h"
+#include "libnftnl-glue/message-builder.h"
 #include "link-monitor.h"
 
 namespace {

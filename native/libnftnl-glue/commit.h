@@ -35,9 +35,6 @@ struct CommitResult {
   double sendCpuMs = 0;
 };
 
-// At most this many elements go into one NEWSETELEM/DELSETELEM message.
-constexpr uint32_t kElementsPerMessage = 500;
-
 void CommitBatch(const Batch& batch, const std::string& netnsPath, CommitResult* result);
 
 }  // namespace knp

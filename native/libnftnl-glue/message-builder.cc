@@ -1,0 +1,374 @@
+#include "message-builder.h"
+
+#include <libmnl/libmnl.h>
+#include <libnftnl/chain.h>
+#include <libnftnl/common.h>
+#include <libnftnl/expr.h>
+#include <libnftnl/flowtable.h>
+#include <libnftnl/rule.h>
+#include <libnftnl/set.h>
+#include <libnftnl/table.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+
+namespace knp {
+
+namespace {
+
+// Integer attributes reach libnftnl through an 8-byte zeroed union, so a
+// setter that reads more than the attribute's length stays inside it.
+union IntValue {
+  uint8_t u8;
+  uint16_t u16;
+  uint32_t u32;
+  uint64_t u64;
+};
+
+// Hands the attribute list at bytes[*pos] to libnftnl setters (moving *pos
+// past it), integers in host byte order. Adds each attribute's netlink bound
+// to *bound and its id to *ids (for objects that are reused).
+template <typename Obj, typename SetData, typename SetArray>
+bool ApplyAttrs(const uint8_t* bytes, size_t* pos, Obj* obj, SetData setData, SetArray setArray, size_t* bound,
+                uint64_t* ids = nullptr) {
+  uint16_t count = LeU16(bytes + *pos);
+  *pos += 2;
+  for (uint16_t i = 0; i < count; i++) {
+    const AttrView a = NextAttr(bytes, pos);
+    *bound += NetlinkAttrBound(a.type, a.len);
+    if (ids != nullptr && a.id < 64) *ids |= uint64_t(1) << a.id;
+    IntValue v{};
+    int rc = 0;
+    switch (a.type) {
+      case AttrType::U8:
+        v.u8 = a.value[0];
+        rc = setData(obj, a.id, &v.u8, 1);
+        break;
+      case AttrType::U16:
+        v.u16 = LeU16(a.value);
+        rc = setData(obj, a.id, &v.u16, 2);
+        break;
+      case AttrType::U32:
+        v.u32 = LeU32(a.value);
+        rc = setData(obj, a.id, &v.u32, 4);
+        break;
+      case AttrType::U64:
+        v.u64 = uint64_t(LeU32(a.value)) | (uint64_t(LeU32(a.value + 4)) << 32);
+        rc = setData(obj, a.id, &v.u64, 8);
+        break;
+      case AttrType::Str: {
+        // Checked to be at most kMaxNameLength bytes without a NUL.
+        char text[kMaxNameLength + 1];
+        memcpy(text, a.value, a.len);
+        text[a.len] = '\0';
+        rc = setData(obj, a.id, text, a.len + 1);
+        break;
+      }
+      case AttrType::Bytes:
+        rc = setData(obj, a.id, a.value, a.len);
+        break;
+      case AttrType::StrArray: {
+        std::vector<std::string> items;
+        uint16_t n = LeU16(a.value);
+        uint32_t at = 2;
+        for (uint16_t k = 0; k < n; k++) {
+          uint16_t l = LeU16(a.value + at);
+          items.emplace_back(reinterpret_cast<const char*>(a.value + at + 2), l);
+          at += 2 + l;
+        }
+        std::vector<const char*> ptrs;
+        for (auto& item : items) ptrs.push_back(item.c_str());
+        ptrs.push_back(nullptr);
+        rc = setArray(obj, a.id, ptrs.data());
+        break;
+      }
+    }
+    if (rc < 0) return false;
+  }
+  return true;
+}
+
+int NoArray(void*, uint16_t, const char**) { return -1; }
+
+// Netlink's attribute lengths are 16 bits: a nest must stay below this, with
+// room for the last element that is checked only once written.
+constexpr size_t kMaxNestBytes = 60000;
+
+class BatchBuilder {
+ public:
+  BatchBuilder(const Batch& b, BuiltBatch* out)
+      : buffer(out->buffer), messages(out->messages), b_(b), bytes_(b.bytes.data()) {
+    buffer.Reset(b.netlinkSize + 4096);
+  }
+
+  ~BatchBuilder() {
+    if (rule_ != nullptr) nftnl_rule_free(rule_);
+    if (elem_ != nullptr) nftnl_set_elem_free(elem_);
+  }
+
+  bool Build(uint32_t baseSeq, std::string* error) {
+    seq_ = baseSeq;
+    messages.reserve(b_.records.size() + 16);
+    buffer.Ensure(64);
+    buffer.Advance(nftnl_batch_begin(buffer.Tail(), seq_++)->nlmsg_len);
+    for (uint32_t r = 0; r < b_.records.size(); r++) {
+      const Record& rec = b_.records[r];
+      bool ok = rec.kind == ObjectKind::Elements ? AddElements(r, error)
+                : rec.kind == ObjectKind::Rule   ? AddRule(r, error)
+                                                 : AddObject(r, error);
+      if (!ok) return false;
+    }
+    buffer.Ensure(64);
+    buffer.Advance(nftnl_batch_end(buffer.Tail(), seq_++)->nlmsg_len);
+    return true;
+  }
+
+  SendBuffer& buffer;
+  std::vector<MessageInfo>& messages;
+
+ private:
+  nlmsghdr* Begin(const Record& rec, uint32_t record, size_t bound, uint32_t elemAt = 0, uint32_t elemCount = 0) {
+    buffer.Ensure(bound);
+    messages.push_back({record, elemAt, elemCount, buffer.size()});
+    return nftnl_nlmsg_build_hdr(buffer.Tail(), rec.msgType, rec.family, rec.flags, seq_++);
+  }
+  void End(const nlmsghdr* nlh) { buffer.Advance(nlh->nlmsg_len); }
+
+  static bool Refused(const Record& rec, const char* what, std::string* error) {
+    *error = "operation " + std::to_string(rec.opIndex) + ": libnftnl refused " + what;
+    return false;
+  }
+
+  bool AddObject(uint32_t r, std::string* error) {
+    const Record& rec = b_.records[r];
+    size_t pos = rec.attrs;
+    size_t bound = 256;
+    bool ok = false;
+    switch (rec.kind) {
+      case ObjectKind::Table: {
+        nftnl_table* t = nftnl_table_alloc();
+        ok = ApplyAttrs(bytes_, &pos, t, nftnl_table_set_data, NoArray, &bound);
+        if (ok) {
+          nlmsghdr* nlh = Begin(rec, r, bound);
+          nftnl_table_nlmsg_build_payload(nlh, t);
+          End(nlh);
+        }
+        nftnl_table_free(t);
+        break;
+      }
+      case ObjectKind::Chain: {
+        nftnl_chain* c = nftnl_chain_alloc();
+        ok = ApplyAttrs(bytes_, &pos, c, nftnl_chain_set_data, nftnl_chain_set_array, &bound);
+        if (ok) {
+          nlmsghdr* nlh = Begin(rec, r, bound);
+          nftnl_chain_nlmsg_build_payload(nlh, c);
+          End(nlh);
+        }
+        nftnl_chain_free(c);
+        break;
+      }
+      case ObjectKind::Set: {
+        nftnl_set* s = nftnl_set_alloc();
+        ok = ApplyAttrs(bytes_, &pos, s, nftnl_set_set_data, NoArray, &bound);
+        if (ok) {
+          nlmsghdr* nlh = Begin(rec, r, bound);
+          nftnl_set_nlmsg_build_payload(nlh, s);
+          End(nlh);
+        }
+        nftnl_set_free(s);
+        break;
+      }
+      case ObjectKind::Flowtable: {
+        nftnl_flowtable* f = nftnl_flowtable_alloc();
+        ok = ApplyAttrs(bytes_, &pos, f, nftnl_flowtable_set_data, nftnl_flowtable_set_array, &bound);
+        if (ok) {
+          nlmsghdr* nlh = Begin(rec, r, bound);
+          nftnl_flowtable_nlmsg_build_payload(nlh, f);
+          End(nlh);
+        }
+        nftnl_flowtable_free(f);
+        break;
+      }
+      case ObjectKind::Rule:
+      case ObjectKind::Elements:
+        break;
+    }
+    return ok || Refused(rec, "an attribute", error);
+  }
+
+  // One reused nftnl_rule for the rule's own attributes; its expressions are
+  // written into one NFTA_RULE_EXPRESSIONS nest here, so that its size is checked.
+  bool AddRule(uint32_t r, std::string* error) {
+    const Record& rec = b_.records[r];
+    if (rule_ == nullptr) rule_ = nftnl_rule_alloc();
+    size_t pos = rec.attrs;
+    size_t bound = 256;
+    uint64_t ids = 0;
+    bool ok = ApplyAttrs(bytes_, &pos, rule_, nftnl_rule_set_data, NoArray, &bound, &ids);
+    exprs_.clear();
+    pos = rec.body;
+    for (uint32_t k = 0; ok && k < rec.count; k++) {
+      char name[256];
+      uint8_t nameLen = bytes_[pos];
+      memcpy(name, bytes_ + pos + 1, nameLen);
+      name[nameLen] = '\0';
+      pos += 1 + nameLen;
+      nftnl_expr* ex = nftnl_expr_alloc(name);
+      if (ex == nullptr) {
+        ok = false;
+        break;
+      }
+      exprs_.push_back(ex);
+      bound += 64 + nameLen;
+      ok = ApplyAttrs(bytes_, &pos, ex, nftnl_expr_set, NoArray, &bound);
+    }
+    if (ok) {
+      nlmsghdr* nlh = Begin(rec, r, bound);
+      nftnl_rule_nlmsg_build_payload(nlh, rule_);
+      if (!exprs_.empty()) {
+        nlattr* list = mnl_attr_nest_start(nlh, NFTA_RULE_EXPRESSIONS);
+        for (nftnl_expr* ex : exprs_) {
+          nlattr* elem = mnl_attr_nest_start(nlh, NFTA_LIST_ELEM);
+          nftnl_expr_build_payload(nlh, ex);
+          mnl_attr_nest_end(nlh, elem);
+        }
+        if (reinterpret_cast<char*>(mnl_nlmsg_get_payload_tail(nlh)) - reinterpret_cast<char*>(list) > 0xffff) {
+          messages.pop_back();
+          ok = false;
+          *error = "operation " + std::to_string(rec.opIndex) + ": the rule's expressions exceed 64 KiB";
+        }
+        mnl_attr_nest_end(nlh, list);
+      }
+      if (ok) End(nlh);
+    } else {
+      Refused(rec, "an expression or attribute", error);
+    }
+    for (nftnl_expr* ex : exprs_) nftnl_expr_free(ex);
+    for (uint16_t id = 0; id < 64; id++)
+      if (ids & (uint64_t(1) << id)) nftnl_rule_unset(rule_, id);
+    return ok;
+  }
+
+  // Netlink bound of the element at bytes[pos]; *next is set past it.
+  size_t ElementBound(size_t pos, size_t* next) const {
+    pos += 4;  // op index
+    size_t bound = 16;
+    uint16_t n = LeU16(bytes_ + pos);
+    pos += 2;
+    for (uint16_t i = 0; i < n; i++) {
+      const AttrView a = NextAttr(bytes_, &pos);
+      bound += NetlinkAttrBound(a.type, a.len);
+    }
+    *next = pos;
+    return bound;
+  }
+
+  // An element list: messages of at most kElementsPerMessage elements and
+  // kMaxNestBytes of them, each naming the set; one reused nftnl_set_elem.
+  bool AddElements(uint32_t r, std::string* error) {
+    const Record& rec = b_.records[r];
+    nftnl_set* s = nftnl_set_alloc();
+    size_t pos = rec.attrs;
+    size_t setBound = 256;
+    bool ok = ApplyAttrs(bytes_, &pos, s, nftnl_set_set_data, NoArray, &setBound);
+    if (!ok) {
+      nftnl_set_free(s);
+      return Refused(rec, "a set attribute", error);
+    }
+    if (elem_ == nullptr) elem_ = nftnl_set_elem_alloc();
+    pos = rec.body;
+    uint32_t done = 0;
+    do {
+      // How many elements the next message takes.
+      uint32_t n = 0;
+      size_t nest = 0;
+      size_t scan = pos;
+      while (done + n < rec.count && n < kElementsPerMessage) {
+        size_t next;
+        size_t one = ElementBound(scan, &next);
+        if (n > 0 && nest + one > kMaxNestBytes) break;
+        nest += one;
+        scan = next;
+        n++;
+      }
+      if (nest > kMaxNestBytes) {
+        *error = "operation " + std::to_string(LeU32(bytes_ + pos)) + ": the element exceeds 64 KiB";
+        ok = false;
+        break;
+      }
+      nlmsghdr* nlh = Begin(rec, r, setBound + nest + 64, uint32_t(pos), n);
+      nftnl_set_elems_nlmsg_build_payload(nlh, s);  // the set's names: its element list is empty
+      if (n > 0) {
+        nlattr* list = mnl_attr_nest_start(nlh, NFTA_SET_ELEM_LIST_ELEMENTS);
+        for (uint32_t k = 0; k < n; k++) {
+          const uint32_t opIndex = LeU32(bytes_ + pos);
+          pos += 4;
+          size_t unusedBound = 0;
+          uint64_t ids = 0;
+          ok = ApplyAttrs(bytes_, &pos, elem_, nftnl_set_elem_set, NoArray, &unusedBound, &ids);
+          if (ok) nftnl_set_elem_nlmsg_build(nlh, elem_, int(k + 1));
+          for (uint16_t id = 0; id < 64; id++)
+            if (ids & (uint64_t(1) << id)) nftnl_set_elem_unset(elem_, id);
+          if (!ok) {
+            *error = "operation " + std::to_string(opIndex) + ": libnftnl refused an element attribute";
+            break;
+          }
+        }
+        mnl_attr_nest_end(nlh, list);
+      }
+      if (!ok) break;
+      End(nlh);
+      done += n;
+    } while (done < rec.count);
+    nftnl_set_free(s);
+    return ok;
+  }
+
+  const Batch& b_;
+  const uint8_t* bytes_;
+  uint32_t seq_ = 0;
+  nftnl_rule* rule_ = nullptr;
+  nftnl_set_elem* elem_ = nullptr;
+  std::vector<nftnl_expr*> exprs_;
+};
+
+}  // namespace
+
+bool BuildMessages(const Batch& batch, uint32_t baseSeq, BuiltBatch* out, std::string* error) {
+  BatchBuilder builder(batch, out);
+  return builder.Build(baseSeq, error);
+}
+
+int64_t ElementAtOffset(const BuiltBatch& built, const MessageInfo& m, const Batch& b, uint32_t offset) {
+  const auto* nlh = reinterpret_cast<const nlmsghdr*>(built.buffer.data() + m.offset);
+  const char* base = reinterpret_cast<const char*>(nlh);
+  size_t pos = NLMSG_HDRLEN + MNL_ALIGN(sizeof(nfgenmsg));
+  while (pos + sizeof(nlattr) <= nlh->nlmsg_len) {
+    const auto* attr = reinterpret_cast<const nlattr*>(base + pos);
+    if (attr->nla_len < sizeof(nlattr)) break;
+    if ((attr->nla_type & NLA_TYPE_MASK) == NFTA_SET_ELEM_LIST_ELEMENTS) {
+      size_t inner = pos + MNL_ALIGN(sizeof(nlattr));
+      const size_t end = pos + attr->nla_len;
+      uint32_t k = 0;
+      while (inner + sizeof(nlattr) <= end) {
+        const auto* elem = reinterpret_cast<const nlattr*>(base + inner);
+        if (elem->nla_len < sizeof(nlattr)) break;
+        if (offset >= inner && offset < inner + elem->nla_len && k < m.elemCount) {
+          // The k-th element of the message, read from the batch.
+          size_t at = m.elemAt;
+          for (uint32_t j = 0; j < k; j++) {
+            at += 4;
+            SkipAttrs(b.bytes.data(), &at);
+          }
+          return LeU32(b.bytes.data() + at);
+        }
+        inner += MNL_ALIGN(elem->nla_len);
+        k++;
+      }
+    }
+    pos += MNL_ALIGN(attr->nla_len);
+  }
+  return -1;
+}
+
+
+}  // namespace knp

@@ -1,0 +1,70 @@
+// Netlink messages of one transaction, built from a checked batch through
+// libnftnl: batch begin, one message per record (element lists split into
+// several), batch end, all in one send buffer for one send().
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "batch.h"
+
+namespace knp {
+
+// A growable send buffer that is never zero-filled: libnftnl and libmnl
+// write every byte of a message, padding included.
+class SendBuffer {
+ public:
+  // Starts empty with room for `capacity` bytes.
+  void Reset(size_t capacity) {
+    data_.reset(new char[capacity]);
+    capacity_ = capacity;
+    used_ = 0;
+  }
+  // Room for n more bytes; messages already written stay where they are by offset.
+  void Ensure(size_t n) {
+    if (used_ + n <= capacity_) return;
+    size_t next = std::max(capacity_ * 2, used_ + n);
+    std::unique_ptr<char[]> grown(new char[next]);
+    memcpy(grown.get(), data_.get(), used_);
+    data_ = std::move(grown);
+    capacity_ = next;
+  }
+  char* Tail() { return data_.get() + used_; }
+  void Advance(size_t n) { used_ += n; }
+  const char* data() const { return data_.get(); }
+  size_t size() const { return used_; }
+
+ private:
+  std::unique_ptr<char[]> data_;
+  size_t capacity_ = 0;
+  size_t used_ = 0;
+};
+
+struct MessageInfo {
+  uint32_t record;
+  uint32_t elemAt;     // batch offset of the message's first element
+  uint32_t elemCount;  // elements in the message
+  size_t offset;       // of its nlmsghdr in the send buffer
+};
+
+struct BuiltBatch {
+  SendBuffer buffer;
+  std::vector<MessageInfo> messages;  // messages[i] has sequence number baseSeq + 1 + i
+};
+
+// At most this many elements go into one NEWSETELEM/DELSETELEM message.
+constexpr uint32_t kElementsPerMessage = 500;
+
+// Builds every message; false with *error when libnftnl refuses a value or a
+// message would not fit netlink's 16-bit attribute lengths.
+bool BuildMessages(const Batch& batch, uint32_t baseSeq, BuiltBatch* out, std::string* error);
+
+// The operation of the element that the kernel's error offset points into in
+// element message m, or -1.
+int64_t ElementAtOffset(const BuiltBatch& built, const MessageInfo& m, const Batch& b, uint32_t offset);
+
+}  // namespace knp
