@@ -5,76 +5,26 @@
 // consecutive element operations on one set share one record, which the addon
 // splits into messages of at most 500 elements inside the same transaction.
 
-import type { Chain, DataType, Element, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table, Verdict } from './objects.ts';
+import type { Chain, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from './objects.ts';
 import {
-  CHAIN_ATTR, DATA_VERDICT, ELEM_ATTR, ELEM_FLAG_INTERVAL_END, FAMILY_NUMBER, FLOWTABLE_ATTR, HOOK_NUMBER, KIND, MSG,
-  NETDEV_INGRESS, NLM_F, RULE_ATTR, SET_ATTR, SET_FLAG, TABLE_ATTR, TYPE_BITS, TYPE_ID, UDATA_COMMENT, VERDICT_CODE,
+  AT, CHAIN_ATTR, DATA_VERDICT, FAMILY_NUMBER, FLOWTABLE_ATTR, HOOK_NUMBER, KIND, MSG, NETDEV_INGRESS, NLM_F, RULE_ATTR,
+  SET_ATTR, SET_FLAG, TABLE_ATTR, TYPE_ID, UDATA_COMMENT,
 } from './kernel-constants.ts';
 import { ExprSink } from './kernel-exprs.ts';
-import { keyBytes, lowerInto, writeKeyBytes } from './lower.ts';
-import { prefixRange, typeLength } from './values.ts';
+import { lowerInto } from './lower.ts';
+import { typeLength } from './values.ts';
 import { ByteWriter, type Attr } from './wire.ts';
-import { AT } from './kernel-constants.ts';
+import { writeElements } from './encode-elements.ts';
+import { comment, commentBytes, keyLength, keyTypeId, NftEncodeError, withId, type ContainerLookup } from './encode-parts.ts';
+
+export { keyLength, keyTypeId, NftEncodeError, type ContainerLookup };
 
 const MAGIC = 0x42504e4b;
 const VERSION = 1;
 
-/** An operation that cannot be encoded (unknown set, bad value...), found before sending. */
-export class NftEncodeError extends Error {
-  readonly code = 'ERR_NFT_ENCODE';
-  readonly index: number;
-  constructor(index: number, reason: string, options?: { cause?: unknown }) {
-    super(`operation ${index}: ${reason}`, options);
-    this.name = 'NftEncodeError';
-    this.index = index;
-  }
-}
-
-export type ContainerLookup = (family: Family, table: string, name: string) => NftSet | NftMap | undefined;
-
 export interface EncodedBatch {
   bytes: Uint8Array;
   records: number;
-}
-
-/** nft's comment TLV: type, length, NUL-terminated text. */
-function commentBytes(type: number, text: string): Uint8Array {
-  const body = Buffer.from(text + '\0', 'utf8');
-  const u = new Uint8Array(2 + body.length);
-  u[0] = type;
-  u[1] = body.length;
-  u.set(body, 2);
-  return u;
-}
-
-function comment(type: number, text: string | undefined): Attr[] {
-  if (text === undefined) return [];
-  return [{ id: -1, type: 'bytes', value: commentBytes(type, text) }];
-}
-
-function withId(list: Attr[], id: number): Attr[] {
-  return list.map((a) => (a.id === -1 ? { ...a, id } : a));
-}
-
-function le32(buf: Uint8Array, at: number, v: number): void {
-  buf[at] = v & 0xff;
-  buf[at + 1] = (v >>> 8) & 0xff;
-  buf[at + 2] = (v >>> 16) & 0xff;
-  buf[at + 3] = (v >>> 24) & 0xff;
-}
-
-function padTo4(n: number): number {
-  return (n + 3) & ~3;
-}
-
-/** Key length of a container: concatenations pad each part to 4 bytes. */
-export function keyLength(keyType: readonly import('./objects.ts').DataType[]): number {
-  if (keyType.length === 1) return typeLength(keyType[0]!);
-  return keyType.reduce((n, t) => n + padTo4(typeLength(t)), 0);
-}
-
-export function keyTypeId(keyType: readonly import('./objects.ts').DataType[]): number {
-  return keyType.reduce((id, t) => id * (1 << TYPE_BITS) + TYPE_ID[t], 0) >>> 0;
 }
 
 function containerFlags(c: NftSet | NftMap): number {
@@ -132,42 +82,6 @@ function flowtableAttrs(f: Flowtable, defining: boolean): Attr[] {
   return a;
 }
 
-function subtractOne(b: Uint8Array): Uint8Array {
-  const out = b.slice();
-  for (let i = out.length - 1; i >= 0; i--) {
-    if (out[i]! > 0) {
-      out[i]!--;
-      break;
-    }
-    out[i] = 0xff;
-  }
-  return out;
-}
-
-function partBytes(type: import('./objects.ts').DataType, text: string, interval: boolean): { start: Uint8Array; last: Uint8Array; endExclusive: Uint8Array | null } {
-  if (!interval || type === 'ifname') {
-    const b = keyBytes(type, text);
-    return { start: b, last: b, endExclusive: null };
-  }
-  if (type === 'mark') {
-    // Host-order marks do not take ranges here; a mark key is one value.
-    const b = keyBytes(type, text);
-    return { start: b, last: b, endExclusive: null };
-  }
-  const r = prefixRange(type, text);
-  return { start: r.start, last: r.endExclusive ? subtractOne(r.endExclusive) : r.start.map(() => 0xff), endExclusive: r.endExclusive };
-}
-
-function concatParts(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + padTo4(p.length), 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += padTo4(p.length);
-  }
-  return out;
-}
-
 /**
  * A string attribute that often repeats the last one: its bytes are copied
  * from where they were last written (the writer only grows, so that stays valid).
@@ -194,7 +108,14 @@ class RepeatedString {
   }
 }
 
-class BatchEncoder {
+/** What the element writer needs of the encoder. */
+export interface RecordSink {
+  readonly w: ByteWriter;
+  container(family: Family, table: string, name: string): NftSet | NftMap | undefined;
+  record(kind: number, msg: number, flags: number, family: Family, index: number, attrs: Attr[]): void;
+}
+
+class BatchEncoder implements RecordSink {
   readonly w: ByteWriter;
   records = 0;
   readonly #lookup: ContainerLookup;
@@ -295,137 +216,10 @@ class BatchEncoder {
     this.w.patchU16(countAt, this.#exprs.count);
   }
 
-  /** Elements ops[from, to) (same verb and set), as one record. */
-  elements(ops: readonly Operation[], from: number, to: number): void {
-    const first = ops[from]!.object as Element;
-    const verb = ops[from]!.verb;
-    const c = this.container(first.family, first.table, first.set);
-    if (!c) throw new NftEncodeError(from, `set ${first.set} in ${first.family} ${first.table} is not known (add it in this transaction or list the table first)`);
-    const msg = verb === 'delete' ? MSG.DELSETELEM : verb === 'destroy' ? MSG.DESTROYSETELEM : MSG.NEWSETELEM;
-    const flags = verb === 'create' ? NLM_F.CREATE | NLM_F.EXCL : verb === 'add' ? NLM_F.CREATE : 0;
-    this.record(KIND.elements, msg, flags, first.family, from, [
-      { id: SET_ATTR.TABLE, type: 'str', value: first.table },
-      { id: SET_ATTR.NAME, type: 'str', value: first.set },
-    ]);
-    const countAt = this.w.position;
-    this.w.u32(0);
-    let count = 0;
-    const defining = msg === MSG.NEWSETELEM;
-    const interval = c.flags?.includes('interval') ?? false;
-    const concat = c.keyType.length > 1;
-    const w = this.w;
-    const keyLen = keyLength(c.keyType);
-    const offsets: number[] = [];
-    for (let k = 0, at = 0; k < c.keyType.length; k++) {
-      offsets.push(at);
-      at += padTo4(typeLength(c.keyType[k]!));
-    }
-    const verdictMap = c.kind === 'map' && c.dataType === 'verdict';
-    const types = c.keyType;
-    const parts = types.length;
-    for (let i = from; i < to && !interval; i++) {
-      const e = ops[i]!.object as Element;
-      const key = e.key;
-      if (key.length !== parts) throw new NftEncodeError(i, `key has ${key.length} parts, ${c.name} has ${parts}`);
-      // The fixed part (op index, attribute count, key) in one reservation,
-      // the key written from its texts in place.
-      let p = w.reserve(13 + keyLen);
-      const buf = w.raw;
-      le32(buf, p, i);
-      const countAt = p + 4;
-      p += 6;
-      buf[p] = ELEM_ATTR.KEY;
-      buf[p + 1] = 0;
-      buf[p + 2] = AT.bytes;
-      le32(buf, p + 3, keyLen);
-      p += 7;
-      for (let z = 0; z < keyLen; z++) buf[p + z] = 0;
-      try {
-        for (let k = 0; k < parts; k++) writeKeyBytes(buf, p + offsets[k]!, types[k]!, key[k]!);
-      } catch (err) {
-        throw new NftEncodeError(i, `bad element key ${JSON.stringify(key)}: ${(err as Error).message}`, { cause: err });
-      }
-      w.seek(p + keyLen);
-      let n = 1;
-      if (defining) {
-        const v = e.value;
-        if (v !== undefined) {
-          if (typeof v === 'string') {
-            if (c.kind !== 'map' || verdictMap) throw new NftEncodeError(i, `${c.name} takes no value ${v}`);
-            w.attrBytes(ELEM_ATTR.DATA, keyBytes((c as NftMap).dataType, v));
-            n++;
-          } else {
-            w.attrU32(ELEM_ATTR.VERDICT, VERDICT_CODE[v.verdict]);
-            n++;
-            if (v.verdict === 'jump' || v.verdict === 'goto') {
-              w.attrStr(ELEM_ATTR.CHAIN, v.chain);
-              n++;
-            }
-          }
-        }
-        if (e.timeout !== undefined) {
-          w.attr({ id: ELEM_ATTR.TIMEOUT, type: 'u64', value: BigInt(e.timeout) * 1000n });
-          n++;
-        }
-        if (e.comment !== undefined) {
-          w.attr(withId(comment(UDATA_COMMENT.element, e.comment), ELEM_ATTR.USERDATA)[0]!);
-          n++;
-        }
-      }
-      w.patchU16(countAt, n);
-      count++;
-    }
-    for (let i = from; i < to && interval; i++) {
-      const e = ops[i]!.object as Element;
-      let parts;
-      try {
-        if (e.key.length !== c.keyType.length) throw new Error(`key has ${e.key.length} parts, ${c.name} has ${c.keyType.length}`);
-        parts = e.key.map((text, k) => partBytes(c.keyType[k]!, text, interval));
-      } catch (err) {
-        throw new NftEncodeError(i, `bad element key ${JSON.stringify(e.key)}: ${(err as Error).message}`, { cause: err });
-      }
-      const key = concat ? concatParts(parts.map((p) => p.start)) : parts[0]!.start;
-      const attrs: Attr[] = [{ id: ELEM_ATTR.KEY, type: 'bytes', value: key }];
-      if (interval && concat) attrs.push({ id: ELEM_ATTR.KEY_END, type: 'bytes', value: concatParts(parts.map((p) => p.last)) });
-      if (defining) {
-        if (e.value !== undefined) {
-          if (typeof e.value === 'string') {
-            if (c.kind !== 'map' || c.dataType === 'verdict') throw new NftEncodeError(i, `${c.name} takes no value ${e.value}`);
-            attrs.push({ id: ELEM_ATTR.DATA, type: 'bytes', value: keyBytes(c.dataType, e.value) });
-          } else {
-            attrs.push(...verdictAttrs(e.value));
-          }
-        }
-        if (e.timeout !== undefined) attrs.push({ id: ELEM_ATTR.TIMEOUT, type: 'u64', value: BigInt(e.timeout) * 1000n });
-        attrs.push(...withId(comment(UDATA_COMMENT.element, e.comment), ELEM_ATTR.USERDATA));
-      }
-      w.u32(i);
-      w.attrs(attrs);
-      count++;
-      // A single-key interval element is a start and, unless it runs to the top, an end marker.
-      const end = parts[0]!.endExclusive;
-      if (interval && !concat && end) {
-        w.u32(i);
-        w.attrs([
-          { id: ELEM_ATTR.KEY, type: 'bytes', value: end },
-          { id: ELEM_ATTR.FLAGS, type: 'u32', value: ELEM_FLAG_INTERVAL_END },
-        ]);
-        count++;
-      }
-    }
-    w.patchU32(countAt, count);
-  }
-
   finish(): EncodedBatch {
     this.w.patchU32(8, this.records);
     return { bytes: this.w.finish(), records: this.records };
   }
-}
-
-function verdictAttrs(v: Verdict): Attr[] {
-  const a: Attr[] = [{ id: ELEM_ATTR.VERDICT, type: 'u32', value: VERDICT_CODE[v.verdict] >>> 0 }];
-  if (v.verdict === 'jump' || v.verdict === 'goto') a.push({ id: ELEM_ATTR.CHAIN, type: 'str', value: v.chain });
-  return a;
 }
 
 const CREATE = NLM_F.CREATE;
@@ -462,7 +256,7 @@ export function encodeOperations(ops: readonly Operation[], lookup: ContainerLoo
             if (n.verb !== verb || e.kind !== 'element' || e.set !== o.set || e.table !== o.table || e.family !== o.family) break;
             j++;
           }
-          enc.elements(ops, i, j);
+          writeElements(enc, ops, i, j);
           i = j;
           continue;
         }

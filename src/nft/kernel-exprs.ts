@@ -1,6 +1,7 @@
 // Kernel expressions: what a rule is in the kernel (payload loads, compares,
-// registers...). lower.ts produces them from Statements, raise.ts turns them
-// back; this file maps their fields to libnftnl attribute ids, both ways.
+// registers...). lower.ts writes them from Statements through an ExprSink
+// straight into the batch encoding; raise.ts turns listed ones back. This file
+// maps their fields to libnftnl attribute ids, both ways.
 
 import { AT, type AttrType } from './kernel-constants.ts';
 import { rawStr, rawU32, rawU64, rawU8, type ByteWriter, type RawAttrs } from './wire.ts';

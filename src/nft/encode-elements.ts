@@ -1,0 +1,174 @@
+// Element records of the batch encoding: consecutive element operations on
+// one set become one record (the addon splits it into messages), each key
+// written in place from its texts.
+
+import type { Element, NftMap, Operation, Verdict } from './objects.ts';
+import { AT, ELEM_ATTR, ELEM_FLAG_INTERVAL_END, KIND, MSG, NLM_F, SET_ATTR, UDATA_COMMENT, VERDICT_CODE } from './kernel-constants.ts';
+import { keyBytes, writeKeyBytes } from './operands.ts';
+import { prefixRange, typeLength } from './values.ts';
+import type { Attr } from './wire.ts';
+import type { RecordSink } from './encode.ts';
+import { comment, keyLength, le32, NftEncodeError, padTo4, withId } from './encode-parts.ts';
+
+function subtractOne(b: Uint8Array): Uint8Array {
+  const out = b.slice();
+  for (let i = out.length - 1; i >= 0; i--) {
+    if (out[i]! > 0) {
+      out[i]!--;
+      break;
+    }
+    out[i] = 0xff;
+  }
+  return out;
+}
+
+function partBytes(type: import('./objects.ts').DataType, text: string, interval: boolean): { start: Uint8Array; last: Uint8Array; endExclusive: Uint8Array | null } {
+  if (!interval || type === 'ifname') {
+    const b = keyBytes(type, text);
+    return { start: b, last: b, endExclusive: null };
+  }
+  if (type === 'mark') {
+    // Host-order marks do not take ranges here; a mark key is one value.
+    const b = keyBytes(type, text);
+    return { start: b, last: b, endExclusive: null };
+  }
+  const r = prefixRange(type, text);
+  return { start: r.start, last: r.endExclusive ? subtractOne(r.endExclusive) : r.start.map(() => 0xff), endExclusive: r.endExclusive };
+}
+
+function concatParts(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + padTo4(p.length), 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += padTo4(p.length);
+  }
+  return out;
+}
+
+function verdictAttrs(v: Verdict): Attr[] {
+  const a: Attr[] = [{ id: ELEM_ATTR.VERDICT, type: 'u32', value: VERDICT_CODE[v.verdict] >>> 0 }];
+  if (v.verdict === 'jump' || v.verdict === 'goto') a.push({ id: ELEM_ATTR.CHAIN, type: 'str', value: v.chain });
+  return a;
+}
+
+/** Elements ops[from, to) (same verb and set), as one record. */
+export function writeElements(enc: RecordSink, ops: readonly Operation[], from: number, to: number): void {
+  const first = ops[from]!.object as Element;
+  const verb = ops[from]!.verb;
+  const c = enc.container(first.family, first.table, first.set);
+  if (!c) throw new NftEncodeError(from, `set ${first.set} in ${first.family} ${first.table} is not known (add it in this transaction or list the table first)`);
+  const msg = verb === 'delete' ? MSG.DELSETELEM : verb === 'destroy' ? MSG.DESTROYSETELEM : MSG.NEWSETELEM;
+  const flags = verb === 'create' ? NLM_F.CREATE | NLM_F.EXCL : verb === 'add' ? NLM_F.CREATE : 0;
+  enc.record(KIND.elements, msg, flags, first.family, from, [
+    { id: SET_ATTR.TABLE, type: 'str', value: first.table },
+    { id: SET_ATTR.NAME, type: 'str', value: first.set },
+  ]);
+  const countAt = enc.w.position;
+  enc.w.u32(0);
+  let count = 0;
+  const defining = msg === MSG.NEWSETELEM;
+  const interval = c.flags?.includes('interval') ?? false;
+  const concat = c.keyType.length > 1;
+  const w = enc.w;
+  const keyLen = keyLength(c.keyType);
+  const offsets: number[] = [];
+  for (let k = 0, at = 0; k < c.keyType.length; k++) {
+    offsets.push(at);
+    at += padTo4(typeLength(c.keyType[k]!));
+  }
+  const verdictMap = c.kind === 'map' && c.dataType === 'verdict';
+  const types = c.keyType;
+  const parts = types.length;
+  for (let i = from; i < to && !interval; i++) {
+    const e = ops[i]!.object as Element;
+    const key = e.key;
+    if (key.length !== parts) throw new NftEncodeError(i, `key has ${key.length} parts, ${c.name} has ${parts}`);
+    // The fixed part (op index, attribute count, key) in one reservation,
+    // the key written from its texts in place.
+    let p = w.reserve(13 + keyLen);
+    const buf = w.raw;
+    le32(buf, p, i);
+    const countAt = p + 4;
+    p += 6;
+    buf[p] = ELEM_ATTR.KEY;
+    buf[p + 1] = 0;
+    buf[p + 2] = AT.bytes;
+    le32(buf, p + 3, keyLen);
+    p += 7;
+    for (let z = 0; z < keyLen; z++) buf[p + z] = 0;
+    try {
+      for (let k = 0; k < parts; k++) writeKeyBytes(buf, p + offsets[k]!, types[k]!, key[k]!);
+    } catch (err) {
+      throw new NftEncodeError(i, `bad element key ${JSON.stringify(key)}: ${(err as Error).message}`, { cause: err });
+    }
+    w.seek(p + keyLen);
+    let n = 1;
+    if (defining) {
+      const v = e.value;
+      if (v !== undefined) {
+        if (typeof v === 'string') {
+          if (c.kind !== 'map' || verdictMap) throw new NftEncodeError(i, `${c.name} takes no value ${v}`);
+          w.attrBytes(ELEM_ATTR.DATA, keyBytes((c as NftMap).dataType, v));
+          n++;
+        } else {
+          w.attrU32(ELEM_ATTR.VERDICT, VERDICT_CODE[v.verdict]);
+          n++;
+          if (v.verdict === 'jump' || v.verdict === 'goto') {
+            w.attrStr(ELEM_ATTR.CHAIN, v.chain);
+            n++;
+          }
+        }
+      }
+      if (e.timeout !== undefined) {
+        w.attr({ id: ELEM_ATTR.TIMEOUT, type: 'u64', value: BigInt(e.timeout) * 1000n });
+        n++;
+      }
+      if (e.comment !== undefined) {
+        w.attr(withId(comment(UDATA_COMMENT.element, e.comment), ELEM_ATTR.USERDATA)[0]!);
+        n++;
+      }
+    }
+    w.patchU16(countAt, n);
+    count++;
+  }
+  for (let i = from; i < to && interval; i++) {
+    const e = ops[i]!.object as Element;
+    let parts;
+    try {
+      if (e.key.length !== c.keyType.length) throw new Error(`key has ${e.key.length} parts, ${c.name} has ${c.keyType.length}`);
+      parts = e.key.map((text, k) => partBytes(c.keyType[k]!, text, interval));
+    } catch (err) {
+      throw new NftEncodeError(i, `bad element key ${JSON.stringify(e.key)}: ${(err as Error).message}`, { cause: err });
+    }
+    const key = concat ? concatParts(parts.map((p) => p.start)) : parts[0]!.start;
+    const attrs: Attr[] = [{ id: ELEM_ATTR.KEY, type: 'bytes', value: key }];
+    if (interval && concat) attrs.push({ id: ELEM_ATTR.KEY_END, type: 'bytes', value: concatParts(parts.map((p) => p.last)) });
+    if (defining) {
+      if (e.value !== undefined) {
+        if (typeof e.value === 'string') {
+          if (c.kind !== 'map' || c.dataType === 'verdict') throw new NftEncodeError(i, `${c.name} takes no value ${e.value}`);
+          attrs.push({ id: ELEM_ATTR.DATA, type: 'bytes', value: keyBytes(c.dataType, e.value) });
+        } else {
+          attrs.push(...verdictAttrs(e.value));
+        }
+      }
+      if (e.timeout !== undefined) attrs.push({ id: ELEM_ATTR.TIMEOUT, type: 'u64', value: BigInt(e.timeout) * 1000n });
+      attrs.push(...withId(comment(UDATA_COMMENT.element, e.comment), ELEM_ATTR.USERDATA));
+    }
+    w.u32(i);
+    w.attrs(attrs);
+    count++;
+    // A single-key interval element is a start and, unless it runs to the top, an end marker.
+    const end = parts[0]!.endExclusive;
+    if (interval && !concat && end) {
+      w.u32(i);
+      w.attrs([
+        { id: ELEM_ATTR.KEY, type: 'bytes', value: end },
+        { id: ELEM_ATTR.FLAGS, type: 'u32', value: ELEM_FLAG_INTERVAL_END },
+      ]);
+      count++;
+    }
+  }
+  w.patchU32(countAt, count);
+}
