@@ -49,7 +49,7 @@ function breakdown(s: CommitStats | undefined): string {
   if (!s) return '';
   return (
     `validate ${fmt(s.validateMs)} + encode ${fmt(s.encodeMs)} + hand-off ${fmt(s.handoffMs)} ms on the JS thread; ` +
-    `worker: check ${fmt(s.parseMs)}, build ${fmt(s.buildMs)} (cpu ${fmt(s.buildCpuMs)}), kernel send ${fmt(s.sendMs)} (cpu ${fmt(s.sendCpuMs)}) ms; ` +
+    `worker: check ${fmt(s.parseMs)}, open socket ${fmt(s.openMs)}, build ${fmt(s.buildMs)} (cpu ${fmt(s.buildCpuMs)}), kernel send ${fmt(s.sendMs)} (cpu ${fmt(s.sendCpuMs)}) ms; ` +
     `${fmt(s.batchBytes / MiB)} MiB, ${s.messages} messages`
   );
 }

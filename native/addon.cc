@@ -95,6 +95,7 @@ class CommitWorker : public Napi::AsyncWorker {
     out.Set("bytes", Napi::Number::New(env, double(result_.bytes)));
     Napi::Object timing = Napi::Object::New(env);
     timing.Set("parseMs", Napi::Number::New(env, parseMs_));
+    timing.Set("openMs", Napi::Number::New(env, result_.openMs));
     timing.Set("buildMs", Napi::Number::New(env, result_.buildMs));
     timing.Set("sendMs", Napi::Number::New(env, result_.sendMs));
     timing.Set("receiveMs", Napi::Number::New(env, result_.receiveMs));

@@ -28,6 +28,8 @@ export interface NativeCommitResult {
 export interface NativeCommitTiming {
   /** Checking the batch buffer. */
   parseMs: number;
+  /** Opening the netlink socket (in the target namespace). */
+  openMs: number;
   /** Building the netlink messages (wall and thread CPU time). */
   buildMs: number;
   buildCpuMs: number;

@@ -33,7 +33,10 @@ double MsSince(std::chrono::steady_clock::time_point t0) {
 
 void CommitBatch(const Batch& batch, const std::string& netnsPath, CommitResult* result) {
   NetlinkSocket sock;
-  if (!sock.Open(netnsPath, &result->transportError)) {
+  const auto opened = std::chrono::steady_clock::now();
+  const bool open = sock.Open(netnsPath, &result->transportError);
+  result->openMs = MsSince(opened);
+  if (!open) {
     result->transportErrno = errno ? errno : EIO;
     return;
   }

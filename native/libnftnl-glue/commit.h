@@ -26,6 +26,7 @@ struct CommitResult {
   size_t bytes = 0;
   // Where the worker's time went: building messages, the kernel processing the
   // batch inside send(), and reading its answers back.
+  double openMs = 0;  // opening the socket (in the target namespace)
   double buildMs = 0;
   double sendMs = 0;
   double receiveMs = 0;
