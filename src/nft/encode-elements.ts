@@ -2,9 +2,9 @@
 // one set become one record (the addon splits it into messages), each key
 // written in place from its texts.
 
-import type { Element, NftMap, Operation, Verdict } from './objects.ts';
+import { isVerdictValue, type Element, type NftMap, type Operation, type Verdict } from './objects.ts';
 import { AT, ELEM_ATTR, ELEM_FLAG_INTERVAL_END, KIND, MSG, NLM_F, SET_ATTR, UDATA_COMMENT, VERDICT_CODE } from './kernel-constants.ts';
-import { keyBytes, writeKeyBytes } from './operands.ts';
+import { dataBytes, keyBytes, writeKeyBytes } from './operands.ts';
 import { prefixRange, typeLength } from './values.ts';
 import type { Attr } from './wire.ts';
 import type { RecordSink } from './encode.ts';
@@ -27,8 +27,8 @@ function partBytes(type: import('./objects.ts').DataType, text: string, interval
     const b = keyBytes(type, text);
     return { start: b, last: b, endExclusive: null };
   }
-  if (type === 'mark') {
-    // Host-order marks do not take ranges here; a mark key is one value.
+  if (type === 'mark' || type === 'integer') {
+    // Host-order values do not take ranges here; such a key is one value.
     const b = keyBytes(type, text);
     return { start: b, last: b, endExclusive: null };
   }
@@ -44,6 +44,14 @@ function concatParts(parts: Uint8Array[]): Uint8Array {
     at += padTo4(p.length);
   }
   return out;
+}
+
+function elementData(c: NftMap, v: string | string[], i: number): Uint8Array {
+  try {
+    return dataBytes(c.dataType, v);
+  } catch (err) {
+    throw new NftEncodeError(i, `bad value ${JSON.stringify(v)} for ${c.name}: ${(err as Error).message}`, { cause: err });
+  }
 }
 
 function verdictAttrs(v: Verdict): Attr[] {
@@ -107,9 +115,9 @@ export function writeElements(enc: RecordSink, ops: readonly Operation[], from: 
     if (defining) {
       const v = e.value;
       if (v !== undefined) {
-        if (typeof v === 'string') {
-          if (c.kind !== 'map' || verdictMap) throw new NftEncodeError(i, `${c.name} takes no value ${v}`);
-          w.attrBytes(ELEM_ATTR.DATA, keyBytes((c as NftMap).dataType, v));
+        if (!isVerdictValue(v)) {
+          if (c.kind !== 'map' || verdictMap) throw new NftEncodeError(i, `${c.name} takes no value ${String(v)}`);
+          w.attrBytes(ELEM_ATTR.DATA, elementData(c as NftMap, v, i));
           n++;
         } else {
           w.attrU32(ELEM_ATTR.VERDICT, VERDICT_CODE[v.verdict]);
@@ -146,9 +154,9 @@ export function writeElements(enc: RecordSink, ops: readonly Operation[], from: 
     if (interval && concat) attrs.push({ id: ELEM_ATTR.KEY_END, type: 'bytes', value: concatParts(parts.map((p) => p.last)) });
     if (defining) {
       if (e.value !== undefined) {
-        if (typeof e.value === 'string') {
-          if (c.kind !== 'map' || c.dataType === 'verdict') throw new NftEncodeError(i, `${c.name} takes no value ${e.value}`);
-          attrs.push({ id: ELEM_ATTR.DATA, type: 'bytes', value: keyBytes(c.dataType, e.value) });
+        if (!isVerdictValue(e.value)) {
+          if (c.kind !== 'map' || c.dataType === 'verdict') throw new NftEncodeError(i, `${c.name} takes no value ${String(e.value)}`);
+          attrs.push({ id: ELEM_ATTR.DATA, type: 'bytes', value: elementData(c, e.value, i) });
         } else {
           attrs.push(...verdictAttrs(e.value));
         }

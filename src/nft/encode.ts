@@ -8,14 +8,14 @@
 import type { Chain, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from './objects.ts';
 import {
   AT, CHAIN_ATTR, DATA_VERDICT, FAMILY_NUMBER, FLOWTABLE_ATTR, HOOK_NUMBER, KIND, MSG, NETDEV_INGRESS, NLM_F, RULE_ATTR,
-  SET_ATTR, SET_FLAG, TABLE_ATTR, TYPE_ID, UDATA_COMMENT,
+  NFT_BYTEORDER_HOST, SET_ATTR, SET_FLAG, TABLE_ATTR, UDATA_COMMENT, UDATA_SET_KEYBYTEORDER,
 } from './kernel-constants.ts';
 import { ExprSink } from './kernel-exprs.ts';
 import { lowerInto } from './lower.ts';
 import { typeLength } from './values.ts';
 import { ByteWriter, type Attr } from './wire.ts';
 import { writeElements } from './encode-elements.ts';
-import { comment, commentBytes, keyLength, keyTypeId, NftEncodeError, withId, type ContainerLookup } from './encode-parts.ts';
+import { comment, commentBytes, dataLength, dataTypeId, keyLength, keyTypeId, NftEncodeError, withId, type ContainerLookup } from './encode-parts.ts';
 
 export { keyLength, keyTypeId, NftEncodeError, type ContainerLookup };
 
@@ -42,6 +42,26 @@ function tableAttrs(t: Table, defining: boolean): Attr[] {
   return a;
 }
 
+/**
+ * nft's userdata TLVs for a set: the key's byte order where the kernel's type
+ * id does not say it (nft would print integer key 1 as 16777216 without it),
+ * and the comment.
+ */
+function setUserdata(c: NftSet | NftMap): Uint8Array | undefined {
+  const parts: Uint8Array[] = [];
+  if (c.keyType.length === 1 && c.keyType[0] === 'integer') {
+    const b = new Uint8Array(6);
+    b[0] = UDATA_SET_KEYBYTEORDER;
+    b[1] = 4;
+    new DataView(b.buffer).setUint32(2, NFT_BYTEORDER_HOST, true);
+    parts.push(b);
+  }
+  if (c.comment !== undefined) parts.push(commentBytes(UDATA_COMMENT.set, c.comment));
+  if (parts.length === 0) return undefined;
+  if (parts.length === 1) return parts[0];
+  return Uint8Array.from([...parts[0]!, ...parts[1]!]);
+}
+
 function setAttrs(c: NftSet | NftMap, defining: boolean, id = 0): Attr[] {
   const a: Attr[] = [
     { id: SET_ATTR.TABLE, type: 'str', value: c.table },
@@ -60,13 +80,14 @@ function setAttrs(c: NftSet | NftMap, defining: boolean, id = 0): Attr[] {
     if (c.dataType === 'verdict') {
       a.push({ id: SET_ATTR.DATA_TYPE, type: 'u32', value: DATA_VERDICT });
     } else {
-      a.push({ id: SET_ATTR.DATA_TYPE, type: 'u32', value: TYPE_ID[c.dataType] });
-      a.push({ id: SET_ATTR.DATA_LEN, type: 'u32', value: typeLength(c.dataType) });
+      a.push({ id: SET_ATTR.DATA_TYPE, type: 'u32', value: dataTypeId(c.dataType) });
+      a.push({ id: SET_ATTR.DATA_LEN, type: 'u32', value: dataLength(c.dataType) });
     }
   } else if (c.timeout !== undefined) {
     a.push({ id: SET_ATTR.TIMEOUT, type: 'u64', value: BigInt(c.timeout) * 1000n });
   }
-  a.push(...withId(comment(UDATA_COMMENT.set, c.comment), SET_ATTR.USERDATA));
+  const udata = setUserdata(c);
+  if (udata) a.push({ id: SET_ATTR.USERDATA, type: 'bytes', value: udata });
   return a;
 }
 

@@ -1,9 +1,9 @@
 // How the fake kernel applies one operation to a transaction's working copy.
 // See fake-kernel.ts for the behaviours modelled and how they were checked.
 
-import type { Chain, Element, Flowtable, NftMap, NftSet, Operation, Rule, Table } from './objects.ts';
+import { isVerdictValue, type Chain, type Element, type Flowtable, type NftMap, type NftSet, type Operation, type Rule, type Table } from './objects.ts';
 import { prefixRange } from './values.ts';
-import { copyChain, copyElement, copyRule, elementKey, err, tableKey, type ChainState, type FakeKernelOptions, type SetState, type TableState } from './fake-kernel-state.ts';
+import { copyChain, copyContainer, copyElement, copyRule, elementKey, err, tableKey, type ChainState, type FakeKernelOptions, type SetState, type TableState } from './fake-kernel-state.ts';
 
 /** The state a transaction builds: copied on first write, object by object. */
 export class Working {
@@ -180,7 +180,7 @@ export class Working {
       case 'add':
       case 'create':
         if (!ss) {
-          ts.sets.set(s.name, this.#own({ set: { ...s, keyType: [...s.keyType], ...(s.flags ? { flags: [...s.flags] } : {}) }, elements: new Map() }));
+          ts.sets.set(s.name, this.#own({ set: copyContainer(s), elements: new Map() }));
           ts.nextHandle++;
           return;
         }
@@ -282,8 +282,9 @@ export class Working {
           break;
         case 'lookup':
         case 'vmap':
-        case 'set-update': {
-          const name = st.kind === 'vmap' ? st.map : st.set;
+        case 'set-update':
+        case 'dnat-map': {
+          const name = st.kind === 'vmap' || st.kind === 'dnat-map' ? st.map : st.set;
           const ss = ts.sets.get(name);
           if (!ss) err('ENOENT', `set ${name} does not exist`);
           const c = ss.set;
@@ -291,6 +292,8 @@ export class Working {
           if (keys !== c.keyType.length) err('EINVAL', `key length does not match ${c.kind} ${name}`);
           if (st.kind === 'vmap' && (c.kind !== 'map' || c.dataType !== 'verdict')) err('EINVAL', `${name} is not a verdict map`);
           if (st.kind === 'lookup' && c.kind !== 'set') err('EINVAL', `${name} is a map`);
+          // A lookup with a data register needs a map (the kernel checks no more: the types are ours to get right).
+          if (st.kind === 'dnat-map' && (c.kind !== 'map' || c.dataType === 'verdict')) err('EINVAL', `${name} is not a data map`);
           if (st.kind === 'set-update') {
             if (c.kind !== 'set' || c.flags?.includes('interval')) err('EOPNOTSUPP', `${name} cannot be updated from the packet path`);
             if (st.timeout !== undefined && !c.flags?.includes('timeout')) err('EOPNOTSUPP', `${name} has no timeout flag`);
@@ -328,14 +331,14 @@ export class Working {
     for (const st of r.exprs) {
       if (st.kind === 'verdict' && (st.verdict === 'jump' || st.verdict === 'goto')) bump(ts.chainUse, st.chain, delta);
       else if (st.kind === 'lookup' || st.kind === 'set-update') bump(ts.setUse, st.set, delta);
-      else if (st.kind === 'vmap') bump(ts.setUse, st.map, delta);
+      else if (st.kind === 'vmap' || st.kind === 'dnat-map') bump(ts.setUse, st.map, delta);
       else if (st.kind === 'flow-offload') bump(ts.flowtableUse, st.flowtable, delta);
     }
   }
 
   #elementRefs(ts: TableState, e: Element, delta: number): void {
     const v = e.value;
-    if (v !== undefined && typeof v !== 'string' && (v.verdict === 'jump' || v.verdict === 'goto')) bump(ts.chainUse, v.chain, delta);
+    if (isVerdictValue(v) && (v.verdict === 'jump' || v.verdict === 'goto')) bump(ts.chainUse, v.chain, delta);
   }
 
   #element(verb: Operation['verb'], e: Element, ts: TableState, index: number): void {
@@ -356,7 +359,7 @@ export class Working {
           return;
         }
         const v = e.value;
-        if (v !== undefined && typeof v !== 'string' && (v.verdict === 'jump' || v.verdict === 'goto')) {
+        if (isVerdictValue(v) && (v.verdict === 'jump' || v.verdict === 'goto')) {
           this.#checkTarget(ts, v.chain);
           this.needsValidation = true;
         }
@@ -389,11 +392,12 @@ function bump(m: Map<string, number>, name: string, delta: number): void {
 function sameContainer(a: NftSet | NftMap, b: NftSet | NftMap): boolean {
   if (a.kind !== b.kind) return false;
   if (a.keyType.join() !== b.keyType.join()) return false;
-  if (a.kind === 'map' && b.kind === 'map' && a.dataType !== b.dataType) return false;
+  if (a.kind === 'map' && b.kind === 'map' && String(a.dataType) !== String(b.dataType)) return false;
   return [...(a.flags ?? [])].sort().join() === [...(b.flags ?? [])].sort().join();
 }
 
 function sameValue(a: Element['value'], b: Element['value']): boolean {
+  if (Array.isArray(a) || Array.isArray(b)) return Array.isArray(a) && Array.isArray(b) && a.join(' . ') === b.join(' . ');
   if (a === undefined || b === undefined || typeof a === 'string' || typeof b === 'string') return a === b;
   return a.verdict === b.verdict && (a as { chain?: string }).chain === (b as { chain?: string }).chain;
 }

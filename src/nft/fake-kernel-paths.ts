@@ -3,7 +3,7 @@
 // than 16 nested jumps (both EMLINK on kernel 6.18), and statements only in
 // chains whose type and hook allow them (EOPNOTSUPP).
 
-import type { ChainHook, ChainType, Rule, Statement } from './objects.ts';
+import { isVerdictValue, type ChainHook, type ChainType, type Rule, type Statement } from './objects.ts';
 import { KernelError, type ChainState, type TableState } from './fake-kernel-state.ts';
 
 const MAX_DEPTH = 16;
@@ -11,6 +11,7 @@ const MAX_DEPTH = 16;
 /** Hooks (and the chain type, where one is required) each restricted statement may run in. */
 const ALLOWED: Partial<Record<Statement['kind'], { type?: ChainType; hooks: readonly ChainHook[] }>> = {
   dnat: { type: 'nat', hooks: ['prerouting', 'output'] },
+  'dnat-map': { type: 'nat', hooks: ['prerouting', 'output'] },
   snat: { type: 'nat', hooks: ['postrouting', 'input'] },
   masquerade: { type: 'nat', hooks: ['postrouting'] },
   'flow-offload': { hooks: ['forward'] },
@@ -79,7 +80,7 @@ class Walk {
         if (!ss) continue;
         for (const e of ss.elements.values()) {
           const v = e.value;
-          if (v !== undefined && typeof v !== 'string' && (v.verdict === 'jump' || v.verdict === 'goto')) {
+          if (isVerdictValue(v) && (v.verdict === 'jump' || v.verdict === 'goto')) {
             this.#follow(v.chain, depth, Math.max(blame, this.#origin.get(e) ?? -1));
           }
         }

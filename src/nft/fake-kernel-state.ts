@@ -57,8 +57,15 @@ export function copyChain(c: Chain): Chain {
   return { ...c, ...(c.base ? { base: { ...c.base } } : {}) };
 }
 
+export function copyContainer<C extends NftSet | NftMap>(c: C): C {
+  const out = { ...c, keyType: [...c.keyType], ...(c.flags ? { flags: [...c.flags] } : {}) };
+  if (out.kind === 'map' && Array.isArray(out.dataType)) out.dataType = [...out.dataType];
+  return out;
+}
+
 export function copyElement(e: Element): Element {
-  return { ...e, key: [...e.key], ...(e.value !== undefined && typeof e.value !== 'string' ? { value: { ...e.value } } : {}) };
+  const v = e.value;
+  return { ...e, key: [...e.key], ...(v !== undefined && typeof v !== 'string' ? { value: Array.isArray(v) ? [...v] : { ...v } } : {}) };
 }
 
 /** A rule copied deep enough that neither the caller nor a listing reader can change the model's state. */
@@ -73,6 +80,7 @@ function copyStatement(s: Statement): Statement {
     case 'lookup':
     case 'vmap':
     case 'set-update':
+    case 'dnat-map':
       return { ...s, keys: s.keys.map((k) => ({ ...k })) };
     default:
       return { ...s };

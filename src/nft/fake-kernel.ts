@@ -29,7 +29,7 @@ import type { Element, Family, NftMap, NftSet, Operation } from './objects.ts';
 import { validateOperations } from './transaction.ts';
 import { Working } from './fake-kernel-apply.ts';
 import { validateBaseChainPaths } from './fake-kernel-paths.ts';
-import { copyChain, copyElement, copyRule, ERRNO, KernelError, tableKey, type FakeKernelOptions, type TableState } from './fake-kernel-state.ts';
+import { copyChain, copyContainer, copyElement, copyRule, ERRNO, KernelError, tableKey, type FakeKernelOptions, type TableState } from './fake-kernel-state.ts';
 
 export { ERRNO, KernelError } from './fake-kernel-state.ts';
 export type { FakeKernelOptions } from './fake-kernel-state.ts';
@@ -107,7 +107,7 @@ export class FakeKernel implements Dataplane {
       table: { ...ts.table },
       chains: chains.map(copyChain),
       rules: chains.flatMap((c) => ts.chains.get(c.name)!.rules.map(copyRule)),
-      sets: sets.map((s) => ({ ...s, keyType: [...s.keyType], ...(s.flags ? { flags: [...s.flags] } : {}) })),
+      sets: sets.map(copyContainer),
       elements,
       flowtables: [...ts.flowtables.values()].sort(byName).map((f) => ({ ...f, devices: [...f.devices] })),
     };

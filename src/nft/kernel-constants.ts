@@ -43,7 +43,7 @@ export const ELEM_FLAG_INTERVAL_END = 0x1;
 
 /** nft's datatype ids, which is what `nft list` reads from a set's key type. */
 export const TYPE_ID: Readonly<Record<DataType, number>> = {
-  verdict: 1, ipv4_addr: 7, ipv6_addr: 8, inet_proto: 12, inet_service: 13, mark: 19, ifname: 41,
+  verdict: 1, integer: 4, ipv4_addr: 7, ipv6_addr: 8, inet_proto: 12, inet_service: 13, mark: 19, ifname: 41,
 };
 export const TYPE_BY_ID: Readonly<Record<number, DataType>> = Object.fromEntries(
   Object.entries(TYPE_ID).map(([k, v]) => [v, k as DataType]),
@@ -51,6 +51,10 @@ export const TYPE_BY_ID: Readonly<Record<number, DataType>> = Object.fromEntries
 /** Bits per part in a concatenated key type id. */
 export const TYPE_BITS = 6;
 export const DATA_VERDICT = 0xffffff00;
+
+/** nft's set udata TLV for the key's byte order, and its value for host order (nft's enum byteorder). */
+export const UDATA_SET_KEYBYTEORDER = 0;
+export const NFT_BYTEORDER_HOST = 1;
 
 /** nft's udata TLV types for comments. */
 export const UDATA_COMMENT = { table: 0, chain: 0, rule: 0, set: 7, element: 0 } as const;

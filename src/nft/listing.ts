@@ -44,6 +44,13 @@ function keyTypes(id: number): DataType[] | undefined {
   return parts.length ? parts : undefined;
 }
 
+/** A map's data type: one type, or a concatenation (several parts). */
+function dataTypeOf(id: number): DataType | DataType[] {
+  const parts = keyTypes(id);
+  if (!parts) return TYPE_BY_ID[id] ?? 'mark';
+  return parts.length === 1 ? parts[0]! : parts;
+}
+
 const HOOK_BY_NUMBER = new Map(Object.entries(HOOK_NUMBER).map(([k, v]) => [v, k as ChainHook]));
 const VERDICT_BY_CODE = new Map<number, Verdict['verdict']>(Object.entries(VERDICT_CODE).map(([k, v]) => [v, k as Verdict['verdict']]));
 
@@ -102,7 +109,7 @@ function splitKey(key: Uint8Array, types: readonly DataType[]): Uint8Array[] {
   const parts: Uint8Array[] = [];
   let at = 0;
   for (const t of types) {
-    const len = t === 'ipv4_addr' || t === 'mark' ? 4 : t === 'ipv6_addr' || t === 'ifname' ? 16 : t === 'inet_service' ? 2 : 1;
+    const len = t === 'ipv4_addr' || t === 'mark' || t === 'integer' ? 4 : t === 'ipv6_addr' || t === 'ifname' ? 16 : t === 'inet_service' ? 2 : 1;
     parts.push(key.subarray(at, at + len));
     at += (len + 3) & ~3;
   }
@@ -192,7 +199,7 @@ export function decodeListing(bytes: Uint8Array, family: Family): DecodedListing
         let c: NftSet | NftMap;
         if (flags & SET_FLAG.map) {
           const dt = rawU32(a.get(SET_ATTR.DATA_TYPE));
-          c = { kind: 'map', family, table, name, keyType, dataType: dt === DATA_VERDICT ? 'verdict' : (TYPE_BY_ID[dt ?? 0] ?? 'mark') };
+          c = { kind: 'map', family, table, name, keyType, dataType: dt === DATA_VERDICT ? 'verdict' : dataTypeOf(dt ?? 0) };
         } else {
           c = { kind: 'set', family, table, name, keyType };
           const t = rawU64(a.get(SET_ATTR.TIMEOUT));
@@ -256,7 +263,8 @@ function decodeElements(c: NftSet | NftMap, raw: RawAttrs[]): Element[] {
         if (v) e.value = v;
       } else {
         const d = a.get(ELEM_ATTR.DATA);
-        if (d instanceof Uint8Array) e.value = keyText(c.dataType, d);
+        const dt = c.dataType;
+        if (d instanceof Uint8Array) e.value = Array.isArray(dt) ? splitKey(d, dt).map((p, k) => keyText(dt[k]!, p)) : keyText(dt, d);
       }
     }
     // The kernel reports an element's timeout only where it differs from the set's.

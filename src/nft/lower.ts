@@ -11,6 +11,8 @@
 //   and says which key it belongs to: `tcp dport 80` and `meta l4proto tcp
 //   th dport 80` mean the same to the kernel, and this keeps
 //   raise(lower(x)) === x for both (and for `th dport . tcp dport` keys).
+// - `dnat ... map` looks its key up into NFT_REG_1 (the data is laid out as a
+//   concatenated key: address, then the port in the next 32-bit register).
 // - Host-endian values (marks, integers) are compared after `byteorder hton`
 //   when the comparison orders them; equality compares host bytes directly.
 
@@ -57,6 +59,7 @@ export function statementDependencies(st: Statement, family: Family): Dependency
     case 'lookup':
     case 'vmap':
     case 'set-update':
+    case 'dnat-map':
       return st.keys.flatMap((k, i) => selectorDependencies(k, family, i));
     case 'reject':
       return st.with === 'tcp reset' ? [{ key: 'l4proto', value: L4_NUMBER.tcp, index: 0 }] : [];
@@ -99,6 +102,7 @@ function writeDependencies(out: ExprSink, st: Statement, family: Family): void {
     case 'lookup':
     case 'vmap':
     case 'set-update':
+    case 'dnat-map':
       for (let i = 0; i < st.keys.length; i++) writeSelectorDependency(out, st.keys[i]!, family, i);
       return;
     case 'reject':
@@ -157,6 +161,11 @@ function writeKeyLoads(out: ExprSink, keys: readonly Selector[]): number {
   }
   if (reg - REG.R32_00 > 16) throw new NftLowerError('a concatenated key is longer than 64 bytes');
   return REG.R32_00;
+}
+
+/** Where `dnat ... map` finds the port: after the address, in NFT_REG32 numbering. */
+export function natMapPortRegister(family: 'ip' | 'ip6'): number {
+  return REG.R32_00 + (family === 'ip6' ? 4 : 1);
 }
 
 function writeCmp(out: ExprSink, op: number, data: Uint8Array): void {
@@ -277,6 +286,17 @@ function writeCore(out: ExprSink, st: Statement): void {
       out.begin('nat').u32(f.type, NAT_TYPE[st.kind]).u32(f.family, v6 ? NFPROTO.ipv6 : NFPROTO.ipv4).u32(f.reg_addr_min, REG.R1);
       if (st.port !== undefined) out.u32(f.reg_proto_min, REG.R2);
       out.end();
+      return;
+    }
+    case 'dnat-map': {
+      // The map's data lands in registers as a concatenated key would: the
+      // address from NFT_REG_1 on, the port in the next 32-bit register.
+      const sreg = writeKeyLoads(out, st.keys);
+      out.begin('lookup').u32(F.lookup.sreg, sreg).u32(F.lookup.dreg, REG.R1).str(F.lookup.set, st.map).end();
+      const f = F.nat;
+      const v6 = st.family === 'ip6';
+      out.begin('nat').u32(f.type, NAT_TYPE.dnat).u32(f.family, v6 ? NFPROTO.ipv6 : NFPROTO.ipv4)
+        .u32(f.reg_addr_min, REG.R1).u32(f.reg_proto_min, natMapPortRegister(st.family)).end();
       return;
     }
     case 'masquerade':

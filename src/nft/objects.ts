@@ -22,6 +22,8 @@ export type DataType =
   | 'inet_service'
   | 'ifname'
   | 'mark'
+  /** A 32-bit number in host byte order, as `numgen random mod N` yields (nft: `typeof numgen ...`). */
+  | 'integer'
   | 'verdict';
 
 export interface Table {
@@ -73,8 +75,12 @@ export interface NftMap {
   table: string;
   name: string;
   keyType: DataType[];
-  /** `verdict` for verdict maps (`vmap`). */
-  dataType: DataType;
+  /**
+   * `verdict` for verdict maps (`vmap`); several types for concatenated data
+   * (`ipv4_addr . inet_service`, what `dnat ... map` reads), whose element
+   * values are then string arrays.
+   */
+  dataType: DataType | DataType[];
   flags?: SetFlag[];
   comment?: string;
 }
@@ -97,11 +103,19 @@ export interface Element {
   /** Name of the set or map holding it. */
   set: string;
   key: string[];
-  /** Maps only: a verdict for verdict maps, a value text otherwise. */
-  value?: Verdict | string;
+  /**
+   * Maps only: a verdict for verdict maps, a value text for a map of one data
+   * type, one text per part for concatenated data (['10.1.0.5', '8080']).
+   */
+  value?: Verdict | string | string[];
   /** Seconds, for sets with the timeout flag. */
   timeout?: number;
   comment?: string;
+}
+
+/** Whether an element value is a verdict (rather than data text(s)). */
+export function isVerdictValue(v: Element['value']): v is Verdict {
+  return typeof v === 'object' && !Array.isArray(v);
 }
 
 export interface Flowtable {
@@ -165,6 +179,13 @@ export type Statement =
   /** `dnat ip to 10.1.0.5:8080` (the address family is the one of addr). */
   | { kind: 'dnat'; addr: string; port?: number }
   | { kind: 'snat'; addr: string; port?: number }
+  /**
+   * `dnat ip addr . port to <keys> map @map`: address and port looked up in a
+   * map whose data is `ipv4_addr . inet_service` (`ipv6_addr . inet_service`
+   * for ip6). Changing the map's elements changes where packets go without
+   * touching the rule (no table re-validation at commit).
+   */
+  | { kind: 'dnat-map'; family: 'ip' | 'ip6'; keys: Selector[]; map: string }
   | { kind: 'masquerade'; fullyRandom?: boolean }
   | { kind: 'reject'; with: 'icmp port-unreachable' | 'icmpv6 port-unreachable' | 'icmpx port-unreachable' | 'tcp reset' }
   /** `meta mark set meta mark | value` when `or`, else `meta mark set value`. */

@@ -5,7 +5,7 @@
 import type { DataType, Selector } from './objects.ts';
 import { CT_STATE_BIT, CT_STATUS_BIT, NFPROTO, PAYLOAD_BASE } from './kernel-constants.ts';
 import { FIB_TYPES, selectorType } from './rule-checks.ts';
-import { valueBytes, writeValueBytes } from './values.ts';
+import { typeLength, valueBytes, writeValueBytes } from './values.ts';
 
 export class NftLowerError extends Error {
   readonly code = 'ERR_NFT_LOWER';
@@ -146,16 +146,45 @@ export function operandBytes(s: Selector, text: string): Uint8Array {
   return valueBytes(t as DataType, text);
 }
 
-/** A key value as stored in a set: marks in host order (nft's mark type is host-endian). */
+/** Whether a key or data type is held in host byte order (nft's mark and integer types are). */
+export function isHostOrderType(type: DataType): boolean {
+  return type === 'mark' || type === 'integer';
+}
+
+/** A key value as stored in a set: marks and integers in host order. */
 export function keyBytes(type: DataType, text: string): Uint8Array {
   const b = valueBytes(type, text);
-  return type === 'mark' && LITTLE ? b.reverse() : b;
+  return isHostOrderType(type) && LITTLE ? b.reverse() : b;
+}
+
+/**
+ * The bytes of a map's data: one value, or a concatenation laid out as keys
+ * are (each part padded to 4 bytes), so that a lookup's data register holds
+ * the address in its first 32-bit register(s) and the port in the next one.
+ */
+export function dataBytes(type: DataType | readonly DataType[], value: string | readonly string[]): Uint8Array {
+  if (!Array.isArray(type)) {
+    if (typeof value !== 'string') throw new NftLowerError(`a ${type as string} value is one text, got ${JSON.stringify(value)}`);
+    return keyBytes(type as DataType, value);
+  }
+  const types = type as readonly DataType[];
+  if (!Array.isArray(value) || value.length !== types.length) {
+    throw new NftLowerError(`a ${types.join(' . ')} value has ${types.length} parts, got ${JSON.stringify(value)}`);
+  }
+  let len = 0;
+  for (const t of types) len += (typeLength(t) + 3) & ~3;
+  const out = new Uint8Array(len);
+  for (let k = 0, at = 0; k < types.length; k++) {
+    out.set(keyBytes(types[k]!, value[k]!), at);
+    at += (typeLength(types[k]!) + 3) & ~3;
+  }
+  return out;
 }
 
 /** Writes keyBytes(type, text) at buf[at...] without allocating for the common types. */
 export function writeKeyBytes(buf: Uint8Array, at: number, type: DataType, text: string): void {
   writeValueBytes(buf, at, type, text);
-  if (type === 'mark' && LITTLE) {
+  if (isHostOrderType(type) && LITTLE) {
     const b0 = buf[at]!;
     const b1 = buf[at + 1]!;
     buf[at] = buf[at + 3]!;

@@ -11,7 +11,7 @@ import {
 } from './kernel-constants.ts';
 import type { FieldValue, KernelExpr } from './kernel-exprs.ts';
 import {
-  DEPENDENCY_REG, isHostOrder, keyBytes, MAX_DEPENDENCY_INDEX, networkBytes, PAYLOAD_FIELDS, selectorWidth, statementDependencies, type Dependency,
+  DEPENDENCY_REG, isHostOrder, keyBytes, MAX_DEPENDENCY_INDEX, natMapPortRegister, networkBytes, PAYLOAD_FIELDS, selectorWidth, statementDependencies, type Dependency,
 } from './lower.ts';
 import { FIB_TYPES, selectorType } from './rule-checks.ts';
 import { valueFromBytes } from './values.ts';
@@ -238,6 +238,7 @@ function parseKeyed(x: readonly KernelExpr[], i: number): Parsed {
   if (e.name === 'lookup' && only(e, 'sreg', 'dreg', 'set', 'flags') && typeof e.set === 'string') {
     const flags = (e.flags as number | undefined) ?? 0;
     if (e.dreg === REG.VERDICT) return flags === 0 ? { st: { kind: 'vmap', keys: k.keys, map: e.set }, n } : null;
+    if (e.dreg === R1) return flags === 0 ? parseNatMap(x[k.next + 1], k.keys, e.set, n + 1) : null;
     if (e.dreg !== undefined || (flags & ~LOOKUP_F_INV) !== 0) return null;
     const st: Statement = { kind: 'lookup', keys: k.keys, set: e.set };
     if (flags & LOOKUP_F_INV) st.negate = true;
@@ -254,6 +255,18 @@ function parseKeyed(x: readonly KernelExpr[], i: number): Parsed {
     return { st, n };
   }
   return null;
+}
+
+/** The nat after a lookup into NFT_REG_1: `dnat <family> addr . port to <keys> map @set`. */
+function parseNatMap(nat: KernelExpr | undefined, keys: Selector[], map: string, n: number): Parsed {
+  if (nat?.name !== 'nat' || !only(nat, 'type', 'family', 'reg_addr_min', 'reg_addr_max', 'reg_proto_min', 'reg_proto_max', 'flags')) return null;
+  const family = nat.family === NFPROTO.ipv4 ? 'ip' : nat.family === NFPROTO.ipv6 ? 'ip6' : undefined;
+  if (nat.type !== NAT_TYPE.dnat || !family) return null;
+  const port = natMapPortRegister(family);
+  if (nat.reg_addr_min !== R1 || (nat.reg_addr_max ?? R1) !== R1) return null;
+  if (nat.reg_proto_min !== port || (nat.reg_proto_max ?? port) !== port) return null;
+  if ((((nat.flags as number | undefined) ?? 0) & ~0x3) !== 0) return null;
+  return { st: { kind: 'dnat-map', family, keys, map }, n };
 }
 
 function parseNat(x: readonly KernelExpr[], i: number): Parsed {
@@ -377,7 +390,7 @@ function withDependencies(st: Statement, deps: Dependency[], family: Family): St
   };
   let out: Statement = st;
   if (st.kind === 'match') out = { ...st, left: fix(st.left, 0) };
-  else if (st.kind === 'lookup' || st.kind === 'vmap' || st.kind === 'set-update') out = { ...st, keys: st.keys.map(fix) };
+  else if (st.kind === 'lookup' || st.kind === 'vmap' || st.kind === 'set-update' || st.kind === 'dnat-map') out = { ...st, keys: st.keys.map(fix) };
   const want = statementDependencies(out, family);
   const same = want.length === deps.length && want.every((d, k) => d.key === deps[k]!.key && d.value === deps[k]!.value && d.index === deps[k]!.index);
   return same ? out : null;
@@ -407,7 +420,7 @@ export function raise(input: readonly KernelExpr[], family: Family): Statement[]
 
 /** The key text of set key bytes (marks are host order in sets, see keyBytes). */
 export function keyText(type: DataType, b: Uint8Array): string {
-  if (type === 'mark') return valueFromBytes('mark', LITTLE ? b.slice().reverse() : b);
+  if (type === 'mark' || type === 'integer') return valueFromBytes(type, LITTLE ? b.slice().reverse() : b);
   return valueFromBytes(type, b);
 }
 

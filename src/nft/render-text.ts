@@ -92,6 +92,9 @@ export function renderStatement(st: Statement, family: Rule['family']): string {
       const to = st.port === undefined ? st.addr : v6 ? `[${st.addr}]:${st.port}` : `${st.addr}:${st.port}`;
       return `${st.kind}${fam} to ${to}`;
     }
+    case 'dnat-map':
+      // nft needs `addr . port` to read a map's concatenated data as both (it lists it back without them).
+      return `dnat ${st.family} addr . port to ${keys(st.keys)} map @${renderName(st.map)}`;
     case 'masquerade':
       return st.fullyRandom ? 'masquerade fully-random' : 'masquerade';
     case 'reject':
@@ -125,9 +128,28 @@ function baseSpec(c: Chain): string[] {
   return out;
 }
 
+// nft will not take `type integer` (it has no size); `typeof` names a 32-bit
+// integer by an expression of that type. Each entry yields its type's id.
+const TYPEOF: Record<Exclude<DataType, 'verdict'>, string> = {
+  integer: 'numgen random mod 1',
+  ipv4_addr: 'ip daddr',
+  ipv6_addr: 'ip6 daddr',
+  inet_proto: 'meta l4proto',
+  inet_service: 'th dport',
+  mark: 'meta mark',
+  ifname: 'meta iifname',
+};
+
 function containerSpec(c: NftSet | NftMap): string[] {
-  const type = c.keyType.join(' . ');
-  const out = [c.kind === 'map' ? `type ${type} : ${c.dataType} ;` : `type ${type} ;`];
+  const data = c.kind === 'map' ? (Array.isArray(c.dataType) ? c.dataType : [c.dataType]) : [];
+  let out: string[];
+  if (c.keyType.includes('integer') || data.includes('integer')) {
+    const typeofs = (ts: readonly DataType[]) => ts.map((t) => (t === 'verdict' ? t : TYPEOF[t])).join(' . ');
+    out = [c.kind === 'map' ? `typeof ${typeofs(c.keyType)} : ${typeofs(data)} ;` : `typeof ${typeofs(c.keyType)} ;`];
+  } else {
+    const type = c.keyType.join(' . ');
+    out = [c.kind === 'map' ? `type ${type} : ${data.join(' . ')} ;` : `type ${type} ;`];
+  }
   if (c.flags?.length) out.push(`flags ${c.flags.join(',')} ;`);
   if (c.kind === 'set' && c.timeout !== undefined) out.push(`timeout ${c.timeout}s ;`);
   if (c.comment !== undefined) out.push(`comment ${str(c.comment)} ;`);
@@ -150,7 +172,10 @@ function renderElement(e: Element, c: NftSet | NftMap | undefined, withValue: bo
   if (e.timeout !== undefined) s += ` timeout ${e.timeout}s`;
   if (e.comment !== undefined) s += ` comment ${str(e.comment)}`;
   if (e.value !== undefined) {
-    s += ' : ' + (typeof e.value === 'string' ? value(c?.kind === 'map' ? c.dataType : undefined, e.value) : renderVerdict(e.value));
+    const dt = c?.kind === 'map' ? c.dataType : undefined;
+    const v = e.value;
+    if (Array.isArray(v)) s += ' : ' + v.map((p, k) => value(Array.isArray(dt) ? dt[k] : undefined, p)).join(' . ');
+    else s += ' : ' + (typeof v === 'string' ? value(Array.isArray(dt) ? undefined : dt, v) : renderVerdict(v));
   }
   return s;
 }

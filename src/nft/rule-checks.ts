@@ -204,7 +204,7 @@ export function checkStatements(exprs: readonly Statement[], family: Family, loo
     if (!st || typeof st !== 'object') fail(`statement ${i} is not an object`);
     // A port mapping rewrites a transport header, so the rule must first make
     // sure there is one (nft insists, and the kernel would mangle ICMP otherwise).
-    if ((st.kind === 'dnat' || st.kind === 'snat') && st.port !== undefined && !l4Known) {
+    if (((st.kind === 'dnat' || st.kind === 'snat') && st.port !== undefined || st.kind === 'dnat-map') && !l4Known) {
       fail(`statement ${i} (${st.kind}): a port mapping needs an earlier match on the transport protocol (meta l4proto tcp, ...)`);
     }
     if (st.kind === 'match' && st.op === '==' && fixesTransport(st.left, st.right)) l4Known = true;
@@ -234,7 +234,8 @@ function checkKeys(keys: readonly Selector[], family: Family, container: NftSet 
   for (const k of keys) {
     checkSelector(k, family);
     const t = selectorType(k);
-    if (t === 'ct_state' || t === 'ct_status' || t === 'fib_type' || t === 'nf_proto' || t === 'integer') {
+    // 4-byte integers (numgen, interface indexes) key maps of nft's 32-bit integer type.
+    if (t === 'ct_state' || t === 'ct_status' || t === 'fib_type' || t === 'nf_proto' || (t === 'integer' && integerMax(k) > 0xffffffff)) {
       fail(`${describeSelector(k)} cannot key a named set or map`);
     }
   }
@@ -272,6 +273,16 @@ function checkStatement(st: Statement, family: Family, lookup: ContainerLookup):
       checkName(st.map, 'map');
       const c = lookup(st.map);
       if (c && (c.kind !== 'map' || c.dataType !== 'verdict')) fail(`${st.map} is not a verdict map`);
+      checkKeys(st.keys, family, c);
+      return;
+    }
+    case 'dnat-map': {
+      if (st.family !== 'ip' && st.family !== 'ip6') fail(`unknown address family ${JSON.stringify(st.family)}`);
+      checkFamily(family, st.family, `dnat ${st.family}`);
+      checkName(st.map, 'map');
+      const c = lookup(st.map);
+      const want = natMapDataType(st.family).join(' . ');
+      if (c && (c.kind !== 'map' || !Array.isArray(c.dataType) || c.dataType.join(' . ') !== want)) fail(`${st.map} is not a map to ${want}`);
       checkKeys(st.keys, family, c);
       return;
     }
@@ -327,6 +338,11 @@ function checkStatement(st: Statement, family: Family, lookup: ContainerLookup):
     default:
       fail(`unknown statement kind ${JSON.stringify((st as { kind: unknown }).kind)}`);
   }
+}
+
+/** The data a `dnat ... map` reads: an address of the family and a port. */
+export function natMapDataType(family: 'ip' | 'ip6'): DataType[] {
+  return [family === 'ip6' ? 'ipv6_addr' : 'ipv4_addr', 'inet_service'];
 }
 
 export function checkVerdict(v: { verdict: string; chain?: string }): void {

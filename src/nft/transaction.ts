@@ -4,8 +4,9 @@
 // transaction known to be broken must never be applied (the kernel would
 // refuse it anyway, only later and with less to say about why).
 
-import type { ChainHook, ChainType, DataType, Element, Family, NftMap, NftObject, NftObjectKind, NftSet, Operation, SetFlag, Verb } from './objects.ts';
+import { isVerdictValue, type ChainHook, type ChainType, type DataType, type Element, type Family, type NftMap, type NftObject, type NftObjectKind, type NftSet, type Operation, type SetFlag, type Verb } from './objects.ts';
 import { checkCanonical, checkName, checkStatements, checkVerdict, isCanonical, RuleCheckFailure } from './rule-checks.ts';
+import { typeLength } from './values.ts';
 
 export { selectorType } from './rule-checks.ts';
 export type { SelectorType } from './rule-checks.ts';
@@ -43,7 +44,7 @@ const HOOKS_BY_TYPE: Readonly<Record<ChainType, readonly ChainHook[]>> = {
   nat: ['prerouting', 'input', 'output', 'postrouting'],
   route: ['output'],
 };
-const KEY_TYPES: readonly DataType[] = ['ipv4_addr', 'ipv6_addr', 'inet_proto', 'inet_service', 'ifname', 'mark'];
+const KEY_TYPES: readonly DataType[] = ['ipv4_addr', 'ipv6_addr', 'inet_proto', 'inet_service', 'ifname', 'mark', 'integer'];
 const SET_FLAGS: readonly SetFlag[] = ['interval', 'timeout', 'dynamic', 'constant'];
 const COMMENT_MAX = 128;
 const INT32_MIN = -0x80000000;
@@ -272,7 +273,15 @@ function checkBase(base: NonNullable<Extract<NftObject, { kind: 'chain' }>['base
 function checkContainer(c: NftSet | NftMap): void {
   if (!Array.isArray(c.keyType) || c.keyType.length === 0) fail(`a ${c.kind} needs a key type`);
   for (const t of c.keyType) if (!KEY_TYPES.includes(t)) fail(`${JSON.stringify(t)} cannot be a key type`);
-  if (c.kind === 'map' && !KEY_TYPES.includes(c.dataType) && c.dataType !== 'verdict') fail(`unknown data type ${JSON.stringify(c.dataType)}`);
+  if (c.kind === 'map') {
+    const d = c.dataType;
+    if (Array.isArray(d)) {
+      // A one-part array would list back as a plain type: refuse it so that desired and listed objects compare equal.
+      if (d.length < 2) fail('concatenated data needs at least two types (write a single type without brackets)');
+      for (const t of d) if (!KEY_TYPES.includes(t)) fail(`${JSON.stringify(t)} cannot be part of concatenated data`);
+      if (d.reduce((n, t) => n + ((typeLength(t) + 3) & ~3), 0) > 64) fail('concatenated data is longer than 64 bytes');
+    } else if (!KEY_TYPES.includes(d) && d !== 'verdict') fail(`unknown data type ${JSON.stringify(d)}`);
+  }
   const flags = c.flags ?? [];
   for (const f of flags) if (!SET_FLAGS.includes(f)) fail(`unknown set flag ${JSON.stringify(f)}`);
   if (new Set(flags).size !== flags.length) fail('a flag is listed twice');
@@ -285,7 +294,7 @@ function checkContainer(c: NftSet | NftMap): void {
 function checkElement(e: Element, c: NftSet | NftMap | undefined, defining: boolean): void {
   if (!Array.isArray(e.key) || e.key.length === 0) fail('an element needs a key');
   for (const part of e.key) if (typeof part !== 'string' || part.length === 0) fail('key parts must be non-empty strings');
-  if (e.value !== undefined && typeof e.value !== 'string') checkVerdict(e.value);
+  if (isVerdictValue(e.value)) checkVerdict(e.value);
   if (e.timeout !== undefined && !(Number.isInteger(e.timeout) && e.timeout >= 1)) fail('timeout must be a whole number of seconds from 1');
   if (!c) return;
   if (e.key.length !== c.keyType.length) fail(`key has ${e.key.length} parts, ${c.kind} ${c.name} has ${c.keyType.length}`);
@@ -306,8 +315,16 @@ function checkElement(e: Element, c: NftSet | NftMap | undefined, defining: bool
   if (e.value === undefined) fail(`map ${c.name} needs a value`);
   if (c.dataType === 'verdict') {
     if (typeof e.value === 'string') fail(`verdict map ${c.name} needs a verdict value`);
+  } else if (Array.isArray(c.dataType)) {
+    const types = c.dataType;
+    const v = e.value;
+    if (!Array.isArray(v) || v.length !== types.length) fail(`map ${c.name} holds ${types.join(' . ')} values: one text per part`);
+    for (let i = 0; i < v.length; i++) {
+      if (typeof v[i] !== 'string' || v[i]!.includes('/')) fail(`value part ${i} must be a value text, not a prefix`);
+      checkCanonical(types[i]!, v[i]!, `value part ${i}`);
+    }
   } else {
-    if (typeof e.value !== 'string') fail(`map ${c.name} holds ${c.dataType} values, not verdicts`);
+    if (typeof e.value !== 'string') fail(`map ${c.name} holds ${c.dataType} values, not ${Array.isArray(e.value) ? 'concatenations' : 'verdicts'}`);
     if (e.value.includes('/')) fail('a map value cannot be a prefix');
     checkCanonical(c.dataType, e.value, 'value');
   }

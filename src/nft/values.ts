@@ -39,6 +39,7 @@ export function typeLength(type: DataType): number {
     case 'ifname':
       return IFNAMSIZ;
     case 'mark':
+    case 'integer':
       return 4;
     case 'verdict':
       throw new NftValueError(type, '', 'verdicts have no fixed byte form');
@@ -80,6 +81,9 @@ export function canonicalValue(type: DataType, text: string): string {
       return text;
     case 'mark':
       return formatMark(parseMark(text));
+    case 'integer':
+      parseDecimal(type, text, 0xffffffff);
+      return text;
     case 'ifname':
       checkIfname(text);
       return text;
@@ -106,8 +110,10 @@ export function valueBytes(type: DataType, text: string): Uint8Array {
       const n = parseDecimal(type, text, 65535);
       return Uint8Array.of(n >>> 8, n & 0xff);
     }
-    case 'mark': {
-      const n = parseMark(text);
+    case 'mark':
+    case 'integer': {
+      // Network order like every other type here; keyBytes turns both into host order.
+      const n = type === 'mark' ? parseMark(text) : parseDecimal(type, text, 0xffffffff);
       return Uint8Array.of(n >>> 24, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff);
     }
     case 'ifname': {
@@ -177,6 +183,8 @@ export function valueFromBytes(type: DataType, bytes: Uint8Array): string {
       return PROTO_NAME[bytes[0]!] ?? String(bytes[0]);
     case 'inet_service':
       return String((bytes[0]! << 8) | bytes[1]!);
+    case 'integer':
+      return String(((bytes[0]! << 24) | (bytes[1]! << 16) | (bytes[2]! << 8) | bytes[3]!) >>> 0);
     default:
       // mark
       return formatMark(((bytes[0]! << 24) | (bytes[1]! << 16) | (bytes[2]! << 8) | bytes[3]!) >>> 0);

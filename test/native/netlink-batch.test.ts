@@ -186,6 +186,8 @@ function statementCases(family: Family): Array<{ exprs: Statement[]; text: strin
     { exprs: [{ kind: 'counter' }, { kind: 'verdict', verdict: 'jump', chain: 'target' }], text: 'counter packets 0 bytes 0 jump target' },
     { exprs: [{ kind: 'verdict', verdict: 'return' }], text: 'return' },
     { exprs: [l4, { kind: 'dnat', addr, port: 8080 }], text: `meta l4proto tcp dnat ${inetPrefix}to ${v6 ? `[${addr}]` : addr}:8080` },
+    // nft 1.0.6 prints the map form without `addr . port` (it reads them from the map's type).
+    { exprs: [l4, { kind: 'dnat-map', family: v6 ? 'ip6' : 'ip', keys: [{ kind: 'numgen', mod: 2 }], map: 'endpoints' }], text: `meta l4proto tcp dnat ${v6 ? 'ip6' : 'ip'} to numgen random mod 2 map @endpoints` },
     { exprs: [{ kind: 'snat', addr }], text: `snat ${inetPrefix}to ${addr}` },
     { exprs: [{ kind: 'masquerade', fullyRandom: true }], text: 'masquerade fully-random' },
     { exprs: [{ kind: 'reject', with: 'tcp reset' }], text: `${inetDep('meta l4proto tcp')}reject with tcp reset` },
@@ -214,6 +216,7 @@ describe('statements', () => {
           { kind: 'set', family, table: T, name: 'addrs', keyType: [keyAddr] },
           { kind: 'set', family, table: T, name: 'affinity', keyType: [keyAddr], flags: ['timeout', 'dynamic'], timeout: 10800 },
           { kind: 'map', family, table: T, name: 'service-ips', keyType: [keyAddr, 'inet_proto', 'inet_service'], dataType: 'verdict' },
+          { kind: 'map', family, table: T, name: 'endpoints', keyType: ['integer'], dataType: [keyAddr, 'inet_service'] },
           ...rules,
         ),
       );

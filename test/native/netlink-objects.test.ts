@@ -227,6 +227,53 @@ describe('elements', () => {
   });
 });
 
+describe('maps with concatenated data (dnat ... map)', () => {
+  const endpoints: NftMap = { kind: 'map', family: fam, table: T, name: 'endpoints', keyType: ['integer'], dataType: ['ipv4_addr', 'inet_service'] };
+  const ep = (i: number, addr: string, port: string) => el('endpoints', [String(i)], [addr, port]);
+
+  it('integer keys and address . port values round-trip; nft reads them as written', async () => {
+    const { ns, dp } = kernel();
+    const elements = [ep(0, '10.244.0.11', '8080'), ep(1, '10.244.0.12', '80'), ep(4294967295, '192.0.2.1', '65535')];
+    await dp.commit([...add(table, endpoints), ...add(...elements)]);
+    const l = (await dp.list('ip', T))!;
+    expect(l.sets).toEqual([endpoints]);
+    const byKey = (a: Element, b: Element) => Number(a.key[0]) - Number(b.key[0]);
+    expect(l.elements.sort(byKey)).toEqual(elements);
+    const m = nftList(ns, 'map')[0]!;
+    expect(m).toMatchObject({ name: 'endpoints', type: 'integer', map: 'ipv4_addr . inet_service' });
+    expect(JSON.stringify(m.elem)).toBe(JSON.stringify([[0, { concat: ['10.244.0.11', 8080] }], [1, { concat: ['10.244.0.12', 80] }], [4294967295, { concat: ['192.0.2.1', 65535] }]]));
+    // Replacing one element's value is delete + add in one transaction; the key stays.
+    await dp.commit([op('delete', ep(1, '10.244.0.12', '80')), op('add', ep(1, '10.244.0.13', '80'))]);
+    expect((await dp.list('ip', T))!.elements.sort(byKey).map((e) => e.value)).toEqual([['10.244.0.11', '8080'], ['10.244.0.13', '80'], ['192.0.2.1', '65535']]);
+  });
+
+  it('IPv6 data is 16 address bytes and a port in the next register', async () => {
+    const { ns, dp } = kernel();
+    const t6: Table = { kind: 'table', family: 'ip6', name: 'knp6' };
+    const m6: NftMap = { kind: 'map', family: 'ip6', table: 'knp6', name: 'endpoints', keyType: ['integer'], dataType: ['ipv6_addr', 'inet_service'] };
+    const e: Element = { kind: 'element', family: 'ip6', table: 'knp6', set: 'endpoints', key: ['0'], value: ['fd00:10:244::11', '8080'] };
+    await dp.commit(add(t6, m6, e));
+    const l = (await dp.list('ip6', 'knp6'))!;
+    expect(l.sets).toEqual([m6]);
+    expect(l.elements).toEqual([e]);
+    expect(JSON.stringify(nftList(ns, 'map')[0]!.elem)).toBe(JSON.stringify([[0, { concat: ['fd00:10:244::11', 8080] }]]));
+  });
+
+  it('dnat reads only a map to address . port; the kernel refuses a verdict map as data', async () => {
+    const { ns, dp } = kernel();
+    await dp.commit(add(table, regular, endpoints, vmap));
+    const l4: Rule['exprs'][number] = { kind: 'match', left: { kind: 'meta', key: 'l4proto' }, op: '==', right: 'tcp' };
+    const bad = rule([l4, { kind: 'dnat-map', family: 'ip', keys: [{ kind: 'numgen', mod: 2 }], map: 'service-ips' }]);
+    // The dataplane knows the table's maps and refuses before sending...
+    await expect(dp.commit([op('add', bad)])).rejects.toMatchObject({ code: 'ERR_NFT_INVALID', reason: expect.stringContaining('not a map to ipv4_addr . inet_service') });
+    // ... and the kernel would too (a lookup of a verdict map cannot fill a data register).
+    const r = ns.tryExec('nft', ['add', 'rule', 'ip', T, 'svc-a', 'meta', 'l4proto', 'tcp', 'dnat', 'ip', 'addr', '.', 'port', 'to', 'numgen', 'random', 'mod', '2', 'map', '@service-ips']);
+    expect(r.status).not.toBe(0);
+    await dp.commit([op('add', rule([l4, { kind: 'dnat-map', family: 'ip', keys: [{ kind: 'numgen', mod: 2 }], map: 'endpoints' }]))]);
+    expect((await dp.list('ip', T))!.rules.map((x) => x.exprs[1]!.kind)).toEqual(['dnat-map']);
+  });
+});
+
 describe('flowtables', () => {
   const ft: Flowtable = { kind: 'flowtable', family: 'inet', table: 'knpf', name: 'ft', hook: 'ingress', priority: 0, devices: ['lo'] };
   const tf: Table = { kind: 'table', family: 'inet', name: 'knpf' };

@@ -140,6 +140,11 @@ export function statementArb(family: Family): fc.Arbitrary<Statement> {
     fc.tuple(fc.constantFrom('dnat', 'snat'), addrType.chain((t) => addrArb(t, false)), fc.option(fc.integer({ min: 0, max: 65535 }), { nil: undefined })).map(
       ([kind, addr, port]) => (port === undefined ? { kind, addr } : { kind, addr, port }) as Statement,
     ),
+    fc.tuple(
+      fc.array(fc.oneof(keySelectorArb(family), fc.integer({ min: 1, max: 100000 }).map((mod) => ({ kind: 'numgen', mod }) as Selector)), { minLength: 1, maxLength: 2 }),
+      nameArb,
+      family === 'inet' ? fc.constantFrom('ip' as const, 'ip6' as const) : fc.constant(family),
+    ).map(([k, map, fam]) => ({ kind: 'dnat-map', family: fam, keys: k, map }) as Statement),
     fc.boolean().map((r) => (r ? { kind: 'masquerade', fullyRandom: true } : { kind: 'masquerade' }) as Statement),
     fc.constantFrom(...rejects).map((w) => ({ kind: 'reject', with: w }) as Statement),
     fc.tuple(markArb, fc.boolean()).map(([value, or]) => (or ? { kind: 'mark-set', value, or: true } : { kind: 'mark-set', value }) as Statement),

@@ -50,6 +50,7 @@ export const chains: Chain[] = [
   chain('endpoint-5OJB2KTY-ns1/svc1/tcp/p80__10.180.0.1/80'),
   chain('endpoint-GXXKD6FH-ns1/svc1/tcp/p80__10.180.0.2/80'),
   chain('endpoint-V6-ns1/svc6/tcp/p80__fd00-10-180--1/80'),
+  chain('service-LEANSHAP-ns1/svc2/tcp/p80'),
   chain('reject-chain'),
   chain('firewall-check'),
 ];
@@ -63,6 +64,8 @@ export const sets: Array<NftSet | NftMap> = [
   { kind: 'set', family: F, table: T, name: 'affinity-ns1/svc1/tcp/p80__10.180.0.1/80', keyType: ['ipv4_addr'], flags: ['dynamic', 'timeout'], timeout: 10800 },
   { kind: 'map', family: F, table: T, name: 'no-endpoint-services', keyType: ['ipv4_addr', 'inet_proto', 'inet_service'], dataType: 'verdict' },
   { kind: 'map', family: F, table: T, name: 'ct-mark-by-iface', keyType: ['ifname'], dataType: 'mark' },
+  { kind: 'map', family: F, table: T, name: 'endpoints-LEANSHAP-ns1/svc2/tcp/p80', keyType: ['integer'], dataType: ['ipv4_addr', 'inet_service'] },
+  { kind: 'map', family: F, table: T, name: 'endpoints-LEANSHAP-ns1/svc2/tcp/p80-v6', keyType: ['integer'], dataType: ['ipv6_addr', 'inet_service'] },
   { kind: 'set', family: F, table: T, name: 'lb-source-ranges', keyType: ['ipv4_addr', 'inet_proto', 'inet_service', 'ipv4_addr'], flags: ['interval'] },
 ];
 
@@ -71,6 +74,8 @@ export const EP1 = 'endpoint-5OJB2KTY-ns1/svc1/tcp/p80__10.180.0.1/80';
 export const EP2 = 'endpoint-GXXKD6FH-ns1/svc1/tcp/p80__10.180.0.2/80';
 export const EP6 = 'endpoint-V6-ns1/svc6/tcp/p80__fd00-10-180--1/80';
 const AFF = 'affinity-ns1/svc1/tcp/p80__10.180.0.1/80';
+export const SVC2 = 'service-LEANSHAP-ns1/svc2/tcp/p80';
+const EPS2 = 'endpoints-LEANSHAP-ns1/svc2/tcp/p80';
 
 export const elements: Element[] = [
   el('service-ips', ['172.30.0.41', 'tcp', '80'], { verdict: 'goto', chain: SVC }),
@@ -86,6 +91,10 @@ export const elements: Element[] = [
   el('nodeport-ips', ['198.51.100.7']),
   el('ct-mark-by-iface', ['eth0'], '0x4000'),
   el('lb-source-ranges', ['203.0.113.5', 'tcp', '80', '198.51.100.0/24']),
+  el('service-ips', ['172.30.0.44', 'tcp', '80'], { verdict: 'goto', chain: SVC2 }),
+  el(EPS2, ['0'], ['10.180.1.1', '8080']),
+  el(EPS2, ['1'], ['10.180.1.2', '80']),
+  el(`${EPS2}-v6`, ['0'], ['fd00:10:180::2', '443']),
 ];
 
 const tcpDport = { kind: 'payload', field: 'th dport' } as const;
@@ -126,6 +135,8 @@ export const rules: Rule[] = [
   rule(EP6, [{ kind: 'match', left: l4, op: '==', right: 'tcp' }, { kind: 'dnat', addr: 'fd00:10:180::1', port: 8080 }]),
   rule('nat-postrouting', [{ kind: 'match', left: { kind: 'ct', key: 'status' }, op: '==', right: 'dnat' }, { kind: 'match', left: { kind: 'payload', field: 'ip protocol' }, op: '==', right: 'udp' }, { kind: 'snat', addr: '192.0.2.1', port: 1024 }]),
   rule('nat-postrouting', [{ kind: 'match', left: { kind: 'meta', key: 'nfproto' }, op: '==', right: 'ipv6' }, { kind: 'snat', addr: 'fd00::1' }]),
+  rule(SVC2, [{ kind: 'match', left: l4, op: '==', right: 'tcp' }, { kind: 'dnat-map', family: 'ip', keys: [{ kind: 'numgen', mod: 2 }], map: EPS2 }]),
+  rule(SVC2, [{ kind: 'match', left: l4, op: '==', right: 'tcp' }, { kind: 'dnat-map', family: 'ip6', keys: [{ kind: 'numgen', mod: 1 }], map: `${EPS2}-v6` }]),
   rule('reject-chain', [{ kind: 'reject', with: 'icmpx port-unreachable' }]),
   rule('reject-chain', [{ kind: 'match', left: { kind: 'payload', field: 'ip protocol' }, op: '==', right: 'tcp' }, { kind: 'reject', with: 'tcp reset' }]),
   rule('reject-chain', [{ kind: 'match', left: { kind: 'payload', field: 'ip6 nexthdr' }, op: '==', right: 'udp' }, { kind: 'reject', with: 'icmpv6 port-unreachable' }]),

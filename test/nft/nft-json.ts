@@ -68,6 +68,10 @@ function statement(j: J, ifindex: Map<string, string>): Statement {
   if (j.vmap) return { kind: 'vmap', keys: keysOf(j.vmap.key, ifindex), map: j.vmap.data.slice(1) };
   if ('counter' in j) return { kind: 'counter' };
   if ('notrack' in j) return { kind: 'notrack' };
+  if (j.dnat?.addr?.map) {
+    const m = j.dnat.addr.map;
+    return { kind: 'dnat-map', family: j.dnat.family, keys: keysOf(m.key, ifindex), map: m.data.slice(1) };
+  }
   if (j.dnat || j.snat) {
     const n = j.dnat ?? j.snat;
     return { kind: j.dnat ? 'dnat' : 'snat', addr: n.addr, ...(n.port !== undefined ? { port: n.port } : {}) };
@@ -114,10 +118,21 @@ function element(c: NftSet | NftMap, j: J): Element {
   }
   const parts: J[] = keyJ && typeof keyJ === 'object' && keyJ.concat ? keyJ.concat : [keyJ];
   const e: Element = { kind: 'element', family: c.family, table: c.table, set: c.name, key: parts.map((p, i) => keyPart(c.keyType[i]!, p)) };
-  if (valJ !== undefined) e.value = c.kind === 'map' && c.dataType === 'verdict' ? verdict(valJ)! : keyPart(c.kind === 'map' ? c.dataType : '', valJ);
+  if (valJ !== undefined && c.kind === 'map') {
+    const dt = c.dataType;
+    if (dt === 'verdict') e.value = verdict(valJ)!;
+    else if (Array.isArray(dt)) e.value = (valJ.concat as J[]).map((p, i) => keyPart(dt[i]!, p));
+    else e.value = keyPart(dt, valJ);
+  }
   if (timeout !== undefined) e.timeout = timeout;
   if (comment !== undefined) e.comment = comment;
   return e;
+}
+
+/** nft prints concatenated map data as one string (`ipv4_addr . inet_service`). */
+function mapData(j: J): NftMap['dataType'] {
+  const parts = String(j).split(' . ');
+  return parts.length > 1 ? (parts as NftMap['keyType']) : (j as NftMap['dataType']);
 }
 
 /** One table of an `nft -j list ruleset` answer as a listing (sorted like FakeKernel.list, rules in chain order). */
@@ -138,7 +153,7 @@ export function listingFromNftJson(json: NftJson, family: Family, name: string, 
     } else if (kind === 'set' || kind === 'map') {
       const keyType = Array.isArray(o.type) ? o.type : [o.type];
       const c: NftSet | NftMap =
-        kind === 'map' ? { kind: 'map', family, table: name, name: o.name, keyType, dataType: o.map } : { kind: 'set', family, table: name, name: o.name, keyType };
+        kind === 'map' ? { kind: 'map', family, table: name, name: o.name, keyType, dataType: mapData(o.map) } : { kind: 'set', family, table: name, name: o.name, keyType };
       if (o.flags?.length) c.flags = [...o.flags].sort();
       if (c.kind === 'set' && o.timeout !== undefined) c.timeout = o.timeout;
       if (o.comment !== undefined) c.comment = o.comment;

@@ -66,9 +66,9 @@ describe('transaction: the representative ruleset is valid', () => {
       for (const s of r.exprs) {
         st.add(s.kind === 'verdict' ? `verdict ${s.verdict}` : s.kind === 'reject' ? `reject ${s.with}` : s.kind);
         if (s.kind === 'match') addSel(s.left);
-        if (s.kind === 'lookup' || s.kind === 'vmap' || s.kind === 'set-update') s.keys.forEach(addSel);
+        if (s.kind === 'lookup' || s.kind === 'vmap' || s.kind === 'set-update' || s.kind === 'dnat-map') s.keys.forEach(addSel);
       }
-    const allStatements: Array<Statement['kind']> = ['match', 'lookup', 'vmap', 'counter', 'verdict', 'dnat', 'snat', 'masquerade', 'reject', 'mark-set', 'mark-xor', 'set-update', 'flow-offload', 'notrack'];
+    const allStatements: Array<Statement['kind']> = ['match', 'lookup', 'vmap', 'counter', 'verdict', 'dnat', 'dnat-map', 'snat', 'masquerade', 'reject', 'mark-set', 'mark-xor', 'set-update', 'flow-offload', 'notrack'];
     for (const k of allStatements) expect([...st].some((s) => s.split(' ')[0] === k), k).toBe(true);
     for (const v of ['accept', 'drop', 'return', 'continue', 'jump', 'goto']) expect(st.has(`verdict ${v}`), v).toBe(true);
     for (const w of ['icmp port-unreachable', 'icmpv6 port-unreachable', 'icmpx port-unreachable', 'tcp reset']) expect(st.has(`reject ${w}`), w).toBe(true);
@@ -115,7 +115,10 @@ const dataMap: NftMap = { kind: 'map', family: F, table: T, name: 'dm', keyType:
 const ivSet: NftSet = { kind: 'set', family: F, table: T, name: 'iv', keyType: ['ipv4_addr'], flags: ['interval'] };
 const plainSet: NftSet = { kind: 'set', family: F, table: T, name: 'plain', keyType: ['ipv6_addr'] };
 const timeoutSet: NftSet = { kind: 'set', family: F, table: T, name: 'aff', keyType: ['ipv4_addr'], flags: ['timeout'] };
-const known = [vmapC, dataMap, ivSet, plainSet, timeoutSet];
+const epMap: NftMap = { kind: 'map', family: F, table: T, name: 'eps', keyType: ['integer'], dataType: ['ipv4_addr', 'inet_service'] };
+const known = [vmapC, dataMap, ivSet, plainSet, timeoutSet, epMap];
+const ng = { kind: 'numgen', mod: 2 } as const;
+const tcpIs = { kind: 'match', left: { kind: 'meta', key: 'l4proto' }, op: '==', right: 'tcp' } as const;
 
 // [description, objects (last one is checked), verb, reason substring or null when valid]
 const cases: Array<[string, NftObject[], Verb, string | null]> = [
@@ -190,6 +193,20 @@ const cases: Array<[string, NftObject[], Verb, string | null]> = [
   ['set-update with timeout', [rule('c', [{ kind: 'set-update', op: 'update', set: 'aff', keys: [{ kind: 'payload', field: 'ip saddr' }], timeout: 5 }])], 'add', null],
   ['mark-set with a bad mark', [rule('c', [{ kind: 'mark-set', value: 'x' }])], 'add', 'mark'],
   ['non-canonical mark', [rule('c', [{ kind: 'mark-xor', value: '16384' }])], 'add', 'write "0x4000"'],
+  ['dnat-map to a map of address . port', [rule('c', [tcpIs, { kind: 'dnat-map', family: 'ip', keys: [ng], map: 'eps' }])], 'add', null],
+  ['dnat-map without a transport match', [rule('c', [{ kind: 'dnat-map', family: 'ip', keys: [ng], map: 'eps' }])], 'add', 'port mapping needs'],
+  ['dnat-map to a verdict map', [rule('c', [tcpIs, { kind: 'dnat-map', family: 'ip', keys: [{ kind: 'payload', field: 'ip daddr' }, { kind: 'meta', key: 'l4proto' }, { kind: 'payload', field: 'th dport' }], map: 'service-ips' }])], 'add', 'not a map to ipv4_addr . inet_service'],
+  ['dnat-map of the other family', [rule('c', [tcpIs, { kind: 'dnat-map', family: 'ip6', keys: [ng], map: 'eps' }])], 'add', 'not a map to ipv6_addr . inet_service'],
+  ['dnat-map keys mismatch', [rule('c', [tcpIs, { kind: 'dnat-map', family: 'ip', keys: [{ kind: 'payload', field: 'ip daddr' }], map: 'eps' }])], 'add', 'do not match'],
+  ['dnat-map ip6 in an ip table', [{ ...rule('c', [tcpIs, { kind: 'dnat-map', family: 'ip6', keys: [ng], map: 'x' }]), family: 'ip' }], 'add', 'cannot be used in a ip table'],
+  ['64-bit integer key', [rule('c', [{ kind: 'lookup', keys: [{ kind: 'ct', key: 'packets' }], set: 'x' }])], 'add', 'cannot key'],
+  ['concatenated data element', [el('eps', ['0'], ['10.0.0.1', '80'])], 'add', null],
+  ['concatenated data with one text', [el('eps', ['0'], '10.0.0.1')], 'add', 'one text per part'],
+  ['concatenated data with a bad port', [el('eps', ['1'], ['10.0.0.1', '65536'])], 'add', 'value part 1'],
+  ['integer key not canonical', [el('eps', ['01'], ['10.0.0.1', '80'])], 'add', 'key part 0'],
+  ['concatenated value in a one-type map', [el('dm', ['eth0'], ['0x1', '0x2'])], 'add', 'not concatenations'],
+  ['one-part concatenated data', [{ ...epMap, name: 'one', dataType: ['ipv4_addr'] }], 'add', 'at least two types'],
+  ['verdict inside concatenated data', [{ ...epMap, name: 'v', dataType: ['ipv4_addr', 'verdict'] }], 'add', 'cannot be part of concatenated data'],
   ['flowtable with a bad device', [{ ...flowtable, devices: ['eth/0'] }], 'add', 'flowtable device'],
   ['flowtable with a device twice', [{ ...flowtable, devices: ['eth0', 'eth0'] }], 'add', 'listed twice'],
 ];
