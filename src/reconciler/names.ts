@@ -30,6 +30,8 @@ export const CHAIN = {
 export const SET = {
   clusterIPs: 'cluster-ips',
   nodePortIPs: 'nodeport-ips',
+  /** `ep . ep` for each endpoint of the map-spread service ports: their hairpin traffic is masqueraded. */
+  hairpinEndpoints: 'hairpin-endpoints',
 } as const;
 
 export const MAP = {
@@ -58,9 +60,13 @@ export const PREFIX = {
   firewall: 'firewall-',
   endpoint: 'endpoint-',
   affinity: 'affinity-',
+  /** Map from `numgen` results to the cluster-wide endpoints' `address . port` (no session affinity). */
+  endpoints: 'endpoints-',
+  /** The same for this node's endpoints (a Local traffic policy). */
+  localEndpoints: 'local-endpoints-',
 } as const;
 
-// The kernel's limit is 256 bytes with the NUL; the longest prefix is 'firewall-'.
+// The kernel's limit is 256 bytes with the NUL; the longest prefix is 'local-endpoints-'.
 const NAME_MAX = 255;
 const PREFIX_MAX = 16;
 const BASE_MAX = NAME_MAX - PREFIX_MAX;

@@ -6,13 +6,25 @@
 // - `external-H-...`: entry for NodePort, externalIP and LB IP traffic
 //   (masquerading, and with eTP Local the short-circuits of pod and host traffic);
 // - `firewall-H-...`: loadBalancerSourceRanges;
-// - `endpoint-H-ns/svc/proto/port__ip/port`: hairpin masquerade, affinity, DNAT.
+// - with session affinity, `endpoint-H-ns/svc/proto/port__ip/port`: hairpin
+//   masquerade, affinity, DNAT.
 //
-// Load is spread without anonymous verdict maps (each one makes the kernel's
-// commit walk the whole transaction — quadratic at scale): a cascade of
-// `numgen random mod (N-i) == 0 goto endpoint_i` rules, the last one
-// unconditional. Rule i fires with probability 1/(N-i) among the traffic that
-// reached it, so every endpoint gets 1/N.
+// Without session affinity there are no per-endpoint chains: a policy chain
+// DNATs through a named map of its endpoints,
+// `dnat ip addr . port to numgen random mod N map @endpoints-H-...`, whose
+// elements `i : ip . port` are the endpoints. An endpoint change that keeps N
+// touches only map elements: no rule is added, so the kernel does not
+// re-validate the whole table at commit (any new rule with a jump, goto or nat
+// makes it walk every chain: ~200 ms at 10k services). Hairpin traffic (an
+// endpoint reaching itself through the service) is masqueraded by one skeleton
+// rule that looks `saddr . daddr` up in `hairpin-endpoints`, to which each port
+// adds `ep . ep` for its endpoints.
+//
+// With session affinity, load is spread without anonymous verdict maps (each
+// one makes the kernel's commit walk the whole transaction — quadratic at
+// scale): a cascade of `numgen random mod (N-i) == 0 goto endpoint_i` rules,
+// the last one unconditional. Rule i fires with probability 1/(N-i) among the
+// traffic that reached it, so every endpoint gets 1/N.
 
 import type { IPFamily } from '../k8s/types.ts';
 import type { Endpoint, EndpointSelection, ServicePort } from '../model/service-port.ts';
@@ -31,6 +43,7 @@ import {
   l4protoIs,
   lookup,
   match,
+  numgenKey,
   numgenZero,
   protoText,
   saddr,
@@ -102,7 +115,8 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
     }
   };
 
-  const b = new FragmentBuilder(tableFamily(family), config.tableName);
+  const natFamily = tableFamily(family) as 'ip' | 'ip6';
+  const b = new FragmentBuilder(natFamily, config.tableName);
   const base = servicePortNameBase(sp);
   const readable = servicePortReadable(sp);
   const proto = protoText(sp.protocol);
@@ -152,8 +166,26 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
     return e;
   };
 
+  const hairpin = new Set<string>();
+  /** A policy chain without affinity: optional masquerade rule, then DNAT through the endpoints map. */
+  const mapPolicyChain = (name: string, mapName: string, eps: readonly Endpoint[], masquerade: Statement[] | undefined): void => {
+    const list = distinctSorted(eps, canon);
+    b.chain(name);
+    if (masquerade) b.rule(name, masquerade);
+    b.map({ name: mapName, keyType: ['integer'], dataType: [type, 'inet_service'] });
+    list.forEach((ep, i) => {
+      b.element(mapName, [String(i)], [ep.ip, checkPort(sp.id, 'endpoint port', ep.port)]);
+      hairpin.add(ep.ip);
+    });
+    b.rule(name, [l4protoIs(proto), { kind: 'dnat-map', family: natFamily, keys: [numgenKey(list.length)], map: mapName }]);
+  };
+
   /** A policy chain: optional masquerade rule, affinity lookups, then the cascade. */
-  const policyChain = (name: string, eps: readonly Endpoint[], masquerade: Statement[] | undefined): void => {
+  const policyChain = (name: string, mapName: string, eps: readonly Endpoint[], masquerade: Statement[] | undefined): void => {
+    if (affinity === undefined) {
+      mapPolicyChain(name, mapName, eps, masquerade);
+      return;
+    }
     const list = distinctSorted(eps, canon).map(endpointFor);
     b.chain(name);
     if (masquerade) b.rule(name, masquerade);
@@ -235,8 +267,9 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
     if (fc.clusterCIDRs.length > 0) return [...dest, ...fc.clusterCIDRs.map((c) => match(saddr(family), c, '!=')), jumpMarkForMasquerade];
     return undefined;
   };
-  if (usesService && clusterWide) policyChain(serviceChain, clusterWide, iLocal ? undefined : clusterIPMasquerade());
-  if (usesLocal && localOnly) policyChain(localChain, localOnly, iLocal ? clusterIPMasquerade() : undefined);
+  if (usesService && clusterWide) policyChain(serviceChain, PREFIX.endpoints + base, clusterWide, iLocal ? undefined : clusterIPMasquerade());
+  if (usesLocal && localOnly) policyChain(localChain, PREFIX.localEndpoints + base, localOnly, iLocal ? clusterIPMasquerade() : undefined);
+  for (const ip of hairpin) b.element(SET.hairpinEndpoints, [ip, ip]);
 
   // --- endpoint chains and their affinity sets
   for (const { chain, set, ep } of endpointChain.values()) {

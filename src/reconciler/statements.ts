@@ -37,6 +37,12 @@ export function numgenZero(n: number): Statement {
   return (NUMGEN_ZERO[n] ??= { kind: 'match', left: { kind: 'numgen', mod: n }, op: '==', right: '0' });
 }
 
+const NUMGEN: Selector[] = [];
+/** `numgen random mod n` as a key, shared per n. */
+export function numgenKey(n: number): Selector {
+  return (NUMGEN[n] ??= { kind: 'numgen', mod: n });
+}
+
 export const match = (left: Selector, right: string, op: '==' | '!=' = '=='): Statement => ({ kind: 'match', left, op, right });
 export const lookup = (keys: Selector[], set: string, negate = false): Statement =>
   negate ? { kind: 'lookup', keys, set, negate } : { kind: 'lookup', keys, set };

@@ -142,24 +142,64 @@ describe('a change to one service touches only that service', () => {
     );
   });
 
-  it('one endpoint added to one of many services: its endpoint chain, its service chain, nothing else', () => {
+  const opNames = (ops: readonly Operation[]) =>
+    ops.map((o) => {
+      const obj = o.object;
+      const name = 'name' in obj ? obj.name : 'chain' in obj ? obj.chain : obj.kind === 'element' ? `${obj.set} ${obj.key.join(' . ')}` : '';
+      return `${o.verb} ${obj.kind} ${name}`;
+    });
+  const many = () => Array.from({ length: 50 }, (_, i) => sp({ serviceName: `s${i}`, clusterIP: `10.96.1.${i}`, endpoints: [ep(`10.244.0.${i + 1}`)] }));
+
+  it('one endpoint added to one of many services: its service chain and its map elements, nothing else', () => {
     const cfg = config({ families: { IPv4: V4 } });
-    const ports = Array.from({ length: 50 }, (_, i) =>
-      sp({ serviceName: `s${i}`, clusterIP: `10.96.1.${i}`, endpoints: [ep(`10.244.0.${i + 1}`)] }),
-    );
+    const ports = many();
     const a = renderRuleset(ports, cfg);
     const changed = ports.map((p, i) => (i === 7 ? sp({ serviceName: 's7', clusterIP: '10.96.1.7', endpoints: [ep('10.244.0.8'), ep('10.244.9.9')] }) : p));
     const b = renderRuleset(changed, cfg, a);
     const ops = diffRulesets(a, b, { now: 1 }).ops;
-    expect(ops.map((o) => `${o.verb} ${o.object.kind} ${'name' in o.object ? o.object.name : 'chain' in o.object ? o.object.chain : ''}`)).toEqual([
+    // N went from 1 to 2: the one dnat rule changes (its numgen modulus), the rest is elements.
+    expect(opNames(ops)).toEqual([
       'flush chain service-OXIM3RN4-default/s7/tcp/http',
-      'add chain endpoint-II5R2NBG-default/s7/tcp/http__10.244.9.9/8080',
       'add rule service-OXIM3RN4-default/s7/tcp/http',
       'add rule service-OXIM3RN4-default/s7/tcp/http',
-      'add rule service-OXIM3RN4-default/s7/tcp/http',
-      'add rule endpoint-II5R2NBG-default/s7/tcp/http__10.244.9.9/8080',
-      'add rule endpoint-II5R2NBG-default/s7/tcp/http__10.244.9.9/8080',
+      'add element endpoints-OXIM3RN4-default/s7/tcp/http 1',
+      'add element hairpin-endpoints 10.244.9.9 . 10.244.9.9',
     ]);
+  });
+
+  it('one endpoint replaced by another (same count): map elements only, no rule, so no table re-validation', () => {
+    const cfg = config({ families: { IPv4: V4 } });
+    const ports = many();
+    const a = renderRuleset(ports, cfg);
+    const changed = ports.map((p, i) => (i === 7 ? sp({ serviceName: 's7', clusterIP: '10.96.1.7', endpoints: [ep('10.244.9.9')] }) : p));
+    const b = renderRuleset(changed, cfg, a);
+    const ops = diffRulesets(a, b, { now: 1 }).ops;
+    expect(opNames(ops)).toEqual([
+      'delete element endpoints-OXIM3RN4-default/s7/tcp/http 0',
+      'delete element hairpin-endpoints 10.244.0.8 . 10.244.0.8',
+      'add element endpoints-OXIM3RN4-default/s7/tcp/http 0',
+      'add element hairpin-endpoints 10.244.9.9 . 10.244.9.9',
+    ]);
+    expect(ops.find((o) => o.verb === 'add' && o.object.kind === 'element' && o.object.set.startsWith('endpoints-'))!.object).toMatchObject({ value: ['10.244.9.9', '8080'] });
+  });
+
+  it('an endpoint shared by two services stays in hairpin-endpoints until neither uses it', () => {
+    const cfg = config({ families: { IPv4: V4 } });
+    const x = sp({ serviceName: 'x', clusterIP: '10.96.2.1', endpoints: [ep('10.244.5.5')] });
+    const y = sp({ serviceName: 'y', clusterIP: '10.96.2.2', endpoints: [ep('10.244.5.5')] });
+    const k = new FakeKernel();
+    const a = renderRuleset([x, y], cfg);
+    k.commitSync(planFullSync(a, 'replace').ops);
+    const hairpin = () => k.listSync('ip', 'kube-nft-proxy')!.elements.filter((e) => e.set === 'hairpin-endpoints').map((e) => e.key.join(' . '));
+    expect(hairpin()).toEqual(['10.244.5.5 . 10.244.5.5']);
+    const b = renderRuleset([y], cfg, a);
+    const p1 = diffRulesets(a, b, { now: 1 });
+    expect(opNames(p1.ops)).not.toContain('delete element hairpin-endpoints 10.244.5.5 . 10.244.5.5');
+    k.commitSync(p1.ops);
+    expect(hairpin()).toEqual(['10.244.5.5 . 10.244.5.5']);
+    const c = renderRuleset([], cfg, b);
+    k.commitSync(diffRulesets(b, c, { now: 2 }, p1.next.staleChains).ops);
+    expect(hairpin()).toEqual([]);
   });
 });
 
@@ -175,15 +215,17 @@ describe('stale chains and failed commits', () => {
     const p1 = diffRulesets(a, b, { now: 1000 }, EMPTY_SYNC_STATE.staleChains);
     k.commitSync(p1.ops);
     expect(p1.ops.filter((o) => o.verb === 'delete' && o.object.kind === 'chain')).toEqual([]);
-    expect(p1.next.staleChains.size).toBe(4);
+    // service- and external- (no endpoint chains: the endpoints are in a map, which goes at once).
+    expect(p1.next.staleChains.size).toBe(2);
     const chainsAfterFlush = k.listSync('ip', 'kube-nft-proxy')!.chains.filter((c) => c.name.includes('/'));
-    expect(chainsAfterFlush).toHaveLength(4);
+    expect(chainsAfterFlush).toHaveLength(2);
     expect(k.listSync('ip', 'kube-nft-proxy')!.rules.filter((r) => r.chain.includes('/'))).toEqual([]);
+    expect(k.listSync('ip', 'kube-nft-proxy')!.sets.filter((c) => c.name.includes('/'))).toEqual([]);
 
     const early = diffRulesets(b, b, { now: 1999 }, p1.next.staleChains);
     expect(early.ops).toEqual([]);
     const late = diffRulesets(b, b, { now: 2000 }, p1.next.staleChains);
-    expect(late.ops.map((o) => `${o.verb} ${o.object.kind}`)).toEqual(Array(4).fill('delete chain'));
+    expect(late.ops.map((o) => `${o.verb} ${o.object.kind}`)).toEqual(Array(2).fill('delete chain'));
     k.commitSync(late.ops);
     expect(late.next.staleChains.size).toBe(0);
     expect(listing(k)).toEqual(listing(freshKernel(b)));

@@ -93,6 +93,17 @@ export const GOLDENS: Golden[] = [
         cluster: sel(local('fd00:244::5', 6443)),
         external: sel(ep('fd00:244:0:1::7', 6443), local('fd00:244::5', 6443)),
       }),
+      // IPv6 without affinity: DNAT through the endpoints map (address . port over five registers).
+      sp({
+        family: 'IPv6',
+        namespace: 'kube-system',
+        serviceName: 'dns',
+        protocol: 'UDP',
+        portName: 'dns',
+        port: 53,
+        clusterIP: 'fd00:96::a',
+        endpoints: [ep('fd00:244::5', 53), ep('fd00:244:0:1::7', 53)],
+      }),
     ],
   },
 ];

@@ -105,16 +105,27 @@ describe('ruleset features', () => {
       ],
     },
     {
-      name: 'one endpoint: an unconditional goto, no numgen',
+      name: 'one endpoint: DNAT through a one-element map, no endpoint chain',
       ports: [sp({ endpoints: [ep('10.244.1.5')] })],
-      present: ['goto endpoint-CIV2HNCT-default/web/tcp/http__10.244.1.5/8080', 'meta l4proto tcp dnat to 10.244.1.5:8080', 'ip saddr 10.244.1.5 jump mark-for-masquerade'],
-      absent: ['numgen'],
+      present: [
+        `meta l4proto tcp dnat ip addr . port to numgen random mod 1 map @endpoints-${SVC}`,
+        'elements = { 0 : 10.244.1.5 . 8080 }',
+        'elements = { 10.244.1.5 . 10.244.1.5 }',
+        'ct status dnat ip saddr . ip daddr @hairpin-endpoints jump mark-for-masquerade',
+      ],
+      absent: ['chain endpoint-', 'goto endpoint-', 'ip saddr 10.244.1.5 jump mark-for-masquerade'],
     },
     {
       name: 'endpoints are deduplicated and ordered whatever order the model gives',
       ports: [sp({ endpoints: [ep('10.244.2.6'), ep('10.244.1.5'), ep('10.244.2.6')] })],
-      present: ['numgen random mod 2 0 goto endpoint-CIV2HNCT-default/web/tcp/http__10.244.1.5/8080', 'goto endpoint-7HFBTXJW-default/web/tcp/http__10.244.2.6/8080'],
-      absent: ['numgen random mod 3'],
+      present: [`meta l4proto tcp dnat ip addr . port to numgen random mod 2 map @endpoints-${SVC}`, 'elements = { 0 : 10.244.1.5 . 8080,', '1 : 10.244.2.6 . 8080 }'],
+      absent: ['numgen random mod 3', '2 : 10.244.2.6 . 8080'],
+    },
+    {
+      name: 'affinity keeps per-endpoint chains, with their own hairpin rule, and no endpoints map',
+      ports: [sp({ sessionAffinityTimeout: 60, endpoints: [ep('10.244.2.6'), ep('10.244.1.5')] })],
+      present: ['numgen random mod 2 0 goto endpoint-CIV2HNCT-default/web/tcp/http__10.244.1.5/8080', 'goto endpoint-7HFBTXJW-default/web/tcp/http__10.244.2.6/8080', 'ip saddr 10.244.1.5 jump mark-for-masquerade'],
+      absent: ['map endpoints-', 'dnat ip addr . port'],
     },
     {
       name: 'iTP Local with a local endpoint: the ClusterIP goes to the local chain, which masquerades off-cluster sources',
@@ -137,7 +148,10 @@ describe('ruleset features', () => {
       present: [
         `fib saddr type local goto service-${SVC} comment "short-circuit local traffic"`,
         `goto local-${SVC}`,
-        'numgen random mod 2 0 goto endpoint-CIV2HNCT-default/web/tcp/http__10.244.1.5/8080',
+        `meta l4proto tcp dnat ip addr . port to numgen random mod 2 map @endpoints-${SVC}`,
+        `meta l4proto tcp dnat ip addr . port to numgen random mod 1 map @local-endpoints-${SVC}`,
+        'elements = { 0 : 10.244.1.5 . 8080,',
+        'elements = { 0 : 10.244.2.6 . 8080 }',
       ],
     },
     {
