@@ -131,6 +131,10 @@ export async function createCluster(podNames: string[], backendPorts: number[] =
       const hostSide = `veth${i}`;
       sh(node, ['link', 'add', hostSide, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns.name]);
       sh(node, ['link', 'set', hostSide, 'master', 'cbr0']);
+      // As kubelet's hairpin-veth mode does: with br_netfilter loaded (it is on
+      // these hosts) a pod's packet to a service is DNATed at the bridge and,
+      // when the endpoint is the pod itself, must go back out of the port it came in by.
+      sh(node, ['link', 'set', hostSide, 'type', 'bridge_slave', 'hairpin', 'on']);
       sh(node, ['link', 'set', hostSide, 'up']);
       sh(ns, ['addr', 'add', `${ipv4}/24`, 'dev', 'eth0']);
       sh(ns, ['addr', 'add', `${ipv6}/64`, 'dev', 'eth0', 'nodad']);
