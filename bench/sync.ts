@@ -216,9 +216,11 @@ async function changeLatency(api: FakeApiServer, agent: AgentChild, ns: NetNs, n
     const from = agent.records.length;
     const writtenAt = Date.now();
     last = { i, ip: moveEndpoint(api, moved, i, s % 10) };
-    // The sync that carries it: a stale-chain follow-up due at the same moment may carry it too,
-    // so match on content (a moved endpoint rewrites the service chain: > 10 operations).
-    const { record, index } = await agent.waitFor(from, (r) => isSync(r) && (r.ops as number) > 10 && r.time >= writtenAt, 30_000, 'change sync');
+    // The sync that carries it, matched on content: a moved endpoint is at least
+    // four operations (its map element and its hairpin element, each deleted and
+    // added; with per-endpoint chains, a chain rewrite of > 10). A stale-chain follow-up (1 or 2 chain deletions, per-endpoint
+    // chains only) due at the same moment may carry it too.
+    const { record, index } = await agent.waitFor(from, (r) => isSync(r) && (r.ops as number) > 2 && r.time >= writtenAt, 30_000, 'change sync');
     // The runner may start a sync min-sync-period after the previous one started, not before.
     let prevStart = Number.NEGATIVE_INFINITY;
     for (let k = index - 1; k >= 0; k--) {
@@ -231,10 +233,14 @@ async function changeLatency(api: FakeApiServer, agent: AgentChild, ns: NetNs, n
     const allowedAt = Math.max(writtenAt, prevStart + MIN_SYNC_MS);
     samples.push({ kind: busy ? 'busy' : 'idle', latencyMs: record.time - writtenAt, excessMs: record.time - allowedAt, syncMs: record.durationMs as number, ops: record.ops as number });
   }
-  // The last change is in the kernel: its service chain sends traffic to the moved pod.
-  const chain = `service-${servicePortNameBase(servicePortName(last.i))}`;
-  const listing = ns.exec('nft', ['list', 'chain', 'ip', 'kube-nft-proxy', chain], { timeoutMs: 120_000 });
-  if (!listing.includes(`__${last.ip}/8080`)) throw new Error(`kernel does not route ${sliceKey(last.i)} to ${last.ip}:\n${listing}`);
+  // The last change is in the kernel: its service chain sends traffic to the moved
+  // pod, through an endpoint chain or through the service's endpoints map.
+  const base = servicePortNameBase(servicePortName(last.i));
+  const listing = ns.exec('nft', ['list', 'chain', 'ip', 'kube-nft-proxy', `service-${base}`], { timeoutMs: 120_000 });
+  const routed = listing.includes(`map @endpoints-${base}`)
+    ? ns.exec('nft', ['list', 'map', 'ip', 'kube-nft-proxy', `endpoints-${base}`], { timeoutMs: 120_000 }).includes(`${last.ip} . 8080`)
+    : listing.includes(`__${last.ip}/8080`);
+  if (!routed) throw new Error(`kernel does not route ${sliceKey(last.i)} to ${last.ip}:\n${listing}`);
   return samples;
 }
 
