@@ -14,6 +14,7 @@ import type { Endpoint, EndpointSelection, ServicePort } from '../model/service-
 import { type Element, objectKey, type Table } from '../nft/objects.ts';
 import type { RulesetConfig } from './config.ts';
 import type { Fragment } from './fragment.ts';
+import { OverlayMap } from './overlay-map.ts';
 import { type RenderContext, RenderedServicePort } from './rendered-service-port.ts';
 import { renderServicePort, ServicePortRenderError } from './service-rules.ts';
 import { renderSkeleton } from './skeleton.ts';
@@ -55,10 +56,15 @@ const rank = (owner: string): string => (owner.startsWith('skeleton:') ? `\0${ow
 
 /** Element claims, copied from the previous ruleset and patched for what changed. */
 class Claims {
-  readonly elements: Map<string, ElementClaim>;
+  readonly elements: OverlayMap<string, ElementClaim>;
   readonly contested: Map<string, readonly ElementClaim[]>;
   constructor(from?: Ruleset) {
-    this.elements = new Map(from?.elements);
+    const prev = from?.elements;
+    if (prev instanceof OverlayMap) this.elements = new OverlayMap(prev);
+    else {
+      this.elements = new OverlayMap();
+      for (const [k, c] of prev ?? []) this.elements.set(k, c);
+    }
     this.contested = new Map(from?.contested);
   }
 

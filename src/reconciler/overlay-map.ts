@@ -1,0 +1,105 @@
+// A map derived from the previous sync's map by a few changes, without copying
+// it: a shared base that nobody mutates, and an overlay of what changed since.
+//
+// The ruleset's element claims number ~220k at 10k services x 10 endpoints
+// (every endpoint is a map element and a hairpin element). Copying them for
+// every incremental render cost ~100 ms; deriving costs the size of the overlay,
+// which is folded into a new base only once it has grown to an eighth of it.
+// The previous ruleset must stay intact (a failed commit keeps it as the applied
+// one), which is why the base is shared and never written.
+
+const GONE: unique symbol = Symbol('gone');
+
+export class OverlayMap<K, V> implements ReadonlyMap<K, V> {
+  readonly #base: ReadonlyMap<K, V>;
+  readonly #over: Map<K, V | typeof GONE>;
+  #size: number;
+  #sealed = false;
+
+  /** An empty map, or one holding what `from` holds (which is sealed: it must not change any more). */
+  constructor(from?: OverlayMap<K, V>) {
+    if (!from) {
+      this.#base = new Map();
+      this.#over = new Map();
+      this.#size = 0;
+      return;
+    }
+    from.#sealed = true;
+    this.#size = from.#size;
+    if (from.#base.size === 0 && from.#size === from.#over.size) {
+      // Built from nothing (a full render): its overlay holds no deletions and becomes the shared base.
+      this.#base = from.#over as Map<K, V>;
+      this.#over = new Map();
+    } else if (from.#over.size > Math.max(1024, from.#base.size >> 3)) {
+      this.#base = from.#flatten();
+      this.#over = new Map();
+    } else {
+      this.#base = from.#base;
+      this.#over = new Map(from.#over);
+    }
+  }
+
+  get size(): number {
+    return this.#size;
+  }
+
+  get(key: K): V | undefined {
+    const v = this.#over.get(key);
+    if (v === GONE) return undefined;
+    return v !== undefined ? v : this.#base.get(key);
+  }
+
+  has(key: K): boolean {
+    return this.get(key) !== undefined;
+  }
+
+  /** Values must not be undefined (a missing key reads as undefined). */
+  set(key: K, value: V): this {
+    if (this.#sealed) throw new Error('OverlayMap: a map others derive from cannot change');
+    if (!this.has(key)) this.#size++;
+    this.#over.set(key, value);
+    return this;
+  }
+
+  delete(key: K): boolean {
+    if (this.#sealed) throw new Error('OverlayMap: a map others derive from cannot change');
+    if (!this.has(key)) return false;
+    if (this.#base.has(key)) this.#over.set(key, GONE);
+    else this.#over.delete(key);
+    this.#size--;
+    return true;
+  }
+
+  #flatten(): Map<K, V> {
+    const out = new Map(this.#base);
+    for (const [k, v] of this.#over) {
+      if (v === GONE) out.delete(k);
+      else out.set(k, v);
+    }
+    return out;
+  }
+
+  #current(): ReadonlyMap<K, V> {
+    return this.#over.size === 0 ? this.#base : this.#flatten();
+  }
+
+  entries(): MapIterator<[K, V]> {
+    return this.#current().entries();
+  }
+
+  keys(): MapIterator<K> {
+    return this.#current().keys();
+  }
+
+  values(): MapIterator<V> {
+    return this.#current().values();
+  }
+
+  [Symbol.iterator](): MapIterator<[K, V]> {
+    return this.entries();
+  }
+
+  forEach(fn: (value: V, key: K, map: ReadonlyMap<K, V>) => void): void {
+    for (const [k, v] of this.#current()) fn(v, k, this);
+  }
+}
