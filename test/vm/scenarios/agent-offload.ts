@@ -19,7 +19,7 @@ import { NetlinkDataplane } from '../../../src/nft/netlink-dataplane.ts';
 import { DEFAULT_TABLE_NAME } from '../../../src/reconciler/config.ts';
 import { FLOWTABLE } from '../../../src/reconciler/names.ts';
 import { metricValue, startAgentChild, SYNC_FAILED, SYNCED, writeManifests, type AgentChild, type LogEntry } from './agent-child.ts';
-import { createRouterTopology } from './topology.ts';
+import { createRouterTopology, type RouterTopology } from './topology.ts';
 import { conntrackTcp, pollFor, startLongFlow, startShortFlow, startSink, type ConntrackEntry } from './traffic.ts';
 
 const CLUSTER_IP = '198.51.100.10';
@@ -37,10 +37,8 @@ function step(what: string): void {
   }
 }
 const topo = createRouterTopology();
-const topoOff = createRouterTopology();
 const dp = new NetlinkDataplane({ netns: topo.router.path });
-const dpOff = new NetlinkDataplane({ netns: topoOff.router.path });
-const sinks = [startSink(topo.server, LONG_PORT), startSink(topo.server, SHORT_PORT), startSink(topoOff.server, LONG_PORT)];
+const sinks = [startSink(topo.server, LONG_PORT), startSink(topo.server, SHORT_PORT)];
 const manifests = writeManifests('node-a', '192.0.2.1', [{ name: 'bulk', clusterIP: CLUSTER_IP, ports: [LONG_PORT, SHORT_PORT], endpointIP: topo.serverIp }]);
 const agentArgs = (threshold: number, router: string) => [
   `--manifests=${manifests}`,
@@ -88,18 +86,21 @@ function agentSince(agent: AgentChild, from: number) {
 }
 
 /** Runs a change to the router's links and waits until the kernel's flowtable satisfies pred. */
-async function linkStep(agent: AgentChild, change: () => void, pred: (d: Devices) => boolean, timeoutMs = 15_000) {
+async function linkStep(agent: AgentChild, change: () => void, pred: (d: Devices) => boolean, opts: { timeoutMs?: number; syncWaitMs?: number } = {}) {
   const from = agent.entries().length;
   const started = Date.now();
   change();
-  const after = await pollFor(devices, pred, timeoutMs, 50);
+  const after = await pollFor(devices, pred, opts.timeoutMs ?? 15_000, 50);
   const ms = Date.now() - started;
-  // A sync that is still running when the kernel already shows the change logs a little later.
-  await agent.waitFor((e) => e.msg === SYNCED || e.msg === SYNC_FAILED, 5_000, from).catch(() => undefined);
+  // A sync that is still running when the kernel already shows the change logs a little
+  // later; where no sync is expected, this is the window in which one would show.
+  await agent.waitFor((e) => e.msg === SYNCED || e.msg === SYNC_FAILED, opts.syncWaitMs ?? 5_000, from).catch(() => undefined);
   return { ms, devices: after, ...agentSince(agent, from) };
 }
 
 const agents: AgentChild[] = [];
+let topoOff: RouterTopology | undefined;
+let dpOff: NetlinkDataplane | undefined;
 const problems = (agent: AgentChild): LogEntry[] => agent.entries().filter((e) => e.level >= 50 || e.msg === SYNC_FAILED);
 
 try {
@@ -107,10 +108,15 @@ try {
   step('topology ready; starting the agent');
   const on = startAgentChild(agentArgs(THRESHOLD, topo.router.name));
   agents.push(on);
+  const agentSpawnedAt = Date.now();
+  // The second router is built while the first agent starts.
+  topoOff = createRouterTopology();
+  dpOff = new NetlinkDataplane({ netns: topoOff.router.path });
+  sinks.push(startSink(topoOff.server, LONG_PORT));
   const off = startAgentChild(agentArgs(0, topoOff.router.name));
   agents.push(off);
-  const agentStartedMs = Date.now() - t0;
-  const firstSync = await on.waitFor((e) => e.msg === SYNCED, 240_000);
+  await on.waitFor((e) => e.msg === SYNCED, 240_000);
+  const agentReadyMs = Date.now() - agentSpawnedAt;
   step('first sync');
   const probeLog = on.entries().find((e) => e.capability === 'flowtable') ?? null;
   // The flowtable holds the router's interfaces once the LinkMonitor's first dump has been programmed.
@@ -139,6 +145,8 @@ try {
       topo.router.exec('ip', ['link', 'set', topo.routerServerIf, 'up']);
     },
     (d) => has(d, topo.routerServerIf),
+    // Ten times the device settle time.
+    { syncWaitMs: 2_500 },
   );
   const longAfterFlap = await pollFor(() => entryOf(long.port), (e) => !!e?.offloaded, 20_000);
   step('flap done');
@@ -178,6 +186,7 @@ try {
   // ---- phase "off": the agent with threshold 0 on the second router ----
   const offFirstSync = await off.waitFor((e) => e.msg === SYNCED, 240_000);
   const metricsOff = await off.metrics();
+  if (!topoOff || !dpOff) throw new Error('unreachable: the second router was built above');
   const offRuleset = topoOff.router.exec('nft', ['list', 'ruleset']);
   const offListing = await dpOff.list('ip', DEFAULT_TABLE_NAME);
   step('off: first sync');
@@ -198,8 +207,7 @@ try {
 
   console.log(
     JSON.stringify({
-      agentStartedMs,
-      firstSyncAfterMs: firstSync.time - (on.entries()[0]?.time ?? firstSync.time),
+      agentReadyMs,
       probeLog,
       initialDevices,
       offloadEnabledMetric: metricValue(metricsOn, 'kube_nft_proxy_flowtable_offload_enabled') ?? null,
@@ -238,5 +246,5 @@ try {
   for (const a of agents) a.child.kill('SIGKILL');
   for (const s of sinks) s.kill('SIGKILL');
   topo.destroy();
-  topoOff.destroy();
+  topoOff?.destroy();
 }
