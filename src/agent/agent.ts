@@ -7,7 +7,7 @@ import { merge, Subject, Subscription, type SchedulerLike } from 'rxjs';
 import type { AgentOptions } from '../cli/flags.ts';
 import { parseFeatureGates, type FeatureGates } from '../config/feature-gates.ts';
 import type { NodeInfo } from '../k8s/types.ts';
-import { flowtableDevices, type FlowtableDeviceFilter } from '../links/flowtable-devices.ts';
+import type { FlowtableDeviceFilter } from '../links/flowtable-devices.ts';
 import { LinkMonitor } from '../links/link-monitor.ts';
 import { ServiceChangeTracker } from '../model/change-tracker.ts';
 import { probeFlowtables } from '../nft/capabilities.ts';
@@ -19,6 +19,7 @@ import { ProxyMetrics } from '../observability/metrics.ts';
 import { Reconciler } from '../reconciler/reconciler.ts';
 import { syncRunner, type SyncResult } from '../reconciler/sync-runner.ts';
 import { createClusterStreams, type ClusterStreams, type ClusterStreamsOptions } from '../streams/cluster-streams.ts';
+import { DEFAULT_DEVICE_MAX_WAIT_MS, DEFAULT_DEVICE_SETTLE_MS, followFlowtableDevices } from './flowtable-device-follower.ts';
 import { rulesetConfigFor, type LocalAddress, type OffloadState } from './ruleset-config.ts';
 
 /**
@@ -95,6 +96,10 @@ async function decideOffload(options: AgentOptions, gates: FeatureGates, datapla
     );
     return { wanted: true, supported: false, devices: [], reason: answer.reason };
   }
+  logger.info(
+    { capability: 'flowtable', status: answer.status, reason: answer.reason, offloadPacketThreshold: options.offloadPacketThreshold },
+    'flowtable acceleration (KEP-4963) is on: Service connections are offloaded after the packet threshold',
+  );
   return { wanted: true, supported: true, devices: [], reason: answer.reason };
 }
 
@@ -169,23 +174,30 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   let monitor: LinkMonitor | undefined;
   if (offload.wanted && offload.supported) {
     monitor = deps.linkMonitor ? deps.linkMonitor() : new LinkMonitor({ netns: netnsPath(options.netns) });
-    const filter = interfaceFilter(options);
+    const follower = followFlowtableDevices(monitor.links$, {
+      filter: interfaceFilter(options),
+      maxDevices: MAX_FLOWTABLE_DEVICES,
+      settleMs: DEFAULT_DEVICE_SETTLE_MS,
+      maxWaitMs: DEFAULT_DEVICE_MAX_WAIT_MS,
+      scheduler: deps.scheduler,
+    });
     subs.add(
-      monitor.links$.subscribe((links) => {
-        let devices = flowtableDevices(links, filter);
-        if (devices.length > MAX_FLOWTABLE_DEVICES) {
-          logger.warn(
-            { interfaces: devices.length, limit: MAX_FLOWTABLE_DEVICES },
-            'more interfaces than a flowtable takes on older kernels (EFBIG at 256); offloading through the first ones only (narrow the set with --offload-interfaces)',
-          );
-          devices = devices.slice(0, MAX_FLOWTABLE_DEVICES);
-        }
-        if (devices.join('\0') === offload.devices.join('\0')) return;
-        logger.info({ devices }, 'flowtable devices follow the node interfaces');
-        offload.devices = devices;
-        metrics.offloadDevices.set(devices.length);
-        reconciler.setConfig(configNow());
-        markChanged();
+      follower.subscribe({
+        next: ({ devices, matched }) => {
+          if (matched > MAX_FLOWTABLE_DEVICES) {
+            logger.warn(
+              { interfaces: matched, limit: MAX_FLOWTABLE_DEVICES },
+              'more interfaces than a flowtable takes on older kernels (EFBIG at 256); offloading through the first ones only (narrow the set with --offload-interfaces)',
+            );
+          }
+          logger.info({ devices }, 'flowtable devices follow the node interfaces');
+          offload.devices = devices;
+          metrics.offloadDevices.set(devices.length);
+          reconciler.setConfig(configNow());
+          markChanged();
+        },
+        // The devices stay as last decided: they no longer follow the node's interfaces.
+        error: (err: unknown) => logger.error({ err }, 'link monitor failed: flowtable devices no longer follow the node interfaces'),
       }),
     );
     monitor.start();
@@ -238,6 +250,9 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   if (deps.serveHttp ?? true) {
     servers.push(await startObservabilityServer(options.healthzBindAddress, { health }));
     servers.push(await startObservabilityServer(options.metricsBindAddress, { metrics }));
+    // With port 0 (tests, several agents on one host) the log is the only place the real port shows.
+    const [healthz, metricsAddr] = servers.map((s) => (s.address.family === 'IPv6' ? `[${s.address.address}]:${s.address.port}` : `${s.address.address}:${s.address.port}`));
+    logger.info({ healthz, metrics: metricsAddr }, 'serving /healthz and /metrics');
   }
 
   return {
