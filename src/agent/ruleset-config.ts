@@ -66,5 +66,6 @@ export function rulesetConfigFor(options: AgentOptions, node: NodeInfo | undefin
     offloadPacketThreshold: offload.wanted ? options.offloadPacketThreshold : 0,
     flowtableSupported: offload.supported,
     flowtableDevices: offload.devices,
+    endpointShape: options.endpointShape,
   });
 }

@@ -3,6 +3,7 @@
 
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
+import type { EndpointShape } from '../reconciler/config.ts';
 import { parseDuration } from './duration.ts';
 
 export interface AgentOptions {
@@ -32,6 +33,8 @@ export interface AgentOptions {
   offloadExcludeInterfaces: string[];
   metricsBindAddress: string;
   healthzBindAddress: string;
+  /** How service ports without session affinity reach their endpoints (src/reconciler/config.ts). */
+  endpointShape: EndpointShape;
 }
 
 export type Command = { command: 'run'; options: AgentOptions } | { command: 'cleanup'; options: AgentOptions } | { command: 'help' } | { command: 'version' };
@@ -68,6 +71,8 @@ Flags (kube-proxy compatible where the name matches):
   --offload-packet-threshold N      offload Service connections after N packets (default 20; 0 disables)
   --offload-interfaces NAME[,NAME]  interfaces the flowtable may use (default: all but loopback)
   --offload-exclude-interfaces NAME[,NAME]
+  --endpoint-shape chains|map       ports without affinity DNAT via endpoint chains (default) or one endpoints
+                                    map each: map makes endpoint changes ~5x faster, cold syncs ~2x slower
   --metrics-bind-address ADDR:PORT  (default 127.0.0.1:10249)
   --healthz-bind-address ADDR:PORT  (default 0.0.0.0:10256)
   --netns NAME|PATH                 program another network namespace
@@ -142,6 +147,7 @@ export function parseCommandLine(argv: readonly string[]): Command {
         'offload-packet-threshold': { type: 'string' },
         'offload-interfaces': { type: 'string' },
         'offload-exclude-interfaces': { type: 'string' },
+        'endpoint-shape': { type: 'string' },
         'metrics-bind-address': { type: 'string' },
         'healthz-bind-address': { type: 'string' },
         netns: { type: 'string' },
@@ -176,6 +182,10 @@ export function parseCommandLine(argv: readonly string[]): Command {
   if (!/^\d+$/.test(thresholdText) || offloadPacketThreshold > 0xffffffff) {
     throw new FlagError(`--offload-packet-threshold: ${JSON.stringify(thresholdText)} is not a whole number of packets (0 disables offload)`);
   }
+  const endpointShape = (v['endpoint-shape'] ?? 'chains') as EndpointShape;
+  if (endpointShape !== 'chains' && endpointShape !== 'map') {
+    throw new FlagError(`--endpoint-shape: ${JSON.stringify(endpointShape)} is not chains or map`);
+  }
   const nodePortAddresses = v['nodeport-addresses'] === 'primary' || v['nodeport-addresses'] === undefined ? ['primary'] : cidrs('nodeport-addresses', v['nodeport-addresses']);
   const minSyncPeriodMs = duration('min-sync-period', v['min-sync-period'], 1000);
   const syncPeriodMs = duration('sync-period', v['sync-period'], 3_600_000);
@@ -205,6 +215,7 @@ export function parseCommandLine(argv: readonly string[]): Command {
     offloadExcludeInterfaces: list(v['offload-exclude-interfaces']),
     metricsBindAddress: bindAddress('metrics-bind-address', v['metrics-bind-address'] ?? '127.0.0.1:10249'),
     healthzBindAddress: bindAddress('healthz-bind-address', v['healthz-bind-address'] ?? '0.0.0.0:10256'),
+    endpointShape,
     netns: v.netns,
     dryRun: v['dry-run'] ?? false,
     logLevel,

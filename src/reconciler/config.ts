@@ -32,6 +32,20 @@ export interface FamilyConfig {
   serviceCIDRs: string[];
 }
 
+/**
+ * How a service port without session affinity reaches its endpoints:
+ * - 'chains': a `numgen` cascade of per-endpoint chains, each with its own
+ *   hairpin rule (kube-proxy's shape);
+ * - 'map': one DNAT through a named map of the port's endpoints, hairpin through
+ *   the shared `hairpin-endpoints` set. An endpoint change is element updates
+ *   only (no table re-validation: ~5x faster at 10k services), but the kernel's
+ *   cost of creating a named set grows with the sets already in the table, so a
+ *   cold sync of many services is slower (quadratic).
+ * Ports with session affinity always use per-endpoint chains.
+ */
+export type EndpointShape = 'chains' | 'map';
+export const ENDPOINT_SHAPES: readonly EndpointShape[] = ['chains', 'map'];
+
 export interface RulesetConfig {
   /** Our table's name in each family; never anyone else's table. */
   tableName: string;
@@ -47,6 +61,8 @@ export interface RulesetConfig {
   flowtableSupported: boolean;
   /** Interfaces the flowtable attaches to (kept true to the node's links by the agent). */
   flowtableDevices: string[];
+  /** How service ports without session affinity reach their endpoints (see EndpointShape). */
+  endpointShape: EndpointShape;
 }
 
 export const DEFAULT_TABLE_NAME = 'kube-nft-proxy';
@@ -60,6 +76,7 @@ export function defaultRulesetConfig(overrides: Partial<RulesetConfig> = {}): Ru
     offloadPacketThreshold: 0,
     flowtableSupported: false,
     flowtableDevices: [],
+    endpointShape: 'chains',
     ...overrides,
   };
 }
@@ -84,6 +101,9 @@ export function validateRulesetConfig(c: RulesetConfig): RulesetConfig {
   }
   if (!Number.isInteger(c.offloadPacketThreshold) || c.offloadPacketThreshold < 0) {
     throw new RulesetConfigError('offloadPacketThreshold', `must be a whole number, got ${c.offloadPacketThreshold}`);
+  }
+  if (!ENDPOINT_SHAPES.includes(c.endpointShape)) {
+    throw new RulesetConfigError('endpointShape', `must be one of ${ENDPOINT_SHAPES.join(', ')}, got ${JSON.stringify(c.endpointShape)}`);
   }
   const families: Partial<Record<IPFamily, FamilyConfig>> = {};
   for (const family of ['IPv4', 'IPv6'] as const) {

@@ -6,11 +6,18 @@
 // - `external-H-...`: entry for NodePort, externalIP and LB IP traffic
 //   (masquerading, and with eTP Local the short-circuits of pod and host traffic);
 // - `firewall-H-...`: loadBalancerSourceRanges;
-// - with session affinity, `endpoint-H-ns/svc/proto/port__ip/port`: hairpin
-//   masquerade, affinity, DNAT.
+// - `endpoint-H-ns/svc/proto/port__ip/port`: hairpin masquerade, affinity,
+//   DNAT (not for ports without affinity in the 'map' endpoint shape).
 //
-// Without session affinity there are no per-endpoint chains: a policy chain
-// DNATs through a named map of its endpoints,
+// Endpoint shape 'chains' (the default, kube-proxy's): load is spread without
+// anonymous verdict maps (each one makes the kernel's commit walk the whole
+// transaction — quadratic at scale): a cascade of
+// `numgen random mod (N-i) == 0 goto endpoint_i` rules, the last one
+// unconditional. Rule i fires with probability 1/(N-i) among the traffic that
+// reached it, so every endpoint gets 1/N.
+//
+// Endpoint shape 'map', for ports without session affinity: no per-endpoint
+// chains; a policy chain DNATs through a named map of its endpoints,
 // `dnat ip addr . port to numgen random mod N map @endpoints-H-...`, whose
 // elements `i : ip . port` are the endpoints. An endpoint change that keeps N
 // touches only map elements: no rule is added, so the kernel does not
@@ -18,13 +25,9 @@
 // makes it walk every chain: ~200 ms at 10k services). Hairpin traffic (an
 // endpoint reaching itself through the service) is masqueraded by one skeleton
 // rule that looks `saddr . daddr` up in `hairpin-endpoints`, to which each port
-// adds `ep . ep` for its endpoints.
-//
-// With session affinity, load is spread without anonymous verdict maps (each
-// one makes the kernel's commit walk the whole transaction — quadratic at
-// scale): a cascade of `numgen random mod (N-i) == 0 goto endpoint_i` rules,
-// the last one unconditional. Rule i fires with probability 1/(N-i) among the
-// traffic that reached it, so every endpoint gets 1/N.
+// adds `ep . ep` for its endpoints. Not the default: creating a named set costs
+// the kernel more the more sets the table holds, so a cold sync of 10k
+// services takes 12.8 s instead of 5.6 s. Ports with affinity keep the chains.
 
 import type { IPFamily } from '../k8s/types.ts';
 import type { Endpoint, EndpointSelection, ServicePort } from '../model/service-port.ts';
@@ -182,7 +185,7 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
 
   /** A policy chain: optional masquerade rule, affinity lookups, then the cascade. */
   const policyChain = (name: string, mapName: string, eps: readonly Endpoint[], masquerade: Statement[] | undefined): void => {
-    if (affinity === undefined) {
+    if (affinity === undefined && config.endpointShape === 'map') {
       mapPolicyChain(name, mapName, eps, masquerade);
       return;
     }

@@ -105,13 +105,17 @@ export function renderSkeleton(family: IPFamily, fc: FamilyConfig, config: Rules
   // Hairpin: an endpoint that reached itself through a service (source and
   // DNATed destination are the same endpoint) must see the node as source, or
   // it would answer itself directly and the client would drop the reply.
-  // Service ports with session affinity mark such traffic in their endpoint chains.
-  b.set({ name: SET.hairpinEndpoints, keyType: [addr, addr], comment: 'endpoints whose traffic to themselves through a service is masqueraded' });
-  b.rule(CHAIN.masquerading, [
-    match({ kind: 'ct', key: 'status' }, 'dnat'),
-    lookup([saddr(family), daddr(family)], SET.hairpinEndpoints),
-    jump(CHAIN.markForMasquerade),
-  ]);
+  // Endpoint chains mark such traffic themselves; this set serves the ports
+  // that have none (endpoint shape 'map'), and exists only in that shape so
+  // that the 'chains' ruleset is kube-proxy's.
+  if (config.endpointShape === 'map') {
+    b.set({ name: SET.hairpinEndpoints, keyType: [addr, addr], comment: 'endpoints whose traffic to themselves through a service is masqueraded' });
+    b.rule(CHAIN.masquerading, [
+      match({ kind: 'ct', key: 'status' }, 'dnat'),
+      lookup([saddr(family), daddr(family)], SET.hairpinEndpoints),
+      jump(CHAIN.markForMasquerade),
+    ]);
+  }
   b.rule(CHAIN.masquerading, [{ kind: 'match', left: { kind: 'meta', key: 'mark' }, op: '==', right: '0x0', mask: mark }, ret]);
   b.rule(CHAIN.masquerading, [{ kind: 'mark-xor', value: mark }]);
   b.rule(CHAIN.masquerading, [{ kind: 'masquerade', fullyRandom: true }]);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseDuration } from '../../src/cli/duration.ts';
-import { FlagError, parseCommandLine } from '../../src/cli/flags.ts';
+import { FlagError, parseCommandLine, USAGE } from '../../src/cli/flags.ts';
 
 function run(argv: string[]) {
   const c = parseCommandLine(argv);
@@ -38,6 +38,7 @@ describe('parseCommandLine', () => {
       logLevel: 'info',
       metricsBindAddress: '127.0.0.1:10249',
       healthzBindAddress: '0.0.0.0:10256',
+      endpointShape: 'chains',
     });
   });
 
@@ -56,6 +57,7 @@ describe('parseCommandLine', () => {
       '--table=knp',
       '--offload-packet-threshold=0',
       '--offload-interfaces=eth0,eth1',
+      '--endpoint-shape', 'map',
       '--netns', 'node',
       '--dry-run',
       '--log-level=debug',
@@ -74,10 +76,16 @@ describe('parseCommandLine', () => {
       table: 'knp',
       offloadPacketThreshold: 0,
       offloadInterfaces: ['eth0', 'eth1'],
+      endpointShape: 'map',
       netns: 'node',
       dryRun: true,
       logLevel: 'debug',
     });
+  });
+
+  it('takes --endpoint-shape=chains and documents the trade-off in the usage text', () => {
+    expect(run(['--endpoint-shape=chains']).endpointShape).toBe('chains');
+    expect(USAGE).toMatch(/--endpoint-shape chains\|map .*\n.*endpoint changes .*faster, cold syncs .*slower/);
   });
 
   it('knows the cleanup subcommand', () => {
@@ -95,6 +103,8 @@ describe('parseCommandLine', () => {
     [['--log-level=loud'], /--log-level/],
     [['--offload-packet-threshold=-1'], /--offload-packet-threshold/],
     [['--offload-packet-threshold=ten'], /--offload-packet-threshold/],
+    [['--endpoint-shape=maps'], /--endpoint-shape: "maps" is not chains or map/],
+    [['--endpoint-shape='], /--endpoint-shape/],
     [['--no-such-flag'], /Unknown option/],
     [['--manifests=x', '--kubeconfig=y'], /exclusive/],
     [['--metrics-bind-address=nope'], /ADDRESS:PORT/],
