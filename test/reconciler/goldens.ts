@@ -1,6 +1,7 @@
 // The rulesets whose `nft` text is kept under test/reconciler/golden/ and was
 // reviewed line by line. Together they exercise every ServicePort feature
-// (checked by golden.test.ts).
+// (checked by golden.test.ts). Each is rendered in both endpoint shapes:
+// 'chains' (the default) as `NAME.nft`, 'map' as `NAME-map.nft`.
 
 import type { ServicePort } from '../../src/model/service-port.ts';
 import type { RulesetConfig } from '../../src/reconciler/config.ts';
@@ -12,7 +13,7 @@ export interface Golden {
   ports: ServicePort[];
 }
 
-export const GOLDENS: Golden[] = [
+const CHAINS: Golden[] = [
   {
     name: 'basic-ipv4',
     config: config({ families: { IPv4: V4 } }),
@@ -93,17 +94,27 @@ export const GOLDENS: Golden[] = [
         cluster: sel(local('fd00:244::5', 6443)),
         external: sel(ep('fd00:244:0:1::7', 6443), local('fd00:244::5', 6443)),
       }),
-      // IPv6 without affinity: DNAT through the endpoints map (address . port over five registers).
-      sp({
-        family: 'IPv6',
-        namespace: 'kube-system',
-        serviceName: 'dns',
-        protocol: 'UDP',
-        portName: 'dns',
-        port: 53,
-        clusterIP: 'fd00:96::a',
-        endpoints: [ep('fd00:244::5', 53), ep('fd00:244:0:1::7', 53)],
-      }),
     ],
   },
 ];
+
+// IPv6 without affinity: DNAT through the endpoints map (address . port over five registers).
+const IPV6_NO_AFFINITY = sp({
+  family: 'IPv6',
+  namespace: 'kube-system',
+  serviceName: 'dns',
+  protocol: 'UDP',
+  portName: 'dns',
+  port: 53,
+  clusterIP: 'fd00:96::a',
+  endpoints: [ep('fd00:244::5', 53), ep('fd00:244:0:1::7', 53)],
+});
+
+/** The same ServicePorts with endpoint shape 'map' (IPv6 without affinity added: the map's five-register data). */
+const MAP: Golden[] = CHAINS.map((g) => ({
+  name: `${g.name}-map`,
+  config: { ...g.config, endpointShape: 'map' },
+  ports: g.name === 'masquerade-all-ipv6' ? [...g.ports, IPV6_NO_AFFINITY] : g.ports,
+}));
+
+export const GOLDENS: Golden[] = [...CHAINS, ...MAP];
