@@ -5,7 +5,7 @@
 import fc from 'fast-check';
 import type { IPFamily, Protocol } from '../../src/k8s/types.ts';
 import type { Endpoint, EndpointSelection, ServicePort } from '../../src/model/service-port.ts';
-import type { RulesetConfig } from '../../src/reconciler/config.ts';
+import type { EndpointShape, RulesetConfig } from '../../src/reconciler/config.ts';
 import { config, sp, V4, V6 } from './fixtures.ts';
 
 const NAMES = ['a', 'b', 'c'] as const;
@@ -89,21 +89,25 @@ export const servicePortsArb: fc.Arbitrary<ServicePort[]> = fc
   .tuple(...UNIVERSE.map(([n, pn, pr, f]) => fc.option(portArb(n, pn, pr, f), { nil: undefined, freq: 3 })))
   .map((ports) => ports.filter((p): p is ServicePort => p !== undefined));
 
-export const configArb: fc.Arbitrary<RulesetConfig> = fc
-  .record({
-    nodePortAll: fc.boolean(),
-    devices: fc.subarray(['eth0', 'eth1', 'eth2'], { minLength: 1 }),
-    masqueradeAll: fc.boolean(),
-  })
-  .map(({ nodePortAll, devices, masqueradeAll }) =>
-    config({
-      families: { IPv4: nodePortAll ? { ...V4, nodePortAddresses: 'all' } : V4, IPv6: V6 },
-      masqueradeAll,
-      offloadPacketThreshold: 20,
-      flowtableSupported: true,
-      flowtableDevices: devices,
-    }),
-  );
+/** Random configs whose endpoint shape is one of `shapes`. */
+export const configArbFor = (shapes: readonly EndpointShape[]): fc.Arbitrary<RulesetConfig> =>
+  fc
+    .record({
+      endpointShape: fc.constantFrom(...shapes),
+      nodePortAll: fc.boolean(),
+      devices: fc.subarray(['eth0', 'eth1', 'eth2'], { minLength: 1 }),
+      masqueradeAll: fc.boolean(),
+    })
+    .map(({ endpointShape, nodePortAll, devices, masqueradeAll }) =>
+      config({
+        families: { IPv4: nodePortAll ? { ...V4, nodePortAddresses: 'all' } : V4, IPv6: V6 },
+        masqueradeAll,
+        offloadPacketThreshold: 20,
+        flowtableSupported: true,
+        flowtableDevices: devices,
+        endpointShape,
+      }),
+    );
 
 export interface ChurnStep {
   ports: ServicePort[];
@@ -113,13 +117,14 @@ export interface ChurnStep {
   config?: RulesetConfig;
 }
 
-export const churnArb: fc.Arbitrary<{ initial: RulesetConfig; steps: ChurnStep[] }> = fc.record({
-  initial: configArb,
+/** Churn whose configs (initial and changed) take their endpoint shape from `shapes`: with both, a step may switch shapes. */
+export const churnArbFor = (shapes: readonly EndpointShape[]): fc.Arbitrary<{ initial: RulesetConfig; steps: ChurnStep[] }> => fc.record({
+  initial: configArbFor(shapes),
   steps: fc.array(
     fc.record({
       ports: servicePortsArb,
       advance: fc.constantFrom(0, 300, 1000, 2500),
-      config: fc.option(configArb, { nil: undefined, freq: 6 }),
+      config: fc.option(configArbFor(shapes), { nil: undefined, freq: 6 }),
     }),
     { minLength: 1, maxLength: 8 },
   ),

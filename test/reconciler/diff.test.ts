@@ -3,13 +3,13 @@ import { describe, expect, it } from 'vitest';
 import type { TableListing } from '../../src/nft/dataplane.ts';
 import { FakeKernel } from '../../src/nft/fake-kernel.ts';
 import type { Operation } from '../../src/nft/objects.ts';
-import type { RulesetConfig } from '../../src/reconciler/config.ts';
+import type { EndpointShape, RulesetConfig } from '../../src/reconciler/config.ts';
 import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, EMPTY_SYNC_STATE, type SyncState } from '../../src/reconciler/diff.ts';
 import { planFullSync } from '../../src/reconciler/full-sync.ts';
 import { servicePortReadable } from '../../src/reconciler/names.ts';
 import { renderRuleset, type Ruleset } from '../../src/reconciler/ruleset.ts';
 import type { ServicePort } from '../../src/model/service-port.ts';
-import { churnArb, servicePortsArb } from './churn.ts';
+import { churnArbFor, servicePortsArb } from './churn.ts';
 import { config, ep, sp, V4, V6 } from './fixtures.ts';
 
 const TABLES = [
@@ -58,7 +58,10 @@ function churn(initial: RulesetConfig, steps: Array<{ ports: ServicePort[]; adva
   return { k, state, rendered, settle };
 }
 
-describe('incremental syncs and a full sync agree', () => {
+const SHAPES: readonly EndpointShape[] = ['chains', 'map'];
+
+describe.each(SHAPES)('incremental syncs and a full sync agree (endpoint shape %s)', (shape) => {
+  const churnArb = churnArbFor([shape]);
   it('random churn applied incrementally leaves the kernel as a fresh full sync does', () => {
     fc.assert(
       fc.property(churnArb, ({ initial, steps }) => {
@@ -97,7 +100,7 @@ describe('incremental syncs and a full sync agree', () => {
   it('a sync with nothing changed commits nothing', () => {
     fc.assert(
       fc.property(servicePortsArb, (ports) => {
-        const cfg = config();
+        const cfg = config({ endpointShape: shape });
         const a = renderRuleset(ports, cfg);
         const b = renderRuleset(ports.map((p) => structuredClone(p)), cfg, a);
         expect(diffRulesets(a, b, { now: 5 }).ops).toEqual([]);
@@ -107,12 +110,23 @@ describe('incremental syncs and a full sync agree', () => {
   });
 });
 
+it('random churn that switches endpoint shape on the way leaves the kernel as a fresh full sync does', () => {
+  fc.assert(
+    fc.property(churnArbFor(SHAPES), ({ initial, steps }) => {
+      const { k, state, rendered } = churn(initial, steps);
+      expect(state.staleChains.size).toBe(0);
+      expect(listing(k)).toEqual(listing(freshKernel(rendered)));
+    }),
+    { numRuns: 80 },
+  );
+});
+
 describe('a change to one service touches only that service', () => {
-  it('every operation is on its chains, its affinity sets or elements it claims', () => {
+  it.each(SHAPES)('every operation is on its chains, its maps, its affinity sets or elements it claims (endpoint shape %s)', (shape) => {
     fc.assert(
       fc.property(servicePortsArb, servicePortsArb, fc.nat(), (before, after, pick) => {
         if (after.length === 0) return;
-        const cfg = config();
+        const cfg = config({ endpointShape: shape });
         const changed = after[pick % after.length]!;
         // Everything as before except the one port.
         const base = before.filter((p) => p.id !== changed.id);
@@ -150,8 +164,27 @@ describe('a change to one service touches only that service', () => {
     });
   const many = () => Array.from({ length: 50 }, (_, i) => sp({ serviceName: `s${i}`, clusterIP: `10.96.1.${i}`, endpoints: [ep(`10.244.0.${i + 1}`)] }));
 
-  it('one endpoint added to one of many services: its service chain and its map elements, nothing else', () => {
+  it('endpoint shape chains: one endpoint added to one of many services: its endpoint chain, its service chain, nothing else', () => {
     const cfg = config({ families: { IPv4: V4 } });
+    const ports = many();
+    const a = renderRuleset(ports, cfg);
+    const changed = ports.map((p, i) => (i === 7 ? sp({ serviceName: 's7', clusterIP: '10.96.1.7', endpoints: [ep('10.244.0.8'), ep('10.244.9.9')] }) : p));
+    const b = renderRuleset(changed, cfg, a);
+    const ops = diffRulesets(a, b, { now: 1 }).ops;
+    expect(opNames(ops)).toEqual([
+      'flush chain service-OXIM3RN4-default/s7/tcp/http',
+      'add chain endpoint-II5R2NBG-default/s7/tcp/http__10.244.9.9/8080',
+      'add rule service-OXIM3RN4-default/s7/tcp/http',
+      'add rule service-OXIM3RN4-default/s7/tcp/http',
+      'add rule service-OXIM3RN4-default/s7/tcp/http',
+      'add rule endpoint-II5R2NBG-default/s7/tcp/http__10.244.9.9/8080',
+      'add rule endpoint-II5R2NBG-default/s7/tcp/http__10.244.9.9/8080',
+    ]);
+  });
+
+  const mapCfg = config({ families: { IPv4: V4 }, endpointShape: 'map' });
+  it('endpoint shape map: one endpoint added to one of many services: its service chain and its map elements, nothing else', () => {
+    const cfg = mapCfg;
     const ports = many();
     const a = renderRuleset(ports, cfg);
     const changed = ports.map((p, i) => (i === 7 ? sp({ serviceName: 's7', clusterIP: '10.96.1.7', endpoints: [ep('10.244.0.8'), ep('10.244.9.9')] }) : p));
@@ -167,8 +200,8 @@ describe('a change to one service touches only that service', () => {
     ]);
   });
 
-  it('one endpoint replaced by another (same count): map elements only, no rule, so no table re-validation', () => {
-    const cfg = config({ families: { IPv4: V4 } });
+  it('endpoint shape map: one endpoint replaced by another (same count): map elements only, no rule, so no table re-validation', () => {
+    const cfg = mapCfg;
     const ports = many();
     const a = renderRuleset(ports, cfg);
     const changed = ports.map((p, i) => (i === 7 ? sp({ serviceName: 's7', clusterIP: '10.96.1.7', endpoints: [ep('10.244.9.9')] }) : p));
@@ -183,8 +216,8 @@ describe('a change to one service touches only that service', () => {
     expect(ops.find((o) => o.verb === 'add' && o.object.kind === 'element' && o.object.set.startsWith('endpoints-'))!.object).toMatchObject({ value: ['10.244.9.9', '8080'] });
   });
 
-  it('an endpoint shared by two services stays in hairpin-endpoints until neither uses it', () => {
-    const cfg = config({ families: { IPv4: V4 } });
+  it('endpoint shape map: an endpoint shared by two services stays in hairpin-endpoints until neither uses it', () => {
+    const cfg = mapCfg;
     const x = sp({ serviceName: 'x', clusterIP: '10.96.2.1', endpoints: [ep('10.244.5.5')] });
     const y = sp({ serviceName: 'y', clusterIP: '10.96.2.2', endpoints: [ep('10.244.5.5')] });
     const k = new FakeKernel();
@@ -205,9 +238,14 @@ describe('a change to one service touches only that service', () => {
 
 describe('stale chains and failed commits', () => {
   const cfg = config({ families: { IPv4: V4, IPv6: V6 } });
+  const mapCfg = config({ families: { IPv4: V4, IPv6: V6 }, endpointShape: 'map' });
   const web = sp({ nodePort: 30080, endpoints: [ep('10.244.1.5'), ep('10.244.2.6')] });
 
-  it('a removed service: chains flushed and elements removed now, chains deleted after the delay', () => {
+  // chains: service-, external- and two endpoint- chains; map: no endpoint chains (the endpoints map goes at once).
+  it.each([
+    ['chains', cfg, 4],
+    ['map', mapCfg, 2],
+  ] as const)('a removed service (endpoint shape %s): chains flushed and elements removed now, chains deleted after the delay', (_shape, cfg, stale) => {
     const k = new FakeKernel();
     const a = renderRuleset([web], cfg);
     k.commitSync(planFullSync(a, 'replace').ops);
@@ -215,17 +253,16 @@ describe('stale chains and failed commits', () => {
     const p1 = diffRulesets(a, b, { now: 1000 }, EMPTY_SYNC_STATE.staleChains);
     k.commitSync(p1.ops);
     expect(p1.ops.filter((o) => o.verb === 'delete' && o.object.kind === 'chain')).toEqual([]);
-    // service- and external- (no endpoint chains: the endpoints are in a map, which goes at once).
-    expect(p1.next.staleChains.size).toBe(2);
+    expect(p1.next.staleChains.size).toBe(stale);
     const chainsAfterFlush = k.listSync('ip', 'kube-nft-proxy')!.chains.filter((c) => c.name.includes('/'));
-    expect(chainsAfterFlush).toHaveLength(2);
+    expect(chainsAfterFlush).toHaveLength(stale);
     expect(k.listSync('ip', 'kube-nft-proxy')!.rules.filter((r) => r.chain.includes('/'))).toEqual([]);
     expect(k.listSync('ip', 'kube-nft-proxy')!.sets.filter((c) => c.name.includes('/'))).toEqual([]);
 
     const early = diffRulesets(b, b, { now: 1999 }, p1.next.staleChains);
     expect(early.ops).toEqual([]);
     const late = diffRulesets(b, b, { now: 2000 }, p1.next.staleChains);
-    expect(late.ops.map((o) => `${o.verb} ${o.object.kind}`)).toEqual(Array(2).fill('delete chain'));
+    expect(late.ops.map((o) => `${o.verb} ${o.object.kind}`)).toEqual(Array(stale).fill('delete chain'));
     k.commitSync(late.ops);
     expect(late.next.staleChains.size).toBe(0);
     expect(listing(k)).toEqual(listing(freshKernel(b)));

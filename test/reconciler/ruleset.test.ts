@@ -105,8 +105,21 @@ describe('ruleset features', () => {
       ],
     },
     {
-      name: 'one endpoint: DNAT through a one-element map, no endpoint chain',
+      name: 'one endpoint: an unconditional goto, no numgen',
       ports: [sp({ endpoints: [ep('10.244.1.5')] })],
+      present: ['goto endpoint-CIV2HNCT-default/web/tcp/http__10.244.1.5/8080', 'meta l4proto tcp dnat to 10.244.1.5:8080', 'ip saddr 10.244.1.5 jump mark-for-masquerade'],
+      absent: ['numgen', 'hairpin-endpoints', 'map endpoints-'],
+    },
+    {
+      name: 'endpoints are deduplicated and ordered whatever order the model gives',
+      ports: [sp({ endpoints: [ep('10.244.2.6'), ep('10.244.1.5'), ep('10.244.2.6')] })],
+      present: ['numgen random mod 2 0 goto endpoint-CIV2HNCT-default/web/tcp/http__10.244.1.5/8080', 'goto endpoint-7HFBTXJW-default/web/tcp/http__10.244.2.6/8080'],
+      absent: ['numgen random mod 3'],
+    },
+    {
+      name: 'endpoint shape map, one endpoint: DNAT through a one-element map, no endpoint chain',
+      ports: [sp({ endpoints: [ep('10.244.1.5')] })],
+      config: config({ families: { IPv4: V4 }, endpointShape: 'map' }),
       present: [
         `meta l4proto tcp dnat ip addr . port to numgen random mod 1 map @endpoints-${SVC}`,
         'elements = { 0 : 10.244.1.5 . 8080 }',
@@ -116,14 +129,16 @@ describe('ruleset features', () => {
       absent: ['chain endpoint-', 'goto endpoint-', 'ip saddr 10.244.1.5 jump mark-for-masquerade'],
     },
     {
-      name: 'endpoints are deduplicated and ordered whatever order the model gives',
+      name: 'endpoint shape map: endpoints are deduplicated and ordered whatever order the model gives',
       ports: [sp({ endpoints: [ep('10.244.2.6'), ep('10.244.1.5'), ep('10.244.2.6')] })],
+      config: config({ families: { IPv4: V4 }, endpointShape: 'map' }),
       present: [`meta l4proto tcp dnat ip addr . port to numgen random mod 2 map @endpoints-${SVC}`, 'elements = { 0 : 10.244.1.5 . 8080,', '1 : 10.244.2.6 . 8080 }'],
       absent: ['numgen random mod 3', '2 : 10.244.2.6 . 8080'],
     },
     {
-      name: 'affinity keeps per-endpoint chains, with their own hairpin rule, and no endpoints map',
+      name: 'endpoint shape map: affinity keeps per-endpoint chains, with their own hairpin rule, and no endpoints map',
       ports: [sp({ sessionAffinityTimeout: 60, endpoints: [ep('10.244.2.6'), ep('10.244.1.5')] })],
+      config: config({ families: { IPv4: V4 }, endpointShape: 'map' }),
       present: ['numgen random mod 2 0 goto endpoint-CIV2HNCT-default/web/tcp/http__10.244.1.5/8080', 'goto endpoint-7HFBTXJW-default/web/tcp/http__10.244.2.6/8080', 'ip saddr 10.244.1.5 jump mark-for-masquerade'],
       absent: ['map endpoints-', 'dnat ip addr . port'],
     },
@@ -135,6 +150,25 @@ describe('ruleset features', () => {
     },
     {
       name: 'eTP Local and iTP Local: short-circuits use every endpoint of the service',
+      ports: [
+        sp({
+          nodePort: 30080,
+          internalPolicyLocal: true,
+          externalPolicyLocal: true,
+          cluster: sel(local('10.244.2.6')),
+          external: sel(local('10.244.2.6')),
+          allEndpoints: [ep('10.244.1.5'), local('10.244.2.6')],
+        }),
+      ],
+      present: [
+        `fib saddr type local goto service-${SVC} comment "short-circuit local traffic"`,
+        `goto local-${SVC}`,
+        'numgen random mod 2 0 goto endpoint-CIV2HNCT-default/web/tcp/http__10.244.1.5/8080',
+      ],
+    },
+    {
+      name: 'endpoint shape map, eTP Local and iTP Local: short-circuits use every endpoint of the service',
+      config: config({ families: { IPv4: V4 }, endpointShape: 'map' }),
       ports: [
         sp({
           nodePort: 30080,
