@@ -81,8 +81,9 @@ export function populate(api: FakeApiServer, services: number): void {
 }
 
 /** The agent's command line (without --kubeconfig and --netns). */
-export function agentFlags(minSyncPeriod: string): string[] {
+export function agentFlags(minSyncPeriod: string, endpointShape: 'chains' | 'map' = 'chains'): string[] {
   return [
+    `--endpoint-shape=${endpointShape}`,
     `--hostname-override=${NODE_NAME}`,
     `--min-sync-period=${minSyncPeriod}`,
     `--cluster-cidr=${CLUSTER_CIDR}`,

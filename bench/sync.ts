@@ -15,7 +15,8 @@
 //      a child: also the heap each stage keeps);
 //   4. the same operations as `nft` text through `nft -f` in a fresh namespace,
 //      with nft's peak RSS.
-// Prints a table; the last line is one JSON object.
+// --endpoint-shape=chains|map (default chains) is passed to the agent and to
+// the raw load. Prints a table; the last line is one JSON object.
 
 import { spawn, spawnSync, fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -40,6 +41,9 @@ const BUSY_SAMPLES = 5;
 
 const arg = process.argv.find((a) => a.startsWith('--sizes='));
 const SIZES = (arg ? arg.slice('--sizes='.length) : '1000,10000,30000').split(',').map(Number);
+const shapeArg = process.argv.find((a) => a.startsWith('--endpoint-shape='))?.slice('--endpoint-shape='.length) ?? 'chains';
+if (shapeArg !== 'chains' && shapeArg !== 'map') throw new Error(`--endpoint-shape=${shapeArg}: expected chains or map`);
+const ENDPOINT_SHAPE: 'chains' | 'map' = shapeArg;
 const dir = mkdtempSync(join(tmpdir(), 'knp-bench-sync-'));
 const MiB = 2 ** 20;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -64,7 +68,7 @@ class AgentChild {
   #stderr = '';
 
   constructor(kubeconfig: string, netns: string) {
-    this.child = spawn(process.execPath, [CLI, `--kubeconfig=${kubeconfig}`, `--netns=${netns}`, ...agentFlags(`${MIN_SYNC_MS}ms`)], {
+    this.child = spawn(process.execPath, [CLI, `--kubeconfig=${kubeconfig}`, `--netns=${netns}`, ...agentFlags(`${MIN_SYNC_MS}ms`, ENDPOINT_SHAPE)], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.child.stdout!.setEncoding('utf8').on('data', (d: string) => {
@@ -246,7 +250,7 @@ async function changeLatency(api: FakeApiServer, agent: AgentChild, ns: NetNs, n
 
 function rawLoad(kubeconfig: string, textFile: string): Promise<RawLoadResult> {
   const ns = createNetns('knp-bench-raw');
-  const child = fork(RAW, [kubeconfig, ns.path, textFile, `${MIN_SYNC_MS}ms`], { execArgv: ['--expose-gc'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(RAW, [kubeconfig, ns.path, textFile, `${MIN_SYNC_MS}ms`, ENDPOINT_SHAPE], { execArgv: ['--expose-gc'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   return new Promise<RawLoadResult>((resolve, reject) => {
     let result: RawLoadResult | undefined;
     child.on('message', (m) => (result = m as RawLoadResult));
@@ -317,7 +321,7 @@ async function runSize(n: number): Promise<SizeResult> {
 function print(r: SizeResult): void {
   const { cold, raw, nft } = r;
   const f = (x: number) => (x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : x.toFixed(0));
-  console.log(`${r.n} services x 10 endpoints: ${raw.ops} ops, ${f(raw.textBytes / MiB)} MiB of nft text (load avg at start ${r.load.map((l) => l.toFixed(2)).join(' ')})`);
+  console.log(`${r.n} services x 10 endpoints (endpoint shape ${ENDPOINT_SHAPE}): ${raw.ops} ops, ${f(raw.textBytes / MiB)} MiB of nft text (load avg at start ${r.load.map((l) => l.toFixed(2)).join(' ')})`);
   console.log(`  agent cold sync   ${f(cold.coldMs)} ms = boot ${f(cold.bootMs)} + list/ready ${f(cold.listMs)} + sync ${f(cold.syncMs)} (+ ${f(cold.coldMs - cold.bootMs - cold.listMs - cold.syncMs)} rest)`);
   console.log(`  raw load (addon)  ${f(raw.commitMs)} ms (plan ${f(raw.planMs)} ms before it)`);
   console.log(`  nft -f            ${f(nft.ms)} ms, nft peak RSS ${f(nft.peakMiB)} MiB`);
@@ -359,7 +363,7 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 
-const summary: Record<string, number | string> = {};
+const summary: Record<string, number | string> = { endpoint_shape: ENDPOINT_SHAPE };
 for (const r of results) {
   const k = `${r.n / 1000}k`;
   summary[`cold_ms_${k}`] = Math.round(r.cold.coldMs);
