@@ -158,7 +158,9 @@ export function startAgentChild(args: string[]): AgentChild {
       if (child.exitCode === null && child.signalCode === null) {
         const exited = once(child, 'exit');
         child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+        // Under TCG emulation on a loaded 2-core host the agent's orderly stop
+        // (link monitor thread join, servers, watchers) has taken over 10 s.
+        const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
         await exited;
         clearTimeout(timer);
       }
