@@ -10,7 +10,8 @@
 // ClusterIP in `cluster-ips`; two services may claim one externalIP:port).
 
 import type { IPFamily } from '../k8s/types.ts';
-import type { Endpoint, EndpointSelection, ServicePort } from '../model/service-port.ts';
+import { servicePortEqual } from '../model/equality.ts';
+import type { ServicePort } from '../model/service-port.ts';
 import { type Element, objectKey, type Table } from '../nft/objects.ts';
 import type { RulesetConfig } from './config.ts';
 import type { Fragment } from './fragment.ts';
@@ -125,7 +126,7 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
       continue;
     }
     const before = reuse?.services.get(sp.id);
-    if (before && (before.port === sp || sameServicePort(before.port, sp))) {
+    if (before && (before.port === sp || servicePortEqual(before.port, sp))) {
       services.set(sp.id, before);
       continue;
     }
@@ -171,51 +172,3 @@ function sameConfig(a: RulesetConfig, b: RulesetConfig): boolean {
   return a === b || JSON.stringify(a) === JSON.stringify(b);
 }
 
-function sameStrings(a: readonly string[], b: readonly string[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
-function sameEndpoints(a: readonly Endpoint[], b: readonly Endpoint[]): boolean {
-  if (a === b) return true;
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) {
-    const x = a[i]!;
-    const y = b[i]!;
-    if (x.ip !== y.ip || x.port !== y.port || x.isLocal !== y.isLocal || x.ready !== y.ready || x.serving !== y.serving || x.terminating !== y.terminating || x.zone !== y.zone) {
-      return false;
-    }
-  }
-  return true;
-}
-
-function sameSelection(a: EndpointSelection, b: EndpointSelection): boolean {
-  if (a.kind !== b.kind) return false;
-  return a.kind !== 'endpoints' || sameEndpoints(a.endpoints, (b as typeof a).endpoints);
-}
-
-/** Field-by-field: cheaper than serialising 10k ports on every sync. */
-export function sameServicePort(a: ServicePort, b: ServicePort): boolean {
-  return (
-    a.id === b.id &&
-    a.namespace === b.namespace &&
-    a.serviceName === b.serviceName &&
-    a.portName === b.portName &&
-    a.protocol === b.protocol &&
-    a.family === b.family &&
-    a.clusterIP === b.clusterIP &&
-    a.port === b.port &&
-    a.nodePort === b.nodePort &&
-    sameStrings(a.externalIPs, b.externalIPs) &&
-    sameStrings(a.loadBalancerIPs, b.loadBalancerIPs) &&
-    sameStrings(a.loadBalancerSourceRanges, b.loadBalancerSourceRanges) &&
-    a.sessionAffinityTimeout === b.sessionAffinityTimeout &&
-    a.externalPolicyLocal === b.externalPolicyLocal &&
-    a.internalPolicyLocal === b.internalPolicyLocal &&
-    a.healthCheckNodePort === b.healthCheckNodePort &&
-    sameSelection(a.cluster, b.cluster) &&
-    sameSelection(a.external, b.external) &&
-    sameEndpoints(a.allEndpoints, b.allEndpoints)
-  );
-}
