@@ -5,22 +5,10 @@
 import { isVerdictValue, type Element, type NftMap, type Operation, type Verdict } from './objects.ts';
 import { AT, ELEM_ATTR, ELEM_FLAG_INTERVAL_END, KIND, MSG, NLM_F, SET_ATTR, UDATA_COMMENT, VERDICT_CODE } from './kernel-constants.ts';
 import { dataBytes, keyBytes, writeKeyBytes } from './operands.ts';
-import { prefixRange, typeLength } from './values.ts';
+import { bytesMinusOne, prefixRange, typeLength } from './values.ts';
 import type { Attr } from './wire.ts';
 import type { RecordSink } from './encode.ts';
 import { comment, keyLength, le32, NftEncodeError, padTo4, withId } from './encode-parts.ts';
-
-function subtractOne(b: Uint8Array): Uint8Array {
-  const out = b.slice();
-  for (let i = out.length - 1; i >= 0; i--) {
-    if (out[i]! > 0) {
-      out[i]!--;
-      break;
-    }
-    out[i] = 0xff;
-  }
-  return out;
-}
 
 function partBytes(type: import('./objects.ts').DataType, text: string, interval: boolean): { start: Uint8Array; last: Uint8Array; endExclusive: Uint8Array | null } {
   if (!interval || type === 'ifname') {
@@ -33,7 +21,7 @@ function partBytes(type: import('./objects.ts').DataType, text: string, interval
     return { start: b, last: b, endExclusive: null };
   }
   const r = prefixRange(type, text);
-  return { start: r.start, last: r.endExclusive ? subtractOne(r.endExclusive) : r.start.map(() => 0xff), endExclusive: r.endExclusive };
+  return { start: r.start, last: r.endExclusive ? bytesMinusOne(r.endExclusive) : r.start.map(() => 0xff), endExclusive: r.endExclusive };
 }
 
 function concatParts(parts: Uint8Array[]): Uint8Array {

@@ -11,6 +11,7 @@ import {
 import { exprFromAttrs, type KernelExpr } from './kernel-exprs.ts';
 import { keyText, NftRaiseError, raise } from './raise.ts';
 import { ByteReader, rawStr, rawU32, rawU64, type RawAttrs } from './wire.ts';
+import { bytesMinusOne } from './values.ts';
 
 const MAGIC = 0x4c504e4b;
 
@@ -286,7 +287,7 @@ function decodeElements(c: NftSet | NftMap, raw: RawAttrs[]): Element[] {
       if (it.end) continue;
       const next = items[i + 1];
       const endKey = next?.end ? next.key : null;
-      const text = prefixText(type, it.key, endKey) ?? `${keyText(type, it.key)}-${keyText(type, endKey ? (addOne(endKey) ? subOne(endKey) : endKey) : it.key.map(() => 0xff))}`;
+      const text = prefixText(type, it.key, endKey) ?? `${keyText(type, it.key)}-${keyText(type, endKey ? (addOne(endKey) ? bytesMinusOne(endKey) : endKey) : it.key.map(() => 0xff))}`;
       out.push(base(it.a, [text]));
     }
     return out;
@@ -304,18 +305,6 @@ function decodeElements(c: NftSet | NftMap, raw: RawAttrs[]): Element[] {
       texts = parts.map((p, k) => keyText(c.keyType[k]!, p));
     }
     out.push(base(a, texts));
-  }
-  return out;
-}
-
-function subOne(b: Uint8Array): Uint8Array {
-  const out = b.slice();
-  for (let i = out.length - 1; i >= 0; i--) {
-    if (out[i]! > 0) {
-      out[i]!--;
-      break;
-    }
-    out[i] = 0xff;
   }
   return out;
 }

@@ -224,6 +224,22 @@ export function prefixRange(type: DataType, text: string): { start: Uint8Array; 
   return { start, endExclusive: add ? null : end };
 }
 
+/**
+ * The value just below b, big-endian (the last value inside a range whose
+ * exclusive end is b). Wraps 0 to all-ones; callers never pass 0.
+ */
+export function bytesMinusOne(b: Uint8Array): Uint8Array {
+  const out = b.slice();
+  for (let i = out.length - 1; i >= 0; i--) {
+    if (out[i]! > 0) {
+      out[i]!--;
+      break;
+    }
+    out[i] = 0xff;
+  }
+  return out;
+}
+
 // ---------------------------------------------------------------------------
 // Parsers
 
