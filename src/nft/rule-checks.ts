@@ -4,6 +4,7 @@
 // lowering to kernel expressions (which needs each selector's type and width).
 
 import type { DataType, Family, NftMap, NftSet, Selector, Statement } from './objects.ts';
+import { renderSelector } from './render-text.ts';
 import { canonicalValue, NftValueError } from './values.ts';
 
 /**
@@ -101,36 +102,19 @@ export function checkSelector(s: Selector, family: Family): void {
   }
   // The description is only built for the message.
   const want = selectorFamily(s);
-  if (want && family !== 'inet' && family !== want) checkFamily(family, want, describeSelector(s));
-}
-
-export function describeSelector(s: Selector): string {
-  switch (s.kind) {
-    case 'payload':
-      return s.field;
-    case 'meta':
-      return `meta ${s.key}`;
-    case 'ct':
-      return `ct ${s.key}`;
-    case 'ct-addr':
-      return `ct ${s.dir} ${s.field}`;
-    case 'fib-type':
-      return `fib ${s.addr} type`;
-    case 'numgen':
-      return `numgen random mod ${s.mod}`;
-  }
+  if (want && family !== 'inet' && family !== want) checkFamily(family, want, renderSelector(s));
 }
 
 /** A value text valid for a selector's type; prefixes allowed where `prefix` is. */
 export function checkOperand(s: Selector, text: string, prefix: boolean): void {
-  if (typeof text !== 'string') fail(`${describeSelector(s)}: the value must be a string`);
+  if (typeof text !== 'string') fail(`${renderSelector(s)}: the value must be a string`);
   const type = selectorType(s);
   // Common operands first, without building the selector's description.
   if (type === 'ipv4_addr' || type === 'inet_service' || type === 'inet_proto') {
-    if (!prefix && text.includes('/')) fail(`${describeSelector(s)}: a prefix is not allowed here: ${JSON.stringify(text)}`);
+    if (!prefix && text.includes('/')) fail(`${renderSelector(s)}: a prefix is not allowed here: ${JSON.stringify(text)}`);
     if (isCanonical(type, text)) return;
   }
-  const what = describeSelector(s);
+  const what = renderSelector(s);
   switch (type) {
     case 'ct_state':
     case 'ct_status':
@@ -236,7 +220,7 @@ function checkKeys(keys: readonly Selector[], family: Family, container: NftSet 
     const t = selectorType(k);
     // 4-byte integers (numgen, interface indexes) key maps of nft's 32-bit integer type.
     if (t === 'ct_state' || t === 'ct_status' || t === 'fib_type' || t === 'nf_proto' || (t === 'integer' && integerMax(k) > 0xffffffff)) {
-      fail(`${describeSelector(k)} cannot key a named set or map`);
+      fail(`${renderSelector(k)} cannot key a named set or map`);
     }
   }
   if (container) {
@@ -253,11 +237,11 @@ function checkStatement(st: Statement, family: Family, lookup: ContainerLookup):
       if (!CMP_OPS.has(st.op)) fail(`unknown operator ${JSON.stringify(st.op)}`);
       const t = selectorType(st.left);
       const ordered = t === 'integer' || t === 'inet_service' || t === 'mark';
-      if (!ordered && st.op !== '==' && st.op !== '!=') fail(`${describeSelector(st.left)} only compares with == or !=`);
+      if (!ordered && st.op !== '==' && st.op !== '!=') fail(`${renderSelector(st.left)} only compares with == or !=`);
       if (typeof st.right !== 'string') fail('the right-hand value must be a string');
       checkOperand(st.left, st.right, (t === 'ipv4_addr' || t === 'ipv6_addr') && st.mask === undefined);
       if (st.mask !== undefined) {
-        if (t !== 'mark' && t !== 'integer') fail(`${describeSelector(st.left)} cannot be masked`);
+        if (t !== 'mark' && t !== 'integer') fail(`${renderSelector(st.left)} cannot be masked`);
         checkOperand(st.left, st.mask, false);
       }
       return;
