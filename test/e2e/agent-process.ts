@@ -16,6 +16,8 @@ export interface AgentProcess {
   child: ChildProcess;
   /** Everything the agent logged so far (pino JSON lines). */
   logs(): string;
+  /** The same lines, parsed. */
+  entries(): Array<Record<string, unknown>>;
   stop(): Promise<number | null>;
 }
 
@@ -46,6 +48,11 @@ export async function startAgentProcess(api: FakeApiServer, netns: string, extra
   return {
     child,
     logs: () => out,
+    entries: () =>
+      out
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGTERM');

@@ -4,13 +4,15 @@
 // address they saw.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeApiServer } from '../fake-apiserver/index.ts';
-import { eventually, nodeObject, serviceObject, sliceObject, startAgentProcess, type AgentProcess } from './agent-process.ts';
-import { createCluster, type Cluster } from './topology.ts';
+import type { FakeApiServer } from '../fake-apiserver/index.ts';
+import { eventually, serviceObject, sliceObject, type AgentProcess } from './agent-process.ts';
+import { startAgentCluster, type AgentCluster } from './agent-cluster.ts';
+import type { Cluster } from './topology.ts';
 
 const PROXY_NAME = 'service.kubernetes.io/service-proxy-name';
 
 describe('the agent with real packets', { timeout: 60_000 }, () => {
+  let env: AgentCluster;
   let cluster: Cluster;
   let api: FakeApiServer;
   let agent: AgentProcess;
@@ -24,18 +26,11 @@ describe('the agent with real packets', { timeout: 60_000 }, () => {
   const names = (outcomes: string[]) => [...new Set(outcomes.map((o) => o.split(' ')[0]))].sort();
 
   beforeAll(async () => {
-    cluster = await createCluster(['b1', 'b2', 'b3', 'c1']);
-    api = await FakeApiServer.start();
-    api.create('nodes', nodeObject('node-a', 'zone-a', 'region-1', cluster.nodeIPv4));
-    agent = await startAgentProcess(api, cluster.node.name);
+    env = await startAgentCluster(['b1', 'b2', 'b3', 'c1']);
+    ({ cluster, api, agent } = env);
   }, 60_000);
 
-  afterAll(async () => {
-    if (process.env.E2E_LOGS) console.log(agent?.logs());
-    await agent?.stop();
-    await api?.close();
-    await cluster?.destroy();
-  });
+  afterAll(() => env?.destroy());
 
   it('spreads ClusterIP traffic over all endpoints, TCP and UDP', async () => {
     api.create('services', serviceObject({ name: 'spread', clusterIP: '10.96.0.10' }));

@@ -3,37 +3,29 @@
 // programmed — keeps working.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeApiServer, type K8sObject } from '../fake-apiserver/index.ts';
-import { eventually, nodeObject, serviceObject, sliceObject, startAgentProcess, type AgentProcess } from './agent-process.ts';
-import { createCluster, type Cluster } from './topology.ts';
+import type { FakeApiServer, K8sObject } from '../fake-apiserver/index.ts';
+import { eventually, serviceObject, sliceObject, type AgentProcess } from './agent-process.ts';
+import { startAgentCluster, type AgentCluster } from './agent-cluster.ts';
+import type { Cluster } from './topology.ts';
 
 describe('bad input with real packets', { timeout: 60_000 }, () => {
+  let env: AgentCluster;
   let cluster: Cluster;
   let api: FakeApiServer;
   let agent: AgentProcess;
   const probe = (ip: string) => cluster.probe(cluster.client, 'tcp', ip, 80, 1, 800);
-  const logLines = () =>
-    agent
-      .logs()
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
+  const logLines = () => agent.entries();
 
   beforeAll(async () => {
-    cluster = await createCluster(['b1', 'b2']);
-    api = await FakeApiServer.start();
-    api.create('nodes', nodeObject('node-a', 'zone-a', 'region-1', cluster.nodeIPv4));
-    api.create('services', serviceObject({ name: 'good', clusterIP: '10.96.0.10' }));
-    api.create('endpointslices', sliceObject('good', 'good-1', [{ ip: '10.244.0.11' }]));
-    agent = await startAgentProcess(api, cluster.node.name);
+    env = await startAgentCluster(['b1', 'b2'], [], (api) => {
+      api.create('services', serviceObject({ name: 'good', clusterIP: '10.96.0.10' }));
+      api.create('endpointslices', sliceObject('good', 'good-1', [{ ip: '10.244.0.11' }]));
+    });
+    ({ cluster, api, agent } = env);
     await eventually(() => probe('10.96.0.10'), (o) => o[0]!.startsWith('b1'), 20_000, 'the good service');
   }, 60_000);
 
-  afterAll(async () => {
-    await agent?.stop();
-    await api?.close();
-    await cluster?.destroy();
-  });
+  afterAll(() => env?.destroy());
 
   it('leaves out a Service whose clusterIP is not an IP, logs why, and keeps the others', async () => {
     api.create('services', serviceObject({ name: 'bad-ip', clusterIP: '10.96.0.300' }));

@@ -4,13 +4,15 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EndpointShape } from '../../src/reconciler/config.ts';
-import { FakeApiServer } from '../fake-apiserver/index.ts';
-import { eventually, nodeObject, serviceObject, sliceObject, startAgentProcess, type AgentProcess } from './agent-process.ts';
-import { createCluster, type Cluster } from './topology.ts';
+import type { FakeApiServer } from '../fake-apiserver/index.ts';
+import { eventually, serviceObject, sliceObject, type AgentProcess } from './agent-process.ts';
+import { startAgentCluster, type AgentCluster } from './agent-cluster.ts';
+import type { Cluster } from './topology.ts';
 
 const SHAPES: readonly EndpointShape[] = ['chains', 'map'];
 
 describe.each(SHAPES)('hairpin and endpoint moves, --endpoint-shape=%s', { timeout: 60_000 }, (shape) => {
+  let env: AgentCluster;
   let cluster: Cluster;
   let api: FakeApiServer;
   let agent: AgentProcess;
@@ -27,18 +29,11 @@ describe.each(SHAPES)('hairpin and endpoint moves, --endpoint-shape=%s', { timeo
   const table = () => cluster.node.exec('nft', ['list', 'table', 'ip', 'kube-nft-proxy']);
 
   beforeAll(async () => {
-    cluster = await createCluster(['b1', 'b2', 'b3', 'c1']);
-    api = await FakeApiServer.start();
-    api.create('nodes', nodeObject('node-a', 'zone-a', 'region-1', cluster.nodeIPv4));
-    agent = await startAgentProcess(api, cluster.node.name, [`--endpoint-shape=${shape}`]);
+    env = await startAgentCluster(['b1', 'b2', 'b3', 'c1'], [`--endpoint-shape=${shape}`]);
+    ({ cluster, api, agent } = env);
   }, 60_000);
 
-  afterAll(async () => {
-    if (process.env.E2E_LOGS) console.log(agent?.logs());
-    await agent?.stop();
-    await api?.close();
-    await cluster?.destroy();
-  });
+  afterAll(() => env?.destroy());
 
   it('masquerades hairpin traffic: a pod reaching itself through its ClusterIP sees the node bridge address', async () => {
     api.create('services', serviceObject({ name: 'hairpin', clusterIP: '10.96.0.120' }));

@@ -4,9 +4,10 @@
 // usual; nothing of the probe or of a flowtable is left in the kernel.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeApiServer } from '../fake-apiserver/index.ts';
-import { eventually, nodeObject, serviceObject, sliceObject, startAgentProcess, type AgentProcess } from './agent-process.ts';
-import { createCluster, type Cluster } from './topology.ts';
+import type { FakeApiServer } from '../fake-apiserver/index.ts';
+import { eventually, serviceObject, sliceObject, type AgentProcess } from './agent-process.ts';
+import { startAgentCluster, type AgentCluster } from './agent-cluster.ts';
+import type { Cluster } from './topology.ts';
 
 interface LogLine {
   level: number;
@@ -15,15 +16,11 @@ interface LogLine {
 }
 
 describe('the agent on a kernel without flowtables', { timeout: 60_000 }, () => {
+  let env: AgentCluster;
   let cluster: Cluster;
   let api: FakeApiServer;
   let agent: AgentProcess;
-  const logLines = (): LogLine[] =>
-    agent
-      .logs()
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as LogLine);
+  const logLines = () => agent.entries() as LogLine[];
   const metricsText = async () => {
     const served = await eventually(async () => logLines().find((l) => l.msg === 'serving /healthz and /metrics'), (l) => l !== undefined, 20_000, 'the agent to log its metrics address');
     const res = await fetch(`http://${String(served!.metrics)}/metrics`);
@@ -33,19 +30,12 @@ describe('the agent on a kernel without flowtables', { timeout: 60_000 }, () => 
   const sample = (text: string, name: string) => text.split('\n').find((l) => l.startsWith(`${name} `));
 
   beforeAll(async () => {
-    cluster = await createCluster(['b1', 'c1']);
-    api = await FakeApiServer.start();
-    api.create('nodes', nodeObject('node-a', 'zone-a', 'region-1', cluster.nodeIPv4));
     // Offload asked for explicitly (20 is also the default).
-    agent = await startAgentProcess(api, cluster.node.name, ['--offload-packet-threshold=20']);
+    env = await startAgentCluster(['b1', 'c1'], ['--offload-packet-threshold=20']);
+    ({ cluster, api, agent } = env);
   }, 60_000);
 
-  afterAll(async () => {
-    if (process.env.E2E_LOGS) console.log(agent?.logs());
-    await agent?.stop();
-    await api?.close();
-    await cluster?.destroy();
-  });
+  afterAll(() => env?.destroy());
 
   it('serves a ClusterIP Service normally', async () => {
     api.create('services', serviceObject({ name: 'web', clusterIP: '10.96.0.10' }));
