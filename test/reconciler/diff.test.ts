@@ -163,14 +163,17 @@ describe('a change to one service touches only that service', () => {
       return `${o.verb} ${obj.kind} ${name}`;
     });
   const many = () => Array.from({ length: 50 }, (_, i) => sp({ serviceName: `s${i}`, clusterIP: `10.96.1.${i}`, endpoints: [ep(`10.244.0.${i + 1}`)] }));
-
-  it('endpoint shape chains: one endpoint added to one of many services: its endpoint chain, its service chain, nothing else', () => {
-    const cfg = config({ families: { IPv4: V4 } });
+  /** 50 services, then service s7 gains a second endpoint: the ops of that one change. */
+  const opsAddingAnEndpointToService7 = (cfg: ReturnType<typeof config>) => {
     const ports = many();
     const a = renderRuleset(ports, cfg);
     const changed = ports.map((p, i) => (i === 7 ? sp({ serviceName: 's7', clusterIP: '10.96.1.7', endpoints: [ep('10.244.0.8'), ep('10.244.9.9')] }) : p));
-    const b = renderRuleset(changed, cfg, a);
-    const ops = diffRulesets(a, b, { now: 1 }).ops;
+    return diffRulesets(a, renderRuleset(changed, cfg, a), { now: 1 }).ops;
+  };
+
+  it('endpoint shape chains: one endpoint added to one of many services: its endpoint chain, its service chain, nothing else', () => {
+    const cfg = config({ families: { IPv4: V4 } });
+    const ops = opsAddingAnEndpointToService7(cfg);
     expect(opNames(ops)).toEqual([
       'flush chain service-OXIM3RN4-default/s7/tcp/http',
       'add chain endpoint-II5R2NBG-default/s7/tcp/http__10.244.9.9/8080',
@@ -185,11 +188,7 @@ describe('a change to one service touches only that service', () => {
   const mapCfg = config({ families: { IPv4: V4 }, endpointShape: 'map' });
   it('endpoint shape map: one endpoint added to one of many services: its service chain and its map elements, nothing else', () => {
     const cfg = mapCfg;
-    const ports = many();
-    const a = renderRuleset(ports, cfg);
-    const changed = ports.map((p, i) => (i === 7 ? sp({ serviceName: 's7', clusterIP: '10.96.1.7', endpoints: [ep('10.244.0.8'), ep('10.244.9.9')] }) : p));
-    const b = renderRuleset(changed, cfg, a);
-    const ops = diffRulesets(a, b, { now: 1 }).ops;
+    const ops = opsAddingAnEndpointToService7(cfg);
     // N went from 1 to 2: the one dnat rule changes (its numgen modulus), the rest is elements.
     expect(opNames(ops)).toEqual([
       'flush chain service-OXIM3RN4-default/s7/tcp/http',
