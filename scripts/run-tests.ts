@@ -20,16 +20,19 @@ try {
     testResults: Array<{ status: string; message?: string; name: string; assertionResults: Array<{ status: string }> }>;
   };
   for (const file of json.testResults) {
-    // A file that failed to load has no assertion results but must count as a failure.
-    if (file.status === 'failed' && file.assertionResults.length === 0) {
-      failed++;
-      console.error(`file failed to run: ${file.name}\n${file.message ?? ''}`);
-    }
+    let failedHere = 0;
     for (const t of file.assertionResults) {
       if (t.status === 'passed') passed++;
-      else if (t.status === 'failed') failed++;
+      else if (t.status === 'failed') failedHere++;
       else skipped++;
     }
+    // A file that failed without a failing test (it did not load, or a beforeAll
+    // threw and its tests were skipped) must still count as a failure.
+    if (file.status === 'failed' && failedHere === 0) {
+      failedHere = 1;
+      console.error(`file failed outside its tests: ${file.name}\n${file.message ?? ''}`);
+    }
+    failed += failedHere;
   }
 } catch (e) {
   console.error(`could not read the vitest report: ${(e as Error).message}`);
