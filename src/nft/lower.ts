@@ -138,7 +138,7 @@ function writeLoad(out: ExprSink, s: Selector, dreg: number): void {
       return;
     case 'numgen': {
       const f = F.numgen;
-      out.begin('numgen').u32(f.dreg, dreg).u32(f.modulus, s.mod).u32(f.type, NUMGEN_RANDOM).u32(f.offset, 0).end();
+      out.begin('numgen').u32(f.dreg, dreg).u32(f.modulus, s.mod).u32(f.type, NUMGEN_RANDOM).u32(f.offset, s.offset ?? 0).end();
       return;
     }
   }

@@ -143,8 +143,12 @@ export type Selector =
   | { kind: 'ct-addr'; dir: 'original' | 'reply'; field: 'ip saddr' | 'ip daddr' | 'ip6 saddr' | 'ip6 daddr' }
   /** `fib daddr type` / `fib saddr type`: the route type (local, unicast...) of an address. */
   | { kind: 'fib-type'; addr: 'daddr' | 'saddr' }
-  /** `numgen random mod N`: a fresh random number in [0, N) on each evaluation. */
-  | { kind: 'numgen'; mod: number };
+  /**
+   * `numgen random mod N [offset K]`: a fresh random number in [K, K+N) on each
+   * evaluation. The offset lets many services share one map of endpoints, each
+   * in its own slot range.
+   */
+  | { kind: 'numgen'; mod: number; offset?: number };
 
 export type PayloadField =
   | 'ip saddr'

@@ -107,8 +107,9 @@ function parseLoad(e: KernelExpr | undefined): Selector | null {
       if (!only(e, 'dreg', 'result', 'flags') || e.result !== FIB_RESULT_ADDRTYPE) return null;
       return e.flags === FIB_F.daddr ? { kind: 'fib-type', addr: 'daddr' } : e.flags === FIB_F.saddr ? { kind: 'fib-type', addr: 'saddr' } : null;
     case 'numgen':
-      if (!only(e, 'dreg', 'modulus', 'type', 'offset') || e.type !== NUMGEN_RANDOM || (e.offset ?? 0) !== 0) return null;
-      return typeof e.modulus === 'number' ? { kind: 'numgen', mod: e.modulus } : null;
+      if (!only(e, 'dreg', 'modulus', 'type', 'offset') || e.type !== NUMGEN_RANDOM || typeof e.modulus !== 'number') return null;
+      if (e.offset === undefined || e.offset === 0) return { kind: 'numgen', mod: e.modulus };
+      return typeof e.offset === 'number' ? { kind: 'numgen', mod: e.modulus, offset: e.offset } : null;
   }
   return null;
 }

@@ -47,7 +47,7 @@ export function renderSelector(s: Selector): string {
     case 'fib-type':
       return `fib ${s.addr} type`;
     case 'numgen':
-      return `numgen random mod ${s.mod}`;
+      return s.offset ? `numgen random mod ${s.mod} offset ${s.offset}` : `numgen random mod ${s.mod}`;
   }
 }
 

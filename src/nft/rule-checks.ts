@@ -67,7 +67,8 @@ export function selectorType(s: Selector): SelectorType {
 /** The largest value an 'integer' selector holds (its kernel register width). */
 export function integerMax(s: Selector): number {
   if (s.kind === 'ct' && (s.key === 'packets' || s.key === 'bytes')) return Number.MAX_SAFE_INTEGER;
-  if (s.kind === 'numgen') return s.mod - 1;
+  // The kernel adds the offset in 32 bits: a range past 2^32 wraps, which no caller means.
+  if (s.kind === 'numgen') return (s.offset ?? 0) + s.mod - 1;
   return 0xffffffff;
 }
 
@@ -99,6 +100,9 @@ function checkFamily(family: Family, want: 'ip' | 'ip6' | undefined, what: strin
 export function checkSelector(s: Selector, family: Family): void {
   if (s.kind === 'numgen' && !(Number.isInteger(s.mod) && s.mod >= 1 && s.mod <= 0xffffffff)) {
     fail(`numgen mod must be an integer from 1, got ${s.mod}`);
+  }
+  if (s.kind === 'numgen' && s.offset !== undefined && !(Number.isInteger(s.offset) && s.offset >= 0 && s.offset + s.mod - 1 <= 0xffffffff)) {
+    fail(`numgen offset must be an integer from 0 with offset + mod - 1 below 2^32, got offset ${s.offset} mod ${s.mod}`);
   }
   // The description is only built for the message.
   const want = selectorFamily(s);

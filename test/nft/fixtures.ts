@@ -137,6 +137,7 @@ export const rules: Rule[] = [
   rule('nat-postrouting', [{ kind: 'match', left: { kind: 'meta', key: 'nfproto' }, op: '==', right: 'ipv6' }, { kind: 'snat', addr: 'fd00::1' }]),
   rule(SVC2, [{ kind: 'match', left: l4, op: '==', right: 'tcp' }, { kind: 'dnat-map', family: 'ip', keys: [{ kind: 'numgen', mod: 2 }], map: EPS2 }]),
   rule(SVC2, [{ kind: 'match', left: l4, op: '==', right: 'tcp' }, { kind: 'dnat-map', family: 'ip6', keys: [{ kind: 'numgen', mod: 1 }], map: `${EPS2}-v6` }]),
+  rule(SVC2, [{ kind: 'match', left: l4, op: '==', right: 'udp' }, { kind: 'dnat-map', family: 'ip', keys: [{ kind: 'numgen', mod: 3, offset: 4000000000 }], map: EPS2 }]),
   rule('reject-chain', [{ kind: 'reject', with: 'icmpx port-unreachable' }]),
   rule('reject-chain', [{ kind: 'match', left: { kind: 'payload', field: 'ip protocol' }, op: '==', right: 'tcp' }, { kind: 'reject', with: 'tcp reset' }]),
   rule('reject-chain', [{ kind: 'match', left: { kind: 'payload', field: 'ip6 nexthdr' }, op: '==', right: 'udp' }, { kind: 'reject', with: 'icmpv6 port-unreachable' }]),

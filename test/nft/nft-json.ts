@@ -26,7 +26,8 @@ function selector(j: J, ifindex: Map<string, string>): Selector {
     return { kind: 'ct', key: j.ct.key };
   }
   if (j.fib) return { kind: 'fib-type', addr: j.fib.flags[0] };
-  if (j.numgen) return { kind: 'numgen', mod: j.numgen.mod };
+  // nft 1.0.6's JSON prints an offset of 2^31 or more as a negative number; its text listing does not.
+  if (j.numgen) return j.numgen.offset ? { kind: 'numgen', mod: j.numgen.mod, offset: j.numgen.offset >>> 0 } : { kind: 'numgen', mod: j.numgen.mod };
   throw new Error(`unknown selector ${JSON.stringify(j)}`);
 }
 
