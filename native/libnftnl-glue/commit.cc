@@ -9,11 +9,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <memory>
 #include <cstring>
 #include <ctime>
 
 #include "message-builder.h"
 #include "netlink-socket.h"
+#include "socket-pool.h"
 
 namespace knp {
 
@@ -32,14 +34,16 @@ double MsSince(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 void CommitBatch(const Batch& batch, const std::string& netnsPath, CommitResult* result) {
-  NetlinkSocket sock;
   const auto opened = std::chrono::steady_clock::now();
-  const bool open = sock.Open(netnsPath, &result->transportError);
+  errno = 0;
+  std::unique_ptr<NetlinkSocket> owned = TakeSocket(netnsPath, &result->transportError);
   result->openMs = MsSince(opened);
-  if (!open) {
+  if (!owned) {
     result->transportErrno = errno ? errno : EIO;
     return;
   }
+  // Every early return below drops the socket: its queue may hold unread answers.
+  NetlinkSocket& sock = *owned;
   const uint32_t baseSeq = sock.NextSeq();
   auto t0 = std::chrono::steady_clock::now();
   double cpu0 = ThreadCpuMs();
@@ -124,6 +128,7 @@ void CommitBatch(const Batch& batch, const std::string& netnsPath, CommitResult*
       if (nlh->nlmsg_seq == sentinelSeq) {
         if (nlh->nlmsg_type == NLMSG_ERROR) {  // the ack ends the sentinel's answer
           result->receiveMs = MsSince(t0);
+          ReturnSocket(netnsPath, std::move(owned));
           return;
         }
         continue;
