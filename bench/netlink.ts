@@ -1,7 +1,8 @@
 // bench:netlink — a kube-proxy-shaped ruleset (1k / 10k / 30k services x 2
 // endpoints) loaded through the addon and, in the same run, rendered to nft
 // text and loaded with `nft -f`, each in a fresh network namespace; then one
-// incremental change (one service's endpoints) both ways. Prints times, RSS,
+// incremental change (one service's endpoints) both ways, the median of five
+// changes to different services on each side. Prints times, RSS,
 // ratios and where the addon's time went (JS validation and encoding, the
 // hand-off to the addon, the worker's build and the kernel's send); with
 // strace installed, also the kernel's share of nft -f (its one sendmsg), which
@@ -22,6 +23,7 @@ import { elementOps, endpointChange, fullRuleset, TABLE } from './kube-proxy-rul
 const sizes = (process.env.BENCH_SIZES ?? '1000,10000,30000').split(',').map(Number);
 const dir = mkdtempSync(join(tmpdir(), 'knp-bench-'));
 const MiB = 1024 * 1024;
+const INCREMENTAL_SAMPLES = 5;
 
 /** `nft -f file` inside ns: wall time and nft's peak RSS (from /usr/bin/time -v). */
 function nftLoad(ns: NetNs, text: string, name: string): { ms: number; peakMiB: number } {
@@ -73,7 +75,8 @@ console.log(`load average at start: ${loadavg().map((l) => l.toFixed(2)).join(' 
 try {
   for (const n of sizes) {
     const full = fullRuleset(n);
-    const change = endpointChange(Math.floor(n / 2));
+    // Different services, so that every sample is a real change on both sides.
+    const changes = Array.from({ length: INCREMENTAL_SAMPLES }, (_, k) => endpointChange(Math.floor(n / 2) + 7 * k));
     const map = full.find((o) => o.object.kind === 'map')!.object as NftMap;
 
     // Through the addon.
@@ -83,6 +86,7 @@ try {
     let addonRss: number;
     let fullStats: CommitStats | undefined;
     let incrStats: CommitStats | undefined;
+    let addonIncrRange: [number, number];
     try {
       const dp = new NetlinkDataplane({ netns: nsA.path });
       const rss0 = process.memoryUsage().rss;
@@ -91,10 +95,17 @@ try {
       addonFull = performance.now() - t0;
       fullStats = dp.lastCommit;
       addonRss = (process.memoryUsage().rss - rss0) / MiB;
-      t0 = performance.now();
-      await dp.commit(change);
-      addonIncr = performance.now() - t0;
-      incrStats = dp.lastCommit;
+      const samples: number[] = [];
+      const stats: CommitStats[] = [];
+      for (const change of changes) {
+        t0 = performance.now();
+        await dp.commit(change);
+        samples.push(performance.now() - t0);
+        stats.push(dp.lastCommit!);
+      }
+      addonIncr = median(samples);
+      addonIncrRange = [Math.min(...samples), Math.max(...samples)];
+      incrStats = stats[samples.indexOf(addonIncr)];
       if (countServices(nsA) !== n) throw new Error('addon: not every service landed');
     } finally {
       nsA.destroy();
@@ -104,12 +115,16 @@ try {
     const nsN = createNetns('knp-bench');
     let nftFull: { ms: number; peakMiB: number };
     let nftIncr: { ms: number; peakMiB: number };
+    let nftIncrRange: [number, number];
     let textMiB: number;
     const text = renderOperations(full);
     try {
       textMiB = Buffer.byteLength(text) / MiB;
       nftFull = nftLoad(nsN, text, `full-${n}.nft`);
-      nftIncr = nftLoad(nsN, renderOperations(change, [map]), `incr-${n}.nft`);
+      const runs = changes.map((change, k) => nftLoad(nsN, renderOperations(change, [map]), `incr-${n}-${k}.nft`));
+      const ms = runs.map((r) => r.ms);
+      nftIncr = { ms: median(ms), peakMiB: Math.max(...runs.map((r) => r.peakMiB)) };
+      nftIncrRange = [Math.min(...ms), Math.max(...ms)];
       if (countServices(nsN) !== n) throw new Error('nft -f: not every service landed');
     } finally {
       nsN.destroy();
@@ -149,7 +164,8 @@ try {
       `${String(n).padStart(6)} services x 2 endpoints (${full.length} ops, ${fmt(textMiB)} MiB of nft text)\n` +
         `  full load:   addon ${fmt(addonFull)} ms   nft -f ${fmt(nftFull.ms)} ms   ratio ${fmt(nftFull.ms / addonFull)}x   ` +
         `(nft peak RSS ${fmt(nftFull.peakMiB)} MiB; this process grew ${fmt(addonRss)} MiB, peak ${fmt(process.resourceUsage().maxRSS / 1024)} MiB)\n` +
-        `  one service: addon ${fmt(addonIncr)} ms   nft -f ${fmt(nftIncr.ms)} ms   ratio ${fmt(nftIncr.ms / addonIncr)}x\n` +
+        `  one service: addon ${fmt(addonIncr)} ms (${fmt(addonIncrRange[0])}-${fmt(addonIncrRange[1])})   ` +
+        `nft -f ${fmt(nftIncr.ms)} ms (${fmt(nftIncrRange[0])}-${fmt(nftIncrRange[1])})   ratio ${fmt(nftIncr.ms / addonIncr)}x (medians of ${INCREMENTAL_SAMPLES})\n` +
         `  addon full:  ${breakdown(fullStats)}\n` +
         `  addon one:   ${breakdown(incrStats)}` +
         (Number.isNaN(nftKernel) ? '' : `\n  nft -f full: the kernel's sendmsg took ${fmt(nftKernel)} ms of it (so at most ${fmt(nftFull.ms / nftKernel)}x is reachable)`),
