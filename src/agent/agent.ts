@@ -236,7 +236,15 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
         for (const t of inFlightTriggers) metrics.networkProgrammingDuration.observe(Math.max(0, now - t) / 1000);
         inFlightTriggers = [];
         for (const p of r?.problems ?? []) logger.warn({ problem: p }, 'service port left out of the ruleset');
-        logger.info(fields, 'synced nftables rules');
+        for (const x of r?.rejected ?? []) {
+          logger.error(
+            { servicePort: x.servicePortId, errno: x.code, kernelMessage: x.message, keptLastApplied: x.keptLastApplied },
+            x.keptLastApplied
+              ? 'the kernel refused the rules of this service port; its previous rules stay until it changes'
+              : 'the kernel refused the rules of this service port; it is not programmed until it changes',
+          );
+        }
+        logger.info({ ...fields, ...(r?.setAside ? { servicePortsSetAside: r.setAside } : {}) }, 'synced nftables rules');
       } else {
         pendingTriggers = inFlightTriggers.concat(pendingTriggers);
         inFlightTriggers = [];

@@ -3,13 +3,23 @@
 // one transaction through the injected dataplane, and advances "last applied"
 // only when the commit succeeded — so a failed commit is retried as the same
 // diff (plus whatever changed meanwhile).
+//
+// A commit the kernel refuses names the failing operations. When they belong
+// to ServicePorts, those ports are set aside — their last applied version
+// stays in force, or they stay out if they never applied — and the sync is
+// planned again without them at once: one port the kernel will not take must
+// not hold back every other change. A set-aside port is tried again as soon
+// as it changes, and by every full sync. Errors that say nothing about the
+// rules (out of memory, busy) are retried as a whole, as before.
 
+import { servicePortEqual } from '../model/equality.ts';
 import type { ServicePort } from '../model/service-port.ts';
-import type { Dataplane } from '../nft/dataplane.ts';
+import { type Dataplane, NftCommitError } from '../nft/dataplane.ts';
 import type { RulesetConfig } from './config.ts';
 import { validateRulesetConfig } from './config.ts';
 import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, EMPTY_SYNC_STATE, staleDeletionDueAt, type SyncPlan, type SyncState, type SyncStats } from './diff.ts';
 import { type FullSyncMode, planFullSync } from './full-sync.ts';
+import { OperationOwners } from './operation-owner.ts';
 import { type RenderProblem, renderRuleset, type Ruleset } from './ruleset.ts';
 
 export type SyncRequest = { kind: 'incremental' } | { kind: 'full'; mode: FullSyncMode };
@@ -29,7 +39,27 @@ export interface SyncReport {
   staleChains: number;
   /** Run a sync in this many ms to delete stale chains (undefined: none). */
   followUpMs?: number;
+  /** ServicePorts the kernel refused in this sync, now set aside (see the top of this file). */
+  rejected: RejectedServicePort[];
+  /** ServicePorts set aside, this sync's and earlier ones'. */
+  setAside: number;
 }
+
+/** A ServicePort whose operations the kernel refused. */
+export interface RejectedServicePort {
+  servicePortId: string;
+  /** Its last applied version is still programmed (false: it is not in the kernel at all). */
+  keptLastApplied: boolean;
+  errno: number;
+  code: string;
+  message: string;
+}
+
+/** Refused commits traced to ServicePorts are planned again this many times in one sync. */
+const MAX_SET_ASIDE_PASSES = 4;
+
+/** Errnos about the moment, not the rules: retrying the same transaction may well succeed. */
+const TRANSIENT = new Set(['ENOMEM', 'ENOBUFS', 'EBUSY', 'EAGAIN', 'EINTR', 'ENOSPC', 'EPERM', 'EACCES', 'ETIMEDOUT']);
 
 /** A sync whose transaction the dataplane refused (or that failed before committing); nothing changed. */
 export class SyncError extends Error {
@@ -61,6 +91,8 @@ export class Reconciler {
   #state: SyncState = EMPTY_SYNC_STATE;
   /** Last rendered ruleset, applied or not: its fragments are reused by the next render. */
   #lastRendered: Ruleset | undefined;
+  /** By id: the version the kernel refused, so a changed port is tried again. */
+  readonly #setAside = new Map<string, ServicePort>();
 
   constructor(o: ReconcilerOptions) {
     this.#dataplane = o.dataplane;
@@ -81,7 +113,7 @@ export class Reconciler {
 
   /** Renders and plans without committing (`--dry-run`, tests). */
   plan(request: SyncRequest): { plan: SyncPlan; desired: Ruleset; kind: SyncReport['kind']; mode?: FullSyncMode } {
-    const desired = renderRuleset(this.#servicePorts(), this.#config, this.#lastRendered ?? this.#state.applied);
+    const desired = renderRuleset(this.#programmable(), this.#config, this.#lastRendered ?? this.#state.applied);
     this.#lastRendered = desired;
     if (request.kind === 'full' || this.#state.applied === undefined) {
       const mode = request.kind === 'full' ? request.mode : 'replace';
@@ -91,8 +123,65 @@ export class Reconciler {
     return { plan, desired, kind: 'incremental' };
   }
 
+  /** The model's ServicePorts, with set-aside ones replaced by their last applied version (or left out). */
+  #programmable(): readonly ServicePort[] {
+    const all = this.#servicePorts();
+    if (this.#setAside.size === 0) return all;
+    const seen = new Set<string>();
+    const out: ServicePort[] = [];
+    for (const sp of all) {
+      const refused = this.#setAside.get(sp.id);
+      seen.add(sp.id);
+      if (!refused) out.push(sp);
+      else if (refused !== sp && !servicePortEqual(refused, sp)) {
+        this.#setAside.delete(sp.id);
+        out.push(sp);
+      } else {
+        const last = this.#state.applied?.services.get(sp.id)?.port;
+        if (last) out.push(last);
+      }
+    }
+    for (const id of this.#setAside.keys()) if (!seen.has(id)) this.#setAside.delete(id);
+    return out;
+  }
+
+  /** Sets aside the ServicePorts a refused commit names; true when there is something new to leave out. */
+  #setAsideRefused(error: unknown, plan: SyncPlan, desired: Ruleset, rejected: RejectedServicePort[]): boolean {
+    if (!(error instanceof NftCommitError) || error.failures.length === 0) return false;
+    const owners = new OperationOwners([desired, this.#state.applied]);
+    const current = new Map<string, ServicePort>();
+    for (const sp of this.#servicePorts()) current.set(sp.id, sp);
+    let found = false;
+    for (const f of error.failures) {
+      if (TRANSIENT.has(f.code)) continue;
+      const op = plan.ops[f.index];
+      const id = op ? owners.servicePortOf(op) : undefined;
+      const sp = id === undefined ? undefined : current.get(id);
+      if (!sp || this.#setAside.has(sp.id)) continue;
+      this.#setAside.set(sp.id, sp);
+      const keptLastApplied = this.#state.applied?.services.has(sp.id) === true;
+      rejected.push({ servicePortId: sp.id, keptLastApplied, errno: f.errno, code: f.code, message: f.message });
+      found = true;
+    }
+    return found;
+  }
+
   async sync(request: SyncRequest): Promise<SyncReport> {
-    const { plan, desired, kind, mode } = this.plan(request);
+    const rejected: RejectedServicePort[] = [];
+    if (request.kind === 'full') this.#setAside.clear();
+    for (let pass = 0; ; pass++) {
+      const { plan, desired, kind, mode } = this.plan(request);
+      try {
+        return await this.#commit(plan, desired, kind, mode, rejected);
+      } catch (e) {
+        const cause = e instanceof SyncError ? e.cause : e;
+        if (pass + 1 < MAX_SET_ASIDE_PASSES && this.#setAsideRefused(cause, plan, desired, rejected)) continue;
+        throw e;
+      }
+    }
+  }
+
+  async #commit(plan: SyncPlan, desired: Ruleset, kind: SyncReport['kind'], mode: FullSyncMode | undefined, rejected: RejectedServicePort[]): Promise<SyncReport> {
     const report = (state: SyncState): SyncReport => {
       const due = staleDeletionDueAt(state, this.#staleDelay);
       let endpointChains = 0;
@@ -107,6 +196,8 @@ export class Reconciler {
         problems: desired.problems,
         staleChains: state.staleChains.size,
         ...(due !== undefined ? { followUpMs: Math.max(1, due - this.#now()) } : {}),
+        rejected,
+        setAside: this.#setAside.size,
       };
     };
     if (plan.ops.length > 0) {

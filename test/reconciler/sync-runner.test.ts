@@ -36,6 +36,8 @@ function report(followUpMs?: number): SyncReport {
     endpointChains: 0,
     problems: [],
     staleChains: 0,
+    rejected: [],
+    setAside: 0,
     ...(followUpMs !== undefined ? { followUpMs } : {}),
   };
 }
