@@ -16,6 +16,7 @@
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import type { IPFamily } from '../k8s/types.ts';
 import { canonicalValue } from '../nft/values.ts';
+import { DEFAULT_ENDPOINT_MAP_BLOCKS } from './endpoint-slots.ts';
 
 export interface FamilyConfig {
   /**
@@ -63,6 +64,12 @@ export interface RulesetConfig {
   flowtableDevices: string[];
   /** How service ports without session affinity reach their endpoints (see EndpointShape). */
   endpointShape: EndpointShape;
+  /**
+   * Blocks of 16 slots in the shared endpoint map (endpoint shape 'map'; see
+   * endpoint-slots.ts); default 2^26. Tests make it small to force regions to
+   * collide.
+   */
+  endpointMapBlocks?: number;
 }
 
 export const DEFAULT_TABLE_NAME = 'kube-nft-proxy';
@@ -104,6 +111,10 @@ export function validateRulesetConfig(c: RulesetConfig): RulesetConfig {
   }
   if (!ENDPOINT_SHAPES.includes(c.endpointShape)) {
     throw new RulesetConfigError('endpointShape', `must be one of ${ENDPOINT_SHAPES.join(', ')}, got ${JSON.stringify(c.endpointShape)}`);
+  }
+  const blocks = c.endpointMapBlocks;
+  if (blocks !== undefined && (!Number.isInteger(blocks) || blocks < 1 || blocks > DEFAULT_ENDPOINT_MAP_BLOCKS)) {
+    throw new RulesetConfigError('endpointMapBlocks', `must be 1-${DEFAULT_ENDPOINT_MAP_BLOCKS}, got ${blocks}`);
   }
   const families: Partial<Record<IPFamily, FamilyConfig>> = {};
   for (const family of ['IPv4', 'IPv6'] as const) {

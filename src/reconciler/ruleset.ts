@@ -13,7 +13,8 @@ import type { IPFamily } from '../k8s/types.ts';
 import { servicePortEqual } from '../model/equality.ts';
 import type { ServicePort } from '../model/service-port.ts';
 import { type Element, objectKey, type Table } from '../nft/objects.ts';
-import type { RulesetConfig } from './config.ts';
+import type { FamilyConfig, RulesetConfig } from './config.ts';
+import { type BlockIndex, EndpointSlots, sameLabels } from './endpoint-slots.ts';
 import type { Fragment } from './fragment.ts';
 import { OverlayMap } from './overlay-map.ts';
 import { type RenderContext, RenderedServicePort } from './rendered-service-port.ts';
@@ -48,6 +49,8 @@ export interface Ruleset {
   elements: ReadonlyMap<string, ElementClaim>;
   /** Keys claimed by more than one fragment, with every claim, winner first. */
   contested: ReadonlyMap<string, readonly ElementClaim[]>;
+  /** Each family's index of the shared endpoint map's blocks (endpoint shape 'map'; see endpoint-slots.ts). */
+  endpointSlots: ReadonlyMap<IPFamily, BlockIndex>;
   problems: RenderProblem[];
 }
 
@@ -114,6 +117,11 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
   }
 
   const contexts = new Map<IPFamily, RenderContext>();
+  const contextFor = (family: IPFamily, fc: FamilyConfig): RenderContext => {
+    let context = contexts.get(family);
+    if (!context) contexts.set(family, (context = { fc, config }));
+    return context;
+  };
   const services = new Map<string, RenderedServicePort>();
   for (const sp of servicePorts) {
     if (services.has(sp.id)) {
@@ -130,15 +138,16 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
       services.set(sp.id, before);
       continue;
     }
-    let context = contexts.get(sp.family);
-    if (!context) contexts.set(sp.family, (context = { fc, config }));
     try {
-      services.set(sp.id, new RenderedServicePort(sp, context, renderServicePort(sp, fc, config)));
+      // Placed in the shared endpoint map for a start; placeEndpoints() re-renders the few whose ranges collide.
+      services.set(sp.id, new RenderedServicePort(sp, contextFor(sp.family, fc), renderServicePort(sp, fc, config, NO_LABELS), NO_LABELS));
     } catch (e) {
       if (!(e instanceof ServicePortRenderError)) throw e;
       problems.push({ servicePortId: sp.id, code: e.code, message: e.message });
     }
   }
+
+  const endpointSlots = config.endpointShape === 'map' ? placeEndpoints(services, reuse, (family) => contextFor(family, config.families[family]!)) : NO_SLOTS;
 
   // Only what changed is re-claimed: an incremental render costs the change, not the ruleset.
   const claims = new Claims(reuse);
@@ -161,7 +170,42 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
     }
   }
 
-  return { config, tables, skeletons, services, elements: claims.elements, contested: claims.contested, problems };
+  return { config, tables, skeletons, services, elements: claims.elements, contested: claims.contested, endpointSlots, problems };
+}
+
+const NO_LABELS: ReadonlySet<string> = new Set();
+const NO_SLOTS: ReadonlyMap<IPFamily, BlockIndex> = new Map();
+
+/**
+ * Updates the block index of the shared endpoint map for the ServicePorts that
+ * changed (all of them without `reuse`), then re-renders every port whose
+ * policy chains' placement (shared or private) is no longer what it was
+ * rendered with: the changed ones, and those whose ranges share a block with a
+ * range that came or went. Mutates `services`.
+ */
+function placeEndpoints(
+  services: Map<string, RenderedServicePort>,
+  reuse: Ruleset | undefined,
+  contextFor: (family: IPFamily) => RenderContext,
+): ReadonlyMap<IPFamily, BlockIndex> {
+  const slots = new EndpointSlots(reuse?.endpointSlots);
+  const check = new Set<string>();
+  for (const [id, r] of reuse?.services ?? []) if (services.get(id) !== r) slots.remove(r.port.family, id, r.regions);
+  for (const [id, r] of services) {
+    if (reuse?.services.get(id) === r) continue;
+    slots.add(r.port.family, id, r.regions);
+    check.add(id);
+  }
+  for (const id of slots.touched) check.add(id);
+  for (const id of check) {
+    const r = services.get(id);
+    if (!r) continue;
+    const wanted = slots.privateLabels(r.port.family, r.regions);
+    if (sameLabels(wanted, r.privateLabels)) continue;
+    const context = contextFor(r.port.family);
+    services.set(id, new RenderedServicePort(r.port, context, renderServicePort(r.port, context.fc, context.config, wanted), wanted));
+  }
+  return slots.indexes;
 }
 
 export function sameElementValue(a: Element, b: Element): boolean {

@@ -34,6 +34,7 @@ import type { Endpoint, EndpointSelection, ServicePort } from '../model/service-
 import type { Statement, Verdict } from '../nft/objects.ts';
 import { canonicalValue } from '../nft/values.ts';
 import { cidrsContainAny, type FamilyConfig, type RulesetConfig } from './config.ts';
+import { DEFAULT_ENDPOINT_MAP_BLOCKS, type EndpointRegion, endpointRegion, regionOffset } from './endpoint-slots.ts';
 import { type Fragment, FragmentBuilder } from './fragment.ts';
 import { CHAIN, endpointNameBase, MAP, PREFIX, SET, servicePortNameBase, servicePortReadable } from './names.ts';
 import {
@@ -65,6 +66,7 @@ export class ServicePortRenderError extends Error {
   }
 }
 
+const NO_LABELS: ReadonlySet<string> = new Set();
 const REJECT: Verdict = { verdict: 'goto', chain: CHAIN.reject };
 const DROP: Verdict = { verdict: 'drop' };
 
@@ -99,7 +101,12 @@ function checkPort(id: string, what: string, port: number): string {
   return String(port);
 }
 
-export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: RulesetConfig): Fragment {
+/**
+ * `privateLabels`: the policy chains (by their private map's name) whose slot
+ * range collides in the shared endpoint map, so that they use a map of their
+ * own; the fragment's `regions` say which ranges it wants (endpoint shape 'map').
+ */
+export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: RulesetConfig, privateLabels: ReadonlySet<string> = NO_LABELS): Fragment {
   const family: IPFamily = sp.family;
   const type = addrType(family);
   const canon = (ip: string): string => {
@@ -170,17 +177,29 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
   };
 
   const hairpin = new Set<string>();
-  /** A policy chain without affinity: optional masquerade rule, then DNAT through the endpoints map. */
-  const mapPolicyChain = (name: string, mapName: string, eps: readonly Endpoint[], masquerade: Statement[] | undefined): void => {
+  const regions: EndpointRegion[] = [];
+  const mapBlocks = config.endpointMapBlocks ?? DEFAULT_ENDPOINT_MAP_BLOCKS;
+  /**
+   * A policy chain without affinity: optional masquerade rule, then DNAT
+   * through its slot range of the shared endpoints map, or through a map of its
+   * own when that range collides with another (`label` is that map's name).
+   */
+  const mapPolicyChain = (name: string, label: string, eps: readonly Endpoint[], masquerade: Statement[] | undefined): void => {
     const list = distinctSorted(eps, canon);
+    const region = endpointRegion(label, list.length, mapBlocks);
+    regions.push(region);
+    const shared = !privateLabels.has(label);
+    const mapName = shared ? MAP.serviceEndpoints : label;
+    const offset = shared ? regionOffset(region) : 0;
     b.chain(name);
     if (masquerade) b.rule(name, masquerade);
-    b.map({ name: mapName, keyType: ['integer'], dataType: [type, 'inet_service'] });
+    if (!shared) b.map({ name: mapName, keyType: ['integer'], dataType: [type, 'inet_service'] });
     list.forEach((ep, i) => {
-      b.element(mapName, [String(i)], [ep.ip, checkPort(sp.id, 'endpoint port', ep.port)]);
+      b.element(mapName, [String(offset + i)], [ep.ip, checkPort(sp.id, 'endpoint port', ep.port)]);
       hairpin.add(ep.ip);
     });
-    b.rule(name, [l4protoIs(proto), { kind: 'dnat-map', family: natFamily, keys: [numgenKey(list.length)], map: mapName }]);
+    const key = offset === 0 ? numgenKey(list.length) : { kind: 'numgen' as const, mod: list.length, offset };
+    b.rule(name, [l4protoIs(proto), { kind: 'dnat-map', family: natFamily, keys: [key], map: mapName }]);
   };
 
   /** A policy chain: optional masquerade rule, affinity lookups, then the cascade. */
@@ -286,5 +305,6 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
     if (affinity !== undefined) b.rule(chain, [{ kind: 'set-update', op: 'update', set, keys: [saddr(family)] }]);
     b.rule(chain, [l4protoIs(proto), { kind: 'dnat', addr: ep.ip, port: Number(epPort) }]);
   }
+  if (regions.length > 0) b.fragment.regions = regions;
   return b.fragment;
 }

@@ -109,6 +109,7 @@ export function renderSkeleton(family: IPFamily, fc: FamilyConfig, config: Rules
   // that have none (endpoint shape 'map'), and exists only in that shape so
   // that the 'chains' ruleset is kube-proxy's.
   if (config.endpointShape === 'map') {
+    b.map({ name: MAP.serviceEndpoints, keyType: ['integer'], dataType: [addr, 'inet_service'], comment: 'endpoints of the service ports, a slot range each' });
     b.set({ name: SET.hairpinEndpoints, keyType: [addr, addr], comment: 'endpoints whose traffic to themselves through a service is masqueraded' });
     b.rule(CHAIN.masquerading, [
       match({ kind: 'ct', key: 'status' }, 'dnat'),

@@ -6,6 +6,7 @@ import type { Operation } from '../../src/nft/objects.ts';
 import type { EndpointShape, RulesetConfig } from '../../src/reconciler/config.ts';
 import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, EMPTY_SYNC_STATE, type SyncState } from '../../src/reconciler/diff.ts';
 import { planFullSync } from '../../src/reconciler/full-sync.ts';
+import { DEFAULT_ENDPOINT_MAP_BLOCKS, endpointRegion, regionOffset } from '../../src/reconciler/endpoint-slots.ts';
 import { servicePortReadable } from '../../src/reconciler/names.ts';
 import { renderRuleset, type Ruleset } from '../../src/reconciler/ruleset.ts';
 import type { ServicePort } from '../../src/model/service-port.ts';
@@ -186,15 +187,17 @@ describe('a change to one service touches only that service', () => {
   });
 
   const mapCfg = config({ families: { IPv4: V4 }, endpointShape: 'map' });
+  // s7's slot range in the shared endpoint map.
+  const s7 = regionOffset(endpointRegion('endpoints-OXIM3RN4-default/s7/tcp/http', 1, DEFAULT_ENDPOINT_MAP_BLOCKS));
   it('endpoint shape map: one endpoint added to one of many services: its service chain and its map elements, nothing else', () => {
     const cfg = mapCfg;
     const ops = opsAddingAnEndpointToService7(cfg);
-    // N went from 1 to 2: the one dnat rule changes (its numgen modulus), the rest is elements.
+    // N went from 1 to 2: the one dnat rule changes (its numgen modulus, not its offset), the rest is elements.
     expect(opNames(ops)).toEqual([
       'flush chain service-OXIM3RN4-default/s7/tcp/http',
       'add rule service-OXIM3RN4-default/s7/tcp/http',
       'add rule service-OXIM3RN4-default/s7/tcp/http',
-      'add element endpoints-OXIM3RN4-default/s7/tcp/http 1',
+      `add element service-endpoints ${s7 + 1}`,
       'add element hairpin-endpoints 10.244.9.9 . 10.244.9.9',
     ]);
   });
@@ -207,12 +210,12 @@ describe('a change to one service touches only that service', () => {
     const b = renderRuleset(changed, cfg, a);
     const ops = diffRulesets(a, b, { now: 1 }).ops;
     expect(opNames(ops)).toEqual([
-      'delete element endpoints-OXIM3RN4-default/s7/tcp/http 0',
+      `delete element service-endpoints ${s7}`,
       'delete element hairpin-endpoints 10.244.0.8 . 10.244.0.8',
-      'add element endpoints-OXIM3RN4-default/s7/tcp/http 0',
+      `add element service-endpoints ${s7}`,
       'add element hairpin-endpoints 10.244.9.9 . 10.244.9.9',
     ]);
-    expect(ops.find((o) => o.verb === 'add' && o.object.kind === 'element' && o.object.set.startsWith('endpoints-'))!.object).toMatchObject({ value: ['10.244.9.9', '8080'] });
+    expect(ops.find((o) => o.verb === 'add' && o.object.kind === 'element' && o.object.set === 'service-endpoints')!.object).toMatchObject({ value: ['10.244.9.9', '8080'] });
   });
 
   it('endpoint shape map: an endpoint shared by two services stays in hairpin-endpoints until neither uses it', () => {
