@@ -241,9 +241,20 @@ async function changeLatency(api: FakeApiServer, agent: AgentChild, ns: NetNs, n
   // pod, through an endpoint chain or through the service's endpoints map.
   const base = servicePortNameBase(servicePortName(last.i));
   const listing = ns.exec('nft', ['list', 'chain', 'ip', 'kube-nft-proxy', `service-${base}`], { timeoutMs: 120_000 });
-  const routed = listing.includes(`map @endpoints-${base}`)
-    ? ns.exec('nft', ['list', 'map', 'ip', 'kube-nft-proxy', `endpoints-${base}`], { timeoutMs: 120_000 }).includes(`${last.ip} . 8080`)
-    : listing.includes(`__${last.ip}/8080`);
+  // Through the shared endpoints map: some slot of the chain's range holds the pod.
+  const shared = /numgen random mod (\d+)(?: offset (\d+))? map @service-endpoints/.exec(listing);
+  const inSharedMap = (): boolean => {
+    const [mod, offset] = [Number(shared![1]), Number(shared![2] ?? 0)];
+    const map = ns.exec('nft', ['list', 'map', 'ip', 'kube-nft-proxy', 'service-endpoints'], { timeoutMs: 120_000 });
+    const escaped = last.ip.replaceAll('.', '\\.');
+    for (const m of map.matchAll(new RegExp(`(\\d+) : ${escaped} \\. 8080\\b`, 'g'))) if (Number(m[1]) >= offset && Number(m[1]) < offset + mod) return true;
+    return false;
+  };
+  const routed = shared
+    ? inSharedMap()
+    : listing.includes(`map @endpoints-${base}`)
+      ? ns.exec('nft', ['list', 'map', 'ip', 'kube-nft-proxy', `endpoints-${base}`], { timeoutMs: 120_000 }).includes(`${last.ip} . 8080`)
+      : listing.includes(`__${last.ip}/8080`);
   if (!routed) throw new Error(`kernel does not route ${sliceKey(last.i)} to ${last.ip}:\n${listing}`);
   return samples;
 }
