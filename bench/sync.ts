@@ -241,11 +241,11 @@ async function changeLatency(api: FakeApiServer, agent: AgentChild, ns: NetNs, n
   // pod, through an endpoint chain or through the service's endpoints map.
   const base = servicePortNameBase(servicePortName(last.i));
   const listing = ns.exec('nft', ['list', 'chain', 'ip', 'kube-nft-proxy', `service-${base}`], { timeoutMs: 120_000 });
-  // Through the shared endpoints map: some slot of the chain's range holds the pod.
-  const shared = /numgen random mod (\d+)(?: offset (\d+))? map @service-endpoints/.exec(listing);
+  // Through a shared endpoints map: some slot of the chain's range holds the pod.
+  const shared = /numgen random mod (\d+)(?: offset (\d+))? map @(service-endpoints-\d+)/.exec(listing);
   const inSharedMap = (): boolean => {
     const [mod, offset] = [Number(shared![1]), Number(shared![2] ?? 0)];
-    const map = ns.exec('nft', ['list', 'map', 'ip', 'kube-nft-proxy', 'service-endpoints'], { timeoutMs: 120_000 });
+    const map = ns.exec('nft', ['list', 'map', 'ip', 'kube-nft-proxy', shared![3]!], { timeoutMs: 120_000 });
     const escaped = last.ip.replaceAll('.', '\\.');
     for (const m of map.matchAll(new RegExp(`(\\d+) : ${escaped} \\. 8080\\b`, 'g'))) if (Number(m[1]) >= offset && Number(m[1]) < offset + mod) return true;
     return false;

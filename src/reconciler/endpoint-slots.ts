@@ -1,11 +1,16 @@
 // Where a policy chain's endpoints live in its family's shared endpoint map
 // (endpoint shape 'map').
 //
-// One map per family, `service-endpoints`, keyed by a slot number: a policy
-// chain with N endpoints DNATs through `numgen random mod N offset K`, and its
-// elements are `K+i : ip . port`. Named sets are what the kernel is slow to
-// create in numbers (looking one up by name walks the table's list of sets), so
-// 10k ports share one map instead of owning one each.
+// The maps of a family, `service-endpoints-<shard>`, are keyed by a slot
+// number: a policy chain with N endpoints DNATs through `numgen random mod N
+// offset K`, and its elements are `K+i : ip . port`. Named sets are what the
+// kernel is slow to create in numbers (each rule's lookup finds its set by
+// walking the table's list of sets), so 10k ports share a few hundred maps
+// instead of owning one each. Not one map either: every element added to a map
+// is checked against every rule bound to it, so one map for 10k rules x 100k
+// elements cost 29 s at a cold sync; a region's map is its start block modulo
+// ENDPOINT_MAP_SHARDS, which divides that by the shard count. A shard's map
+// exists while some region starts in it.
 //
 // Placement is canonical — a pure function of the current ServicePorts — so a
 // full render equals what any run of incremental renders yields:
@@ -31,6 +36,22 @@ export const SLOTS_PER_BLOCK = 16;
  * numbers) stay clear of the sign bit.
  */
 export const DEFAULT_ENDPOINT_MAP_BLOCKS = 2 ** 26;
+/**
+ * Maps per family the slot ranges are spread over. Cold-sync kernel cost is
+ * about elements x rules / shards x 26 ns (element checks) plus rules x shards
+ * x ~5 ns (finding a set by name): 512 keeps both well under 100 ms at 10k
+ * services x 10 endpoints.
+ */
+export const ENDPOINT_MAP_SHARDS = 512;
+
+export function shardOf(r: EndpointRegion): number {
+  return r.block % ENDPOINT_MAP_SHARDS;
+}
+
+export function shardMapName(shard: number): string {
+  return `${MAP_PREFIX}${shard}`;
+}
+const MAP_PREFIX = 'service-endpoints-';
 
 /** The slot range a policy chain wants in the shared map. */
 export interface EndpointRegion {
@@ -70,30 +91,37 @@ interface Claim {
 /** Blocks to the regions that claim them, for one family. */
 export type BlockIndex = OverlayMap<number, readonly Claim[]>;
 
+/** One family's block index, and how many regions start in each shard. */
+export interface FamilySlots {
+  readonly blocks: BlockIndex;
+  readonly shards: OverlayMap<number, number>;
+}
+
 /** Every family's block index, derived from the previous ruleset's without changing it. */
 export class EndpointSlots {
-  readonly #families = new Map<IPFamily, BlockIndex>();
+  readonly #families = new Map<IPFamily, FamilySlots>();
   /** Owners of regions whose blocks gained or lost a claim since construction: their status may have flipped. */
   readonly #touched = new Set<string>();
 
-  constructor(from?: ReadonlyMap<IPFamily, BlockIndex>) {
-    for (const [f, index] of from ?? []) this.#families.set(f, new OverlayMap(index));
+  constructor(from?: ReadonlyMap<IPFamily, FamilySlots>) {
+    for (const [f, slots] of from ?? []) this.#families.set(f, { blocks: new OverlayMap(slots.blocks), shards: new OverlayMap(slots.shards) });
   }
 
-  get indexes(): ReadonlyMap<IPFamily, BlockIndex> {
+  get families(): ReadonlyMap<IPFamily, FamilySlots> {
     return this.#families;
   }
 
-  #index(family: IPFamily): BlockIndex {
-    let index = this.#families.get(family);
-    if (!index) this.#families.set(family, (index = new OverlayMap()));
-    return index;
+  #slots(family: IPFamily): FamilySlots {
+    let slots = this.#families.get(family);
+    if (!slots) this.#families.set(family, (slots = { blocks: new OverlayMap(), shards: new OverlayMap() }));
+    return slots;
   }
 
   add(family: IPFamily, owner: string, regions: readonly EndpointRegion[]): void {
-    const index = this.#index(family);
+    const { blocks: index, shards } = this.#slots(family);
     for (const region of regions) {
       const claim: Claim = { owner, region };
+      shards.set(shardOf(region), (shards.get(shardOf(region)) ?? 0) + 1);
       for (let b = region.block; b < region.block + region.blocks; b++) {
         const list = index.get(b);
         if (list) for (const c of list) this.#touched.add(c.owner);
@@ -103,8 +131,11 @@ export class EndpointSlots {
   }
 
   remove(family: IPFamily, owner: string, regions: readonly EndpointRegion[]): void {
-    const index = this.#index(family);
+    const { blocks: index, shards } = this.#slots(family);
     for (const region of regions) {
+      const left = (shards.get(shardOf(region)) ?? 0) - 1;
+      if (left > 0) shards.set(shardOf(region), left);
+      else shards.delete(shardOf(region));
       for (let b = region.block; b < region.block + region.blocks; b++) {
         const list = index.get(b);
         if (!list) continue;
@@ -121,9 +152,15 @@ export class EndpointSlots {
     return this.#touched;
   }
 
+  /** Shards some region of the family starts in, ascending: their maps must exist. */
+  usedShards(family: IPFamily): number[] {
+    const shards = this.#families.get(family)?.shards;
+    return shards ? [...shards.keys()].sort((a, b) => a - b) : [];
+  }
+
   /** The labels among `regions` that must fall back to a private map: they share a block with another region. */
   privateLabels(family: IPFamily, regions: readonly EndpointRegion[]): ReadonlySet<string> {
-    const index = this.#families.get(family);
+    const index = this.#families.get(family)?.blocks;
     let out: Set<string> | undefined;
     for (const region of regions) {
       for (let b = region.block; b < region.block + region.blocks; b++) {

@@ -40,8 +40,6 @@ export const MAP = {
   noEndpointServices: 'no-endpoint-services',
   noEndpointNodePorts: 'no-endpoint-nodeports',
   firewallIPs: 'firewall-ips',
-  /** Slot number to `address . port`: the endpoints of every policy chain without affinity, each in its own slot range (endpoint shape 'map'). */
-  serviceEndpoints: 'service-endpoints',
 } as const;
 
 /**
@@ -65,7 +63,7 @@ export const PREFIX = {
   /**
    * Map from `numgen` results to the cluster-wide endpoints' `address . port`
    * (no session affinity), for a port whose slot range collides in the shared
-   * `service-endpoints` map; also the port's label in that map.
+   * `service-endpoints-<shard>` maps; also the port's label there (see endpoint-slots.ts).
    */
   endpoints: 'endpoints-',
   /** The same for this node's endpoints (a Local traffic policy). */

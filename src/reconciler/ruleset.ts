@@ -14,7 +14,7 @@ import { servicePortEqual } from '../model/equality.ts';
 import type { ServicePort } from '../model/service-port.ts';
 import { type Element, objectKey, type Table } from '../nft/objects.ts';
 import type { FamilyConfig, RulesetConfig } from './config.ts';
-import { type BlockIndex, EndpointSlots, sameLabels } from './endpoint-slots.ts';
+import { EndpointSlots, type FamilySlots, sameLabels } from './endpoint-slots.ts';
 import type { Fragment } from './fragment.ts';
 import { OverlayMap } from './overlay-map.ts';
 import { type RenderContext, RenderedServicePort } from './rendered-service-port.ts';
@@ -49,8 +49,10 @@ export interface Ruleset {
   elements: ReadonlyMap<string, ElementClaim>;
   /** Keys claimed by more than one fragment, with every claim, winner first. */
   contested: ReadonlyMap<string, readonly ElementClaim[]>;
-  /** Each family's index of the shared endpoint map's blocks (endpoint shape 'map'; see endpoint-slots.ts). */
-  endpointSlots: ReadonlyMap<IPFamily, BlockIndex>;
+  /** Each family's index of the shared endpoint maps' blocks (endpoint shape 'map'; see endpoint-slots.ts). */
+  endpointSlots: ReadonlyMap<IPFamily, FamilySlots>;
+  /** Each family's shared endpoint maps in use (their skeleton holds them). */
+  endpointShards: ReadonlyMap<IPFamily, readonly number[]>;
   problems: RenderProblem[];
 }
 
@@ -108,12 +110,8 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
   const reuse = previous !== undefined && sameConfig(previous.config, config) ? previous : undefined;
   const problems: RenderProblem[] = [];
   const tables: Table[] = [];
-  const skeletons = new Map<IPFamily, Fragment>();
   for (const family of FAMILIES) {
-    const fc = config.families[family];
-    if (!fc) continue;
-    tables.push({ kind: 'table', family: tableFamily(family), name: config.tableName, comment: 'rules for kube-nft-proxy' });
-    skeletons.set(family, reuse?.skeletons.get(family) ?? renderSkeleton(family, fc, config));
+    if (config.families[family]) tables.push({ kind: 'table', family: tableFamily(family), name: config.tableName, comment: 'rules for kube-nft-proxy' });
   }
 
   const contexts = new Map<IPFamily, RenderContext>();
@@ -147,11 +145,29 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
     }
   }
 
-  const endpointSlots = config.endpointShape === 'map' ? placeEndpoints(services, reuse, (family) => contextFor(family, config.families[family]!)) : NO_SLOTS;
+  const slots = config.endpointShape === 'map' ? placeEndpoints(services, reuse, (family) => contextFor(family, config.families[family]!)) : undefined;
+
+  // The skeleton holds the shared endpoint maps that are in use: re-rendered when that changes.
+  const skeletons = new Map<IPFamily, Fragment>();
+  const endpointShards = new Map<IPFamily, readonly number[]>();
+  for (const family of FAMILIES) {
+    const fc = config.families[family];
+    if (!fc) continue;
+    const shards = slots?.usedShards(family) ?? NO_SHARDS;
+    const before = reuse?.endpointShards.get(family) ?? NO_SHARDS;
+    const same = before.length === shards.length && before.every((x, i) => x === shards[i]);
+    endpointShards.set(family, same ? before : shards);
+    skeletons.set(family, (same ? reuse?.skeletons.get(family) : undefined) ?? renderSkeleton(family, fc, config, shards));
+  }
 
   // Only what changed is re-claimed: an incremental render costs the change, not the ruleset.
   const claims = new Claims(reuse);
   if (reuse) {
+    for (const [family, s] of reuse.skeletons) {
+      if (skeletons.get(family) === s) continue;
+      claims.remove(`skeleton:${family}`, s);
+      claims.add(`skeleton:${family}`, skeletons.get(family)!);
+    }
     for (const [id, r] of reuse.services) if (services.get(id) !== r) claims.remove(id, r.fragment);
     for (const [id, r] of services) if (reuse.services.get(id) !== r) claims.add(id, r.fragment);
   } else {
@@ -170,11 +186,13 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
     }
   }
 
-  return { config, tables, skeletons, services, elements: claims.elements, contested: claims.contested, endpointSlots, problems };
+  const endpointSlots = slots?.families ?? NO_SLOTS;
+  return { config, tables, skeletons, services, elements: claims.elements, contested: claims.contested, endpointSlots, endpointShards, problems };
 }
 
 const NO_LABELS: ReadonlySet<string> = new Set();
-const NO_SLOTS: ReadonlyMap<IPFamily, BlockIndex> = new Map();
+const NO_SLOTS: ReadonlyMap<IPFamily, FamilySlots> = new Map();
+const NO_SHARDS: readonly number[] = [];
 
 /**
  * Updates the block index of the shared endpoint map for the ServicePorts that
@@ -187,7 +205,7 @@ function placeEndpoints(
   services: Map<string, RenderedServicePort>,
   reuse: Ruleset | undefined,
   contextFor: (family: IPFamily) => RenderContext,
-): ReadonlyMap<IPFamily, BlockIndex> {
+): EndpointSlots {
   const slots = new EndpointSlots(reuse?.endpointSlots);
   const check = new Set<string>();
   for (const [id, r] of reuse?.services ?? []) if (services.get(id) !== r) slots.remove(r.port.family, id, r.regions);
@@ -205,7 +223,7 @@ function placeEndpoints(
     const context = contextFor(r.port.family);
     services.set(id, new RenderedServicePort(r.port, context, renderServicePort(r.port, context.fc, context.config, wanted), wanted));
   }
-  return slots.indexes;
+  return slots;
 }
 
 export function sameElementValue(a: Element, b: Element): boolean {

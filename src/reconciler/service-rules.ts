@@ -34,7 +34,7 @@ import type { Endpoint, EndpointSelection, ServicePort } from '../model/service-
 import type { Statement, Verdict } from '../nft/objects.ts';
 import { canonicalValue } from '../nft/values.ts';
 import { cidrsContainAny, type FamilyConfig, type RulesetConfig } from './config.ts';
-import { DEFAULT_ENDPOINT_MAP_BLOCKS, type EndpointRegion, endpointRegion, regionOffset } from './endpoint-slots.ts';
+import { DEFAULT_ENDPOINT_MAP_BLOCKS, type EndpointRegion, endpointRegion, regionOffset, shardMapName, shardOf } from './endpoint-slots.ts';
 import { type Fragment, FragmentBuilder } from './fragment.ts';
 import { CHAIN, endpointNameBase, MAP, PREFIX, SET, servicePortNameBase, servicePortReadable } from './names.ts';
 import {
@@ -189,7 +189,7 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
     const region = endpointRegion(label, list.length, mapBlocks);
     regions.push(region);
     const shared = !privateLabels.has(label);
-    const mapName = shared ? MAP.serviceEndpoints : label;
+    const mapName = shared ? shardMapName(shardOf(region)) : label;
     const offset = shared ? regionOffset(region) : 0;
     b.chain(name);
     if (masquerade) b.rule(name, masquerade);

@@ -5,7 +5,7 @@ import { type RulesetConfig, RulesetConfigError, validateRulesetConfig } from '.
 import { planFullSync } from '../../src/reconciler/full-sync.ts';
 import { rulesetListings } from '../../src/reconciler/listing.ts';
 import { endpointNameBase, servicePortNameBase, shortHash } from '../../src/reconciler/names.ts';
-import { DEFAULT_ENDPOINT_MAP_BLOCKS, endpointRegion, regionOffset } from '../../src/reconciler/endpoint-slots.ts';
+import { DEFAULT_ENDPOINT_MAP_BLOCKS, endpointRegion, regionOffset, shardMapName, shardOf } from '../../src/reconciler/endpoint-slots.ts';
 import { renderRuleset } from '../../src/reconciler/ruleset.ts';
 import type { ServicePort } from '../../src/model/service-port.ts';
 import { config, ep, local, sel, sp, V4 } from './fixtures.ts';
@@ -23,9 +23,12 @@ function lines(t: string): string[] {
 
 const SVC = 'FZBCIIWL-default/web/tcp/http';
 /** First slot of a policy chain's range in the shared endpoint map. */
-const slot = (label: string): number => regionOffset(endpointRegion(label, 1, DEFAULT_ENDPOINT_MAP_BLOCKS));
-const S = slot(`endpoints-${SVC}`);
-const L = slot(`local-endpoints-${SVC}`);
+const region = (label: string) => endpointRegion(label, 1, DEFAULT_ENDPOINT_MAP_BLOCKS);
+const S = regionOffset(region(`endpoints-${SVC}`));
+const L = regionOffset(region(`local-endpoints-${SVC}`));
+/** The shared map each range lives in. */
+const SM = shardMapName(shardOf(region(`endpoints-${SVC}`)));
+const LM = shardMapName(shardOf(region(`local-endpoints-${SVC}`)));
 
 describe('ruleset features', () => {
   const cases: Array<{ name: string; ports: ServicePort[]; config?: RulesetConfig; present?: string[]; absent?: string[] }> = [
@@ -126,8 +129,8 @@ describe('ruleset features', () => {
       ports: [sp({ endpoints: [ep('10.244.1.5')] })],
       config: config({ families: { IPv4: V4 }, endpointShape: 'map' }),
       present: [
-        'map service-endpoints {',
-        `meta l4proto tcp dnat ip addr . port to numgen random mod 1 offset ${S} map @service-endpoints`,
+        `map ${SM} {`,
+        `meta l4proto tcp dnat ip addr . port to numgen random mod 1 offset ${S} map @${SM}`,
         `elements = { ${S} : 10.244.1.5 . 8080 }`,
         'elements = { 10.244.1.5 . 10.244.1.5 }',
         'ct status dnat ip saddr . ip daddr @hairpin-endpoints jump mark-for-masquerade',
@@ -138,7 +141,7 @@ describe('ruleset features', () => {
       name: 'endpoint shape map: endpoints are deduplicated and ordered whatever order the model gives',
       ports: [sp({ endpoints: [ep('10.244.2.6'), ep('10.244.1.5'), ep('10.244.2.6')] })],
       config: config({ families: { IPv4: V4 }, endpointShape: 'map' }),
-      present: [`meta l4proto tcp dnat ip addr . port to numgen random mod 2 offset ${S} map @service-endpoints`, `${S} : 10.244.1.5 . 8080`, `${S + 1} : 10.244.2.6 . 8080`],
+      present: [`meta l4proto tcp dnat ip addr . port to numgen random mod 2 offset ${S} map @${SM}`, `${S} : 10.244.1.5 . 8080`, `${S + 1} : 10.244.2.6 . 8080`],
       absent: ['numgen random mod 3', `${S + 2} : 10.244.2.6 . 8080`],
     },
     {
@@ -188,8 +191,8 @@ describe('ruleset features', () => {
       present: [
         `fib saddr type local goto service-${SVC} comment "short-circuit local traffic"`,
         `goto local-${SVC}`,
-        `meta l4proto tcp dnat ip addr . port to numgen random mod 2 offset ${S} map @service-endpoints`,
-        `meta l4proto tcp dnat ip addr . port to numgen random mod 1 offset ${L} map @service-endpoints`,
+        `meta l4proto tcp dnat ip addr . port to numgen random mod 2 offset ${S} map @${SM}`,
+        `meta l4proto tcp dnat ip addr . port to numgen random mod 1 offset ${L} map @${LM}`,
         `${S} : 10.244.1.5 . 8080`,
         `${S + 1} : 10.244.2.6 . 8080`,
         `${L} : 10.244.2.6 . 8080`,
