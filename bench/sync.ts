@@ -15,7 +15,7 @@
 //      a child: also the heap each stage keeps);
 //   4. the same operations as `nft` text through `nft -f` in a fresh namespace,
 //      with nft's peak RSS.
-// --endpoint-shape=chains|map (default chains) is passed to the agent and to
+// --endpoint-shape=map|chains (default map, the agent's) is passed to the agent and to
 // the raw load. Prints a table; the last line is one JSON object.
 
 import { spawn, spawnSync, fork, type ChildProcess } from 'node:child_process';
@@ -41,7 +41,7 @@ const BUSY_SAMPLES = 5;
 
 const arg = process.argv.find((a) => a.startsWith('--sizes='));
 const SIZES = (arg ? arg.slice('--sizes='.length) : '1000,10000,30000').split(',').map(Number);
-const shapeArg = process.argv.find((a) => a.startsWith('--endpoint-shape='))?.slice('--endpoint-shape='.length) ?? 'chains';
+const shapeArg = process.argv.find((a) => a.startsWith('--endpoint-shape='))?.slice('--endpoint-shape='.length) ?? 'map';
 if (shapeArg !== 'chains' && shapeArg !== 'map') throw new Error(`--endpoint-shape=${shapeArg}: expected chains or map`);
 const ENDPOINT_SHAPE: 'chains' | 'map' = shapeArg;
 const dir = mkdtempSync(join(tmpdir(), 'knp-bench-sync-'));

@@ -35,13 +35,12 @@ export interface FamilyConfig {
 
 /**
  * How a service port without session affinity reaches its endpoints:
+ * - 'map' (the default): one DNAT through its slot range of a shared endpoint
+ *   map (see endpoint-slots.ts), hairpin through the shared `hairpin-endpoints`
+ *   set. An endpoint change is element updates only (no table re-validation),
+ *   and a cold sync creates a few hundred maps, not one per port;
  * - 'chains': a `numgen` cascade of per-endpoint chains, each with its own
- *   hairpin rule (kube-proxy's shape);
- * - 'map': one DNAT through a named map of the port's endpoints, hairpin through
- *   the shared `hairpin-endpoints` set. An endpoint change is element updates
- *   only (no table re-validation: ~5x faster at 10k services), but the kernel's
- *   cost of creating a named set grows with the sets already in the table, so a
- *   cold sync of many services is slower (quadratic).
+ *   hairpin rule (kube-proxy's shape).
  * Ports with session affinity always use per-endpoint chains.
  */
 export type EndpointShape = 'chains' | 'map';
@@ -83,7 +82,7 @@ export function defaultRulesetConfig(overrides: Partial<RulesetConfig> = {}): Ru
     offloadPacketThreshold: 0,
     flowtableSupported: false,
     flowtableDevices: [],
-    endpointShape: 'chains',
+    endpointShape: 'map',
     ...overrides,
   };
 }
