@@ -81,7 +81,7 @@ export function populate(api: FakeApiServer, services: number): void {
 }
 
 /** The agent's command line (without --kubeconfig and --netns). */
-export function agentFlags(minSyncPeriod: string, endpointShape: 'chains' | 'map' = 'chains'): string[] {
+export function agentFlags(minSyncPeriod: string, endpointShape: 'chains' | 'map' = 'map'): string[] {
   return [
     `--endpoint-shape=${endpointShape}`,
     `--hostname-override=${NODE_NAME}`,

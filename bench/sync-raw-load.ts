@@ -47,7 +47,7 @@ const heap = (): number => {
 
 async function main(): Promise<void> {
   const [kubeconfig, netns, textFile, minSync, shape] = process.argv.slice(2);
-  const command = parseCommandLine([`--kubeconfig=${kubeconfig}`, ...agentFlags(minSync!, shape === 'map' ? 'map' : 'chains')]);
+  const command = parseCommandLine([`--kubeconfig=${kubeconfig}`, ...agentFlags(minSync!, shape === 'chains' ? 'chains' : 'map')]);
   if (command.command !== 'run') throw new Error('unexpected command');
   const options = command.options;
   const logger = createLogger('warn', process.stderr);

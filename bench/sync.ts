@@ -15,7 +15,7 @@
 //      a child: also the heap each stage keeps);
 //   4. the same operations as `nft` text through `nft -f` in a fresh namespace,
 //      with nft's peak RSS.
-// --endpoint-shape=chains|map (default chains) is passed to the agent and to
+// --endpoint-shape=map|chains (default map, the agent's) is passed to the agent and to
 // the raw load. Prints a table; the last line is one JSON object.
 
 import { spawn, spawnSync, fork, type ChildProcess } from 'node:child_process';
@@ -41,7 +41,7 @@ const BUSY_SAMPLES = 5;
 
 const arg = process.argv.find((a) => a.startsWith('--sizes='));
 const SIZES = (arg ? arg.slice('--sizes='.length) : '1000,10000,30000').split(',').map(Number);
-const shapeArg = process.argv.find((a) => a.startsWith('--endpoint-shape='))?.slice('--endpoint-shape='.length) ?? 'chains';
+const shapeArg = process.argv.find((a) => a.startsWith('--endpoint-shape='))?.slice('--endpoint-shape='.length) ?? 'map';
 if (shapeArg !== 'chains' && shapeArg !== 'map') throw new Error(`--endpoint-shape=${shapeArg}: expected chains or map`);
 const ENDPOINT_SHAPE: 'chains' | 'map' = shapeArg;
 const dir = mkdtempSync(join(tmpdir(), 'knp-bench-sync-'));
@@ -241,9 +241,20 @@ async function changeLatency(api: FakeApiServer, agent: AgentChild, ns: NetNs, n
   // pod, through an endpoint chain or through the service's endpoints map.
   const base = servicePortNameBase(servicePortName(last.i));
   const listing = ns.exec('nft', ['list', 'chain', 'ip', 'kube-nft-proxy', `service-${base}`], { timeoutMs: 120_000 });
-  const routed = listing.includes(`map @endpoints-${base}`)
-    ? ns.exec('nft', ['list', 'map', 'ip', 'kube-nft-proxy', `endpoints-${base}`], { timeoutMs: 120_000 }).includes(`${last.ip} . 8080`)
-    : listing.includes(`__${last.ip}/8080`);
+  // Through a shared endpoints map: some slot of the chain's range holds the pod.
+  const shared = /numgen random mod (\d+)(?: offset (\d+))? map @(service-endpoints-\d+)/.exec(listing);
+  const inSharedMap = (): boolean => {
+    const [mod, offset] = [Number(shared![1]), Number(shared![2] ?? 0)];
+    const map = ns.exec('nft', ['list', 'map', 'ip', 'kube-nft-proxy', shared![3]!], { timeoutMs: 120_000 });
+    const escaped = last.ip.replaceAll('.', '\\.');
+    for (const m of map.matchAll(new RegExp(`(\\d+) : ${escaped} \\. 8080\\b`, 'g'))) if (Number(m[1]) >= offset && Number(m[1]) < offset + mod) return true;
+    return false;
+  };
+  const routed = shared
+    ? inSharedMap()
+    : listing.includes(`map @endpoints-${base}`)
+      ? ns.exec('nft', ['list', 'map', 'ip', 'kube-nft-proxy', `endpoints-${base}`], { timeoutMs: 120_000 }).includes(`${last.ip} . 8080`)
+      : listing.includes(`__${last.ip}/8080`);
   if (!routed) throw new Error(`kernel does not route ${sliceKey(last.i)} to ${last.ip}:\n${listing}`);
   return samples;
 }

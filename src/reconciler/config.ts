@@ -16,6 +16,7 @@
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import type { IPFamily } from '../k8s/types.ts';
 import { canonicalValue } from '../nft/values.ts';
+import { DEFAULT_ENDPOINT_MAP_BLOCKS } from './endpoint-slots.ts';
 
 export interface FamilyConfig {
   /**
@@ -34,13 +35,12 @@ export interface FamilyConfig {
 
 /**
  * How a service port without session affinity reaches its endpoints:
+ * - 'map' (the default): one DNAT through its slot range of a shared endpoint
+ *   map (see endpoint-slots.ts), hairpin through the shared `hairpin-endpoints`
+ *   set. An endpoint change is element updates only (no table re-validation),
+ *   and a cold sync creates a few hundred maps, not one per port;
  * - 'chains': a `numgen` cascade of per-endpoint chains, each with its own
- *   hairpin rule (kube-proxy's shape);
- * - 'map': one DNAT through a named map of the port's endpoints, hairpin through
- *   the shared `hairpin-endpoints` set. An endpoint change is element updates
- *   only (no table re-validation: ~5x faster at 10k services), but the kernel's
- *   cost of creating a named set grows with the sets already in the table, so a
- *   cold sync of many services is slower (quadratic).
+ *   hairpin rule (kube-proxy's shape).
  * Ports with session affinity always use per-endpoint chains.
  */
 export type EndpointShape = 'chains' | 'map';
@@ -63,6 +63,12 @@ export interface RulesetConfig {
   flowtableDevices: string[];
   /** How service ports without session affinity reach their endpoints (see EndpointShape). */
   endpointShape: EndpointShape;
+  /**
+   * Blocks of 16 slots in the shared endpoint map (endpoint shape 'map'; see
+   * endpoint-slots.ts); default 2^26. Tests make it small to force regions to
+   * collide.
+   */
+  endpointMapBlocks?: number;
 }
 
 export const DEFAULT_TABLE_NAME = 'kube-nft-proxy';
@@ -76,7 +82,7 @@ export function defaultRulesetConfig(overrides: Partial<RulesetConfig> = {}): Ru
     offloadPacketThreshold: 0,
     flowtableSupported: false,
     flowtableDevices: [],
-    endpointShape: 'chains',
+    endpointShape: 'map',
     ...overrides,
   };
 }
@@ -104,6 +110,10 @@ export function validateRulesetConfig(c: RulesetConfig): RulesetConfig {
   }
   if (!ENDPOINT_SHAPES.includes(c.endpointShape)) {
     throw new RulesetConfigError('endpointShape', `must be one of ${ENDPOINT_SHAPES.join(', ')}, got ${JSON.stringify(c.endpointShape)}`);
+  }
+  const blocks = c.endpointMapBlocks;
+  if (blocks !== undefined && (!Number.isInteger(blocks) || blocks < 1 || blocks > DEFAULT_ENDPOINT_MAP_BLOCKS)) {
+    throw new RulesetConfigError('endpointMapBlocks', `must be 1-${DEFAULT_ENDPOINT_MAP_BLOCKS}, got ${blocks}`);
   }
   const families: Partial<Record<IPFamily, FamilyConfig>> = {};
   for (const family of ['IPv4', 'IPv6'] as const) {

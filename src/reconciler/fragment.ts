@@ -3,6 +3,7 @@
 // belong together — one family's static skeleton, or one ServicePort.
 
 import type { Chain, Element, Flowtable, NftMap, NftSet, Rule, Statement } from '../nft/objects.ts';
+import type { EndpointRegion } from './endpoint-slots.ts';
 
 export interface ChainSpec {
   chain: Chain;
@@ -15,6 +16,8 @@ export interface Fragment {
   sets: Array<NftSet | NftMap>;
   elements: Element[];
   flowtables: Flowtable[];
+  /** Slot ranges its policy chains want in the shared endpoint map (endpoint shape 'map'), whether placed there or not. */
+  regions?: EndpointRegion[];
 }
 
 export function emptyFragment(): Fragment {

@@ -60,7 +60,11 @@ export const PREFIX = {
   firewall: 'firewall-',
   endpoint: 'endpoint-',
   affinity: 'affinity-',
-  /** Map from `numgen` results to the cluster-wide endpoints' `address . port` (no session affinity). */
+  /**
+   * Map from `numgen` results to the cluster-wide endpoints' `address . port`
+   * (no session affinity), for a port whose slot range collides in the shared
+   * `service-endpoints-<shard>` maps; also the port's label there (see endpoint-slots.ts).
+   */
   endpoints: 'endpoints-',
   /** The same for this node's endpoints (a Local traffic policy). */
   localEndpoints: 'local-endpoints-',

@@ -13,9 +13,12 @@
 
 import type { ServicePort } from '../model/service-port.ts';
 import type { FamilyConfig, RulesetConfig } from './config.ts';
+import type { EndpointRegion } from './endpoint-slots.ts';
 import type { Fragment } from './fragment.ts';
 import { PREFIX } from './names.ts';
 import { renderServicePort } from './service-rules.ts';
+
+const NO_REGIONS: readonly EndpointRegion[] = [];
 
 export interface RenderContext {
   readonly fc: FamilyConfig;
@@ -26,14 +29,20 @@ export class RenderedServicePort {
   readonly port: ServicePort;
   /** Endpoint chains of its fragment (for the sync report). */
   readonly endpointChains: number;
+  /** Slot ranges its policy chains want in the shared endpoint map. */
+  readonly regions: readonly EndpointRegion[];
+  /** Those of its policy chains that use a map of their own (their range collides in the shared one). */
+  readonly privateLabels: ReadonlySet<string>;
   readonly #context: RenderContext;
   #last: WeakRef<Fragment>;
 
-  /** `fragment` is renderServicePort(port, context.fc, context.config): the caller rendered it to validate the port. */
-  constructor(port: ServicePort, context: RenderContext, fragment: Fragment) {
+  /** `fragment` is renderServicePort(port, context.fc, context.config, privateLabels): the caller rendered it to validate the port. */
+  constructor(port: ServicePort, context: RenderContext, fragment: Fragment, privateLabels: ReadonlySet<string>) {
     this.port = port;
     this.#context = context;
     this.#last = new WeakRef(fragment);
+    this.regions = fragment.regions ?? NO_REGIONS;
+    this.privateLabels = privateLabels;
     let n = 0;
     for (const c of fragment.chains) if (c.chain.name.startsWith(PREFIX.endpoint)) n++;
     this.endpointChains = n;
@@ -43,7 +52,7 @@ export class RenderedServicePort {
   get fragment(): Fragment {
     const f = this.#last.deref();
     if (f) return f;
-    const again = renderServicePort(this.port, this.#context.fc, this.#context.config);
+    const again = renderServicePort(this.port, this.#context.fc, this.#context.config, this.privateLabels);
     this.#last = new WeakRef(again);
     return again;
   }

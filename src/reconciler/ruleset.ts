@@ -13,7 +13,8 @@ import type { IPFamily } from '../k8s/types.ts';
 import { servicePortEqual } from '../model/equality.ts';
 import type { ServicePort } from '../model/service-port.ts';
 import { type Element, objectKey, type Table } from '../nft/objects.ts';
-import type { RulesetConfig } from './config.ts';
+import type { FamilyConfig, RulesetConfig } from './config.ts';
+import { EndpointSlots, type FamilySlots, sameLabels } from './endpoint-slots.ts';
 import type { Fragment } from './fragment.ts';
 import { OverlayMap } from './overlay-map.ts';
 import { type RenderContext, RenderedServicePort } from './rendered-service-port.ts';
@@ -48,6 +49,10 @@ export interface Ruleset {
   elements: ReadonlyMap<string, ElementClaim>;
   /** Keys claimed by more than one fragment, with every claim, winner first. */
   contested: ReadonlyMap<string, readonly ElementClaim[]>;
+  /** Each family's index of the shared endpoint maps' blocks (endpoint shape 'map'; see endpoint-slots.ts). */
+  endpointSlots: ReadonlyMap<IPFamily, FamilySlots>;
+  /** Each family's shared endpoint maps in use (their skeleton holds them). */
+  endpointShards: ReadonlyMap<IPFamily, readonly number[]>;
   problems: RenderProblem[];
 }
 
@@ -105,15 +110,16 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
   const reuse = previous !== undefined && sameConfig(previous.config, config) ? previous : undefined;
   const problems: RenderProblem[] = [];
   const tables: Table[] = [];
-  const skeletons = new Map<IPFamily, Fragment>();
   for (const family of FAMILIES) {
-    const fc = config.families[family];
-    if (!fc) continue;
-    tables.push({ kind: 'table', family: tableFamily(family), name: config.tableName, comment: 'rules for kube-nft-proxy' });
-    skeletons.set(family, reuse?.skeletons.get(family) ?? renderSkeleton(family, fc, config));
+    if (config.families[family]) tables.push({ kind: 'table', family: tableFamily(family), name: config.tableName, comment: 'rules for kube-nft-proxy' });
   }
 
   const contexts = new Map<IPFamily, RenderContext>();
+  const contextFor = (family: IPFamily, fc: FamilyConfig): RenderContext => {
+    let context = contexts.get(family);
+    if (!context) contexts.set(family, (context = { fc, config }));
+    return context;
+  };
   const services = new Map<string, RenderedServicePort>();
   for (const sp of servicePorts) {
     if (services.has(sp.id)) {
@@ -130,19 +136,38 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
       services.set(sp.id, before);
       continue;
     }
-    let context = contexts.get(sp.family);
-    if (!context) contexts.set(sp.family, (context = { fc, config }));
     try {
-      services.set(sp.id, new RenderedServicePort(sp, context, renderServicePort(sp, fc, config)));
+      // Placed in the shared endpoint map for a start; placeEndpoints() re-renders the few whose ranges collide.
+      services.set(sp.id, new RenderedServicePort(sp, contextFor(sp.family, fc), renderServicePort(sp, fc, config, NO_LABELS), NO_LABELS));
     } catch (e) {
       if (!(e instanceof ServicePortRenderError)) throw e;
       problems.push({ servicePortId: sp.id, code: e.code, message: e.message });
     }
   }
 
+  const slots = config.endpointShape === 'map' ? placeEndpoints(services, reuse, (family) => contextFor(family, config.families[family]!)) : undefined;
+
+  // The skeleton holds the shared endpoint maps that are in use: re-rendered when that changes.
+  const skeletons = new Map<IPFamily, Fragment>();
+  const endpointShards = new Map<IPFamily, readonly number[]>();
+  for (const family of FAMILIES) {
+    const fc = config.families[family];
+    if (!fc) continue;
+    const shards = slots?.usedShards(family) ?? NO_SHARDS;
+    const before = reuse?.endpointShards.get(family) ?? NO_SHARDS;
+    const same = before.length === shards.length && before.every((x, i) => x === shards[i]);
+    endpointShards.set(family, same ? before : shards);
+    skeletons.set(family, (same ? reuse?.skeletons.get(family) : undefined) ?? renderSkeleton(family, fc, config, shards));
+  }
+
   // Only what changed is re-claimed: an incremental render costs the change, not the ruleset.
   const claims = new Claims(reuse);
   if (reuse) {
+    for (const [family, s] of reuse.skeletons) {
+      if (skeletons.get(family) === s) continue;
+      claims.remove(`skeleton:${family}`, s);
+      claims.add(`skeleton:${family}`, skeletons.get(family)!);
+    }
     for (const [id, r] of reuse.services) if (services.get(id) !== r) claims.remove(id, r.fragment);
     for (const [id, r] of services) if (reuse.services.get(id) !== r) claims.add(id, r.fragment);
   } else {
@@ -161,7 +186,44 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
     }
   }
 
-  return { config, tables, skeletons, services, elements: claims.elements, contested: claims.contested, problems };
+  const endpointSlots = slots?.families ?? NO_SLOTS;
+  return { config, tables, skeletons, services, elements: claims.elements, contested: claims.contested, endpointSlots, endpointShards, problems };
+}
+
+const NO_LABELS: ReadonlySet<string> = new Set();
+const NO_SLOTS: ReadonlyMap<IPFamily, FamilySlots> = new Map();
+const NO_SHARDS: readonly number[] = [];
+
+/**
+ * Updates the block index of the shared endpoint map for the ServicePorts that
+ * changed (all of them without `reuse`), then re-renders every port whose
+ * policy chains' placement (shared or private) is no longer what it was
+ * rendered with: the changed ones, and those whose ranges share a block with a
+ * range that came or went. Mutates `services`.
+ */
+function placeEndpoints(
+  services: Map<string, RenderedServicePort>,
+  reuse: Ruleset | undefined,
+  contextFor: (family: IPFamily) => RenderContext,
+): EndpointSlots {
+  const slots = new EndpointSlots(reuse?.endpointSlots);
+  const check = new Set<string>();
+  for (const [id, r] of reuse?.services ?? []) if (services.get(id) !== r) slots.remove(r.port.family, id, r.regions);
+  for (const [id, r] of services) {
+    if (reuse?.services.get(id) === r) continue;
+    slots.add(r.port.family, id, r.regions);
+    check.add(id);
+  }
+  for (const id of slots.touched) check.add(id);
+  for (const id of check) {
+    const r = services.get(id);
+    if (!r) continue;
+    const wanted = slots.privateLabels(r.port.family, r.regions);
+    if (sameLabels(wanted, r.privateLabels)) continue;
+    const context = contextFor(r.port.family);
+    services.set(id, new RenderedServicePort(r.port, context, renderServicePort(r.port, context.fc, context.config, wanted), wanted));
+  }
+  return slots;
 }
 
 export function sameElementValue(a: Element, b: Element): boolean {

@@ -6,6 +6,7 @@
 import type { IPFamily } from '../k8s/types.ts';
 import type { ChainHook, ChainType, Statement } from '../nft/objects.ts';
 import { type FamilyConfig, masqueradeMark, offloadEnabled, type RulesetConfig } from './config.ts';
+import { shardMapName } from './endpoint-slots.ts';
 import { type Fragment, FragmentBuilder } from './fragment.ts';
 import { CHAIN, FLOWTABLE, MAP, SET } from './names.ts';
 import {
@@ -74,7 +75,8 @@ export const JUMPS: readonly JumpSpec[] = [
   { from: CHAIN.filterOutputPostDnat, to: CHAIN.clusterIPsCheck, newOnly: true },
 ];
 
-export function renderSkeleton(family: IPFamily, fc: FamilyConfig, config: RulesetConfig): Fragment {
+/** `endpointShards`: the shared endpoint maps some slot range starts in (endpoint shape 'map'). */
+export function renderSkeleton(family: IPFamily, fc: FamilyConfig, config: RulesetConfig, endpointShards: readonly number[] = []): Fragment {
   const b = new FragmentBuilder(tableFamily(family), config.tableName);
   const addr = addrType(family);
   const mark = masqueradeMark(config);
@@ -109,6 +111,9 @@ export function renderSkeleton(family: IPFamily, fc: FamilyConfig, config: Rules
   // that have none (endpoint shape 'map'), and exists only in that shape so
   // that the 'chains' ruleset is kube-proxy's.
   if (config.endpointShape === 'map') {
+    for (const shard of endpointShards) {
+      b.map({ name: shardMapName(shard), keyType: ['integer'], dataType: [addr, 'inet_service'], comment: 'endpoints of service ports, a slot range each' });
+    }
     b.set({ name: SET.hairpinEndpoints, keyType: [addr, addr], comment: 'endpoints whose traffic to themselves through a service is masqueraded' });
     b.rule(CHAIN.masquerading, [
       match({ kind: 'ct', key: 'status' }, 'dnat'),

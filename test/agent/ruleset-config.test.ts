@@ -11,14 +11,14 @@ const options = (argv: string[]) => {
 const NO_OFFLOAD = { wanted: false, supported: false, devices: [] };
 
 describe('rulesetConfigFor: --endpoint-shape', () => {
-  it('defaults to per-endpoint chains', () => {
-    expect(rulesetConfigFor(options([]), undefined, NO_OFFLOAD).endpointShape).toBe('chains');
+  it('defaults to shared endpoint maps', () => {
+    expect(rulesetConfigFor(options([]), undefined, NO_OFFLOAD).endpointShape).toBe('map');
   });
 
-  it('passes map through, and the result validates', () => {
-    const c = rulesetConfigFor(options(['--endpoint-shape=map']), undefined, NO_OFFLOAD);
-    expect(c.endpointShape).toBe('map');
-    expect(validateRulesetConfig(c).endpointShape).toBe('map');
+  it('passes chains through, and the result validates', () => {
+    const c = rulesetConfigFor(options(['--endpoint-shape=chains']), undefined, NO_OFFLOAD);
+    expect(c.endpointShape).toBe('chains');
+    expect(validateRulesetConfig(c).endpointShape).toBe('chains');
   });
 
   it('a config with an unknown shape does not validate', () => {

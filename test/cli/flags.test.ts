@@ -38,7 +38,7 @@ describe('parseCommandLine', () => {
       logLevel: 'info',
       metricsBindAddress: '127.0.0.1:10249',
       healthzBindAddress: '0.0.0.0:10256',
-      endpointShape: 'chains',
+      endpointShape: 'map',
     });
   });
 
@@ -83,9 +83,9 @@ describe('parseCommandLine', () => {
     });
   });
 
-  it('takes --endpoint-shape=chains and documents the trade-off in the usage text', () => {
+  it('takes --endpoint-shape=chains and documents both shapes and the default in the usage text', () => {
     expect(run(['--endpoint-shape=chains']).endpointShape).toBe('chains');
-    expect(USAGE).toMatch(/--endpoint-shape chains\|map .*\n.*endpoint changes .*faster, cold syncs .*slower/);
+    expect(USAGE).toMatch(/--endpoint-shape map\|chains .*shared endpoint maps\n.*\(default\) or .*per-endpoint chains/);
   });
 
   it('knows the cleanup subcommand', () => {

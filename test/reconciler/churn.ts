@@ -89,16 +89,21 @@ export const servicePortsArb: fc.Arbitrary<ServicePort[]> = fc
   .tuple(...UNIVERSE.map(([n, pn, pr, f]) => fc.option(portArb(n, pn, pr, f), { nil: undefined, freq: 3 })))
   .map((ports) => ports.filter((p): p is ServicePort => p !== undefined));
 
-/** Random configs whose endpoint shape is one of `shapes`. */
-export const configArbFor = (shapes: readonly EndpointShape[]): fc.Arbitrary<RulesetConfig> =>
+/**
+ * Random configs whose endpoint shape is one of `shapes`; with `mapBlocks`, the
+ * shared endpoint map has one of those (few) block counts, so that slot ranges
+ * collide often.
+ */
+export const configArbFor = (shapes: readonly EndpointShape[], mapBlocks?: readonly number[]): fc.Arbitrary<RulesetConfig> =>
   fc
     .record({
       endpointShape: fc.constantFrom(...shapes),
       nodePortAll: fc.boolean(),
       devices: fc.subarray(['eth0', 'eth1', 'eth2'], { minLength: 1 }),
       masqueradeAll: fc.boolean(),
+      blocks: mapBlocks ? fc.constantFrom(...mapBlocks) : fc.constant(undefined),
     })
-    .map(({ endpointShape, nodePortAll, devices, masqueradeAll }) =>
+    .map(({ endpointShape, nodePortAll, devices, masqueradeAll, blocks }) =>
       config({
         families: { IPv4: nodePortAll ? { ...V4, nodePortAddresses: 'all' } : V4, IPv6: V6 },
         masqueradeAll,
@@ -106,6 +111,7 @@ export const configArbFor = (shapes: readonly EndpointShape[]): fc.Arbitrary<Rul
         flowtableSupported: true,
         flowtableDevices: devices,
         endpointShape,
+        ...(blocks !== undefined ? { endpointMapBlocks: blocks } : {}),
       }),
     );
 
@@ -118,13 +124,13 @@ export interface ChurnStep {
 }
 
 /** Churn whose configs (initial and changed) take their endpoint shape from `shapes`: with both, a step may switch shapes. */
-export const churnArbFor = (shapes: readonly EndpointShape[]): fc.Arbitrary<{ initial: RulesetConfig; steps: ChurnStep[] }> => fc.record({
-  initial: configArbFor(shapes),
+export const churnArbFor = (shapes: readonly EndpointShape[], mapBlocks?: readonly number[]): fc.Arbitrary<{ initial: RulesetConfig; steps: ChurnStep[] }> => fc.record({
+  initial: configArbFor(shapes, mapBlocks),
   steps: fc.array(
     fc.record({
       ports: servicePortsArb,
       advance: fc.constantFrom(0, 300, 1000, 2500),
-      config: fc.option(configArbFor(shapes), { nil: undefined, freq: 6 }),
+      config: fc.option(configArbFor(shapes, mapBlocks), { nil: undefined, freq: 6 }),
     }),
     { minLength: 1, maxLength: 8 },
   ),

@@ -6,6 +6,7 @@ import type { Operation } from '../../src/nft/objects.ts';
 import type { EndpointShape, RulesetConfig } from '../../src/reconciler/config.ts';
 import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, EMPTY_SYNC_STATE, type SyncState } from '../../src/reconciler/diff.ts';
 import { planFullSync } from '../../src/reconciler/full-sync.ts';
+import { DEFAULT_ENDPOINT_MAP_BLOCKS, endpointRegion, regionOffset, shardMapName, shardOf } from '../../src/reconciler/endpoint-slots.ts';
 import { servicePortReadable } from '../../src/reconciler/names.ts';
 import { renderRuleset, type Ruleset } from '../../src/reconciler/ruleset.ts';
 import type { ServicePort } from '../../src/model/service-port.ts';
@@ -140,7 +141,11 @@ describe('a change to one service touches only that service', () => {
           const o = op.object;
           if (o.kind === 'chain') expect(o.name).toContain(mine);
           else if (o.kind === 'rule') expect(o.chain).toContain(mine);
-          else if (o.kind === 'set' || o.kind === 'map') expect(o.name).toContain(mine);
+          else if (o.kind === 'set' || o.kind === 'map') {
+            // Its own maps, or a shared endpoint map its range is the first to enter or the last to leave.
+            const shards = [a, b].flatMap((r) => r.services.get(changed.id)?.regions.map((x) => shardMapName(shardOf(x))) ?? []);
+            expect(o.name.includes(mine) || shards.includes(o.name), o.name).toBe(true);
+          }
           else if (o.kind === 'element') {
             const key = `element ${o.family} ${o.table} ${o.set} ${o.key.join(' . ')}`;
             // Its own element, or one it stopped or started shadowing in a conflict.
@@ -186,15 +191,19 @@ describe('a change to one service touches only that service', () => {
   });
 
   const mapCfg = config({ families: { IPv4: V4 }, endpointShape: 'map' });
+  // s7's slot range in the shared endpoint map.
+  const s7Region = endpointRegion('endpoints-OXIM3RN4-default/s7/tcp/http', 1, DEFAULT_ENDPOINT_MAP_BLOCKS);
+  const s7 = regionOffset(s7Region);
+  const s7Map = shardMapName(shardOf(s7Region));
   it('endpoint shape map: one endpoint added to one of many services: its service chain and its map elements, nothing else', () => {
     const cfg = mapCfg;
     const ops = opsAddingAnEndpointToService7(cfg);
-    // N went from 1 to 2: the one dnat rule changes (its numgen modulus), the rest is elements.
+    // N went from 1 to 2: the one dnat rule changes (its numgen modulus, not its offset), the rest is elements.
     expect(opNames(ops)).toEqual([
       'flush chain service-OXIM3RN4-default/s7/tcp/http',
       'add rule service-OXIM3RN4-default/s7/tcp/http',
       'add rule service-OXIM3RN4-default/s7/tcp/http',
-      'add element endpoints-OXIM3RN4-default/s7/tcp/http 1',
+      `add element ${s7Map} ${s7 + 1}`,
       'add element hairpin-endpoints 10.244.9.9 . 10.244.9.9',
     ]);
   });
@@ -207,12 +216,12 @@ describe('a change to one service touches only that service', () => {
     const b = renderRuleset(changed, cfg, a);
     const ops = diffRulesets(a, b, { now: 1 }).ops;
     expect(opNames(ops)).toEqual([
-      'delete element endpoints-OXIM3RN4-default/s7/tcp/http 0',
+      `delete element ${s7Map} ${s7}`,
       'delete element hairpin-endpoints 10.244.0.8 . 10.244.0.8',
-      'add element endpoints-OXIM3RN4-default/s7/tcp/http 0',
+      `add element ${s7Map} ${s7}`,
       'add element hairpin-endpoints 10.244.9.9 . 10.244.9.9',
     ]);
-    expect(ops.find((o) => o.verb === 'add' && o.object.kind === 'element' && o.object.set.startsWith('endpoints-'))!.object).toMatchObject({ value: ['10.244.9.9', '8080'] });
+    expect(ops.find((o) => o.verb === 'add' && o.object.kind === 'element' && o.object.set === s7Map)!.object).toMatchObject({ value: ['10.244.9.9', '8080'] });
   });
 
   it('endpoint shape map: an endpoint shared by two services stays in hairpin-endpoints until neither uses it', () => {

@@ -71,6 +71,7 @@ export const V6: FamilyConfig = {
   serviceCIDRs: ['fd00:96::/112'],
 };
 
+/** The reconciler tests' config: endpoint shape 'chains' unless asked (its goldens are kube-proxy's shape). */
 export function config(overrides: Partial<RulesetConfig> = {}): RulesetConfig {
-  return defaultRulesetConfig({ families: { IPv4: V4, IPv6: V6 }, ...overrides });
+  return defaultRulesetConfig({ families: { IPv4: V4, IPv6: V6 }, endpointShape: 'chains', ...overrides });
 }

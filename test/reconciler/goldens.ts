@@ -1,7 +1,7 @@
 // The rulesets whose `nft` text is kept under test/reconciler/golden/ and was
 // reviewed line by line. Together they exercise every ServicePort feature
 // (checked by golden.test.ts). Each is rendered in both endpoint shapes:
-// 'chains' (the default) as `NAME.nft`, 'map' as `NAME-map.nft`.
+// 'chains' (kube-proxy's shape) as `NAME.nft`, 'map' (the agent's default) as `NAME-map.nft`.
 
 import type { ServicePort } from '../../src/model/service-port.ts';
 import type { RulesetConfig } from '../../src/reconciler/config.ts';

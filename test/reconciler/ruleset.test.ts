@@ -5,6 +5,7 @@ import { type RulesetConfig, RulesetConfigError, validateRulesetConfig } from '.
 import { planFullSync } from '../../src/reconciler/full-sync.ts';
 import { rulesetListings } from '../../src/reconciler/listing.ts';
 import { endpointNameBase, servicePortNameBase, shortHash } from '../../src/reconciler/names.ts';
+import { DEFAULT_ENDPOINT_MAP_BLOCKS, endpointRegion, regionOffset, shardMapName, shardOf } from '../../src/reconciler/endpoint-slots.ts';
 import { renderRuleset } from '../../src/reconciler/ruleset.ts';
 import type { ServicePort } from '../../src/model/service-port.ts';
 import { config, ep, local, sel, sp, V4 } from './fixtures.ts';
@@ -21,6 +22,13 @@ function lines(t: string): string[] {
 }
 
 const SVC = 'FZBCIIWL-default/web/tcp/http';
+/** First slot of a policy chain's range in the shared endpoint map. */
+const region = (label: string) => endpointRegion(label, 1, DEFAULT_ENDPOINT_MAP_BLOCKS);
+const S = regionOffset(region(`endpoints-${SVC}`));
+const L = regionOffset(region(`local-endpoints-${SVC}`));
+/** The shared map each range lives in. */
+const SM = shardMapName(shardOf(region(`endpoints-${SVC}`)));
+const LM = shardMapName(shardOf(region(`local-endpoints-${SVC}`)));
 
 describe('ruleset features', () => {
   const cases: Array<{ name: string; ports: ServicePort[]; config?: RulesetConfig; present?: string[]; absent?: string[] }> = [
@@ -117,23 +125,24 @@ describe('ruleset features', () => {
       absent: ['numgen random mod 3'],
     },
     {
-      name: 'endpoint shape map, one endpoint: DNAT through a one-element map, no endpoint chain',
+      name: 'endpoint shape map, one endpoint: DNAT through one slot of the shared map, no endpoint chain, no map of its own',
       ports: [sp({ endpoints: [ep('10.244.1.5')] })],
       config: config({ families: { IPv4: V4 }, endpointShape: 'map' }),
       present: [
-        `meta l4proto tcp dnat ip addr . port to numgen random mod 1 map @endpoints-${SVC}`,
-        'elements = { 0 : 10.244.1.5 . 8080 }',
+        `map ${SM} {`,
+        `meta l4proto tcp dnat ip addr . port to numgen random mod 1 offset ${S} map @${SM}`,
+        `elements = { ${S} : 10.244.1.5 . 8080 }`,
         'elements = { 10.244.1.5 . 10.244.1.5 }',
         'ct status dnat ip saddr . ip daddr @hairpin-endpoints jump mark-for-masquerade',
       ],
-      absent: ['chain endpoint-', 'goto endpoint-', 'ip saddr 10.244.1.5 jump mark-for-masquerade'],
+      absent: ['chain endpoint-', 'goto endpoint-', 'ip saddr 10.244.1.5 jump mark-for-masquerade', 'map endpoints-'],
     },
     {
       name: 'endpoint shape map: endpoints are deduplicated and ordered whatever order the model gives',
       ports: [sp({ endpoints: [ep('10.244.2.6'), ep('10.244.1.5'), ep('10.244.2.6')] })],
       config: config({ families: { IPv4: V4 }, endpointShape: 'map' }),
-      present: [`meta l4proto tcp dnat ip addr . port to numgen random mod 2 map @endpoints-${SVC}`, 'elements = { 0 : 10.244.1.5 . 8080,', '1 : 10.244.2.6 . 8080 }'],
-      absent: ['numgen random mod 3', '2 : 10.244.2.6 . 8080'],
+      present: [`meta l4proto tcp dnat ip addr . port to numgen random mod 2 offset ${S} map @${SM}`, `${S} : 10.244.1.5 . 8080`, `${S + 1} : 10.244.2.6 . 8080`],
+      absent: ['numgen random mod 3', `${S + 2} : 10.244.2.6 . 8080`],
     },
     {
       name: 'endpoint shape map: affinity keeps per-endpoint chains, with their own hairpin rule, and no endpoints map',
@@ -182,10 +191,11 @@ describe('ruleset features', () => {
       present: [
         `fib saddr type local goto service-${SVC} comment "short-circuit local traffic"`,
         `goto local-${SVC}`,
-        `meta l4proto tcp dnat ip addr . port to numgen random mod 2 map @endpoints-${SVC}`,
-        `meta l4proto tcp dnat ip addr . port to numgen random mod 1 map @local-endpoints-${SVC}`,
-        'elements = { 0 : 10.244.1.5 . 8080,',
-        'elements = { 0 : 10.244.2.6 . 8080 }',
+        `meta l4proto tcp dnat ip addr . port to numgen random mod 2 offset ${S} map @${SM}`,
+        `meta l4proto tcp dnat ip addr . port to numgen random mod 1 offset ${L} map @${LM}`,
+        `${S} : 10.244.1.5 . 8080`,
+        `${S + 1} : 10.244.2.6 . 8080`,
+        `${L} : 10.244.2.6 . 8080`,
       ],
     },
     {
