@@ -6,7 +6,7 @@
 
 import type { IPFamily, LoadBalancerIngress, Protocol, ServiceInfo, ServicePortSpec } from '../k8s/types.ts';
 import { ipFamilyOf, isCIDRLoose } from '../k8s/ip-syntax.ts';
-import { EMPTY_LIST, type StringPool } from './intern.ts';
+import { digestOf, EMPTY_LIST, mix, type StringPool } from './intern.ts';
 import {
   asList,
   asObject,
@@ -89,16 +89,35 @@ function orEmpty<T>(list: T[]): T[] {
   return list.length === 0 ? EMPTY_LIST : list;
 }
 
-/** Lists of interned strings (ipFamilies) repeat across Services: one shared copy each. */
-function shareList<T extends string>(pool: StringPool, prefix: string, list: T[]): T[] {
-  return list.length === 0 ? EMPTY_LIST : pool.share(prefix + list.join(','), list);
+// The ipFamilies lists there can be: one frozen copy each.
+const FAMILIES: IPFamily[][] = [['IPv4'], ['IPv6'], ['IPv4', 'IPv6'], ['IPv6', 'IPv4']].map((l) => Object.freeze(l) as IPFamily[]);
+
+function shareFamilies(list: IPFamily[]): IPFamily[] {
+  if (list.length === 0) return EMPTY_LIST;
+  for (const f of FAMILIES) if (f.length === list.length && f[0] === list[0] && f[1] === list[1]) return f;
+  // Repeated families: not valid for the API server, but not ours to refuse.
+  return list;
+}
+
+function sameServicePorts(a: ServicePortSpec[], b: ServicePortSpec[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x.port !== y.port || x.protocol !== y.protocol || x.name !== y.name || x.targetPort !== y.targetPort || x.nodePort !== y.nodePort) return false;
+  }
+  return true;
 }
 
 function sharePorts(pool: StringPool, ports: ServicePortSpec[]): ServicePortSpec[] {
   if (ports.length === 0) return EMPTY_LIST;
-  let key = 'svcports:';
-  for (const p of ports) key += `${p.name}/${p.protocol}/${p.port}/${p.targetPort ?? ''}/${typeof p.targetPort}/${p.nodePort ?? ''},`;
-  return pool.share(key, ports);
+  let digest = ports.length;
+  for (let i = 0; i < ports.length; i++) {
+    const p = ports[i]!;
+    const tp = p.targetPort;
+    digest = mix(mix(mix(mix(digest, p.port), digestOf(p.name)), typeof tp === 'number' ? tp : tp === undefined ? -1 : digestOf(tp)), p.nodePort ?? -1);
+  }
+  return pool.share(digest, ports, sameServicePorts);
 }
 
 function policy(what: string, v: unknown): 'Cluster' | 'Local' {
@@ -116,9 +135,9 @@ function projectServiceUnchecked(raw: unknown, pool: StringPool): ServiceInfo {
   const type = spec.type ?? 'ClusterIP';
   if (typeof type !== 'string' || !SERVICE_TYPES.has(type)) fail(`spec.type unknown: ${JSON.stringify(type)}`);
 
-  let clusterIPs: string[] = asList('spec.clusterIPs', spec.clusterIPs).map((ip, i) =>
-    ip === 'None' ? 'None' : checkIP(`spec.clusterIPs[${i}]`, ip),
-  );
+  // The parsed list is ours: kept as it is once every entry is checked.
+  let clusterIPs = asList('spec.clusterIPs', spec.clusterIPs) as string[];
+  for (let i = 0; i < clusterIPs.length; i++) if (clusterIPs[i] !== 'None') checkIP(`spec.clusterIPs[${i}]`, clusterIPs[i]);
   if (clusterIPs.length === 0 && spec.clusterIP !== undefined && spec.clusterIP !== null && spec.clusterIP !== '') {
     clusterIPs = [spec.clusterIP === 'None' ? 'None' : checkIP('spec.clusterIP', spec.clusterIP)];
   }
@@ -128,17 +147,19 @@ function projectServiceUnchecked(raw: unknown, pool: StringPool): ServiceInfo {
     fail('spec.clusterIPs has two addresses of one family');
   }
 
-  let ipFamilies = asList('spec.ipFamilies', spec.ipFamilies).map((f, i) => {
+  let ipFamilies = asList('spec.ipFamilies', spec.ipFamilies) as IPFamily[];
+  for (let i = 0; i < ipFamilies.length; i++) {
+    const f = ipFamilies[i];
     if (f !== 'IPv4' && f !== 'IPv6') fail(`spec.ipFamilies[${i}] unknown: ${JSON.stringify(f)}`);
-    return f as IPFamily;
-  });
+  }
   if (ipFamilies.length === 0) {
     ipFamilies = clusterIPs.filter((ip) => ip !== 'None').map((ip) => ipFamilyOf(ip)!);
   }
-  ipFamilies = shareList(pool, 'families:', ipFamilies);
+  ipFamilies = shareFamilies(ipFamilies);
 
   const rawPorts = asList('spec.ports', spec.ports);
-  let ports = rawPorts.map((p, i) => projectPort(p, i, pool));
+  let ports: ServicePortSpec[] = new Array<ServicePortSpec>(rawPorts.length);
+  for (let i = 0; i < rawPorts.length; i++) ports[i] = projectPort(rawPorts[i], i, pool);
   if (ports.length > 1) {
     const seen = new Set<string>();
     for (const p of ports) {
