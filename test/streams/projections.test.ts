@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { StringPool } from '../../src/streams/intern.ts';
+import { execFileSync } from 'node:child_process';
+import { PARSER_INTERNALIZES_BELOW, StringPool } from '../../src/streams/intern.ts';
 import { projectEndpointSlice } from '../../src/streams/project-endpoint-slice.ts';
 import { projectNode } from '../../src/streams/project-node.ts';
 import { projectService } from '../../src/streams/project-service.ts';
@@ -154,9 +155,34 @@ describe('projectNode', () => {
 describe('StringPool', () => {
   it('returns one instance per value', () => {
     const p = new StringPool();
-    const a = p.intern(JSON.parse('"zone-a"'));
-    const b = p.intern(JSON.parse('"zone-a"'));
+    const a = p.intern(JSON.parse('"ip-10-0-1-23.ec2.internal"'));
+    const b = p.intern(JSON.parse('"ip-10-0-1-23.ec2.internal"'));
     expect(a).toBe(b);
     expect(p.size).toBe(1);
+  });
+
+  it('leaves strings the JSON parser already internalizes to it', () => {
+    const p = new StringPool();
+    expect(p.intern('zone-a')).toBe('zone-a');
+    expect(p.size).toBe(0);
+  });
+
+  it('relies on V8 internalizing short JSON string values (checked on this V8)', () => {
+    // %IsInternalizedString needs --allow-natives-syntax: ask a child node.
+    const script = `const o = JSON.parse('["${'x'.repeat(PARSER_INTERNALIZES_BELOW - 1)}","${'y'.repeat(PARSER_INTERNALIZES_BELOW)}"]'); process.stdout.write(String([%IsInternalizedString(o[0]), %IsInternalizedString(o[1])]));`;
+    const out = execFileSync(process.execPath, ['--allow-natives-syntax', '-e', script], { encoding: 'utf8' });
+    expect(out).toBe('true,false');
+  });
+
+  it('shares values equal by content, whatever their digest collisions', () => {
+    const p = new StringPool();
+    const same = (a: number[], b: number[]) => a.length === b.length && a.every((x, i) => x === b[i]);
+    const a = p.share(1, [1, 2], same);
+    expect(p.share(1, [1, 2], same)).toBe(a);
+    const c = p.share(1, [3], same);
+    expect(c).not.toBe(a);
+    expect(p.share(1, [3], same)).toBe(c);
+    expect(Object.isFrozen(a)).toBe(true);
+    expect(p.size).toBe(2);
   });
 });
