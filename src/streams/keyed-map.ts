@@ -59,8 +59,8 @@ export class KeyedMap<T> {
     for (const [namespace, space] of this.spaces) for (const [name, value] of space) yield [joinKey(namespace, name), value];
   }
 
-  /** Calls fn for each entry, without a joined key. */
+  /** Calls fn for each entry, without a joined key (nor an entry array per entry). */
   forEach(fn: (value: T, namespace: string, name: string) => void): void {
-    for (const [namespace, space] of this.spaces) for (const [name, value] of space) fn(value, namespace, name);
+    this.spaces.forEach((space, namespace) => space.forEach((value, name) => fn(value, namespace, name)));
   }
 }
