@@ -44,13 +44,26 @@ export class StringPool {
    * content (equal values must give equal digests); it narrows the search.
    */
   share<T extends object>(digest: number, value: T, same: (a: T, b: T) => boolean): T {
+    const hit = this.lookup(digest, value, same);
+    if (hit !== undefined) return hit;
     let bucket = this.buckets.get(digest);
     if (bucket === undefined) this.buckets.set(digest, (bucket = []));
-    for (let i = 0; i < bucket.length; i++) if (same(bucket[i] as T, value)) return bucket[i] as T;
     deepFreeze(value);
     bucket.push(value);
     this.shared++;
     return value;
+  }
+
+  /**
+   * The pooled value that `matches` accepts, among those shared under
+   * `digest`: how a projection skips building (and validating) a value it
+   * has already seen, comparing the raw input against the pooled one.
+   */
+  lookup<T extends object, A>(digest: number, arg: A, matches: (pooled: T, arg: A) => boolean): T | undefined {
+    const bucket = this.buckets.get(digest);
+    if (bucket === undefined) return undefined;
+    for (let i = 0; i < bucket.length; i++) if (matches(bucket[i] as T, arg)) return bucket[i] as T;
+    return undefined;
   }
 
   get size(): number {

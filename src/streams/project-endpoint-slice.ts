@@ -27,9 +27,39 @@ import {
 
 const PORT_NAME = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$/;
 
+function portsDigest(length: number): number {
+  return length;
+}
+
+function portDigest(digest: number, port: number, name: string): number {
+  return mix(mix(digest, port), digestOf(name));
+}
+
+/** Whether raw ports are exactly a pooled (valid) list: then they need no validation either. */
+function rawPortsMatch(pooled: EndpointPortInfo[], list: unknown[]): boolean {
+  if (pooled.length !== list.length) return false;
+  for (let i = 0; i < list.length; i++) {
+    const p = list[i];
+    const q = pooled[i]!;
+    if (!isObject(p) || p.port !== q.port || (p.name ?? '') !== q.name || (p.protocol ?? 'TCP') !== q.protocol) return false;
+  }
+  return true;
+}
+
 function projectPorts(raw: unknown, pool: StringPool, dropped: string[]): EndpointPortInfo[] {
-  const out: EndpointPortInfo[] = [];
   const list = asList('ports', raw);
+  // Most slices of a cluster list the same few port sets: find the shared
+  // one straight from the raw list, before building anything.
+  let rawDigest = portsDigest(list.length);
+  for (let i = 0; i < list.length; i++) {
+    const p = list[i];
+    const port = isObject(p) && typeof p.port === 'number' ? p.port : -1;
+    const name = isObject(p) && typeof p.name === 'string' ? p.name : '';
+    rawDigest = portDigest(rawDigest, port, name);
+  }
+  const seen = pool.lookup(rawDigest, list, rawPortsMatch);
+  if (seen !== undefined) return seen;
+  const out: EndpointPortInfo[] = [];
   for (let i = 0; i < list.length; i++) {
     const p = list[i];
     if (!isObject(p)) {
@@ -53,9 +83,8 @@ function projectPorts(raw: unknown, pool: StringPool, dropped: string[]): Endpoi
     out.push({ name: pool.intern(name), protocol: proto, port: p.port });
   }
   if (out.length === 0) return EMPTY_LIST;
-  // Most slices of a cluster list the same few port sets: share them.
-  let digest = out.length;
-  for (let i = 0; i < out.length; i++) digest = mix(mix(digest, out[i]!.port), digestOf(out[i]!.name));
+  let digest = portsDigest(out.length);
+  for (let i = 0; i < out.length; i++) digest = portDigest(digest, out[i]!.port, out[i]!.name);
   return pool.share(digest, out, samePorts);
 }
 

@@ -85,8 +85,9 @@ function projectIngress(raw: unknown, i: number): LoadBalancerIngress {
   return out;
 }
 
-function orEmpty<T>(list: T[]): T[] {
-  return list.length === 0 ? EMPTY_LIST : list;
+/** list.map(fn), or the shared empty list: most Services have none of these lists. */
+function mapList<T>(list: unknown[], fn: (v: unknown, i: number) => T): T[] {
+  return list.length === 0 ? EMPTY_LIST : list.map(fn);
 }
 
 // The ipFamilies lists there can be: one frozen copy each.
@@ -109,15 +110,61 @@ function sameServicePorts(a: ServicePortSpec[], b: ServicePortSpec[]): boolean {
   return true;
 }
 
+function portDigest(digest: number, port: unknown, name: unknown, targetPort: unknown, nodePort: unknown): number {
+  const tp = typeof targetPort === 'number' ? targetPort : typeof targetPort === 'string' && targetPort !== '' ? digestOf(targetPort) : -1;
+  return mix(mix(mix(mix(digest, typeof port === 'number' ? port : -1), typeof name === 'string' ? digestOf(name) : 0), tp), typeof nodePort === 'number' && nodePort !== 0 ? nodePort : -1);
+}
+
 function sharePorts(pool: StringPool, ports: ServicePortSpec[]): ServicePortSpec[] {
   if (ports.length === 0) return EMPTY_LIST;
   let digest = ports.length;
   for (let i = 0; i < ports.length; i++) {
     const p = ports[i]!;
-    const tp = p.targetPort;
-    digest = mix(mix(mix(mix(digest, p.port), digestOf(p.name)), typeof tp === 'number' ? tp : tp === undefined ? -1 : digestOf(tp)), p.nodePort ?? -1);
+    digest = portDigest(digest, p.port, p.name, p.targetPort, p.nodePort);
   }
   return pool.share(digest, ports, sameServicePorts);
+}
+
+const absent = (v: unknown) => v === undefined || v === null;
+
+/**
+ * Whether raw ports are exactly a pooled (valid) list: then they need no
+ * validation either. (A targetPort written as a numeric string never
+ * matches: the pooled one holds a number; it takes the full path.)
+ */
+function rawPortsMatch(pooled: ServicePortSpec[], list: unknown[]): boolean {
+  if (pooled.length !== list.length) return false;
+  for (let i = 0; i < list.length; i++) {
+    const p = list[i];
+    const q = pooled[i]!;
+    if (!isObject(p) || p.port !== q.port || (absent(p.name) ? '' : p.name) !== q.name || (absent(p.protocol) ? 'TCP' : p.protocol) !== q.protocol) return false;
+    const tp = p.targetPort;
+    if (absent(tp) || tp === '' ? q.targetPort !== undefined : tp !== q.targetPort) return false;
+    const np = p.nodePort;
+    if (absent(np) || np === 0 ? q.nodePort !== undefined : np !== q.nodePort) return false;
+  }
+  return true;
+}
+
+function projectPorts(list: unknown[], pool: StringPool): ServicePortSpec[] {
+  let rawDigest = list.length;
+  for (let i = 0; i < list.length; i++) {
+    const p = list[i];
+    rawDigest = isObject(p) ? portDigest(rawDigest, p.port, absent(p.name) ? '' : p.name, p.targetPort, p.nodePort) : mix(rawDigest, -2);
+  }
+  const seen = pool.lookup(rawDigest, list, rawPortsMatch);
+  if (seen !== undefined) return seen;
+  const ports: ServicePortSpec[] = new Array<ServicePortSpec>(list.length);
+  for (let i = 0; i < list.length; i++) ports[i] = projectPort(list[i], i, pool);
+  if (ports.length > 1) {
+    const seen = new Set<string>();
+    for (const p of ports) {
+      if (p.name === '') fail('spec.ports has an unnamed port among several');
+      if (seen.has(p.name)) fail(`spec.ports has the name ${JSON.stringify(p.name)} twice`);
+      seen.add(p.name);
+    }
+  }
+  return sharePorts(pool, ports);
 }
 
 function policy(what: string, v: unknown): 'Cluster' | 'Local' {
@@ -157,30 +204,16 @@ function projectServiceUnchecked(raw: unknown, pool: StringPool): ServiceInfo {
   }
   ipFamilies = shareFamilies(ipFamilies);
 
-  const rawPorts = asList('spec.ports', spec.ports);
-  let ports: ServicePortSpec[] = new Array<ServicePortSpec>(rawPorts.length);
-  for (let i = 0; i < rawPorts.length; i++) ports[i] = projectPort(rawPorts[i], i, pool);
-  if (ports.length > 1) {
-    const seen = new Set<string>();
-    for (const p of ports) {
-      if (p.name === '') fail('spec.ports has an unnamed port among several');
-      const k = `${p.name}`;
-      if (seen.has(k)) fail(`spec.ports has the name ${JSON.stringify(p.name)} twice`);
-      seen.add(k);
-    }
-  }
-  ports = sharePorts(pool, ports);
+  const ports = projectPorts(asList('spec.ports', spec.ports), pool);
 
-  const externalIPs = orEmpty(asList('spec.externalIPs', spec.externalIPs).map((ip, i) => checkIP(`spec.externalIPs[${i}]`, ip)));
-  const loadBalancerSourceRanges = orEmpty(
-    asList('spec.loadBalancerSourceRanges', spec.loadBalancerSourceRanges).map((r, i) => {
-      if (typeof r !== 'string' || !isCIDRLoose(r.trim())) fail(`spec.loadBalancerSourceRanges[${i}] is not a CIDR: ${JSON.stringify(r)}`);
-      return r.trim();
-    }),
-  );
+  const externalIPs = mapList(asList('spec.externalIPs', spec.externalIPs), (ip, i) => checkIP(`spec.externalIPs[${i}]`, ip));
+  const loadBalancerSourceRanges = mapList(asList('spec.loadBalancerSourceRanges', spec.loadBalancerSourceRanges), (r, i) => {
+    if (typeof r !== 'string' || !isCIDRLoose(r.trim())) fail(`spec.loadBalancerSourceRanges[${i}] is not a CIDR: ${JSON.stringify(r)}`);
+    return r.trim();
+  });
   const status = isObject(obj.status) ? obj.status : undefined;
   const lb = status !== undefined && isObject(status.loadBalancer) ? status.loadBalancer : undefined;
-  const loadBalancerIngress = orEmpty(asList('status.loadBalancer.ingress', lb?.ingress).map(projectIngress));
+  const loadBalancerIngress = mapList(asList('status.loadBalancer.ingress', lb?.ingress), projectIngress);
 
   const affinity = spec.sessionAffinity ?? 'None';
   if (affinity !== 'None' && affinity !== 'ClientIP') fail(`spec.sessionAffinity unknown: ${JSON.stringify(affinity)}`);
