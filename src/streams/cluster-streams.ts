@@ -108,17 +108,18 @@ export function makeInformers(logger: Logger) {
       pool,
       logger: logger.child({ kind: 'EndpointSlice' }),
     }),
-    node: new Informer<NodeInfo>({ kind: 'Node', project: projectNode, keyOf: (n) => n.name, pool, logger: logger.child({ kind: 'Node' }) }),
+    node: new Informer<NodeInfo>({ kind: 'Node', project: projectNode, clusterScoped: true, pool, logger: logger.child({ kind: 'Node' }) }),
   };
   const index = new EndpointSliceIndex();
-  // Subscribed first, so the index is current when any other subscriber runs.
-  const indexSub = informers.endpointSlices.store.events$.subscribe((ev) => index.apply(ev));
-  return { informers, index, indexSub };
+  // The store's listener: current before any endpointSlices$ subscriber runs.
+  informers.endpointSlices.store.listen(index);
+  const detachIndex = () => informers.endpointSlices.store.listen(undefined);
+  return { informers, index, detachIndex };
 }
 
 export async function createClusterStreams(options: ClusterStreamsOptions): Promise<ClusterStreams> {
   const logger = (options.logger ?? pino({ name: 'kube-nft-proxy' })).child({ component: 'streams' });
-  const { informers, index, indexSub } = makeInformers(logger);
+  const { informers, index, detachIndex } = makeInformers(logger);
   const node = new BehaviorSubject<NodeInfo | undefined>(undefined);
   const nodeSub = informers.node.store.events$.subscribe((ev) => node.next(ev.type === 'delete' ? undefined : ev.object));
 
@@ -192,7 +193,7 @@ export async function createClusterStreams(options: ClusterStreamsOptions): Prom
       if (stopped) return;
       stopped = true;
       await stopSource();
-      indexSub.unsubscribe();
+      detachIndex();
       nodeSub.unsubscribe();
       for (const inf of Object.values(informers)) inf.complete();
       node.complete();

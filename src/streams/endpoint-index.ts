@@ -10,7 +10,9 @@
 // does not depend on the order events arrived in. The merged view of a
 // Service is cached until one of its slices changes.
 
-import type { EndpointInfo, EndpointPortInfo, EndpointSliceInfo, StoreEvent } from '../k8s/types.ts';
+import type { EndpointInfo, EndpointPortInfo, EndpointSliceInfo } from '../k8s/types.ts';
+import { KeyedMap, splitKey } from './keyed-map.ts';
+import type { StoreListener } from './store.ts';
 
 export interface MergedPortEndpoints {
   addressType: 'IPv4' | 'IPv6';
@@ -23,67 +25,94 @@ function usability(e: EndpointInfo): number {
   return (e.ready !== false ? 4 : 0) + (e.serving ?? e.ready ?? true ? 2 : 0) + (e.terminating === true ? 0 : 1);
 }
 
-/** One Service's slices; most Services have one, so a small array, not a Map. */
-interface Group {
-  readonly serviceKey: string;
-  readonly slices: EndpointSliceInfo[];
-}
+/** One Service's slices: most Services have one, held as itself; several as an array. */
+type Slices = EndpointSliceInfo | EndpointSliceInfo[];
 
 // A group's slices share the namespace, so the name identifies one.
 function indexOfSlice(slices: EndpointSliceInfo[], name: string): number {
   for (let i = 0; i < slices.length; i++) if (slices[i]!.name === name) return i;
-  throw new Error(`endpoint index out of step: slice ${name} not in its group`);
+  throw outOfStep(name);
 }
 
-export class EndpointSliceIndex {
-  private readonly byService = new Map<string, Group>();
+function outOfStep(name: string): Error {
+  return new Error(`endpoint index out of step: slice ${name} not in its group`);
+}
+
+/**
+ * Kept current by the slice store (it is the store's listener, so it is told
+ * of each change before any endpointSlices$ subscriber runs). Keyed by
+ * namespace and service name: no joined key string per slice.
+ */
+export class EndpointSliceIndex implements StoreListener<EndpointSliceInfo> {
+  private readonly byService = new KeyedMap<Slices>();
+  /** Merged views already asked for, by service key; dropped when one of the service's slices changes. */
   private readonly merged = new Map<string, MergedPortEndpoints[]>();
-  /** Slice key → its group, to notice a slice relabelled to another Service. */
-  private readonly groupOfSlice = new Map<string, Group>();
 
   /** Service key (`namespace/name`) of a slice. */
   static serviceKeyOf(s: EndpointSliceInfo): string {
     return `${s.namespace}/${s.serviceName}`;
   }
 
-  /** Applies a store event; returns the service keys whose view changed. */
-  apply(ev: StoreEvent<EndpointSliceInfo>): string[] {
-    const before = this.groupOfSlice.get(ev.key);
-    if (ev.type === 'upsert' && before !== undefined && before.serviceKey === EndpointSliceIndex.serviceKeyOf(ev.object)) {
-      // The common case: a slice changed in place.
-      const i = indexOfSlice(before.slices, ev.object.name);
-      before.slices[i] = ev.object;
-      this.merged.delete(before.serviceKey);
-      return [before.serviceKey];
+  upserted(slice: EndpointSliceInfo, previous: EndpointSliceInfo | undefined): void {
+    if (previous !== undefined) {
+      if (previous.serviceName === slice.serviceName) {
+        // The common case: a slice changed in place.
+        this.swap(slice);
+        return;
+      }
+      // Relabelled to another service: it leaves the old group.
+      this.remove(previous);
     }
-    const touched: string[] = [];
-    // Deleted, or relabelled to another service: leave the old group.
-    if (before !== undefined) {
-      before.slices.splice(indexOfSlice(before.slices, ev.object.name), 1);
-      if (before.slices.length === 0) this.byService.delete(before.serviceKey);
-      this.merged.delete(before.serviceKey);
-      this.groupOfSlice.delete(ev.key);
-      touched.push(before.serviceKey);
+    this.add(slice);
+  }
+
+  deleted(slice: EndpointSliceInfo): void {
+    this.remove(slice);
+  }
+
+  private add(s: EndpointSliceInfo): void {
+    const cur = this.byService.get(s.namespace, s.serviceName);
+    if (cur === undefined) this.byService.set(s.namespace, s.serviceName, s);
+    else if (Array.isArray(cur)) cur.push(s);
+    else this.byService.set(s.namespace, s.serviceName, [cur, s]);
+    this.invalidate(s);
+  }
+
+  /** Replaces the stored version of `s` (found by name: the index may hold an older one than the store's previous). */
+  private swap(s: EndpointSliceInfo): void {
+    const cur = this.byService.get(s.namespace, s.serviceName);
+    if (cur === undefined) throw outOfStep(s.name);
+    if (Array.isArray(cur)) cur[indexOfSlice(cur, s.name)] = s;
+    else if (cur.name === s.name) this.byService.set(s.namespace, s.serviceName, s);
+    else throw outOfStep(s.name);
+    this.invalidate(s);
+  }
+
+  private remove(s: EndpointSliceInfo): void {
+    const cur = this.byService.get(s.namespace, s.serviceName);
+    if (cur === undefined) throw outOfStep(s.name);
+    if (!Array.isArray(cur)) {
+      if (cur.name !== s.name) throw outOfStep(s.name);
+      this.byService.delete(s.namespace, s.serviceName);
+    } else {
+      cur.splice(indexOfSlice(cur, s.name), 1);
+      if (cur.length === 1) this.byService.set(s.namespace, s.serviceName, cur[0]!);
     }
-    if (ev.type === 'upsert') {
-      const serviceKey = EndpointSliceIndex.serviceKeyOf(ev.object);
-      let group = this.byService.get(serviceKey);
-      if (!group) this.byService.set(serviceKey, (group = { serviceKey, slices: [] }));
-      group.slices.push(ev.object);
-      this.groupOfSlice.set(ev.key, group);
-      this.merged.delete(serviceKey);
-      touched.push(serviceKey);
-    }
-    return touched;
+    this.invalidate(s);
+  }
+
+  private invalidate(s: EndpointSliceInfo): void {
+    if (this.merged.size !== 0) this.merged.delete(EndpointSliceIndex.serviceKeyOf(s));
   }
 
   slicesFor(serviceKey: string): EndpointSliceInfo[] {
-    const group = this.byService.get(serviceKey);
-    return group ? [...group.slices] : [];
+    const [namespace, name] = splitKey(serviceKey);
+    const cur = this.byService.get(namespace, name);
+    return cur === undefined ? [] : Array.isArray(cur) ? [...cur] : [cur];
   }
 
   serviceKeys(): IterableIterator<string> {
-    return this.byService.keys();
+    return keysOf(this.byService.entries());
   }
 
   /** The Service's endpoints per slice port, duplicates across slices merged (see header). */
@@ -118,4 +147,8 @@ export class EndpointSliceIndex {
     this.merged.set(serviceKey, result);
     return result;
   }
+}
+
+function* keysOf(entries: IterableIterator<[string, unknown]>): IterableIterator<string> {
+  for (const [key] of entries) yield key;
 }

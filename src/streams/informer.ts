@@ -9,8 +9,8 @@
 
 import { BehaviorSubject, type Observable } from 'rxjs';
 import type { Logger } from 'pino';
-import { namespacedKey } from '../k8s/types.ts';
 import type { StringPool } from './intern.ts';
+import { joinKey, KeyedMap } from './keyed-map.ts';
 import type { ReflectorSink } from './reflector.ts';
 import { ReportOnce } from './report-once.ts';
 import { Store, type Versioned } from './store.ts';
@@ -21,7 +21,8 @@ export type Projector<T> = (raw: unknown, pool: StringPool) => Projection<T>;
 export interface InformerOptions<T> {
   kind: string;
   project: Projector<T>;
-  keyOf?: (o: T) => string;
+  /** A kind without namespaces (Node): stored under the namespace ''. */
+  clusterScoped?: boolean;
   pool: StringPool;
   logger: Logger;
   /** Local filter applied after projection (the manifest source's selectors); raw object in. */
@@ -34,25 +35,28 @@ export class Informer<T extends Versioned & { name: string }> implements Reflect
   readonly synced$: Observable<boolean> = this.synced.asObservable();
   private readonly o: InformerOptions<T>;
   private readonly reports: ReportOnce;
-  private readonly keyOf: (o: T) => string;
-  private pending: Map<string, T> | undefined;
-  /** Key of the object accept() last saw. */
+  private pending: KeyedMap<T> | undefined;
+  /** Key of the object accept() last refused. */
   private lastKey = '';
 
   constructor(o: InformerOptions<T>) {
     this.o = o;
     this.reports = new ReportOnce(o.logger);
-    this.keyOf = o.keyOf ?? ((x: T) => namespacedKey(x as unknown as { namespace: string; name: string }));
   }
 
   get isSynced(): boolean {
     return this.synced.value;
   }
 
+  private namespaceOf(value: T): string {
+    return this.o.clusterScoped ? '' : (value as unknown as { namespace: string }).namespace;
+  }
+
   /**
-   * Projects and validates. Returns the value, with its key in `this.lastKey`
-   * (no result object per item: this runs for every object of every list);
-   * undefined (logged once) when invalid or filtered out.
+   * Projects and validates. Returns the value; undefined (logged once, its
+   * key in `this.lastKey`) when invalid or filtered out. No key string for a
+   * valid object unless there is something to report or forget: this runs
+   * for every object of every list.
    */
   private accept(raw: unknown): T | undefined {
     if (this.o.accept && !this.o.accept(raw)) {
@@ -66,24 +70,25 @@ export class Informer<T extends Versioned & { name: string }> implements Reflect
       this.reports.report(key, p.reason);
       return undefined;
     }
-    const key = this.keyOf(p.value);
-    this.lastKey = key;
-    this.reports.forget(key);
-    if (p.dropped) for (const reason of p.dropped) this.reports.report(key, reason, {}, 'invalid part left out');
+    if (this.reports.size !== 0 || p.dropped) {
+      const key = joinKey(this.namespaceOf(p.value), p.value.name);
+      this.reports.forget(key);
+      if (p.dropped) for (const reason of p.dropped) this.reports.report(key, reason, {}, 'invalid part left out');
+    }
     return p.value;
   }
 
   listStart(): void {
-    this.pending = new Map();
+    this.pending = new KeyedMap();
   }
 
   listItem(raw: unknown): void {
     const value = this.accept(raw);
-    if (value !== undefined) this.pending?.set(this.lastKey, value);
+    if (value !== undefined) this.pending?.set(this.namespaceOf(value), value.name, value);
   }
 
   listEnd(): void {
-    const next = this.pending ?? new Map<string, T>();
+    const next = this.pending ?? new KeyedMap<T>();
     this.pending = undefined;
     const changes = this.store.replace(next);
     this.o.logger.debug({ size: next.size, changes }, 'store replaced');
@@ -99,7 +104,7 @@ export class Informer<T extends Versioned & { name: string }> implements Reflect
     }
     const value = this.accept(raw);
     if (value === undefined) this.store.delete(this.lastKey);
-    else this.store.upsert(this.lastKey, value);
+    else this.store.put(this.namespaceOf(value), value.name, value);
   }
 
   /** Replaces the whole content at once (the manifest source). */

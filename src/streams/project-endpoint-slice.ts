@@ -11,7 +11,7 @@ import type { EndpointHints, EndpointInfo, EndpointPortInfo, EndpointSliceInfo }
 import { ipv4Head, isUnroutableEndpoint } from '../k8s/ip-syntax.ts';
 import { isIPv6 } from 'node:net';
 import { LABEL_FOR_REGION, LABEL_FOR_ZONE, LABEL_SERVICE_NAME } from '../k8s/well-known.ts';
-import { EMPTY_LIST, type StringPool } from './intern.ts';
+import { digestOf, EMPTY_LIST, mix, type StringPool } from './intern.ts';
 import {
   asList,
   asObject,
@@ -25,12 +25,41 @@ import {
   type Projection,
 } from './validate-common.ts';
 
-const ADDRESS_TYPES = new Set(['IPv4', 'IPv6', 'FQDN']);
 const PORT_NAME = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$/;
 
+function portsDigest(length: number): number {
+  return length;
+}
+
+function portDigest(digest: number, port: number, name: string): number {
+  return mix(mix(digest, port), digestOf(name));
+}
+
+/** Whether raw ports are exactly a pooled (valid) list: then they need no validation either. */
+function rawPortsMatch(pooled: EndpointPortInfo[], list: unknown[]): boolean {
+  if (pooled.length !== list.length) return false;
+  for (let i = 0; i < list.length; i++) {
+    const p = list[i];
+    const q = pooled[i]!;
+    if (!isObject(p) || p.port !== q.port || (p.name ?? '') !== q.name || (p.protocol ?? 'TCP') !== q.protocol) return false;
+  }
+  return true;
+}
+
 function projectPorts(raw: unknown, pool: StringPool, dropped: string[]): EndpointPortInfo[] {
-  const out: EndpointPortInfo[] = [];
   const list = asList('ports', raw);
+  // Most slices of a cluster list the same few port sets: find the shared
+  // one straight from the raw list, before building anything.
+  let rawDigest = portsDigest(list.length);
+  for (let i = 0; i < list.length; i++) {
+    const p = list[i];
+    const port = isObject(p) && typeof p.port === 'number' ? p.port : -1;
+    const name = isObject(p) && typeof p.name === 'string' ? p.name : '';
+    rawDigest = portDigest(rawDigest, port, name);
+  }
+  const seen = pool.lookup(rawDigest, list, rawPortsMatch);
+  if (seen !== undefined) return seen;
+  const out: EndpointPortInfo[] = [];
   for (let i = 0; i < list.length; i++) {
     const p = list[i];
     if (!isObject(p)) {
@@ -54,10 +83,19 @@ function projectPorts(raw: unknown, pool: StringPool, dropped: string[]): Endpoi
     out.push({ name: pool.intern(name), protocol: proto, port: p.port });
   }
   if (out.length === 0) return EMPTY_LIST;
-  // Most slices of a cluster list the same few port sets: share them.
-  let key = '';
-  for (const p of out) key += `${p.name}/${p.protocol}/${p.port},`;
-  return pool.share(key, out);
+  let digest = portsDigest(out.length);
+  for (let i = 0; i < out.length; i++) digest = portDigest(digest, out[i]!.port, out[i]!.name);
+  return pool.share(digest, out, samePorts);
+}
+
+function samePorts(a: EndpointPortInfo[], b: EndpointPortInfo[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x.port !== y.port || x.protocol !== y.protocol || x.name !== y.name) return false;
+  }
+  return true;
 }
 
 function names(list: unknown, pool: StringPool): string[] {
@@ -121,16 +159,20 @@ function projectSliceUnchecked(raw: unknown, pool: StringPool, dropped: string[]
   if (typeof serviceName !== 'string' || serviceName === '') fail(`label ${LABEL_SERVICE_NAME} missing`);
   if (serviceName.length > 63) fail(`label ${LABEL_SERVICE_NAME} longer than 63 characters`);
   const addressType = obj.addressType;
-  if (typeof addressType !== 'string' || !ADDRESS_TYPES.has(addressType)) fail(`addressType unknown: ${JSON.stringify(addressType)}`);
+  if (addressType !== 'IPv4' && addressType !== 'IPv6' && addressType !== 'FQDN') fail(`addressType unknown: ${JSON.stringify(addressType)}`);
 
   const ports = projectPorts(obj.ports, pool, dropped);
-  const endpoints: EndpointInfo[] = [];
   const list = asList('endpoints', obj.endpoints);
-  for (let i = 0; i < list.length; i++) {
+  const n = list.length;
+  // Sized once: a list grown by push keeps up to half its length again as slack.
+  const endpoints: EndpointInfo[] = n === 0 ? EMPTY_LIST : new Array<EndpointInfo>(n);
+  let kept = 0;
+  for (let i = 0; i < n; i++) {
     const ep = projectEndpoint(list[i], i, addressType, pool);
     if (typeof ep === 'string') dropped.push(ep);
-    else endpoints.push(ep);
+    else endpoints[kept++] = ep;
   }
+  if (kept < n) endpoints.length = kept;
   const fz = labels[LABEL_FOR_ZONE];
   const fr = labels[LABEL_FOR_REGION];
   // All fields in one literal: one hidden class, no out-of-object properties.

@@ -6,7 +6,7 @@
 
 import type { IPFamily, LoadBalancerIngress, Protocol, ServiceInfo, ServicePortSpec } from '../k8s/types.ts';
 import { ipFamilyOf, isCIDRLoose } from '../k8s/ip-syntax.ts';
-import { EMPTY_LIST, type StringPool } from './intern.ts';
+import { digestOf, EMPTY_LIST, mix, type StringPool } from './intern.ts';
 import {
   asList,
   asObject,
@@ -85,20 +85,86 @@ function projectIngress(raw: unknown, i: number): LoadBalancerIngress {
   return out;
 }
 
-function orEmpty<T>(list: T[]): T[] {
-  return list.length === 0 ? EMPTY_LIST : list;
+/** list.map(fn), or the shared empty list: most Services have none of these lists. */
+function mapList<T>(list: unknown[], fn: (v: unknown, i: number) => T): T[] {
+  return list.length === 0 ? EMPTY_LIST : list.map(fn);
 }
 
-/** Lists of interned strings (ipFamilies) repeat across Services: one shared copy each. */
-function shareList<T extends string>(pool: StringPool, prefix: string, list: T[]): T[] {
-  return list.length === 0 ? EMPTY_LIST : pool.share(prefix + list.join(','), list);
+// The ipFamilies lists there can be: one frozen copy each.
+const FAMILIES: IPFamily[][] = [['IPv4'], ['IPv6'], ['IPv4', 'IPv6'], ['IPv6', 'IPv4']].map((l) => Object.freeze(l) as IPFamily[]);
+
+function shareFamilies(list: IPFamily[]): IPFamily[] {
+  if (list.length === 0) return EMPTY_LIST;
+  for (const f of FAMILIES) if (f.length === list.length && f[0] === list[0] && f[1] === list[1]) return f;
+  // Repeated families: not valid for the API server, but not ours to refuse.
+  return list;
+}
+
+function sameServicePorts(a: ServicePortSpec[], b: ServicePortSpec[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x.port !== y.port || x.protocol !== y.protocol || x.name !== y.name || x.targetPort !== y.targetPort || x.nodePort !== y.nodePort) return false;
+  }
+  return true;
+}
+
+function portDigest(digest: number, port: unknown, name: unknown, targetPort: unknown, nodePort: unknown): number {
+  const tp = typeof targetPort === 'number' ? targetPort : typeof targetPort === 'string' && targetPort !== '' ? digestOf(targetPort) : -1;
+  return mix(mix(mix(mix(digest, typeof port === 'number' ? port : -1), typeof name === 'string' ? digestOf(name) : 0), tp), typeof nodePort === 'number' && nodePort !== 0 ? nodePort : -1);
 }
 
 function sharePorts(pool: StringPool, ports: ServicePortSpec[]): ServicePortSpec[] {
   if (ports.length === 0) return EMPTY_LIST;
-  let key = 'svcports:';
-  for (const p of ports) key += `${p.name}/${p.protocol}/${p.port}/${p.targetPort ?? ''}/${typeof p.targetPort}/${p.nodePort ?? ''},`;
-  return pool.share(key, ports);
+  let digest = ports.length;
+  for (let i = 0; i < ports.length; i++) {
+    const p = ports[i]!;
+    digest = portDigest(digest, p.port, p.name, p.targetPort, p.nodePort);
+  }
+  return pool.share(digest, ports, sameServicePorts);
+}
+
+const absent = (v: unknown) => v === undefined || v === null;
+
+/**
+ * Whether raw ports are exactly a pooled (valid) list: then they need no
+ * validation either. (A targetPort written as a numeric string never
+ * matches: the pooled one holds a number; it takes the full path.)
+ */
+function rawPortsMatch(pooled: ServicePortSpec[], list: unknown[]): boolean {
+  if (pooled.length !== list.length) return false;
+  for (let i = 0; i < list.length; i++) {
+    const p = list[i];
+    const q = pooled[i]!;
+    if (!isObject(p) || p.port !== q.port || (absent(p.name) ? '' : p.name) !== q.name || (absent(p.protocol) ? 'TCP' : p.protocol) !== q.protocol) return false;
+    const tp = p.targetPort;
+    if (absent(tp) || tp === '' ? q.targetPort !== undefined : tp !== q.targetPort) return false;
+    const np = p.nodePort;
+    if (absent(np) || np === 0 ? q.nodePort !== undefined : np !== q.nodePort) return false;
+  }
+  return true;
+}
+
+function projectPorts(list: unknown[], pool: StringPool): ServicePortSpec[] {
+  let rawDigest = list.length;
+  for (let i = 0; i < list.length; i++) {
+    const p = list[i];
+    rawDigest = isObject(p) ? portDigest(rawDigest, p.port, absent(p.name) ? '' : p.name, p.targetPort, p.nodePort) : mix(rawDigest, -2);
+  }
+  const seen = pool.lookup(rawDigest, list, rawPortsMatch);
+  if (seen !== undefined) return seen;
+  const ports: ServicePortSpec[] = new Array<ServicePortSpec>(list.length);
+  for (let i = 0; i < list.length; i++) ports[i] = projectPort(list[i], i, pool);
+  if (ports.length > 1) {
+    const seen = new Set<string>();
+    for (const p of ports) {
+      if (p.name === '') fail('spec.ports has an unnamed port among several');
+      if (seen.has(p.name)) fail(`spec.ports has the name ${JSON.stringify(p.name)} twice`);
+      seen.add(p.name);
+    }
+  }
+  return sharePorts(pool, ports);
 }
 
 function policy(what: string, v: unknown): 'Cluster' | 'Local' {
@@ -116,9 +182,9 @@ function projectServiceUnchecked(raw: unknown, pool: StringPool): ServiceInfo {
   const type = spec.type ?? 'ClusterIP';
   if (typeof type !== 'string' || !SERVICE_TYPES.has(type)) fail(`spec.type unknown: ${JSON.stringify(type)}`);
 
-  let clusterIPs: string[] = asList('spec.clusterIPs', spec.clusterIPs).map((ip, i) =>
-    ip === 'None' ? 'None' : checkIP(`spec.clusterIPs[${i}]`, ip),
-  );
+  // The parsed list is ours: kept as it is once every entry is checked.
+  let clusterIPs = asList('spec.clusterIPs', spec.clusterIPs) as string[];
+  for (let i = 0; i < clusterIPs.length; i++) if (clusterIPs[i] !== 'None') checkIP(`spec.clusterIPs[${i}]`, clusterIPs[i]);
   if (clusterIPs.length === 0 && spec.clusterIP !== undefined && spec.clusterIP !== null && spec.clusterIP !== '') {
     clusterIPs = [spec.clusterIP === 'None' ? 'None' : checkIP('spec.clusterIP', spec.clusterIP)];
   }
@@ -128,38 +194,26 @@ function projectServiceUnchecked(raw: unknown, pool: StringPool): ServiceInfo {
     fail('spec.clusterIPs has two addresses of one family');
   }
 
-  let ipFamilies = asList('spec.ipFamilies', spec.ipFamilies).map((f, i) => {
+  let ipFamilies = asList('spec.ipFamilies', spec.ipFamilies) as IPFamily[];
+  for (let i = 0; i < ipFamilies.length; i++) {
+    const f = ipFamilies[i];
     if (f !== 'IPv4' && f !== 'IPv6') fail(`spec.ipFamilies[${i}] unknown: ${JSON.stringify(f)}`);
-    return f as IPFamily;
-  });
+  }
   if (ipFamilies.length === 0) {
     ipFamilies = clusterIPs.filter((ip) => ip !== 'None').map((ip) => ipFamilyOf(ip)!);
   }
-  ipFamilies = shareList(pool, 'families:', ipFamilies);
+  ipFamilies = shareFamilies(ipFamilies);
 
-  const rawPorts = asList('spec.ports', spec.ports);
-  let ports = rawPorts.map((p, i) => projectPort(p, i, pool));
-  if (ports.length > 1) {
-    const seen = new Set<string>();
-    for (const p of ports) {
-      if (p.name === '') fail('spec.ports has an unnamed port among several');
-      const k = `${p.name}`;
-      if (seen.has(k)) fail(`spec.ports has the name ${JSON.stringify(p.name)} twice`);
-      seen.add(k);
-    }
-  }
-  ports = sharePorts(pool, ports);
+  const ports = projectPorts(asList('spec.ports', spec.ports), pool);
 
-  const externalIPs = orEmpty(asList('spec.externalIPs', spec.externalIPs).map((ip, i) => checkIP(`spec.externalIPs[${i}]`, ip)));
-  const loadBalancerSourceRanges = orEmpty(
-    asList('spec.loadBalancerSourceRanges', spec.loadBalancerSourceRanges).map((r, i) => {
-      if (typeof r !== 'string' || !isCIDRLoose(r.trim())) fail(`spec.loadBalancerSourceRanges[${i}] is not a CIDR: ${JSON.stringify(r)}`);
-      return r.trim();
-    }),
-  );
+  const externalIPs = mapList(asList('spec.externalIPs', spec.externalIPs), (ip, i) => checkIP(`spec.externalIPs[${i}]`, ip));
+  const loadBalancerSourceRanges = mapList(asList('spec.loadBalancerSourceRanges', spec.loadBalancerSourceRanges), (r, i) => {
+    if (typeof r !== 'string' || !isCIDRLoose(r.trim())) fail(`spec.loadBalancerSourceRanges[${i}] is not a CIDR: ${JSON.stringify(r)}`);
+    return r.trim();
+  });
   const status = isObject(obj.status) ? obj.status : undefined;
   const lb = status !== undefined && isObject(status.loadBalancer) ? status.loadBalancer : undefined;
-  const loadBalancerIngress = orEmpty(asList('status.loadBalancer.ingress', lb?.ingress).map(projectIngress));
+  const loadBalancerIngress = mapList(asList('status.loadBalancer.ingress', lb?.ingress), projectIngress);
 
   const affinity = spec.sessionAffinity ?? 'None';
   if (affinity !== 'None' && affinity !== 'ClientIP') fail(`spec.sessionAffinity unknown: ${JSON.stringify(affinity)}`);

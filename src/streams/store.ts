@@ -8,6 +8,7 @@
 
 import { Subject, type Observable } from 'rxjs';
 import type { StoreEvent } from '../k8s/types.ts';
+import { joinKey, KeyedMap, splitKey } from './keyed-map.ts';
 
 export interface Versioned {
   resourceVersion: string;
@@ -45,17 +46,31 @@ export function sameIgnoringVersion(a: unknown, b: unknown): boolean {
   return n === m;
 }
 
+/** The one synchronous listener a store tells of every change, before any events$ subscriber (the slice index). */
+export interface StoreListener<T> {
+  /** `previous` is the version it replaces; undefined for a new key. */
+  upserted(object: T, previous: T | undefined): void;
+  deleted(object: T): void;
+}
+
 export class Store<T extends Versioned> implements StoreView<T> {
-  private map = new Map<string, T>();
+  private map = new KeyedMap<T>();
   private readonly subject = new Subject<StoreEvent<T>>();
   /** Live changes only; see `changes$` on the streams for snapshot + changes. */
   readonly events$: Observable<StoreEvent<T>> = this.subject.asObservable();
+  private listener: StoreListener<T> | undefined;
+
+  /** Sets (or, with undefined, removes) the synchronous listener. */
+  listen(listener: StoreListener<T> | undefined): void {
+    this.listener = listener;
+  }
 
   get(key: string): T | undefined {
-    return this.map.get(key);
+    const [namespace, name] = splitKey(key);
+    return this.map.get(namespace, name);
   }
   has(key: string): boolean {
-    return this.map.has(key);
+    return this.get(key) !== undefined;
   }
   get size(): number {
     return this.map.size;
@@ -68,38 +83,62 @@ export class Store<T extends Versioned> implements StoreView<T> {
   }
 
   upsert(key: string, object: T): boolean {
-    const old = this.map.get(key);
+    const [namespace, name] = splitKey(key);
+    return this.put(namespace, name, object);
+  }
+
+  /** upsert() by namespace and name ('' for cluster-scoped objects). */
+  put(namespace: string, name: string, object: T): boolean {
+    const old = this.map.get(namespace, name);
     if (old !== undefined) {
       if (old.resourceVersion !== '' && old.resourceVersion === object.resourceVersion) return false;
       if (sameIgnoringVersion(old, object)) {
-        this.map.set(key, object);
+        this.map.set(namespace, name, object);
         return false;
       }
     }
-    this.map.set(key, object);
-    this.subject.next({ type: 'upsert', key, object });
+    this.map.set(namespace, name, object);
+    this.upserted(namespace, name, object, old);
     return true;
   }
 
   delete(key: string): boolean {
-    const old = this.map.get(key);
+    const [namespace, name] = splitKey(key);
+    return this.remove(namespace, name);
+  }
+
+  /** delete() by namespace and name. */
+  remove(namespace: string, name: string): boolean {
+    const old = this.map.delete(namespace, name);
     if (old === undefined) return false;
-    this.map.delete(key);
-    this.subject.next({ type: 'delete', key, object: old });
+    this.listener?.deleted(old);
+    // An event (and its joined key) only for someone to receive it.
+    if (this.subject.observed) this.subject.next({ type: 'delete', key: joinKey(namespace, name), object: old });
     return true;
   }
 
+  private upserted(namespace: string, name: string, object: T, previous: T | undefined): void {
+    this.listener?.upserted(object, previous);
+    if (this.subject.observed) this.subject.next({ type: 'upsert', key: joinKey(namespace, name), object });
+  }
+
   /** Makes the store equal to `next` (which it may keep: the caller hands it over), emitting only the differences. Returns how many. */
-  replace(next: Map<string, T>): number {
+  replace(next: KeyedMap<T>): number {
     if (this.map.size === 0) {
       // The first list: adopt the map instead of copying it entry by entry.
       this.map = next;
-      for (const [key, object] of next) this.subject.next({ type: 'upsert', key, object });
+      if (this.listener !== undefined || this.subject.observed) next.forEach((object, namespace, name) => this.upserted(namespace, name, object, undefined));
       return next.size;
     }
     let changes = 0;
-    for (const key of [...this.map.keys()]) if (!next.has(key) && this.delete(key)) changes++;
-    for (const [key, obj] of next) if (this.upsert(key, obj)) changes++;
+    const gone: [string, string][] = [];
+    this.map.forEach((_object, namespace, name) => {
+      if (next.get(namespace, name) === undefined) gone.push([namespace, name]);
+    });
+    for (const [namespace, name] of gone) if (this.remove(namespace, name)) changes++;
+    next.forEach((object, namespace, name) => {
+      if (this.put(namespace, name, object)) changes++;
+    });
     return changes;
   }
 

@@ -1,6 +1,8 @@
 // Shared structural checks used by the projections. They are deliberately
 // cheap: they run on every object of every list and watch event.
 
+import { EMPTY_LIST } from './intern.ts';
+
 export type Projection<T> = { ok: true; value: T; dropped?: string[] } | { ok: false; reason: string };
 
 export class InvalidObject extends Error {
@@ -43,9 +45,9 @@ export function asObject(what: string, v: unknown): Record<string, unknown> {
   return v;
 }
 
-/** Absent (undefined/null) is an empty list; anything else must be an array. */
+/** Absent (undefined/null) is the shared empty list (frozen); anything else must be an array. */
 export function asList(what: string, v: unknown): unknown[] {
-  if (v === undefined || v === null) return [];
+  if (v === undefined || v === null) return EMPTY_LIST;
   if (!Array.isArray(v)) fail(`${what} is not a list`);
   return v;
 }

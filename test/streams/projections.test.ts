@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { StringPool } from '../../src/streams/intern.ts';
+import { execFileSync } from 'node:child_process';
+import { PARSER_INTERNALIZES_BELOW, StringPool } from '../../src/streams/intern.ts';
 import { projectEndpointSlice } from '../../src/streams/project-endpoint-slice.ts';
 import { projectNode } from '../../src/streams/project-node.ts';
 import { projectService } from '../../src/streams/project-service.ts';
@@ -91,6 +92,37 @@ describe('projectService', () => {
   });
 });
 
+describe('projectService port lists', () => {
+  it('shares one frozen list among Services with the same ports, and validates every other', () => {
+    const p = new StringPool();
+    const ports = [
+      { name: 'http', protocol: 'TCP', port: 80, targetPort: 8080 },
+      { name: 'web', port: 81, targetPort: 'web', nodePort: 0 },
+    ];
+    const a = projectService(svc({ ports }), p);
+    const b = projectService(svc({ ports: ports.map((x) => ({ ...x })) }), p);
+    expect(a.ok && b.ok).toBe(true);
+    if (!a.ok || !b.ok) return;
+    expect(b.value.ports).toBe(a.value.ports);
+    expect(Object.isFrozen(a.value.ports)).toBe(true);
+    expect(a.value.ports).toEqual([
+      { name: 'http', protocol: 'TCP', port: 80, targetPort: 8080, nodePort: undefined },
+      { name: 'web', protocol: 'TCP', port: 81, targetPort: 'web', nodePort: undefined },
+    ]);
+    // A numeric string targetPort is the same port once read.
+    const c = projectService(svc({ ports: [{ ...ports[0], targetPort: '8080' }, ports[1]] }), p);
+    expect(c.ok && c.value.ports).toBe(a.value.ports);
+    // Each of these differs from the pooled list in one field.
+    const d = projectService(svc({ ports: [{ ...ports[0], nodePort: 30080 }, ports[1]] }), p);
+    expect(d.ok && d.value.ports[0]!.nodePort).toBe(30080);
+    const e = projectService(svc({ ports: [{ ...ports[0], protocol: 'UDP' }, ports[1]] }), p);
+    expect(e.ok && e.value.ports[0]!.protocol).toBe('UDP');
+    // A pooled list never stands in for an invalid one.
+    expect(projectService(svc({ ports: [ports[0], { ...ports[0] }] }), p)).toEqual({ ok: false, reason: 'spec.ports has the name "http" twice' });
+    expect(projectService(svc({ ports: [ports[0], { ...ports[1], port: 0 }] }), p)).toEqual({ ok: false, reason: 'spec.ports[1].port out of range: 0' });
+  });
+});
+
 describe('projectEndpointSlice', () => {
   it('projects, interning repeated strings', () => {
     const raw = f.endpointSlice('default', 'web-abc', 'web', [{ ip: '10.244.1.5', node: 'node-a', zone: 'z1' }, { ip: '10.244.2.5', ready: false, node: 'node-a', zone: 'z1' }], {
@@ -117,6 +149,24 @@ describe('projectEndpointSlice', () => {
     expect(r.value.ports).toEqual([{ name: 'd', protocol: 'UDP', port: 53 }]);
     expect(r.value.endpoints.map((e) => e.addresses[0])).toEqual(['10.244.1.5', '010.244.001.007']);
     expect(r.dropped).toHaveLength(7);
+  });
+
+  it('shares one frozen port list among slices that list the same ports, and still drops bad ones', () => {
+    const p = new StringPool();
+    const ports = [{ name: 'http', protocol: 'TCP', port: 8080 }, { name: 'dns', protocol: 'UDP', port: 53 }];
+    const a = projectEndpointSlice(f.endpointSlice('default', 'a', 'web', [], {}, { ports }), p);
+    const b = projectEndpointSlice(f.endpointSlice('other', 'b', 'api', [], {}, { ports: ports.map((x) => ({ ...x })) }), p);
+    expect(a.ok && b.ok).toBe(true);
+    if (!a.ok || !b.ok) return;
+    expect(b.value.ports).toBe(a.value.ports);
+    expect(Object.isFrozen(a.value.ports)).toBe(true);
+    // The same set plus a bad port: the bad one is reported, the rest is the shared list.
+    const c = projectEndpointSlice(f.endpointSlice('default', 'c', 'web', [], {}, { ports: [...ports, { name: 'x', port: 0 }] }), p);
+    expect(c.ok && c.value.ports).toBe(a.value.ports);
+    expect(c.ok && c.dropped).toEqual(['ports[2].port out of range: 0']);
+    // Same numbers, another protocol: not the same list.
+    const d = projectEndpointSlice(f.endpointSlice('default', 'd', 'web', [], {}, { ports: [{ ...ports[0], protocol: 'SCTP' }, ports[1]] }), p);
+    expect(d.ok && d.value.ports).toEqual([{ name: 'http', protocol: 'SCTP', port: 8080 }, { name: 'dns', protocol: 'UDP', port: 53 }]);
   });
 
   it('keeps hints', () => {
@@ -154,9 +204,34 @@ describe('projectNode', () => {
 describe('StringPool', () => {
   it('returns one instance per value', () => {
     const p = new StringPool();
-    const a = p.intern(JSON.parse('"zone-a"'));
-    const b = p.intern(JSON.parse('"zone-a"'));
+    const a = p.intern(JSON.parse('"ip-10-0-1-23.ec2.internal"'));
+    const b = p.intern(JSON.parse('"ip-10-0-1-23.ec2.internal"'));
     expect(a).toBe(b);
     expect(p.size).toBe(1);
+  });
+
+  it('leaves strings the JSON parser already internalizes to it', () => {
+    const p = new StringPool();
+    expect(p.intern('zone-a')).toBe('zone-a');
+    expect(p.size).toBe(0);
+  });
+
+  it('relies on V8 internalizing short JSON string values (checked on this V8)', () => {
+    // %IsInternalizedString needs --allow-natives-syntax: ask a child node.
+    const script = `const o = JSON.parse('["${'x'.repeat(PARSER_INTERNALIZES_BELOW - 1)}","${'y'.repeat(PARSER_INTERNALIZES_BELOW)}"]'); process.stdout.write(String([%IsInternalizedString(o[0]), %IsInternalizedString(o[1])]));`;
+    const out = execFileSync(process.execPath, ['--allow-natives-syntax', '-e', script], { encoding: 'utf8' });
+    expect(out).toBe('true,false');
+  });
+
+  it('shares values equal by content, whatever their digest collisions', () => {
+    const p = new StringPool();
+    const same = (a: number[], b: number[]) => a.length === b.length && a.every((x, i) => x === b[i]);
+    const a = p.share(1, [1, 2], same);
+    expect(p.share(1, [1, 2], same)).toBe(a);
+    const c = p.share(1, [3], same);
+    expect(c).not.toBe(a);
+    expect(p.share(1, [3], same)).toBe(c);
+    expect(Object.isFrozen(a)).toBe(true);
+    expect(p.size).toBe(2);
   });
 });
