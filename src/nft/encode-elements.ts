@@ -49,14 +49,16 @@ function verdictAttrs(v: Verdict): Attr[] {
 }
 
 /** Elements ops[from, to) (same verb and set), as one record. */
-export function writeElements(enc: RecordSink, ops: readonly Operation[], from: number, to: number): void {
-  const first = ops[from]!.object as Element;
-  const verb = ops[from]!.verb;
+export function writeElements(enc: RecordSink, ops: readonly Operation[], from: number, to: number, order?: readonly number[]): void {
+  const at = (q: number): number => (order ? order[q]! : q);
+  const firstIndex = at(from);
+  const first = ops[firstIndex]!.object as Element;
+  const verb = ops[firstIndex]!.verb;
   const c = enc.container(first.family, first.table, first.set);
-  if (!c) throw new NftEncodeError(from, `set ${first.set} in ${first.family} ${first.table} is not known (add it in this transaction or list the table first)`);
+  if (!c) throw new NftEncodeError(firstIndex, `set ${first.set} in ${first.family} ${first.table} is not known (add it in this transaction or list the table first)`);
   const msg = verb === 'delete' ? MSG.DELSETELEM : verb === 'destroy' ? MSG.DESTROYSETELEM : MSG.NEWSETELEM;
   const flags = verb === 'create' ? NLM_F.CREATE | NLM_F.EXCL : verb === 'add' ? NLM_F.CREATE : 0;
-  enc.record(KIND.elements, msg, flags, first.family, from, [
+  enc.record(KIND.elements, msg, flags, first.family, firstIndex, [
     { id: SET_ATTR.TABLE, type: 'str', value: first.table },
     { id: SET_ATTR.NAME, type: 'str', value: first.set },
   ]);
@@ -76,7 +78,8 @@ export function writeElements(enc: RecordSink, ops: readonly Operation[], from: 
   const verdictMap = c.kind === 'map' && c.dataType === 'verdict';
   const types = c.keyType;
   const parts = types.length;
-  for (let i = from; i < to && !interval; i++) {
+  for (let q = from; q < to && !interval; q++) {
+    const i = at(q);
     const e = ops[i]!.object as Element;
     const key = e.key;
     if (key.length !== parts) throw new NftEncodeError(i, `key has ${key.length} parts, ${c.name} has ${parts}`);
@@ -128,7 +131,8 @@ export function writeElements(enc: RecordSink, ops: readonly Operation[], from: 
     w.patchU16(countAt, n);
     count++;
   }
-  for (let i = from; i < to && interval; i++) {
+  for (let q = from; q < to && interval; q++) {
+    const i = at(q);
     const e = ops[i]!.object as Element;
     let parts;
     try {

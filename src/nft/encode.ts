@@ -5,7 +5,7 @@
 // consecutive element operations on one set share one record, which the addon
 // splits into messages of at most 500 elements inside the same transaction.
 
-import type { Chain, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from './objects.ts';
+import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from './objects.ts';
 import {
   AT, CHAIN_ATTR, DATA_VERDICT, FAMILY_NUMBER, FLOWTABLE_ATTR, HOOK_NUMBER, KIND, MSG, NETDEV_INGRESS, NLM_F, RULE_ATTR,
   NFT_BYTEORDER_HOST, SET_ATTR, SET_FLAG, TABLE_ATTR, UDATA_COMMENT, UDATA_SET_KEYBYTEORDER,
@@ -247,6 +247,33 @@ const CREATE = NLM_F.CREATE;
 const EXCL = NLM_F.CREATE | NLM_F.EXCL;
 
 /**
+ * The op indexes of a run of same-verb element operations, grouped by set in
+ * order of first appearance. Adding (or deleting) distinct elements commutes,
+ * and the kernel pays per message: a full sync lists each port's elements
+ * together, across a dozen sets, which as written would be a message every
+ * few elements (100k endpoint-map elements: 289 ms of kernel time interleaved,
+ * 167 ms grouped).
+ */
+function groupBySet(ops: readonly Operation[], from: number, to: number): number[][] {
+  const byFamily = new Map<string, Map<string, Map<string, number[]>>>();
+  const groups: number[][] = [];
+  for (let i = from; i < to; i++) {
+    const e = ops[i]!.object as Element;
+    let byTable = byFamily.get(e.family);
+    if (!byTable) byFamily.set(e.family, (byTable = new Map()));
+    let bySet = byTable.get(e.table);
+    if (!bySet) byTable.set(e.table, (bySet = new Map()));
+    let group = bySet.get(e.set);
+    if (!group) {
+      bySet.set(e.set, (group = []));
+      groups.push(group);
+    }
+    group.push(i);
+  }
+  return groups;
+}
+
+/**
  * Encodes operations (already validated by the transaction) into one batch.
  * `lookup` finds sets and maps that exist already, for their key types;
  * `writer`, when given, is reset and written into, and the result's bytes
@@ -271,13 +298,16 @@ export function encodeOperations(ops: readonly Operation[], lookup: ContainerLoo
       switch (o.kind) {
         case 'element': {
           let j = i + 1;
+          let mixed = false;
           while (j < ops.length) {
             const n = ops[j]!;
             const e = n.object;
-            if (n.verb !== verb || e.kind !== 'element' || e.set !== o.set || e.table !== o.table || e.family !== o.family) break;
+            if (n.verb !== verb || e.kind !== 'element') break;
+            if (!mixed && (e.set !== o.set || e.table !== o.table || e.family !== o.family)) mixed = true;
             j++;
           }
-          writeElements(enc, ops, i, j);
+          if (!mixed) writeElements(enc, ops, i, j);
+          else for (const group of groupBySet(ops, i, j)) writeElements(enc, ops, 0, group.length, group);
           i = j;
           continue;
         }

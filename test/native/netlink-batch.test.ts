@@ -86,6 +86,30 @@ describe('elements', () => {
   }, 120_000);
 });
 
+describe('elements of several sets, interleaved', () => {
+  it('are sent as one message per set, all land, and a bad one is still named by its own index', async () => {
+    const { ns, dp } = kernel();
+    const sets = ['a', 'b', 'c'].map((name): NftMap => ({ kind: 'map', family: 'ip', table: T, name, keyType: ['ipv4_addr'], dataType: 'verdict' }));
+    const head = add({ kind: 'table', family: 'ip', name: T }, { kind: 'chain', family: 'ip', table: T, name: 'c' }, ...sets);
+    const el = (i: number, chain = 'c'): Operation => ({
+      verb: 'add',
+      object: { kind: 'element', family: 'ip', table: T, set: sets[i % 3]!.name, key: [`10.0.${i >> 8}.${i & 255}`], value: { verdict: 'goto', chain } },
+    });
+    const elements = Array.from({ length: 300 }, (_, i) => el(i));
+    await dp.commit([...head, ...elements]);
+    // Table, chain, three maps, then one element message per map (not 300).
+    expect(dp.lastCommit!.messages).toBe(5 + 3);
+    for (const s of sets) expect((await dp.list('ip', T))!.elements.filter((e) => e.set === s.name)).toHaveLength(100);
+
+    const { ns: ns2, dp: dp2 } = kernel();
+    const bad = [...head, ...elements.slice(0, 200), el(200, 'missing'), ...elements.slice(201)];
+    const err = await commitError(() => dp2.commit(bad));
+    expect(err.failures).toEqual([expect.objectContaining({ index: head.length + 200, code: 'ENOENT' })]);
+    expect(nftList(ns2, 'table')).toEqual([]);
+    expect(nftList(ns, 'map')).toHaveLength(3);
+  });
+});
+
 describe('message splitting', () => {
   it('an element list too large for one 64 KiB nest is split by size inside the transaction', async () => {
     const { ns } = kernel();
