@@ -49,9 +49,9 @@ export function shardOf(r: EndpointRegion): number {
 }
 
 export function shardMapName(shard: number): string {
-  return `${MAP_PREFIX}${shard}`;
+  return `${SHARD_MAP_PREFIX}${shard}`;
 }
-const MAP_PREFIX = 'service-endpoints-';
+export const SHARD_MAP_PREFIX = 'service-endpoints-';
 
 /** The slot range a policy chain wants in the shared map. */
 export interface EndpointRegion {

@@ -14,7 +14,16 @@ export interface ChainSpec {
 export interface Fragment {
   chains: ChainSpec[];
   sets: Array<NftSet | NftMap>;
+  /** Elements other fragments may want too (a ClusterIP, an externalIP:port): claimed, see element-claims.ts. */
   elements: Element[];
+  /**
+   * Elements no other fragment can want: its slots in a shared endpoint map
+   * (unique by placement, see endpoint-slots.ts) and its own maps' elements.
+   * Diffed with the fragment, never claimed.
+   */
+  ownElements?: Element[];
+  /** Endpoint addresses it puts in `hairpin-endpoints` as `ip . ip` (counted per address, not claimed). */
+  hairpin?: string[];
   flowtables: Flowtable[];
   /** Slot ranges its policy chains want in the shared endpoint map (endpoint shape 'map'), whether placed there or not. */
   regions?: EndpointRegion[];
@@ -69,6 +78,11 @@ export class FragmentBuilder {
     if (value !== undefined) e.value = value;
     if (comment) e.comment = comment;
     this.fragment.elements.push(e);
+  }
+
+  /** An element only this fragment can want (see Fragment.ownElements). */
+  ownElement(set: string, key: string[], value: Element['value']): void {
+    (this.fragment.ownElements ??= []).push({ kind: 'element', family: this.family, table: this.table, set, key, value });
   }
 
   flowtable(f: Omit<Flowtable, 'kind' | 'family' | 'table'>): void {

@@ -5,36 +5,30 @@
 // very same object as in the last applied ruleset: rendering reuses the entry
 // when the ServicePort did not change, so an incremental sync costs what
 // changed, not what exists. A ServicePort's objects are not kept (see
-// rendered-service-port.ts); its elements are, resolved into one map, because
-// fragments can want the same element (every port of a service puts its
-// ClusterIP in `cluster-ips`; two services may claim one externalIP:port).
+// rendered-service-port.ts); of its elements only those other fragments may
+// want too are (see element-claims.ts).
 
 import type { IPFamily } from '../k8s/types.ts';
 import { servicePortEqual } from '../model/equality.ts';
 import type { ServicePort } from '../model/service-port.ts';
-import { type Element, objectKey, type Table } from '../nft/objects.ts';
+import type { Element, Table } from '../nft/objects.ts';
 import type { FamilyConfig, RulesetConfig } from './config.ts';
 import { EndpointSlots, type FamilySlots, sameLabels } from './endpoint-slots.ts';
+import { Claims, type ElementClaim, HairpinCounter, type HairpinCounts, hairpinElement } from './element-claims.ts';
 import type { Fragment } from './fragment.ts';
-import { OverlayMap } from './overlay-map.ts';
 import { type RenderContext, RenderedServicePort } from './rendered-service-port.ts';
 import { renderServicePort, ServicePortRenderError } from './service-rules.ts';
 import { renderSkeleton } from './skeleton.ts';
 import { tableFamily } from './statements.ts';
 
 export { RenderedServicePort };
+export type { ElementClaim, HairpinCounts };
 
 /** Why a ServicePort or an element is not in the ruleset. */
 export interface RenderProblem {
   servicePortId: string;
   code: 'ERR_SERVICE_PORT_RENDER' | 'ERR_FAMILY_NOT_CONFIGURED' | 'ERR_DUPLICATE_SERVICE_PORT' | 'ERR_ELEMENT_CONFLICT';
   message: string;
-}
-
-export interface ElementClaim {
-  /** The fragment that wants it: a ServicePort id, or `skeleton:<family>`. */
-  owner: string;
-  element: Element;
 }
 
 export interface Ruleset {
@@ -45,10 +39,12 @@ export interface Ruleset {
   skeletons: ReadonlyMap<IPFamily, Fragment>;
   /** By ServicePort id. */
   services: ReadonlyMap<string, RenderedServicePort>;
-  /** Every element of the ruleset by objectKey: of several claims, the skeleton's, then the lowest ServicePort id's, wins. */
-  elements: ReadonlyMap<string, ElementClaim>;
+  /** The claimed elements (Fragment.elements) by objectKey: of several claims, the skeleton's, then the lowest ServicePort id's, wins. */
+  claims: ReadonlyMap<string, ElementClaim>;
   /** Keys claimed by more than one fragment, with every claim, winner first. */
   contested: ReadonlyMap<string, readonly ElementClaim[]>;
+  /** How many ServicePorts want each address in `hairpin-endpoints`, by family. */
+  hairpin: HairpinCounts;
   /** Each family's index of the shared endpoint maps' blocks (endpoint shape 'map'; see endpoint-slots.ts). */
   endpointSlots: ReadonlyMap<IPFamily, FamilySlots>;
   /** Each family's shared endpoint maps in use (their skeleton holds them). */
@@ -57,54 +53,6 @@ export interface Ruleset {
 }
 
 const FAMILIES: readonly IPFamily[] = ['IPv4', 'IPv6'];
-
-const rank = (owner: string): string => (owner.startsWith('skeleton:') ? `\0${owner}` : owner);
-
-/** Element claims, copied from the previous ruleset and patched for what changed. */
-class Claims {
-  readonly elements: OverlayMap<string, ElementClaim>;
-  readonly contested: Map<string, readonly ElementClaim[]>;
-  constructor(from?: Ruleset) {
-    const prev = from?.elements;
-    if (prev instanceof OverlayMap) this.elements = new OverlayMap(prev);
-    else {
-      this.elements = new OverlayMap();
-      for (const [k, c] of prev ?? []) this.elements.set(k, c);
-    }
-    this.contested = new Map(from?.contested);
-  }
-
-  add(owner: string, fragment: Fragment): void {
-    for (const element of fragment.elements) {
-      const key = objectKey(element);
-      const cur = this.elements.get(key);
-      if (!cur) {
-        this.elements.set(key, { owner, element });
-        continue;
-      }
-      const list = this.contested.get(key) ?? [cur];
-      if (list.some((c) => c.owner === owner)) continue;
-      const next = [...list, { owner, element }].sort((a, b) => (rank(a.owner) < rank(b.owner) ? -1 : 1));
-      this.contested.set(key, next);
-      this.elements.set(key, next[0]!);
-    }
-  }
-
-  remove(owner: string, fragment: Fragment): void {
-    for (const element of fragment.elements) {
-      const key = objectKey(element);
-      const list = this.contested.get(key);
-      if (!list) {
-        if (this.elements.get(key)?.owner === owner) this.elements.delete(key);
-        continue;
-      }
-      const next = list.filter((c) => c.owner !== owner);
-      if (next.length === 1) this.contested.delete(key);
-      else this.contested.set(key, next);
-      this.elements.set(key, next[0]!);
-    }
-  }
-}
 
 export function renderRuleset(servicePorts: readonly ServicePort[], config: RulesetConfig, previous?: Ruleset): Ruleset {
   const reuse = previous !== undefined && sameConfig(previous.config, config) ? previous : undefined;
@@ -160,19 +108,34 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
     skeletons.set(family, (same ? reuse?.skeletons.get(family) : undefined) ?? renderSkeleton(family, fc, config, shards));
   }
 
-  // Only what changed is re-claimed: an incremental render costs the change, not the ruleset.
-  const claims = new Claims(reuse);
+  // Only what changed is re-claimed and re-counted: an incremental render costs the change, not the ruleset.
+  const claims = new Claims(reuse?.claims, reuse?.contested);
+  const hairpin = new HairpinCounter(reuse?.hairpin);
   if (reuse) {
     for (const [family, s] of reuse.skeletons) {
       if (skeletons.get(family) === s) continue;
       claims.remove(`skeleton:${family}`, s);
       claims.add(`skeleton:${family}`, skeletons.get(family)!);
     }
-    for (const [id, r] of reuse.services) if (services.get(id) !== r) claims.remove(id, r.fragment);
-    for (const [id, r] of services) if (reuse.services.get(id) !== r) claims.add(id, r.fragment);
+    for (const [id, r] of reuse.services) {
+      if (services.get(id) === r) continue;
+      const f = r.fragment;
+      claims.remove(id, f);
+      hairpin.remove(r.port.family, f);
+    }
+    for (const [id, r] of services) {
+      if (reuse.services.get(id) === r) continue;
+      const f = r.fragment;
+      claims.add(id, f);
+      hairpin.add(r.port.family, f);
+    }
   } else {
     for (const [family, s] of skeletons) claims.add(`skeleton:${family}`, s);
-    for (const [id, r] of services) claims.add(id, r.fragment);
+    for (const [id, r] of services) {
+      const f = r.fragment;
+      claims.add(id, f);
+      hairpin.add(r.port.family, f);
+    }
   }
   for (const [key, list] of claims.contested) {
     const winner = list[0]!;
@@ -187,7 +150,29 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
   }
 
   const endpointSlots = slots?.families ?? NO_SLOTS;
-  return { config, tables, skeletons, services, elements: claims.elements, contested: claims.contested, endpointSlots, endpointShards, problems };
+  return {
+    config,
+    tables,
+    skeletons,
+    services,
+    claims: claims.elements,
+    contested: claims.contested,
+    hairpin: hairpin.counts,
+    endpointSlots,
+    endpointShards,
+    problems,
+  };
+}
+
+/** Every element of the ruleset, once: claimed winners, then each fragment's own elements, then the hairpin ones. */
+export function forEachElement(r: Ruleset, fn: (e: Element) => void): void {
+  for (const c of r.claims.values()) fn(c.element);
+  for (const s of r.skeletons.values()) if (s.ownElements) for (const e of s.ownElements) fn(e);
+  for (const s of r.services.values()) {
+    const own = s.fragment.ownElements;
+    if (own) for (const e of own) fn(e);
+  }
+  for (const [family, counts] of r.hairpin) for (const ip of counts.keys()) fn(hairpinElement(family, r.config.tableName, ip));
 }
 
 const NO_LABELS: ReadonlySet<string> = new Set();

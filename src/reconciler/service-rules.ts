@@ -197,7 +197,7 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
     if (masquerade) b.rule(name, masquerade);
     if (!shared) b.map({ name: mapName, keyType: ['integer'], dataType: [type, 'inet_service'] });
     list.forEach((ep, i) => {
-      b.element(mapName, [String(offset + i)], [ep.ip, checkPort(sp.id, 'endpoint port', ep.port)]);
+      b.ownElement(mapName, [String(offset + i)], [ep.ip, checkPort(sp.id, 'endpoint port', ep.port)]);
       hairpin.add(ep.ip);
     });
     const key = offset === 0 ? numgenKey(list.length) : { kind: 'numgen' as const, mod: list.length, offset };
@@ -293,7 +293,8 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
   };
   if (usesService && clusterWide) policyChain(serviceChain, PREFIX.endpoints + base, clusterWide, iLocal ? undefined : clusterIPMasquerade());
   if (usesLocal && localOnly) policyChain(localChain, PREFIX.localEndpoints + base, localOnly, iLocal ? clusterIPMasquerade() : undefined);
-  for (const ip of hairpin) b.element(SET.hairpinEndpoints, [ip, ip]);
+  // Counted per address by the ruleset (element-claims.ts): `ip . ip` is the same whoever wants it.
+  if (hairpin.size > 0) b.fragment.hairpin = [...hairpin];
 
   // --- endpoint chains and their affinity sets
   for (const { chain, set, ep } of endpointChain.values()) {

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { TableListing } from '../../src/nft/dataplane.ts';
 import { FakeKernel } from '../../src/nft/fake-kernel.ts';
-import type { Operation } from '../../src/nft/objects.ts';
+import type { Element, Operation } from '../../src/nft/objects.ts';
 import type { EndpointShape, RulesetConfig } from '../../src/reconciler/config.ts';
 import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, EMPTY_SYNC_STATE, type SyncState } from '../../src/reconciler/diff.ts';
 import { planFullSync } from '../../src/reconciler/full-sync.ts';
@@ -134,9 +134,7 @@ describe('a change to one service touches only that service', () => {
         const a = renderRuleset(base.concat(before.filter((p) => p.id === changed.id)), cfg);
         const b = renderRuleset(base.concat([changed]), cfg, a);
         const mine = servicePortReadable(changed);
-        const claimed = new Set<string>();
-        for (const r of [a, b]) for (const [k, c] of r.elements) if (c.owner === changed.id || c.element.key.length > 0) claimed.add(k);
-        const owners = (r: Ruleset, key: string) => r.elements.get(key)?.owner;
+        const owners = (r: Ruleset, key: string) => r.claims.get(key)?.owner;
         for (const op of diffRulesets(a, b, { now: 1 }).ops) {
           const o = op.object;
           if (o.kind === 'chain') expect(o.name).toContain(mine);
@@ -150,7 +148,10 @@ describe('a change to one service touches only that service', () => {
             const key = `element ${o.family} ${o.table} ${o.set} ${o.key.join(' . ')}`;
             // Its own element, or one it stopped or started shadowing in a conflict.
             const fragments = [a.services.get(changed.id)?.fragment, b.services.get(changed.id)?.fragment];
-            const inFragment = fragments.some((f) => f?.elements.some((e) => e.set === o.set && e.family === o.family && e.key.join() === o.key.join()));
+            const same = (e: Element) => e.set === o.set && e.family === o.family && e.key.join() === o.key.join();
+            const inFragment = fragments.some(
+              (f) => f && (f.elements.some(same) || (f.ownElements ?? []).some(same) || (o.set === 'hairpin-endpoints' && (f.hairpin ?? []).includes(o.key[0]!))),
+            );
             expect(inFragment || owners(a, key) === changed.id || owners(b, key) === changed.id, key).toBe(true);
           } else {
             throw new Error(`unexpected ${op.verb} ${o.kind}`);

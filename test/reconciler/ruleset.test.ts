@@ -255,7 +255,7 @@ describe('ruleset problems are contained', () => {
     const a = sp({ serviceName: 'a', clusterIP: '10.96.0.20', externalIPs: ['203.0.113.7'], endpoints: [ep('10.244.1.5')] });
     const b = sp({ serviceName: 'b', clusterIP: '10.96.0.21', externalIPs: ['203.0.113.7'], endpoints: [ep('10.244.1.6')] });
     const r = renderRuleset([b, a], config({ families: { IPv4: V4 } }));
-    const claim = [...r.elements.values()].find((c) => c.element.key[0] === '203.0.113.7');
+    const claim = [...r.claims.values()].find((c) => c.element.key[0] === '203.0.113.7');
     expect(claim?.owner).toBe(a.id);
     expect(r.problems.map((p) => [p.code, p.servicePortId])).toEqual([['ERR_ELEMENT_CONFLICT', b.id]]);
   });
