@@ -56,7 +56,8 @@ export class OverlayMap<K, V> implements ReadonlyMap<K, V> {
   /** Values must not be undefined (a missing key reads as undefined). */
   set(key: K, value: V): this {
     if (this.#sealed) throw new Error('OverlayMap: a map others derive from cannot change');
-    if (!this.has(key)) this.#size++;
+    const v = this.#over.get(key);
+    if (v === GONE || (v === undefined && !this.#base.has(key))) this.#size++;
     this.#over.set(key, value);
     return this;
   }
@@ -80,6 +81,8 @@ export class OverlayMap<K, V> implements ReadonlyMap<K, V> {
   }
 
   #current(): ReadonlyMap<K, V> {
+    // Over an empty base nothing is GONE: the overlay is the map (a full render's claims and counts, not copied to be read).
+    if (this.#base.size === 0) return this.#over as ReadonlyMap<K, V>;
     return this.#over.size === 0 ? this.#base : this.#flatten();
   }
 
