@@ -81,28 +81,28 @@ export type HairpinCounts = ReadonlyMap<IPFamily, ReadonlyMap<string, number>>;
 
 /** Hairpin counts derived from the previous ruleset's without changing them. */
 export class HairpinCounter {
-  readonly #families = new Map<IPFamily, OverlayMap<string, number>>();
+  /** Derived from the previous counts; or, for a family counted from nothing, a plain Map (cheaper to fill). */
+  readonly #families = new Map<IPFamily, OverlayMap<string, number> | Map<string, number>>();
 
   constructor(from?: HairpinCounts) {
-    for (const [f, counts] of from ?? []) {
-      if (counts instanceof OverlayMap) this.#families.set(f, new OverlayMap(counts));
-      else {
-        const m = new OverlayMap<string, number>();
-        for (const [ip, n] of counts) m.set(ip, n);
-        this.#families.set(f, m);
-      }
-    }
+    for (const [f, counts] of from ?? []) this.#families.set(f, counts instanceof OverlayMap ? new OverlayMap(counts) : new Map(counts));
   }
 
+  /** The counts; the counter must not be used any more. */
   get counts(): HairpinCounts {
-    return this.#families;
+    const out = new Map<IPFamily, OverlayMap<string, number>>();
+    for (const [f, counts] of this.#families) out.set(f, counts instanceof OverlayMap ? counts : new OverlayMap(counts));
+    return out;
   }
 
   add(family: IPFamily, fragment: Fragment): void {
     if (!fragment.hairpin) return;
     let counts = this.#families.get(family);
-    if (!counts) this.#families.set(family, (counts = new OverlayMap()));
-    for (const ip of fragment.hairpin) counts.set(ip, (counts.get(ip) ?? 0) + 1);
+    if (!counts) this.#families.set(family, (counts = new Map()));
+    for (const ip of fragment.hairpin) {
+      const n = counts.get(ip);
+      counts.set(ip, n === undefined ? 1 : n + 1);
+    }
   }
 
   remove(family: IPFamily, fragment: Fragment): void {

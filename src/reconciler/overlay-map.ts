@@ -16,12 +16,16 @@ export class OverlayMap<K, V> implements ReadonlyMap<K, V> {
   #size: number;
   #sealed = false;
 
-  /** An empty map, or one holding what `from` holds (which is sealed: it must not change any more). */
-  constructor(from?: OverlayMap<K, V>) {
-    if (!from) {
-      this.#base = new Map();
+  /**
+   * An empty map, or one holding what `from` holds: an OverlayMap is sealed (it
+   * must not change any more); a plain Map becomes the base as it is (whoever
+   * built it must not change it any more).
+   */
+  constructor(from?: OverlayMap<K, V> | Map<K, V>) {
+    if (!from || from instanceof Map) {
+      this.#base = from ?? new Map();
       this.#over = new Map();
-      this.#size = 0;
+      this.#size = from?.size ?? 0;
       return;
     }
     from.#sealed = true;
