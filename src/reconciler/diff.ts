@@ -16,8 +16,8 @@
 import type { IPFamily } from '../k8s/types.ts';
 import { type Chain, type Element, type NftMap, type NftSet, objectKey, type Operation } from '../nft/objects.ts';
 import { hairpinElement } from './element-claims.ts';
-import type { ChainSpec, Fragment } from './fragment.ts';
-import { forEachElement, type Ruleset, sameElementValue } from './ruleset.ts';
+import { type ChainSpec, claimKeysOf, type Fragment } from './fragment.ts';
+import { claimedElement, forEachElement, type Ruleset, sameElementValue } from './ruleset.ts';
 
 export interface StaleChain {
   chain: Chain;
@@ -222,8 +222,8 @@ export function diffRulesets(applied: Ruleset | undefined, desired: Ruleset, opt
 
     if (setRecreated && family === undefined) skeletonSetRecreated = true;
 
-    for (const e of before.elements) touchedKeys.add(objectKey(e));
-    for (const e of after.elements) touchedKeys.add(objectKey(e));
+    for (const k of claimKeysOf(before)) touchedKeys.add(k);
+    for (const k of claimKeysOf(after)) touchedKeys.add(k);
 
     // Own elements: no other fragment wants their keys, so the two renderings say it all.
     const oldOwn = new Map<string, Element>();
@@ -263,15 +263,15 @@ export function diffRulesets(applied: Ruleset | undefined, desired: Ruleset, opt
   const addElement = (e: Element): void => {
     p.addElements.set(objectKey(e), { verb: 'add', object: e });
   };
-  const deleteElement = (e: Element, k = objectKey(e)): void => {
-    if (!recreatedSets.has(setKey(e))) p.deleteElements.set(k, { verb: 'delete', object: e });
+  const deleteElement = (e: Element): void => {
+    if (!recreatedSets.has(setKey(e))) p.deleteElements.set(objectKey(e), { verb: 'delete', object: e });
   };
   for (const k of touchedKeys) {
-    const a = applied?.claims.get(k);
-    const d = desired.claims.get(k);
-    if (a && d && sameElementValue(a.element, d.element)) continue;
-    if (a) deleteElement(a.element, k);
-    if (d) addElement(d.element);
+    const a = applied && claimedElement(applied, k);
+    const d = claimedElement(desired, k);
+    if (a && d && sameElementValue(a, d)) continue;
+    if (a) deleteElement(a);
+    if (d) addElement(d);
   }
   // Deletes before adds in the transaction: a slot one port left and another took in this sync ends up the taker's.
   for (const e of ownDeletes) deleteElement(e);

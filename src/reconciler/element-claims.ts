@@ -17,8 +17,10 @@
 // incremental render costs the change.
 
 import type { IPFamily } from '../k8s/types.ts';
-import { type Element, objectKey } from '../nft/objects.ts';
-import type { Fragment } from './fragment.ts';
+import type { Element } from '../nft/objects.ts';
+import { claimKeysOf, type Fragment } from './fragment.ts';
+
+export { claimKey } from './fragment.ts';
 import { SET } from './names.ts';
 import { OverlayMap } from './overlay-map.ts';
 import { tableFamily } from './statements.ts';
@@ -29,49 +31,66 @@ export interface ElementClaim {
   element: Element;
 }
 
+/** The first element of a fragment under a claim key (a fragment that wants a key twice claims its first). */
+export function claimedIn(fragment: Fragment | undefined, key: string): Element | undefined {
+  if (!fragment) return undefined;
+  const i = claimKeysOf(fragment).indexOf(key);
+  return i < 0 ? undefined : fragment.elements[i];
+}
+
 const rank = (owner: string): string => (owner.startsWith('skeleton:') ? `\0${owner}` : owner);
 
-/** Element claims, copied from the previous ruleset's and patched for what changed. */
+/**
+ * Element claims, derived from the previous ruleset's and patched for what
+ * changed. Only the winner's id is kept per key (its element is in its
+ * fragment, which re-renders on demand); keys wanted by several fragments keep
+ * every claim with its element, for the conflict report. `elementOf` finds an
+ * owner's element in the ruleset being built.
+ */
 export class Claims {
-  readonly elements: OverlayMap<string, ElementClaim>;
+  readonly owners: OverlayMap<string, string>;
   readonly contested: Map<string, readonly ElementClaim[]>;
-  constructor(prev?: ReadonlyMap<string, ElementClaim>, contested?: ReadonlyMap<string, readonly ElementClaim[]>) {
-    if (prev instanceof OverlayMap) this.elements = new OverlayMap(prev);
+  readonly #elementOf: (owner: string, key: string) => Element | undefined;
+
+  constructor(elementOf: (owner: string, key: string) => Element | undefined, prev?: ReadonlyMap<string, string>, contested?: ReadonlyMap<string, readonly ElementClaim[]>) {
+    this.#elementOf = elementOf;
+    if (prev instanceof OverlayMap) this.owners = new OverlayMap(prev);
     else {
-      this.elements = new OverlayMap();
-      for (const [k, c] of prev ?? []) this.elements.set(k, c);
+      this.owners = new OverlayMap();
+      for (const [k, c] of prev ?? []) this.owners.set(k, c);
     }
     this.contested = new Map(contested);
   }
 
   add(owner: string, fragment: Fragment): void {
-    for (const element of fragment.elements) {
-      const key = objectKey(element);
-      const cur = this.elements.get(key);
-      if (!cur) {
-        this.elements.set(key, { owner, element });
+    const keys = claimKeysOf(fragment);
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i]!;
+      const element = fragment.elements[i]!;
+      const cur = this.owners.get(key);
+      if (cur === undefined) {
+        this.owners.set(key, owner);
         continue;
       }
-      const list = this.contested.get(key) ?? [cur];
+      const list = this.contested.get(key) ?? [{ owner: cur, element: this.#elementOf(cur, key)! }];
       if (list.some((c) => c.owner === owner)) continue;
       const next = [...list, { owner, element }].sort((a, b) => (rank(a.owner) < rank(b.owner) ? -1 : 1));
       this.contested.set(key, next);
-      this.elements.set(key, next[0]!);
+      this.owners.set(key, next[0]!.owner);
     }
   }
 
   remove(owner: string, fragment: Fragment): void {
-    for (const element of fragment.elements) {
-      const key = objectKey(element);
+    for (const key of claimKeysOf(fragment)) {
       const list = this.contested.get(key);
       if (!list) {
-        if (this.elements.get(key)?.owner === owner) this.elements.delete(key);
+        if (this.owners.get(key) === owner) this.owners.delete(key);
         continue;
       }
       const next = list.filter((c) => c.owner !== owner);
       if (next.length === 1) this.contested.delete(key);
       else this.contested.set(key, next);
-      this.elements.set(key, next[0]!);
+      this.owners.set(key, next[0]!.owner);
     }
   }
 }

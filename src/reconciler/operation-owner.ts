@@ -5,7 +5,8 @@
 // rulesets' fragments once (10k ports: a few ms), never on the hot path.
 
 import type { IPFamily } from '../k8s/types.ts';
-import { type Family, objectKey, type Operation } from '../nft/objects.ts';
+import type { Family, Operation } from '../nft/objects.ts';
+import { claimKey } from './element-claims.ts';
 import { SHARD_MAP_PREFIX, SLOTS_PER_BLOCK } from './endpoint-slots.ts';
 import { SET } from './names.ts';
 import type { Ruleset } from './ruleset.ts';
@@ -68,13 +69,10 @@ export class OperationOwners {
         // shared endpoint map to the port whose range holds it, a hairpin
         // element to a port that wants it (the first found); one of a port's
         // own map to that port.
-        const key = objectKey(o);
+        const key = claimKey(o);
         for (const r of this.#rulesets) {
-          const claim = r.claims.get(key);
-          if (claim) {
-            owner = claim.owner;
-            break;
-          }
+          owner = r.claims.get(key);
+          if (owner !== undefined) break;
         }
         if (o.set === SET.hairpinEndpoints) owner ??= this.#hairpin.get(hairpinKey(o.family, o.key[0]!));
         else if (o.set.startsWith(SHARD_MAP_PREFIX)) owner ??= this.#slotOwner(o.family, Number(o.key[0]));

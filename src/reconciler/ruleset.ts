@@ -14,8 +14,8 @@ import type { ServicePort } from '../model/service-port.ts';
 import type { Element, Table } from '../nft/objects.ts';
 import type { FamilyConfig, RulesetConfig } from './config.ts';
 import { EndpointSlots, type FamilySlots, sameLabels } from './endpoint-slots.ts';
-import { Claims, type ElementClaim, HairpinCounter, type HairpinCounts, hairpinElement } from './element-claims.ts';
-import type { Fragment } from './fragment.ts';
+import { Claims, claimedIn, type ElementClaim, HairpinCounter, type HairpinCounts, hairpinElement } from './element-claims.ts';
+import { claimKeysOf, type Fragment } from './fragment.ts';
 import { type RenderContext, RenderedServicePort } from './rendered-service-port.ts';
 import { renderServicePort, ServicePortRenderError } from './service-rules.ts';
 import { renderSkeleton } from './skeleton.ts';
@@ -39,8 +39,12 @@ export interface Ruleset {
   skeletons: ReadonlyMap<IPFamily, Fragment>;
   /** By ServicePort id. */
   services: ReadonlyMap<string, RenderedServicePort>;
-  /** The claimed elements (Fragment.elements) by objectKey: of several claims, the skeleton's, then the lowest ServicePort id's, wins. */
-  claims: ReadonlyMap<string, ElementClaim>;
+  /**
+   * The owner of each claimed element (Fragment.elements) by claimKey: of
+   * several claims, the skeleton's, then the lowest ServicePort id's, wins
+   * (see claimedElement for the element itself).
+   */
+  claims: ReadonlyMap<string, string>;
   /** Keys claimed by more than one fragment, with every claim, winner first. */
   contested: ReadonlyMap<string, readonly ElementClaim[]>;
   /** How many ServicePorts want each address in `hairpin-endpoints`, by family. */
@@ -109,7 +113,7 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
   }
 
   // Only what changed is re-claimed and re-counted: an incremental render costs the change, not the ruleset.
-  const claims = new Claims(reuse?.claims, reuse?.contested);
+  const claims = new Claims((owner, key) => claimedIn(ownerFragment(owner, skeletons, services), key), reuse?.claims, reuse?.contested);
   const hairpin = new HairpinCounter(reuse?.hairpin);
   if (reuse) {
     for (const [family, s] of reuse.skeletons) {
@@ -155,7 +159,7 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
     tables,
     skeletons,
     services,
-    claims: claims.elements,
+    claims: claims.owners,
     contested: claims.contested,
     hairpin: hairpin.counts,
     endpointSlots,
@@ -164,14 +168,29 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
   };
 }
 
-/** Every element of the ruleset, once: claimed winners, then each fragment's own elements, then the hairpin ones. */
+function ownerFragment(owner: string, skeletons: ReadonlyMap<IPFamily, Fragment>, services: ReadonlyMap<string, RenderedServicePort>): Fragment | undefined {
+  return owner.startsWith('skeleton:') ? skeletons.get(owner.slice('skeleton:'.length) as IPFamily) : services.get(owner)?.fragment;
+}
+
+/** The element a ruleset holds under a claim key (undefined: none). */
+export function claimedElement(r: Ruleset, key: string): Element | undefined {
+  const owner = r.claims.get(key);
+  return owner === undefined ? undefined : claimedIn(ownerFragment(owner, r.skeletons, r.services), key);
+}
+
+/** Every element of the ruleset, once: each fragment's claimed elements it won and its own elements, then the hairpin ones. */
 export function forEachElement(r: Ruleset, fn: (e: Element) => void): void {
-  for (const c of r.claims.values()) fn(c.element);
-  for (const s of r.skeletons.values()) if (s.ownElements) for (const e of s.ownElements) fn(e);
-  for (const s of r.services.values()) {
-    const own = s.fragment.ownElements;
-    if (own) for (const e of own) fn(e);
-  }
+  const visit = (owner: string, f: Fragment): void => {
+    const keys = claimKeysOf(f);
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i]!;
+      // A fragment that wants a key twice has claimed its first.
+      if (r.claims.get(key) === owner && (i === 0 || keys.indexOf(key) === i)) fn(f.elements[i]!);
+    }
+    if (f.ownElements) for (const e of f.ownElements) fn(e);
+  };
+  for (const [family, s] of r.skeletons) visit(`skeleton:${family}`, s);
+  for (const [id, s] of r.services) visit(id, s.fragment);
   for (const [family, counts] of r.hairpin) for (const ip of counts.keys()) fn(hairpinElement(family, r.config.tableName, ip));
 }
 

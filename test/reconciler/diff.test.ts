@@ -7,8 +7,8 @@ import type { EndpointShape, RulesetConfig } from '../../src/reconciler/config.t
 import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, EMPTY_SYNC_STATE, type SyncState } from '../../src/reconciler/diff.ts';
 import { planFullSync } from '../../src/reconciler/full-sync.ts';
 import { DEFAULT_ENDPOINT_MAP_BLOCKS, endpointRegion, regionOffset, shardMapName, shardOf } from '../../src/reconciler/endpoint-slots.ts';
-import { servicePortReadable } from '../../src/reconciler/names.ts';
-import { renderRuleset, type Ruleset } from '../../src/reconciler/ruleset.ts';
+import { servicePortNameBase, servicePortReadable } from '../../src/reconciler/names.ts';
+import { claimedElement, renderRuleset, type Ruleset } from '../../src/reconciler/ruleset.ts';
 import type { ServicePort } from '../../src/model/service-port.ts';
 import { churnArbFor, servicePortsArb } from './churn.ts';
 import { config, ep, sp, V4, V6 } from './fixtures.ts';
@@ -134,7 +134,7 @@ describe('a change to one service touches only that service', () => {
         const a = renderRuleset(base.concat(before.filter((p) => p.id === changed.id)), cfg);
         const b = renderRuleset(base.concat([changed]), cfg, a);
         const mine = servicePortReadable(changed);
-        const owners = (r: Ruleset, key: string) => r.claims.get(key)?.owner;
+        const owners = (r: Ruleset, key: string) => r.claims.get(key);
         for (const op of diffRulesets(a, b, { now: 1 }).ops) {
           const o = op.object;
           if (o.kind === 'chain') expect(o.name).toContain(mine);
@@ -145,7 +145,7 @@ describe('a change to one service touches only that service', () => {
             expect(o.name.includes(mine) || shards.includes(o.name), o.name).toBe(true);
           }
           else if (o.kind === 'element') {
-            const key = `element ${o.family} ${o.table} ${o.set} ${o.key.join(' . ')}`;
+            const key = `${o.family} ${o.table} ${o.set} ${o.key.join(' . ')}`;
             // Its own element, or one it stopped or started shadowing in a conflict.
             const fragments = [a.services.get(changed.id)?.fragment, b.services.get(changed.id)?.fragment];
             const same = (e: Element) => e.set === o.set && e.family === o.family && e.key.join() === o.key.join();
@@ -322,5 +322,23 @@ describe('stale chains and failed commits', () => {
     expect(k.commits).toBe(commitsBefore + 1);
     expect(k.tableNames()).toEqual(['ip kube-nft-proxy']);
     expect(listing(k)).toEqual(listing(freshKernel(now)));
+  });
+});
+
+describe('a port that wants one key twice (its ClusterIP also an externalIP, an externalIP also its LB IP)', () => {
+  it.each(SHAPES)('holds the first one, in a full sync and through incremental changes alike (endpoint shape %s)', (shape) => {
+    const cfg = config({ families: { IPv4: V4 }, endpointShape: shape });
+    const twice = (eps: string[]) =>
+      sp({ clusterIP: '10.96.0.10', externalIPs: ['10.96.0.10', '203.0.113.9'], loadBalancerIPs: ['203.0.113.9'], endpoints: eps.map((ip) => ep(ip)) });
+    const steps = [[twice(['10.244.1.5'])], [twice(['10.244.1.5', '10.244.1.6']), sp({ serviceName: 'other', clusterIP: '10.96.0.11', endpoints: [ep('10.244.1.7')] })], [twice([])], []];
+    for (let n = 1; n <= steps.length; n++) {
+      const { k, rendered } = churn(cfg, steps.slice(0, n).map((ports) => ({ ports, advance: 0 })));
+      expect(listing(k)).toEqual(listing(freshKernel(rendered)));
+      const keys = planFullSync(rendered, 'replace').ops.flatMap((op) => (op.object.kind === 'element' ? [`${op.object.set} ${op.object.key.join(' . ')}`] : []));
+      expect(new Set(keys).size).toBe(keys.length);
+    }
+    // The ClusterIP's own verdict won over the externalIP's for the same key while the port had endpoints.
+    const first = renderRuleset([twice(['10.244.1.5'])], cfg);
+    expect(claimedElement(first, 'ip kube-nft-proxy service-ips 10.96.0.10 . tcp . 80')?.value).toEqual({ verdict: 'goto', chain: `service-${servicePortNameBase(twice([]))}` });
   });
 });

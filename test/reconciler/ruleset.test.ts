@@ -7,7 +7,7 @@ import { planFullSync } from '../../src/reconciler/full-sync.ts';
 import { rulesetListings } from '../../src/reconciler/listing.ts';
 import { endpointNameBase, servicePortNameBase, shortHash } from '../../src/reconciler/names.ts';
 import { DEFAULT_ENDPOINT_MAP_BLOCKS, endpointRegion, regionOffset, shardMapName, shardOf } from '../../src/reconciler/endpoint-slots.ts';
-import { renderRuleset } from '../../src/reconciler/ruleset.ts';
+import { claimedElement, renderRuleset } from '../../src/reconciler/ruleset.ts';
 import type { ServicePort } from '../../src/model/service-port.ts';
 import { config, ep, local, sel, sp, V4, V6 } from './fixtures.ts';
 
@@ -256,8 +256,8 @@ describe('ruleset problems are contained', () => {
     const a = sp({ serviceName: 'a', clusterIP: '10.96.0.20', externalIPs: ['203.0.113.7'], endpoints: [ep('10.244.1.5')] });
     const b = sp({ serviceName: 'b', clusterIP: '10.96.0.21', externalIPs: ['203.0.113.7'], endpoints: [ep('10.244.1.6')] });
     const r = renderRuleset([b, a], config({ families: { IPv4: V4 } }));
-    const claim = [...r.claims.values()].find((c) => c.element.key[0] === '203.0.113.7');
-    expect(claim?.owner).toBe(a.id);
+    expect(r.claims.get('ip kube-nft-proxy service-ips 203.0.113.7 . tcp . 80')).toBe(a.id);
+    expect(claimedElement(r, 'ip kube-nft-proxy service-ips 203.0.113.7 . tcp . 80')?.value).toEqual({ verdict: 'goto', chain: `external-${servicePortNameBase(a)}` });
     expect(r.problems.map((p) => [p.code, p.servicePortId])).toEqual([['ERR_ELEMENT_CONFLICT', b.id]]);
   });
 
