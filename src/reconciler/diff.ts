@@ -252,12 +252,21 @@ export function diffRulesets(applied: Ruleset | undefined, desired: Ruleset, opt
     const d = desired.skeletons.get(f);
     if (a !== d) diffFragment(a ?? EMPTY, d ?? EMPTY);
   }
-  for (const [id, d] of desired.services) {
-    const a = applied?.services.get(id);
-    if (a !== d) diffFragment(a?.fragment ?? EMPTY, d.fragment, d.port.family);
-  }
-  if (applied) {
-    for (const [id, a] of applied.services) if (!desired.services.has(id)) diffFragment(a.fragment, EMPTY, a.port.family);
+  if (applied && desired.changes?.since === applied.generation) {
+    // Rendered from this very ruleset: only the ports it says may differ can.
+    for (const id of desired.changes.ids) {
+      const a = applied.services.get(id);
+      const d = desired.services.get(id);
+      if (a !== d) diffFragment(a?.fragment ?? EMPTY, d?.fragment ?? EMPTY, (d ?? a)!.port.family);
+    }
+  } else {
+    for (const [id, d] of desired.services) {
+      const a = applied?.services.get(id);
+      if (a !== d) diffFragment(a?.fragment ?? EMPTY, d.fragment, d.port.family);
+    }
+    if (applied) {
+      for (const [id, a] of applied.services) if (!desired.services.has(id)) diffFragment(a.fragment, EMPTY, a.port.family);
+    }
   }
 
   const addElement = (e: Element): void => {

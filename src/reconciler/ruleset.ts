@@ -54,6 +54,10 @@ export interface Ruleset {
   /** Each family's shared endpoint maps in use (their skeleton holds them). */
   endpointShards: ReadonlyMap<IPFamily, readonly number[]>;
   problems: RenderProblem[];
+  /** This rendering's identity, for `changes` of a later one (an empty object: nothing is kept through it). */
+  generation: object;
+  /** When rendered from an earlier ruleset: its generation, and the ServicePorts whose entry may differ from its (a superset). */
+  changes?: { since: object; ids: ReadonlySet<string> };
 }
 
 const FAMILIES: readonly IPFamily[] = ['IPv4', 'IPv6'];
@@ -73,6 +77,11 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
     return context;
   };
   const services = new Map<string, RenderedServicePort>();
+  // Ids whose entry may differ from the previous ruleset's: what the rest of
+  // the render (and the diff) looks at, so that a change costs itself, not
+  // another pass over every port.
+  const changed = new Set<string>();
+  let inBoth = 0;
   for (const sp of servicePorts) {
     if (services.has(sp.id)) {
       problems.push({ servicePortId: sp.id, code: 'ERR_DUPLICATE_SERVICE_PORT', message: `service port ${sp.id} appears twice; the first is used` });
@@ -84,10 +93,12 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
       continue;
     }
     const before = reuse?.services.get(sp.id);
+    if (before) inBoth++;
     if (before && (before.port === sp || servicePortEqual(before.port, sp))) {
       services.set(sp.id, before);
       continue;
     }
+    changed.add(sp.id);
     try {
       // Placed in the shared endpoint map for a start; placeEndpoints() re-renders the few whose ranges collide.
       services.set(sp.id, new RenderedServicePort(sp, contextFor(sp.family, fc), renderServicePort(sp, fc, config, NO_LABELS), NO_LABELS));
@@ -97,7 +108,10 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
     }
   }
 
-  const slots = config.endpointShape === 'map' ? placeEndpoints(services, reuse, (family) => contextFor(family, config.families[family]!)) : undefined;
+  // Ports that went: only looked for when some did.
+  if (reuse && inBoth < reuse.services.size) for (const id of reuse.services.keys()) if (!services.has(id)) changed.add(id);
+
+  const slots = config.endpointShape === 'map' ? placeEndpoints(services, reuse, changed, (family) => contextFor(family, config.families[family]!)) : undefined;
 
   // The skeleton holds the shared endpoint maps that are in use: re-rendered when that changes.
   const skeletons = new Map<IPFamily, Fragment>();
@@ -121,14 +135,16 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
       claims.remove(`skeleton:${family}`, s);
       claims.add(`skeleton:${family}`, skeletons.get(family)!);
     }
-    for (const [id, r] of reuse.services) {
-      if (services.get(id) === r) continue;
+    for (const id of changed) {
+      const r = reuse.services.get(id);
+      if (!r || services.get(id) === r) continue;
       const f = r.fragment;
       claims.remove(id, f);
       hairpin.remove(r.port.family, f);
     }
-    for (const [id, r] of services) {
-      if (reuse.services.get(id) === r) continue;
+    for (const id of changed) {
+      const r = services.get(id);
+      if (!r || reuse.services.get(id) === r) continue;
       const f = r.fragment;
       claims.add(id, f);
       hairpin.add(r.port.family, f);
@@ -165,6 +181,8 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
     endpointSlots,
     endpointShards,
     problems,
+    generation: {},
+    ...(reuse ? { changes: { since: reuse.generation, ids: changed } } : {}),
   };
 }
 
@@ -203,18 +221,25 @@ const NO_SHARDS: readonly number[] = [];
  * changed (all of them without `reuse`), then re-renders every port whose
  * policy chains' placement (shared or private) is no longer what it was
  * rendered with: the changed ones, and those whose ranges share a block with a
- * range that came or went. Mutates `services`.
+ * range that came or went. Mutates `services`, and adds those it re-renders to `changed`.
  */
 function placeEndpoints(
   services: Map<string, RenderedServicePort>,
   reuse: Ruleset | undefined,
+  changed: Set<string>,
   contextFor: (family: IPFamily) => RenderContext,
 ): EndpointSlots {
   const slots = new EndpointSlots(reuse?.endpointSlots);
   const check = new Set<string>();
-  for (const [id, r] of reuse?.services ?? []) if (services.get(id) !== r) slots.remove(r.port.family, id, r.regions);
-  for (const [id, r] of services) {
-    if (reuse?.services.get(id) === r) continue;
+  if (reuse) {
+    for (const id of changed) {
+      const r = reuse.services.get(id);
+      if (r && services.get(id) !== r) slots.remove(r.port.family, id, r.regions);
+    }
+  }
+  for (const id of changed) {
+    const r = services.get(id);
+    if (!r || reuse?.services.get(id) === r) continue;
     slots.add(r.port.family, id, r.regions);
     check.add(id);
   }
@@ -226,6 +251,7 @@ function placeEndpoints(
     if (sameLabels(wanted, r.privateLabels)) continue;
     const context = contextFor(r.port.family);
     services.set(id, new RenderedServicePort(r.port, context, renderServicePort(r.port, context.fc, context.config, wanted), wanted));
+    changed.add(id);
   }
   return slots;
 }

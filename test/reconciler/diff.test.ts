@@ -342,3 +342,18 @@ describe('a port that wants one key twice (its ClusterIP also an externalIP, an 
     expect(claimedElement(first, 'ip kube-nft-proxy service-ips 10.96.0.10 . tcp . 80')?.value).toEqual({ verdict: 'goto', chain: `service-${servicePortNameBase(twice([]))}` });
   });
 });
+
+it.each(SHAPES)('a ruleset rendered from the applied one is diffed through its changed ports only, with the same operations as a diff of every port (endpoint shape %s)', (shape) => {
+  const text = (ops: readonly Operation[]) => ops.map((op) => `${op.verb} ${JSON.stringify(op.object)}`).sort();
+  fc.assert(
+    fc.property(servicePortsArb, servicePortsArb, (before, after) => {
+      const cfg = config({ endpointShape: shape });
+      const a = renderRuleset(before, cfg);
+      const b = renderRuleset(after, cfg, a);
+      expect(b.changes?.since).toBe(a.generation);
+      const { changes: _, ...everyPort } = b;
+      expect(text(diffRulesets(a, b, { now: 1 }).ops)).toEqual(text(diffRulesets(a, everyPort, { now: 1 }).ops));
+    }),
+    { numRuns: 150 },
+  );
+});
