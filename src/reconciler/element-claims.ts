@@ -2,12 +2,13 @@
 //
 // Three kinds of elements, kept three ways (at 10k services x 10 endpoints in
 // the 'map' endpoint shape there are ~100k endpoint-map slots and ~100k hairpin
-// elements against ~20k of the others; a claim for every one of them kept
-// ~100 MiB of heap):
+// elements against ~20k of the others; a claim with its element for every one
+// of them kept 108 MiB of heap, the ruleset now keeps 12 MiB in all):
 // - claimed (Fragment.elements): a ClusterIP in `cluster-ips` (every port of a
 //   service wants it), an externalIP:port two services may both want with
 //   different verdicts. Of several claims, the skeleton's, then the lowest
-//   ServicePort id's, wins; the others are reported as conflicts.
+//   ServicePort id's, wins; the others are reported as conflicts. Only the
+//   winner's id is kept per key: its element is in its fragment.
 // - own (Fragment.ownElements): endpoint-map slots, unique by placement, and a
 //   port's private maps' elements. Nothing to resolve: they are diffed with
 //   their fragment, which re-renders on demand, and nothing is kept.
