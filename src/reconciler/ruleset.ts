@@ -230,7 +230,6 @@ function placeEndpoints(
   contextFor: (family: IPFamily) => RenderContext,
 ): EndpointSlots {
   const slots = new EndpointSlots(reuse?.endpointSlots);
-  const check = new Set<string>();
   if (reuse) {
     for (const id of changed) {
       const r = reuse.services.get(id);
@@ -241,10 +240,10 @@ function placeEndpoints(
     const r = services.get(id);
     if (!r || reuse?.services.get(id) === r) continue;
     slots.add(r.port.family, id, r.regions);
-    check.add(id);
   }
-  for (const id of slots.touched) check.add(id);
-  for (const id of check) {
+  // New entries were rendered shared: only those added onto a claimed block,
+  // and the ports whose blocks gained or lost a region, may have to change.
+  for (const id of slots.touched) {
     const r = services.get(id);
     if (!r) continue;
     const wanted = slots.privateLabels(r.port.family, r.regions);
