@@ -13,10 +13,11 @@
 // refuse to delete it in the same one. The caller keeps the stale list with the
 // applied ruleset and passes both back.
 
+import type { IPFamily } from '../k8s/types.ts';
 import { type Chain, type Element, type NftMap, type NftSet, objectKey, type Operation } from '../nft/objects.ts';
-import type { ChainSpec, Fragment } from './fragment.ts';
-import type { ElementClaim, Ruleset } from './ruleset.ts';
-import { sameElementValue } from './ruleset.ts';
+import { hairpinElement } from './element-claims.ts';
+import { type ChainSpec, claimKeysOf, type Fragment } from './fragment.ts';
+import { claimedElement, forEachElement, type Ruleset, sameElementValue } from './ruleset.ts';
 
 export interface StaleChain {
   chain: Chain;
@@ -125,6 +126,7 @@ function sameRules(a: ChainSpec, b: ChainSpec): boolean {
 }
 
 const EMPTY: Fragment = { chains: [], sets: [], elements: [], flowtables: [] };
+const NONE: readonly never[] = [];
 
 export function diffRulesets(applied: Ruleset | undefined, desired: Ruleset, options: DiffOptions, staleChains: ReadonlyMap<string, StaleChain> = new Map()): SyncPlan {
   const { now } = options;
@@ -140,7 +142,13 @@ export function diffRulesets(applied: Ruleset | undefined, desired: Ruleset, opt
   for (const t of desired.tables) if (!appliedTables.has(objectKey(t))) p.addTables.push({ verb: 'add', object: t });
   const removedTables = (applied?.tables ?? []).filter((t) => !desiredTables.has(objectKey(t)));
 
-  const diffFragment = (before: Fragment, after: Fragment): void => {
+  const ownDeletes: Element[] = [];
+  const ownAdds: Element[] = [];
+  const touchedHairpin = new Map<IPFamily, Set<string>>();
+  let skeletonSetRecreated = false;
+
+  /** `family`: the ServicePort's (undefined for a skeleton: no hairpin addresses, and its sets are everyone's). */
+  const diffFragment = (before: Fragment, after: Fragment, family?: IPFamily): void => {
     // Sets and maps first: a changed definition means delete and re-create,
     // which needs every rule referencing it (in this fragment) flushed first.
     const oldSets = new Map(before.sets.map((s) => [objectKey(s), s]));
@@ -212,8 +220,30 @@ export function diffRulesets(applied: Ruleset | undefined, desired: Ruleset, opt
       stats.chainsFlushedStale++;
     }
 
-    for (const e of before.elements) touchedKeys.add(objectKey(e));
-    for (const e of after.elements) touchedKeys.add(objectKey(e));
+    if (setRecreated && family === undefined) skeletonSetRecreated = true;
+
+    for (const k of claimKeysOf(before)) touchedKeys.add(k);
+    for (const k of claimKeysOf(after)) touchedKeys.add(k);
+
+    // Own elements: no other fragment wants their keys, so the two renderings say it all.
+    const oldOwn = new Map<string, Element>();
+    for (const e of before.ownElements ?? NONE) oldOwn.set(objectKey(e), e);
+    for (const e of after.ownElements ?? NONE) {
+      const k = objectKey(e);
+      const old = oldOwn.get(k);
+      oldOwn.delete(k);
+      if (old && sameElementValue(old, e) && !recreatedSets.has(setKey(e))) continue;
+      if (old) ownDeletes.push(old);
+      ownAdds.push(e);
+    }
+    for (const old of oldOwn.values()) ownDeletes.push(old);
+
+    if (family !== undefined && (before.hairpin || after.hairpin)) {
+      let touched = touchedHairpin.get(family);
+      if (!touched) touchedHairpin.set(family, (touched = new Set()));
+      for (const ip of before.hairpin ?? NONE) touched.add(ip);
+      for (const ip of after.hairpin ?? NONE) touched.add(ip);
+    }
   };
 
   const families = new Set([...(applied?.skeletons.keys() ?? []), ...desired.skeletons.keys()]);
@@ -222,27 +252,56 @@ export function diffRulesets(applied: Ruleset | undefined, desired: Ruleset, opt
     const d = desired.skeletons.get(f);
     if (a !== d) diffFragment(a ?? EMPTY, d ?? EMPTY);
   }
-  for (const [id, d] of desired.services) {
-    const a = applied?.services.get(id);
-    if (a !== d) diffFragment(a?.fragment ?? EMPTY, d.fragment);
-  }
-  if (applied) {
-    for (const [id, a] of applied.services) if (!desired.services.has(id)) diffFragment(a.fragment, EMPTY);
+  if (applied && desired.changes?.since === applied.generation) {
+    // Rendered from this very ruleset: only the ports it says may differ can.
+    for (const id of desired.changes.ids) {
+      const a = applied.services.get(id);
+      const d = desired.services.get(id);
+      if (a !== d) diffFragment(a?.fragment ?? EMPTY, d?.fragment ?? EMPTY, (d ?? a)!.port.family);
+    }
+  } else {
+    for (const [id, d] of desired.services) {
+      const a = applied?.services.get(id);
+      if (a !== d) diffFragment(a?.fragment ?? EMPTY, d.fragment, d.port.family);
+    }
+    if (applied) {
+      for (const [id, a] of applied.services) if (!desired.services.has(id)) diffFragment(a.fragment, EMPTY, a.port.family);
+    }
   }
 
-  const addElement = (claim: ElementClaim): void => {
-    p.addElements.set(objectKey(claim.element), { verb: 'add', object: claim.element });
+  const addElement = (e: Element): void => {
+    p.addElements.set(objectKey(e), { verb: 'add', object: e });
+  };
+  const deleteElement = (e: Element): void => {
+    if (!recreatedSets.has(setKey(e))) p.deleteElements.set(objectKey(e), { verb: 'delete', object: e });
   };
   for (const k of touchedKeys) {
-    const a = applied?.elements.get(k);
-    const d = desired.elements.get(k);
-    if (a && d && sameElementValue(a.element, d.element)) continue;
-    if (a && !recreatedSets.has(setKey(a.element))) p.deleteElements.set(k, { verb: 'delete', object: a.element });
+    const a = applied && claimedElement(applied, k);
+    const d = claimedElement(desired, k);
+    if (a && d && sameElementValue(a, d)) continue;
+    if (a) deleteElement(a);
     if (d) addElement(d);
   }
-  // A re-created set or map starts empty, whoever's elements it held.
-  if (recreatedSets.size > 0) {
-    for (const c of desired.elements.values()) if (recreatedSets.has(setKey(c.element))) addElement(c);
+  // Deletes before adds in the transaction: a slot one port left and another took in this sync ends up the taker's.
+  for (const e of ownDeletes) deleteElement(e);
+  for (const e of ownAdds) addElement(e);
+  for (const [family, ips] of touchedHairpin) {
+    const before = applied?.hairpin.get(family);
+    const after = desired.hairpin.get(family);
+    for (const ip of ips) {
+      const a = (before?.get(ip) ?? 0) > 0;
+      const d = (after?.get(ip) ?? 0) > 0;
+      if (a && !d) deleteElement(hairpinElement(family, desired.config.tableName, ip));
+      else if (d && !a) addElement(hairpinElement(family, desired.config.tableName, ip));
+    }
+  }
+  // A re-created set or map starts empty, whoever's elements it held. A port's
+  // own maps were refilled with its fragment above; a skeleton's set (rare: its
+  // definition changed) may hold anyone's.
+  if (skeletonSetRecreated) {
+    forEachElement(desired, (e) => {
+      if (recreatedSets.has(setKey(e))) addElement(e);
+    });
   }
   stats.elementsAdded = p.addElements.size;
   stats.elementsDeleted = p.deleteElements.size;

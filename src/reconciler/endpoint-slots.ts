@@ -49,9 +49,9 @@ export function shardOf(r: EndpointRegion): number {
 }
 
 export function shardMapName(shard: number): string {
-  return `${MAP_PREFIX}${shard}`;
+  return `${SHARD_MAP_PREFIX}${shard}`;
 }
-const MAP_PREFIX = 'service-endpoints-';
+export const SHARD_MAP_PREFIX = 'service-endpoints-';
 
 /** The slot range a policy chain wants in the shared map. */
 export interface EndpointRegion {
@@ -100,7 +100,7 @@ export interface FamilySlots {
 /** Every family's block index, derived from the previous ruleset's without changing it. */
 export class EndpointSlots {
   readonly #families = new Map<IPFamily, FamilySlots>();
-  /** Owners of regions whose blocks gained or lost a claim since construction: their status may have flipped. */
+  /** Owners of regions whose blocks gained or lost a claim since construction, and owners added onto a claimed block: their status may have flipped. */
   readonly #touched = new Set<string>();
 
   constructor(from?: ReadonlyMap<IPFamily, FamilySlots>) {
@@ -124,7 +124,10 @@ export class EndpointSlots {
       shards.set(shardOf(region), (shards.get(shardOf(region)) ?? 0) + 1);
       for (let b = region.block; b < region.block + region.blocks; b++) {
         const list = index.get(b);
-        if (list) for (const c of list) this.#touched.add(c.owner);
+        if (list) {
+          for (const c of list) this.#touched.add(c.owner);
+          this.#touched.add(owner);
+        }
         index.set(b, list ? [...list, claim] : [claim]);
       }
     }
@@ -147,7 +150,7 @@ export class EndpointSlots {
     }
   }
 
-  /** ServicePorts other than the ones added or removed whose regions shared a block with those. */
+  /** ServicePorts whose regions share or shared a block with a region added or removed, the added ones among them included. */
   get touched(): ReadonlySet<string> {
     return this.#touched;
   }

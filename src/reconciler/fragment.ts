@@ -14,10 +14,32 @@ export interface ChainSpec {
 export interface Fragment {
   chains: ChainSpec[];
   sets: Array<NftSet | NftMap>;
+  /** Elements other fragments may want too (a ClusterIP, an externalIP:port): claimed, see element-claims.ts. */
   elements: Element[];
+  /** claimKey() of each of `elements`, made with them (see claimKeysOf). */
+  claimKeys?: string[];
+  /**
+   * Elements no other fragment can want: its slots in a shared endpoint map
+   * (unique by placement, see endpoint-slots.ts) and its own maps' elements.
+   * Diffed with the fragment, never claimed.
+   */
+  ownElements?: Element[];
+  /** Endpoint addresses it puts in `hairpin-endpoints` as `ip . ip` (counted per address, not claimed). */
+  hairpin?: string[];
   flowtables: Flowtable[];
   /** Slot ranges its policy chains want in the shared endpoint map (endpoint shape 'map'), whether placed there or not. */
   regions?: EndpointRegion[];
+}
+
+/** Where a claimed element is told apart: its table, set and key (objectKey's, shorter). */
+export function claimKey(e: Element): string {
+  // join() makes one flat string: claims keep ~20k of these, where a template's tree of pieces weighed twice as much.
+  return [e.family, e.table, e.set, e.key.join(' . ')].join(' ');
+}
+
+/** The claim keys of a fragment's elements: made once, with them, by FragmentBuilder. */
+export function claimKeysOf(f: Fragment): readonly string[] {
+  return f.claimKeys?.length === f.elements.length ? f.claimKeys : f.elements.map(claimKey);
 }
 
 export function emptyFragment(): Fragment {
@@ -69,6 +91,12 @@ export class FragmentBuilder {
     if (value !== undefined) e.value = value;
     if (comment) e.comment = comment;
     this.fragment.elements.push(e);
+    (this.fragment.claimKeys ??= []).push(claimKey(e));
+  }
+
+  /** An element only this fragment can want (see Fragment.ownElements). */
+  ownElement(set: string, key: string[], value: Element['value']): void {
+    (this.fragment.ownElements ??= []).push({ kind: 'element', family: this.family, table: this.table, set, key, value });
   }
 
   flowtable(f: Omit<Flowtable, 'kind' | 'family' | 'table'>): void {

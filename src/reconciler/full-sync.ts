@@ -21,7 +21,7 @@ import type { Chain, Operation, Table } from '../nft/objects.ts';
 import { objectKey } from '../nft/objects.ts';
 import { emptyStats, type StaleChain, type SyncPlan, type SyncState } from './diff.ts';
 import type { Fragment } from './fragment.ts';
-import type { Ruleset } from './ruleset.ts';
+import { forEachElement, type Ruleset } from './ruleset.ts';
 import { tableFamily } from './statements.ts';
 
 export type FullSyncMode = 'replace' | 'reassert';
@@ -70,8 +70,10 @@ export function planFullSync(desired: Ruleset, mode: FullSyncMode, state?: SyncS
       stats.rulesAdded += c.rules.length;
     }
   }
-  for (const c of desired.elements.values()) ops.push({ verb: 'add', object: c.element });
-  stats.elementsAdded = desired.elements.size;
+  forEachElement(desired, (e) => {
+    ops.push({ verb: 'add', object: e });
+    stats.elementsAdded++;
+  });
 
   // A replace removed every stale chain with its table; a reassert keeps them
   // (flushed, unreferenced) until their delay has passed, unless wanted again.

@@ -5,7 +5,7 @@
 import type { TableListing } from '../nft/dataplane.ts';
 import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Rule } from '../nft/objects.ts';
 import type { Fragment } from './fragment.ts';
-import type { Ruleset } from './ruleset.ts';
+import { forEachElement, type Ruleset } from './ruleset.ts';
 
 const byName = <T extends { name: string }>(a: T, b: T): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
@@ -33,7 +33,10 @@ export function rulesetListings(r: Ruleset): TableListing[] {
       sets.push(...f.sets.filter(mine));
       flowtables.push(...f.flowtables.filter(mine));
     }
-    const elements = [...r.elements.values()].map((c) => c.element).filter(mine);
+    const elements: Element[] = [];
+    forEachElement(r, (e) => {
+      if (mine(e)) elements.push(e);
+    });
     return { table, chains, rules, sets: sets.sort(byName), elements: elements.sort(elementOrder), flowtables: flowtables.sort(byName) };
   });
 }

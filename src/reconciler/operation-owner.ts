@@ -4,14 +4,21 @@
 // Only needed after a refused commit: the index is built then, by walking the
 // rulesets' fragments once (10k ports: a few ms), never on the hot path.
 
-import { objectKey, type Operation } from '../nft/objects.ts';
+import type { IPFamily } from '../k8s/types.ts';
+import type { Family, Operation } from '../nft/objects.ts';
+import { claimKey } from './element-claims.ts';
+import { SHARD_MAP_PREFIX, SLOTS_PER_BLOCK } from './endpoint-slots.ts';
+import { SET } from './names.ts';
 import type { Ruleset } from './ruleset.ts';
+import { tableFamily } from './statements.ts';
 
 const SKELETON = 'skeleton';
 
 /** Maps `family table name` of chains and sets, and element keys, to their owner. */
 export class OperationOwners {
   readonly #containers = new Map<string, string>();
+  /** `family ip` of hairpin elements to a port that wants it. */
+  readonly #hairpin = new Map<string, string>();
   readonly #rulesets: readonly Ruleset[];
 
   constructor(rulesets: ReadonlyArray<Ruleset | undefined>) {
@@ -23,10 +30,23 @@ export class OperationOwners {
       }
       for (const [id, sp] of r.services) {
         const f = sp.fragment;
+        for (const ip of f.hairpin ?? []) {
+          const k = hairpinKey(tableFamily(sp.port.family), ip);
+          if (!this.#hairpin.has(k)) this.#hairpin.set(k, id);
+        }
         for (const c of f.chains) if (!this.#containers.has(containerKey(c.chain.family, c.chain.table, c.chain.name))) this.#containers.set(containerKey(c.chain.family, c.chain.table, c.chain.name), id);
         for (const set of f.sets) if (!this.#containers.has(containerKey(set.family, set.table, set.name))) this.#containers.set(containerKey(set.family, set.table, set.name), id);
       }
     }
+  }
+
+  #slotOwner(family: Family, slot: number): string | undefined {
+    const f: IPFamily = family === 'ip6' ? 'IPv6' : 'IPv4';
+    for (const r of this.#rulesets) {
+      const claims = r.endpointSlots.get(f)?.blocks.get(Math.floor(slot / SLOTS_PER_BLOCK));
+      if (claims?.length === 1) return claims[0]!.owner;
+    }
+    return undefined;
   }
 
   /** The ServicePort id, or undefined for the skeleton's objects, tables and anything unknown. */
@@ -45,16 +65,17 @@ export class OperationOwners {
         owner = this.#containers.get(containerKey(o.family, o.table, o.name));
         break;
       case 'element': {
-        // An element of a shared map belongs to whoever claimed it; one of a
-        // port's own set to that port.
-        const key = objectKey(o);
+        // An element of a shared set belongs to whoever claimed it, a slot of a
+        // shared endpoint map to the port whose range holds it, a hairpin
+        // element to a port that wants it (the first found); one of a port's
+        // own map to that port.
+        const key = claimKey(o);
         for (const r of this.#rulesets) {
-          const claim = r.elements.get(key);
-          if (claim) {
-            owner = claim.owner;
-            break;
-          }
+          owner = r.claims.get(key);
+          if (owner !== undefined) break;
         }
+        if (o.set === SET.hairpinEndpoints) owner ??= this.#hairpin.get(hairpinKey(o.family, o.key[0]!));
+        else if (o.set.startsWith(SHARD_MAP_PREFIX)) owner ??= this.#slotOwner(o.family, Number(o.key[0]));
         owner ??= this.#containers.get(containerKey(o.family, o.table, o.set));
         break;
       }
@@ -67,4 +88,8 @@ export class OperationOwners {
 
 function containerKey(family: string, table: string, name: string): string {
   return `${family} ${table} ${name}`;
+}
+
+function hairpinKey(family: string, ip: string): string {
+  return `${family} ${ip}`;
 }

@@ -1,9 +1,9 @@
 // A map derived from the previous sync's map by a few changes, without copying
 // it: a shared base that nobody mutates, and an overlay of what changed since.
 //
-// The ruleset's element claims number ~220k at 10k services x 10 endpoints
-// (every endpoint is a map element and a hairpin element). Copying them for
-// every incremental render cost ~100 ms; deriving costs the size of the overlay,
+// At 10k services x 10 endpoints the ruleset keeps ~100k hairpin counts, ~20k
+// element claims and ~10k endpoint-slot blocks. Copying them (220k claims, as
+// it was) for every incremental render cost ~100 ms; deriving costs the size of the overlay,
 // which is folded into a new base only once it has grown to an eighth of it.
 // The previous ruleset must stay intact (a failed commit keeps it as the applied
 // one), which is why the base is shared and never written.
@@ -16,12 +16,16 @@ export class OverlayMap<K, V> implements ReadonlyMap<K, V> {
   #size: number;
   #sealed = false;
 
-  /** An empty map, or one holding what `from` holds (which is sealed: it must not change any more). */
-  constructor(from?: OverlayMap<K, V>) {
-    if (!from) {
-      this.#base = new Map();
+  /**
+   * An empty map, or one holding what `from` holds: an OverlayMap is sealed (it
+   * must not change any more); a plain Map becomes the base as it is (whoever
+   * built it must not change it any more).
+   */
+  constructor(from?: OverlayMap<K, V> | Map<K, V>) {
+    if (!from || from instanceof Map) {
+      this.#base = from ?? new Map();
       this.#over = new Map();
-      this.#size = 0;
+      this.#size = from?.size ?? 0;
       return;
     }
     from.#sealed = true;
@@ -56,7 +60,8 @@ export class OverlayMap<K, V> implements ReadonlyMap<K, V> {
   /** Values must not be undefined (a missing key reads as undefined). */
   set(key: K, value: V): this {
     if (this.#sealed) throw new Error('OverlayMap: a map others derive from cannot change');
-    if (!this.has(key)) this.#size++;
+    const v = this.#over.get(key);
+    if (v === GONE || (v === undefined && !this.#base.has(key))) this.#size++;
     this.#over.set(key, value);
     return this;
   }
@@ -80,6 +85,8 @@ export class OverlayMap<K, V> implements ReadonlyMap<K, V> {
   }
 
   #current(): ReadonlyMap<K, V> {
+    // Over an empty base nothing is GONE: the overlay is the map (a full render's claims and counts, not copied to be read).
+    if (this.#base.size === 0) return this.#over as ReadonlyMap<K, V>;
     return this.#over.size === 0 ? this.#base : this.#flatten();
   }
 

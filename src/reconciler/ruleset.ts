@@ -5,36 +5,30 @@
 // very same object as in the last applied ruleset: rendering reuses the entry
 // when the ServicePort did not change, so an incremental sync costs what
 // changed, not what exists. A ServicePort's objects are not kept (see
-// rendered-service-port.ts); its elements are, resolved into one map, because
-// fragments can want the same element (every port of a service puts its
-// ClusterIP in `cluster-ips`; two services may claim one externalIP:port).
+// rendered-service-port.ts); of its elements only those other fragments may
+// want too are (see element-claims.ts).
 
 import type { IPFamily } from '../k8s/types.ts';
 import { servicePortEqual } from '../model/equality.ts';
 import type { ServicePort } from '../model/service-port.ts';
-import { type Element, objectKey, type Table } from '../nft/objects.ts';
+import type { Element, Table } from '../nft/objects.ts';
 import type { FamilyConfig, RulesetConfig } from './config.ts';
 import { EndpointSlots, type FamilySlots, sameLabels } from './endpoint-slots.ts';
-import type { Fragment } from './fragment.ts';
-import { OverlayMap } from './overlay-map.ts';
+import { Claims, claimedIn, type ElementClaim, HairpinCounter, type HairpinCounts, hairpinElement } from './element-claims.ts';
+import { claimKeysOf, type Fragment } from './fragment.ts';
 import { type RenderContext, RenderedServicePort } from './rendered-service-port.ts';
 import { renderServicePort, ServicePortRenderError } from './service-rules.ts';
 import { renderSkeleton } from './skeleton.ts';
 import { tableFamily } from './statements.ts';
 
 export { RenderedServicePort };
+export type { ElementClaim, HairpinCounts };
 
 /** Why a ServicePort or an element is not in the ruleset. */
 export interface RenderProblem {
   servicePortId: string;
   code: 'ERR_SERVICE_PORT_RENDER' | 'ERR_FAMILY_NOT_CONFIGURED' | 'ERR_DUPLICATE_SERVICE_PORT' | 'ERR_ELEMENT_CONFLICT';
   message: string;
-}
-
-export interface ElementClaim {
-  /** The fragment that wants it: a ServicePort id, or `skeleton:<family>`. */
-  owner: string;
-  element: Element;
 }
 
 export interface Ruleset {
@@ -45,66 +39,28 @@ export interface Ruleset {
   skeletons: ReadonlyMap<IPFamily, Fragment>;
   /** By ServicePort id. */
   services: ReadonlyMap<string, RenderedServicePort>;
-  /** Every element of the ruleset by objectKey: of several claims, the skeleton's, then the lowest ServicePort id's, wins. */
-  elements: ReadonlyMap<string, ElementClaim>;
+  /**
+   * The owner of each claimed element (Fragment.elements) by claimKey: of
+   * several claims, the skeleton's, then the lowest ServicePort id's, wins
+   * (see claimedElement for the element itself).
+   */
+  claims: ReadonlyMap<string, string>;
   /** Keys claimed by more than one fragment, with every claim, winner first. */
   contested: ReadonlyMap<string, readonly ElementClaim[]>;
+  /** How many ServicePorts want each address in `hairpin-endpoints`, by family. */
+  hairpin: HairpinCounts;
   /** Each family's index of the shared endpoint maps' blocks (endpoint shape 'map'; see endpoint-slots.ts). */
   endpointSlots: ReadonlyMap<IPFamily, FamilySlots>;
   /** Each family's shared endpoint maps in use (their skeleton holds them). */
   endpointShards: ReadonlyMap<IPFamily, readonly number[]>;
   problems: RenderProblem[];
+  /** This rendering's identity, for `changes` of a later one (an empty object: nothing is kept through it). */
+  generation: object;
+  /** When rendered from an earlier ruleset: its generation, and the ServicePorts whose entry may differ from its (a superset). */
+  changes?: { since: object; ids: ReadonlySet<string> };
 }
 
 const FAMILIES: readonly IPFamily[] = ['IPv4', 'IPv6'];
-
-const rank = (owner: string): string => (owner.startsWith('skeleton:') ? `\0${owner}` : owner);
-
-/** Element claims, copied from the previous ruleset and patched for what changed. */
-class Claims {
-  readonly elements: OverlayMap<string, ElementClaim>;
-  readonly contested: Map<string, readonly ElementClaim[]>;
-  constructor(from?: Ruleset) {
-    const prev = from?.elements;
-    if (prev instanceof OverlayMap) this.elements = new OverlayMap(prev);
-    else {
-      this.elements = new OverlayMap();
-      for (const [k, c] of prev ?? []) this.elements.set(k, c);
-    }
-    this.contested = new Map(from?.contested);
-  }
-
-  add(owner: string, fragment: Fragment): void {
-    for (const element of fragment.elements) {
-      const key = objectKey(element);
-      const cur = this.elements.get(key);
-      if (!cur) {
-        this.elements.set(key, { owner, element });
-        continue;
-      }
-      const list = this.contested.get(key) ?? [cur];
-      if (list.some((c) => c.owner === owner)) continue;
-      const next = [...list, { owner, element }].sort((a, b) => (rank(a.owner) < rank(b.owner) ? -1 : 1));
-      this.contested.set(key, next);
-      this.elements.set(key, next[0]!);
-    }
-  }
-
-  remove(owner: string, fragment: Fragment): void {
-    for (const element of fragment.elements) {
-      const key = objectKey(element);
-      const list = this.contested.get(key);
-      if (!list) {
-        if (this.elements.get(key)?.owner === owner) this.elements.delete(key);
-        continue;
-      }
-      const next = list.filter((c) => c.owner !== owner);
-      if (next.length === 1) this.contested.delete(key);
-      else this.contested.set(key, next);
-      this.elements.set(key, next[0]!);
-    }
-  }
-}
 
 export function renderRuleset(servicePorts: readonly ServicePort[], config: RulesetConfig, previous?: Ruleset): Ruleset {
   const reuse = previous !== undefined && sameConfig(previous.config, config) ? previous : undefined;
@@ -121,6 +77,11 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
     return context;
   };
   const services = new Map<string, RenderedServicePort>();
+  // Ids whose entry may differ from the previous ruleset's: what the rest of
+  // the render (and the diff) looks at, so that a change costs itself, not
+  // another pass over every port.
+  const changed = new Set<string>();
+  let inBoth = 0;
   for (const sp of servicePorts) {
     if (services.has(sp.id)) {
       problems.push({ servicePortId: sp.id, code: 'ERR_DUPLICATE_SERVICE_PORT', message: `service port ${sp.id} appears twice; the first is used` });
@@ -132,10 +93,12 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
       continue;
     }
     const before = reuse?.services.get(sp.id);
+    if (before) inBoth++;
     if (before && (before.port === sp || servicePortEqual(before.port, sp))) {
       services.set(sp.id, before);
       continue;
     }
+    changed.add(sp.id);
     try {
       // Placed in the shared endpoint map for a start; placeEndpoints() re-renders the few whose ranges collide.
       services.set(sp.id, new RenderedServicePort(sp, contextFor(sp.family, fc), renderServicePort(sp, fc, config, NO_LABELS), NO_LABELS));
@@ -145,7 +108,10 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
     }
   }
 
-  const slots = config.endpointShape === 'map' ? placeEndpoints(services, reuse, (family) => contextFor(family, config.families[family]!)) : undefined;
+  // Ports that went: only looked for when some did.
+  if (reuse && inBoth < reuse.services.size) for (const id of reuse.services.keys()) if (!services.has(id)) changed.add(id);
+
+  const slots = config.endpointShape === 'map' ? placeEndpoints(services, reuse, changed, (family) => contextFor(family, config.families[family]!)) : undefined;
 
   // The skeleton holds the shared endpoint maps that are in use: re-rendered when that changes.
   const skeletons = new Map<IPFamily, Fragment>();
@@ -160,19 +126,36 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
     skeletons.set(family, (same ? reuse?.skeletons.get(family) : undefined) ?? renderSkeleton(family, fc, config, shards));
   }
 
-  // Only what changed is re-claimed: an incremental render costs the change, not the ruleset.
-  const claims = new Claims(reuse);
+  // Only what changed is re-claimed and re-counted: an incremental render costs the change, not the ruleset.
+  const claims = new Claims((owner, key) => claimedIn(ownerFragment(owner, skeletons, services), key), reuse?.claims, reuse?.contested);
+  const hairpin = new HairpinCounter(reuse?.hairpin);
   if (reuse) {
     for (const [family, s] of reuse.skeletons) {
       if (skeletons.get(family) === s) continue;
       claims.remove(`skeleton:${family}`, s);
       claims.add(`skeleton:${family}`, skeletons.get(family)!);
     }
-    for (const [id, r] of reuse.services) if (services.get(id) !== r) claims.remove(id, r.fragment);
-    for (const [id, r] of services) if (reuse.services.get(id) !== r) claims.add(id, r.fragment);
+    for (const id of changed) {
+      const r = reuse.services.get(id);
+      if (!r || services.get(id) === r) continue;
+      const f = r.fragment;
+      claims.remove(id, f);
+      hairpin.remove(r.port.family, f);
+    }
+    for (const id of changed) {
+      const r = services.get(id);
+      if (!r || reuse.services.get(id) === r) continue;
+      const f = r.fragment;
+      claims.add(id, f);
+      hairpin.add(r.port.family, f);
+    }
   } else {
     for (const [family, s] of skeletons) claims.add(`skeleton:${family}`, s);
-    for (const [id, r] of services) claims.add(id, r.fragment);
+    for (const [id, r] of services) {
+      const f = r.fragment;
+      claims.add(id, f);
+      hairpin.add(r.port.family, f);
+    }
   }
   for (const [key, list] of claims.contested) {
     const winner = list[0]!;
@@ -187,7 +170,46 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
   }
 
   const endpointSlots = slots?.families ?? NO_SLOTS;
-  return { config, tables, skeletons, services, elements: claims.elements, contested: claims.contested, endpointSlots, endpointShards, problems };
+  return {
+    config,
+    tables,
+    skeletons,
+    services,
+    claims: claims.owners,
+    contested: claims.contested,
+    hairpin: hairpin.counts,
+    endpointSlots,
+    endpointShards,
+    problems,
+    generation: {},
+    ...(reuse ? { changes: { since: reuse.generation, ids: changed } } : {}),
+  };
+}
+
+function ownerFragment(owner: string, skeletons: ReadonlyMap<IPFamily, Fragment>, services: ReadonlyMap<string, RenderedServicePort>): Fragment | undefined {
+  return owner.startsWith('skeleton:') ? skeletons.get(owner.slice('skeleton:'.length) as IPFamily) : services.get(owner)?.fragment;
+}
+
+/** The element a ruleset holds under a claim key (undefined: none). */
+export function claimedElement(r: Ruleset, key: string): Element | undefined {
+  const owner = r.claims.get(key);
+  return owner === undefined ? undefined : claimedIn(ownerFragment(owner, r.skeletons, r.services), key);
+}
+
+/** Every element of the ruleset, once: each fragment's claimed elements it won and its own elements, then the hairpin ones. */
+export function forEachElement(r: Ruleset, fn: (e: Element) => void): void {
+  const visit = (owner: string, f: Fragment): void => {
+    const keys = claimKeysOf(f);
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i]!;
+      // A fragment that wants a key twice has claimed its first.
+      if (r.claims.get(key) === owner && (i === 0 || keys.indexOf(key) === i)) fn(f.elements[i]!);
+    }
+    if (f.ownElements) for (const e of f.ownElements) fn(e);
+  };
+  for (const [family, s] of r.skeletons) visit(`skeleton:${family}`, s);
+  for (const [id, s] of r.services) visit(id, s.fragment);
+  for (const [family, counts] of r.hairpin) for (const ip of counts.keys()) fn(hairpinElement(family, r.config.tableName, ip));
 }
 
 const NO_LABELS: ReadonlySet<string> = new Set();
@@ -199,29 +221,36 @@ const NO_SHARDS: readonly number[] = [];
  * changed (all of them without `reuse`), then re-renders every port whose
  * policy chains' placement (shared or private) is no longer what it was
  * rendered with: the changed ones, and those whose ranges share a block with a
- * range that came or went. Mutates `services`.
+ * range that came or went. Mutates `services`, and adds those it re-renders to `changed`.
  */
 function placeEndpoints(
   services: Map<string, RenderedServicePort>,
   reuse: Ruleset | undefined,
+  changed: Set<string>,
   contextFor: (family: IPFamily) => RenderContext,
 ): EndpointSlots {
   const slots = new EndpointSlots(reuse?.endpointSlots);
-  const check = new Set<string>();
-  for (const [id, r] of reuse?.services ?? []) if (services.get(id) !== r) slots.remove(r.port.family, id, r.regions);
-  for (const [id, r] of services) {
-    if (reuse?.services.get(id) === r) continue;
-    slots.add(r.port.family, id, r.regions);
-    check.add(id);
+  if (reuse) {
+    for (const id of changed) {
+      const r = reuse.services.get(id);
+      if (r && services.get(id) !== r) slots.remove(r.port.family, id, r.regions);
+    }
   }
-  for (const id of slots.touched) check.add(id);
-  for (const id of check) {
+  for (const id of changed) {
+    const r = services.get(id);
+    if (!r || reuse?.services.get(id) === r) continue;
+    slots.add(r.port.family, id, r.regions);
+  }
+  // New entries were rendered shared: only those added onto a claimed block,
+  // and the ports whose blocks gained or lost a region, may have to change.
+  for (const id of slots.touched) {
     const r = services.get(id);
     if (!r) continue;
     const wanted = slots.privateLabels(r.port.family, r.regions);
     if (sameLabels(wanted, r.privateLabels)) continue;
     const context = contextFor(r.port.family);
     services.set(id, new RenderedServicePort(r.port, context, renderServicePort(r.port, context.fc, context.config, wanted), wanted));
+    changed.add(id);
   }
   return slots;
 }

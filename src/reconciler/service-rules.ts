@@ -80,13 +80,10 @@ function endpointsOf(s: EndpointSelection): Endpoint[] | undefined {
 function distinctSorted(eps: readonly Endpoint[], canon: (ip: string) => string): readonly Endpoint[] {
   // The model usually hands them over canonical, distinct and in this order already: then no copy.
   let ordered = true;
-  let prev = '';
   for (let i = 0; i < eps.length && ordered; i++) {
     const e = eps[i]!;
-    const key = `${e.ip}/${e.port}`;
-    if (i > 0 && !(prev < key)) ordered = false;
+    if (i > 0 && !keyLess(eps[i - 1]!, e)) ordered = false;
     else if (canon(e.ip) !== e.ip) ordered = false;
-    prev = key;
   }
   if (ordered) return eps;
   const seen = new Map<string, Endpoint>();
@@ -98,9 +95,19 @@ function distinctSorted(eps: readonly Endpoint[], canon: (ip: string) => string)
   return [...seen.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, e]) => e);
 }
 
+/** `${a.ip}/${a.port}` < `${b.ip}/${b.port}` (the order distinctSorted sorts by), without building the texts in the common case. */
+function keyLess(a: Endpoint, b: Endpoint): boolean {
+  // Distinct addresses, neither a prefix of the other: the first differing character decides, before any '/'.
+  if (a.ip !== b.ip && !b.ip.startsWith(a.ip) && !a.ip.startsWith(b.ip)) return a.ip < b.ip;
+  return `${a.ip}/${a.port}` < `${b.ip}/${b.port}`;
+}
+
+/** Port texts, made once: every endpoint element carries one. */
+const PORT_TEXT: string[] = [];
+
 function checkPort(id: string, what: string, port: number): string {
   if (!Number.isInteger(port) || port < 1 || port > 65535) throw new ServicePortRenderError(id, `${what} ${port} is not a port`);
-  return String(port);
+  return (PORT_TEXT[port] ??= String(port));
 }
 
 /**
@@ -196,10 +203,11 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
     b.chain(name);
     if (masquerade) b.rule(name, masquerade);
     if (!shared) b.map({ name: mapName, keyType: ['integer'], dataType: [type, 'inet_service'] });
-    list.forEach((ep, i) => {
-      b.element(mapName, [String(offset + i)], [ep.ip, checkPort(sp.id, 'endpoint port', ep.port)]);
+    for (let i = 0; i < list.length; i++) {
+      const ep = list[i]!;
+      b.ownElement(mapName, [String(offset + i)], [ep.ip, checkPort(sp.id, 'endpoint port', ep.port)]);
       hairpin.add(ep.ip);
-    });
+    }
     const key = offset === 0 ? numgenKey(list.length) : { kind: 'numgen' as const, mod: list.length, offset };
     b.rule(name, [l4protoIs(proto), { kind: 'dnat-map', family: natFamily, keys: [key], map: mapName }]);
   };
@@ -293,7 +301,8 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
   };
   if (usesService && clusterWide) policyChain(serviceChain, PREFIX.endpoints + base, clusterWide, iLocal ? undefined : clusterIPMasquerade());
   if (usesLocal && localOnly) policyChain(localChain, PREFIX.localEndpoints + base, localOnly, iLocal ? clusterIPMasquerade() : undefined);
-  for (const ip of hairpin) b.element(SET.hairpinEndpoints, [ip, ip]);
+  // Counted per address by the ruleset (element-claims.ts): `ip . ip` is the same whoever wants it.
+  if (hairpin.size > 0) b.fragment.hairpin = [...hairpin];
 
   // --- endpoint chains and their affinity sets
   for (const { chain, set, ep } of endpointChain.values()) {

@@ -2,13 +2,13 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { TableListing } from '../../src/nft/dataplane.ts';
 import { FakeKernel } from '../../src/nft/fake-kernel.ts';
-import type { Operation } from '../../src/nft/objects.ts';
+import type { Element, Operation } from '../../src/nft/objects.ts';
 import type { EndpointShape, RulesetConfig } from '../../src/reconciler/config.ts';
 import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, EMPTY_SYNC_STATE, type SyncState } from '../../src/reconciler/diff.ts';
 import { planFullSync } from '../../src/reconciler/full-sync.ts';
 import { DEFAULT_ENDPOINT_MAP_BLOCKS, endpointRegion, regionOffset, shardMapName, shardOf } from '../../src/reconciler/endpoint-slots.ts';
-import { servicePortReadable } from '../../src/reconciler/names.ts';
-import { renderRuleset, type Ruleset } from '../../src/reconciler/ruleset.ts';
+import { servicePortNameBase, servicePortReadable } from '../../src/reconciler/names.ts';
+import { claimedElement, renderRuleset, type Ruleset } from '../../src/reconciler/ruleset.ts';
 import type { ServicePort } from '../../src/model/service-port.ts';
 import { churnArbFor, servicePortsArb } from './churn.ts';
 import { config, ep, sp, V4, V6 } from './fixtures.ts';
@@ -134,9 +134,7 @@ describe('a change to one service touches only that service', () => {
         const a = renderRuleset(base.concat(before.filter((p) => p.id === changed.id)), cfg);
         const b = renderRuleset(base.concat([changed]), cfg, a);
         const mine = servicePortReadable(changed);
-        const claimed = new Set<string>();
-        for (const r of [a, b]) for (const [k, c] of r.elements) if (c.owner === changed.id || c.element.key.length > 0) claimed.add(k);
-        const owners = (r: Ruleset, key: string) => r.elements.get(key)?.owner;
+        const owners = (r: Ruleset, key: string) => r.claims.get(key);
         for (const op of diffRulesets(a, b, { now: 1 }).ops) {
           const o = op.object;
           if (o.kind === 'chain') expect(o.name).toContain(mine);
@@ -147,10 +145,13 @@ describe('a change to one service touches only that service', () => {
             expect(o.name.includes(mine) || shards.includes(o.name), o.name).toBe(true);
           }
           else if (o.kind === 'element') {
-            const key = `element ${o.family} ${o.table} ${o.set} ${o.key.join(' . ')}`;
+            const key = `${o.family} ${o.table} ${o.set} ${o.key.join(' . ')}`;
             // Its own element, or one it stopped or started shadowing in a conflict.
             const fragments = [a.services.get(changed.id)?.fragment, b.services.get(changed.id)?.fragment];
-            const inFragment = fragments.some((f) => f?.elements.some((e) => e.set === o.set && e.family === o.family && e.key.join() === o.key.join()));
+            const same = (e: Element) => e.set === o.set && e.family === o.family && e.key.join() === o.key.join();
+            const inFragment = fragments.some(
+              (f) => f && (f.elements.some(same) || (f.ownElements ?? []).some(same) || (o.set === 'hairpin-endpoints' && (f.hairpin ?? []).includes(o.key[0]!))),
+            );
             expect(inFragment || owners(a, key) === changed.id || owners(b, key) === changed.id, key).toBe(true);
           } else {
             throw new Error(`unexpected ${op.verb} ${o.kind}`);
@@ -322,4 +323,37 @@ describe('stale chains and failed commits', () => {
     expect(k.tableNames()).toEqual(['ip kube-nft-proxy']);
     expect(listing(k)).toEqual(listing(freshKernel(now)));
   });
+});
+
+describe('a port that wants one key twice (its ClusterIP also an externalIP, an externalIP also its LB IP)', () => {
+  it.each(SHAPES)('holds the first one, in a full sync and through incremental changes alike (endpoint shape %s)', (shape) => {
+    const cfg = config({ families: { IPv4: V4 }, endpointShape: shape });
+    const twice = (eps: string[]) =>
+      sp({ clusterIP: '10.96.0.10', externalIPs: ['10.96.0.10', '203.0.113.9'], loadBalancerIPs: ['203.0.113.9'], endpoints: eps.map((ip) => ep(ip)) });
+    const steps = [[twice(['10.244.1.5'])], [twice(['10.244.1.5', '10.244.1.6']), sp({ serviceName: 'other', clusterIP: '10.96.0.11', endpoints: [ep('10.244.1.7')] })], [twice([])], []];
+    for (let n = 1; n <= steps.length; n++) {
+      const { k, rendered } = churn(cfg, steps.slice(0, n).map((ports) => ({ ports, advance: 0 })));
+      expect(listing(k)).toEqual(listing(freshKernel(rendered)));
+      const keys = planFullSync(rendered, 'replace').ops.flatMap((op) => (op.object.kind === 'element' ? [`${op.object.set} ${op.object.key.join(' . ')}`] : []));
+      expect(new Set(keys).size).toBe(keys.length);
+    }
+    // The ClusterIP's own verdict won over the externalIP's for the same key while the port had endpoints.
+    const first = renderRuleset([twice(['10.244.1.5'])], cfg);
+    expect(claimedElement(first, 'ip kube-nft-proxy service-ips 10.96.0.10 . tcp . 80')?.value).toEqual({ verdict: 'goto', chain: `service-${servicePortNameBase(twice([]))}` });
+  });
+});
+
+it.each(SHAPES)('a ruleset rendered from the applied one is diffed through its changed ports only, with the same operations as a diff of every port (endpoint shape %s)', (shape) => {
+  const text = (ops: readonly Operation[]) => ops.map((op) => `${op.verb} ${JSON.stringify(op.object)}`).sort();
+  fc.assert(
+    fc.property(servicePortsArb, servicePortsArb, (before, after) => {
+      const cfg = config({ endpointShape: shape });
+      const a = renderRuleset(before, cfg);
+      const b = renderRuleset(after, cfg, a);
+      expect(b.changes?.since).toBe(a.generation);
+      const { changes: _, ...everyPort } = b;
+      expect(text(diffRulesets(a, b, { now: 1 }).ops)).toEqual(text(diffRulesets(a, everyPort, { now: 1 }).ops));
+    }),
+    { numRuns: 150 },
+  );
 });

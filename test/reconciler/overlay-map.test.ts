@@ -11,6 +11,12 @@ describe('OverlayMap', () => {
       fc.property(fc.array(opsArb, { minLength: 1, maxLength: 8 }), (generations) => {
         let model = new Map<number, number>();
         let m = new OverlayMap<number, number>();
+        for (const { set, key, value } of generations[0] as Op[]) if (set) model.set(key, value);
+        // Half the runs start from a plain Map taken over as the base.
+        if (generations.length % 2 === 0) {
+          m = new OverlayMap(new Map(model));
+          model = new Map(model);
+        } else model = new Map();
         const history: Array<{ m: OverlayMap<number, number>; model: Map<number, number> }> = [];
         for (const ops of generations) {
           for (const { set, key, value } of ops as Op[]) {

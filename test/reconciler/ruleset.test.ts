@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { renderRuleset as renderText } from '../../src/nft/render-text.ts';
 import { validateOperations } from '../../src/nft/transaction.ts';
@@ -6,9 +7,9 @@ import { planFullSync } from '../../src/reconciler/full-sync.ts';
 import { rulesetListings } from '../../src/reconciler/listing.ts';
 import { endpointNameBase, servicePortNameBase, shortHash } from '../../src/reconciler/names.ts';
 import { DEFAULT_ENDPOINT_MAP_BLOCKS, endpointRegion, regionOffset, shardMapName, shardOf } from '../../src/reconciler/endpoint-slots.ts';
-import { renderRuleset } from '../../src/reconciler/ruleset.ts';
+import { claimedElement, renderRuleset } from '../../src/reconciler/ruleset.ts';
 import type { ServicePort } from '../../src/model/service-port.ts';
-import { config, ep, local, sel, sp, V4 } from './fixtures.ts';
+import { config, ep, local, sel, sp, V4, V6 } from './fixtures.ts';
 
 function text(ports: ServicePort[], c: RulesetConfig = config({ families: { IPv4: V4 } })): string {
   const r = renderRuleset(ports, c);
@@ -255,8 +256,8 @@ describe('ruleset problems are contained', () => {
     const a = sp({ serviceName: 'a', clusterIP: '10.96.0.20', externalIPs: ['203.0.113.7'], endpoints: [ep('10.244.1.5')] });
     const b = sp({ serviceName: 'b', clusterIP: '10.96.0.21', externalIPs: ['203.0.113.7'], endpoints: [ep('10.244.1.6')] });
     const r = renderRuleset([b, a], config({ families: { IPv4: V4 } }));
-    const claim = [...r.elements.values()].find((c) => c.element.key[0] === '203.0.113.7');
-    expect(claim?.owner).toBe(a.id);
+    expect(r.claims.get('ip kube-nft-proxy service-ips 203.0.113.7 . tcp . 80')).toBe(a.id);
+    expect(claimedElement(r, 'ip kube-nft-proxy service-ips 203.0.113.7 . tcp . 80')?.value).toEqual({ verdict: 'goto', chain: `external-${servicePortNameBase(a)}` });
     expect(r.problems.map((p) => [p.code, p.servicePortId])).toEqual([['ERR_ELEMENT_CONFLICT', b.id]]);
   });
 
@@ -306,5 +307,34 @@ describe('names', () => {
       config(),
     );
     expect(() => validateOperations(planFullSync(r, 'replace').ops)).not.toThrow();
+  });
+});
+
+describe('endpoint order', () => {
+  // Addresses that are prefixes of one another and ports whose texts sort
+  // differently from their numbers: where a shortcut in the ordering would show.
+  const V4_IPS = ['10.244.0.1', '10.244.0.10', '10.244.0.100', '10.244.0.2', '10.244.1.1'];
+  const V6_IPS = ['fd00::1', 'fd00::1:2', 'fd00::10', 'fd00::1:0:2', 'fd00::a'];
+  const PORTS = [9, 80, 8080, 443];
+  it.each([
+    ['IPv4', V4_IPS],
+    ['IPv6', V6_IPS],
+  ] as const)('the rendering of %s endpoints does not depend on the order the model gives them in (both shapes)', (family, ips) => {
+    const endpoints = fc.array(fc.tuple(fc.constantFrom(...ips), fc.constantFrom(...PORTS)), { minLength: 1, maxLength: 8 });
+    fc.assert(
+      fc.property(endpoints, fc.func(fc.integer()), fc.constantFrom('chains' as const, 'map' as const), (list, shuffleKey, shape) => {
+        const cfg = config({ families: family === 'IPv4' ? { IPv4: V4 } : { IPv6: V6 }, endpointShape: shape });
+        const port = (eps: Array<[string, number]>) =>
+          sp({ family, clusterIP: family === 'IPv4' ? '10.96.0.10' : 'fd00:96::10', endpoints: eps.map(([ip, p]) => ep(ip, p)) });
+        const text = (eps: Array<[string, number]>) => rulesetListings(renderRuleset([port(eps)], cfg)).map((l) => renderText(l)).join('\n');
+        const shuffled = [...list].sort((a, b) => shuffleKey(a) - shuffleKey(b));
+        // As the model orders them: address text, then port number.
+        const modelOrder = [...list].sort((a, b) => (a[0] !== b[0] ? (a[0] < b[0] ? -1 : 1) : a[1] - b[1]));
+        const expected = text(list);
+        expect(text(shuffled)).toBe(expected);
+        expect(text(modelOrder)).toBe(expected);
+      }),
+      { numRuns: 150 },
+    );
   });
 });
