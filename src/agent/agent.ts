@@ -20,6 +20,7 @@ import { Reconciler } from '../reconciler/reconciler.ts';
 import { syncRunner, type SyncResult } from '../reconciler/sync-runner.ts';
 import { createClusterStreams, type ClusterStreams, type ClusterStreamsOptions } from '../streams/cluster-streams.ts';
 import { DEFAULT_DEVICE_MAX_WAIT_MS, DEFAULT_DEVICE_SETTLE_MS, followFlowtableDevices } from './flowtable-device-follower.ts';
+import { collectGarbage, worthCollecting } from './memory-release.ts';
 import { rulesetConfigFor, type LocalAddress, type OffloadState } from './ruleset-config.ts';
 
 /**
@@ -38,6 +39,8 @@ export interface AgentDeps {
   scheduler?: SchedulerLike;
   /** Whether to serve /metrics and /healthz (default true). */
   serveHttp?: boolean;
+  /** Runs after the first and every large sync, once idle (default: a full V8 collection). */
+  collectGarbage?: () => void;
 }
 
 export interface Agent {
@@ -203,6 +206,20 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
     monitor.start();
   }
 
+  const collect = deps.collectGarbage ?? collectGarbage;
+  let collectAfterSync: ReturnType<typeof setImmediate> | undefined;
+  /** After the callbacks of this sync (logs, syncs$), so that they are not held up. */
+  const collectSoon = () => {
+    if (collectAfterSync) return;
+    collectAfterSync = setImmediate(() => {
+      collectAfterSync = undefined;
+      const before = memoryMiB();
+      const t0 = performance.now();
+      collect();
+      logger.info({ durationMs: Math.round((performance.now() - t0) * 10) / 10, before, after: memoryMiB() }, 'collected garbage after a large sync');
+    });
+  };
+
   let firstSync = true;
   subs.add(
     syncRunner({
@@ -229,6 +246,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
         ...(r?.kind === 'full' ? { memoryMiB: memoryMiB() } : {}),
       };
       if (result.ok) {
+        if (worthCollecting(r?.ops, firstSync)) collectSoon();
         firstSync = false;
         const now = Date.now();
         health.synced(now);
@@ -263,6 +281,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
     servers,
     async stop() {
       subs.unsubscribe();
+      if (collectAfterSync) clearImmediate(collectAfterSync);
       monitor?.stop();
       syncs$.complete();
       await Promise.all(servers.map((s) => s.close()));
