@@ -20,7 +20,7 @@ import { Reconciler } from '../reconciler/reconciler.ts';
 import { syncRunner, type SyncResult } from '../reconciler/sync-runner.ts';
 import { createClusterStreams, type ClusterStreams, type ClusterStreamsOptions } from '../streams/cluster-streams.ts';
 import { DEFAULT_DEVICE_MAX_WAIT_MS, DEFAULT_DEVICE_SETTLE_MS, followFlowtableDevices } from './flowtable-device-follower.ts';
-import { collectGarbage, worthCollecting } from './memory-release.ts';
+import { releaseMemory, worthCollecting } from './memory-release.ts';
 import { rulesetConfigFor, type LocalAddress, type OffloadState } from './ruleset-config.ts';
 
 /**
@@ -39,8 +39,8 @@ export interface AgentDeps {
   scheduler?: SchedulerLike;
   /** Whether to serve /metrics and /healthz (default true). */
   serveHttp?: boolean;
-  /** Runs after the first and every large sync, once idle (default: a full V8 collection). */
-  collectGarbage?: () => void;
+  /** Runs after the first and every large sync, once idle (default: a full V8 collection, then the dataplane's releaseMemory). */
+  releaseMemory?: () => void;
 }
 
 export interface Agent {
@@ -206,7 +206,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
     monitor.start();
   }
 
-  const collect = deps.collectGarbage ?? collectGarbage;
+  const collect = deps.releaseMemory ?? (() => releaseMemory(dataplane));
   let collectAfterSync: ReturnType<typeof setImmediate> | undefined;
   /** After the callbacks of this sync (logs, syncs$), so that they are not held up. */
   const collectSoon = () => {
@@ -216,7 +216,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
       const before = memoryMiB();
       const t0 = performance.now();
       collect();
-      logger.info({ durationMs: Math.round((performance.now() - t0) * 10) / 10, before, after: memoryMiB() }, 'collected garbage after a large sync');
+      logger.info({ durationMs: Math.round((performance.now() - t0) * 10) / 10, before, after: memoryMiB() }, 'released memory after a large sync');
     });
   };
 

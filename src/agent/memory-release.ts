@@ -7,8 +7,8 @@
 // dead: at 10k services x 10 endpoints the agent held ~600 MiB of RSS for
 // ~90 MiB of live data. One forced "last resort" collection (mark-compact with
 // memory reduction, the one V8 runs before an out-of-memory) right after such
-// a sync returns the pages to the OS; the native side trims malloc's arenas
-// after a large batch on its own (native/addon.cc).
+// a sync returns the pages to the OS; then the dataplane trims malloc's arenas
+// (the addon also does so on its own after a large batch, native/addon.cc).
 //
 // Why a forced GC rather than a smaller heap limit: --max-old-space-size would
 // turn a big cluster into an OOM crash, and V8's own memory reducer only acts
@@ -52,6 +52,25 @@ function gcFunctionOnce(): GcFunction {
 /** One full, compacting collection that also shrinks V8's heap; synchronous. */
 export function collectGarbage(): void {
   gcFunctionOnce()({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+}
+
+/** A dataplane that can give native memory back (NetlinkDataplane). */
+interface ReleasesMemory {
+  releaseMemory(): void;
+}
+
+function releasesMemory(o: object): o is ReleasesMemory {
+  return typeof (o as Partial<ReleasesMemory>).releaseMemory === 'function';
+}
+
+/**
+ * The agent's default after a large sync: collect, then let the dataplane
+ * trim malloc (the collection frees array buffers and V8's worker threads
+ * leave their compiler and marking zones in per-thread arenas).
+ */
+export function releaseMemory(dataplane: object): void {
+  collectGarbage();
+  if (releasesMemory(dataplane)) dataplane.releaseMemory();
 }
 
 /** Whether a sync that committed `ops` operations is worth a collection afterwards. */

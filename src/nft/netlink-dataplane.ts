@@ -114,6 +114,16 @@ export class NetlinkDataplane implements Dataplane {
     return decoded.listing;
   }
 
+  /**
+   * Gives native memory the process no longer uses back to the OS (malloc's
+   * free pages, in every thread's arena). The addon already does so after a
+   * large commit; this is for the agent once V8 has collected after a large
+   * sync, which frees array buffers and compiler zones into those arenas.
+   */
+  releaseMemory(): void {
+    this.#addon.trimMemory();
+  }
+
   /** The ruleset generation id (changes with every committed transaction). */
   generation(): Promise<number> {
     return this.#addon.generation(this.#options);
