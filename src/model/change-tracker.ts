@@ -115,14 +115,12 @@ export class ServiceChangeTracker {
       this.touch(oldOwner, at);
     }
     if (newOwner === undefined) return;
-    let owned = this.slices.get(newOwner);
-    if (owned === undefined) {
-      owned = [];
-      this.slices.set(newOwner, owned);
-    }
-    const i = indexOfSlice(owned, event.object.name);
-    if (i >= 0 && owned[i] === event.object) return;
-    if (i >= 0) owned[i] = event.object;
+    const owned = this.slices.get(newOwner);
+    const i = owned === undefined ? -1 : indexOfSlice(owned, event.object.name);
+    if (owned !== undefined && i >= 0 && owned[i] === event.object) return;
+    // A literal for a service's first slice, not [] and push(): push() reserves room for 17 (~150 bytes a service).
+    if (owned === undefined) this.slices.set(newOwner, [event.object]);
+    else if (i >= 0) owned[i] = event.object;
     else owned.push(event.object);
     this.sliceOwner.set(sliceKey, newOwner);
     if (isTopologySensitive(event.object)) this.topologySlices.add(sliceKey);
@@ -177,7 +175,8 @@ export class ServiceChangeTracker {
           if (afterById(previous.id) === undefined) changes.push({ kind: 'removed', id: previous.id, previous, triggeredAt });
         }
       }
-      if (after.length > 0) this.previous.set(key, after);
+      // slice(): an exact-size copy of what push() grew (room for 17 ports).
+      if (after.length > 0) this.previous.set(key, after.slice());
       else this.previous.delete(key);
     }
     this.dirty.clear();
