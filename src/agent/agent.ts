@@ -3,6 +3,7 @@
 // decision lives in the pure modules; this file only connects them and logs.
 
 import { hostname, networkInterfaces } from 'node:os';
+import { collectDefaultMetrics } from 'prom-client';
 import { merge, Subject, Subscription, type SchedulerLike } from 'rxjs';
 import type { AgentOptions } from '../cli/flags.ts';
 import { parseFeatureGates, type FeatureGates } from '../config/feature-gates.ts';
@@ -111,6 +112,10 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   const gates = parseFeatureGates(options.featureGates);
   const nodeName = options.hostnameOverride ?? hostname();
   const metrics = new ProxyMetrics();
+  // process_resident_memory_bytes, nodejs_heap_size_used_bytes, GC and event-loop
+  // figures next to kube-proxy's own (kube-proxy exports Go's process_* the same
+  // way): the agent's memory after a large sync is visible without a shell.
+  collectDefaultMetrics({ register: metrics.registry });
   // kube-proxy's health timeout is 2 × its 30 s sync period: a change not
   // programmed within a minute means the dataplane is stuck.
   const health = new HealthState(Math.max(60_000, 2 * options.minSyncPeriodMs));

@@ -97,4 +97,16 @@ describe('the agent', () => {
     const logged = lines.find((l) => l.msg === 'released memory after a large sync');
     expect(logged).toMatchObject({ before: { rss: expect.any(Number), heapUsed: expect.any(Number) }, after: { rss: expect.any(Number) } });
   });
+
+  it('exports its own memory on /metrics (prom-client default metrics in its registry)', async () => {
+    const command = parseCommandLine(['--manifests', EXAMPLES, '--hostname-override=node-a']);
+    if (command.command !== 'run') throw new Error('expected a run command');
+    agent = await startAgent(command.options, { logger: createLogger('silent'), dataplane: new FakeKernel(), serveHttp: false, releaseMemory: () => {} });
+    const text = await agent.metrics.registry.metrics();
+    const rss = Number(/^process_resident_memory_bytes (\d+)/m.exec(text)?.[1]);
+    expect(rss).toBeGreaterThan(10 * 2 ** 20);
+    expect(text).toMatch(/^nodejs_heap_size_used_bytes \d+/m);
+    // kube-proxy's own names are still there.
+    expect(text).toContain('kubeproxy_sync_proxy_rules_duration_seconds');
+  });
 });
