@@ -56,6 +56,11 @@ export interface NativeAddon {
   list(family: number, table: string, options?: NativeOptions): Promise<Uint8Array | null>;
   /** The ruleset generation id. */
   generation(options?: NativeOptions): Promise<number>;
+  /**
+   * Returns malloc's free pages to the OS (glibc malloc_trim(0)); true when
+   * some were. Synchronous, a few ms: for an idle moment after a large sync.
+   */
+  trimMemory(): boolean;
   /** Elements per NEWSETELEM message. */
   readonly elementsPerMessage: number;
   LinkMonitor: NativeLinkMonitorConstructor;

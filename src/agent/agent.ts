@@ -3,6 +3,7 @@
 // decision lives in the pure modules; this file only connects them and logs.
 
 import { hostname, networkInterfaces } from 'node:os';
+import { collectDefaultMetrics } from 'prom-client';
 import { merge, Subject, Subscription, type SchedulerLike } from 'rxjs';
 import type { AgentOptions } from '../cli/flags.ts';
 import { parseFeatureGates, type FeatureGates } from '../config/feature-gates.ts';
@@ -20,6 +21,7 @@ import { Reconciler } from '../reconciler/reconciler.ts';
 import { syncRunner, type SyncResult } from '../reconciler/sync-runner.ts';
 import { createClusterStreams, type ClusterStreams, type ClusterStreamsOptions } from '../streams/cluster-streams.ts';
 import { DEFAULT_DEVICE_MAX_WAIT_MS, DEFAULT_DEVICE_SETTLE_MS, followFlowtableDevices } from './flowtable-device-follower.ts';
+import { releaseMemory, worthCollecting } from './memory-release.ts';
 import { rulesetConfigFor, type LocalAddress, type OffloadState } from './ruleset-config.ts';
 
 /**
@@ -38,6 +40,8 @@ export interface AgentDeps {
   scheduler?: SchedulerLike;
   /** Whether to serve /metrics and /healthz (default true). */
   serveHttp?: boolean;
+  /** Runs after the first and every large sync, once idle (default: a full V8 collection, then the dataplane's releaseMemory). */
+  releaseMemory?: () => void;
 }
 
 export interface Agent {
@@ -108,6 +112,10 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   const gates = parseFeatureGates(options.featureGates);
   const nodeName = options.hostnameOverride ?? hostname();
   const metrics = new ProxyMetrics();
+  // process_resident_memory_bytes, nodejs_heap_size_used_bytes, GC and event-loop
+  // figures next to kube-proxy's own (kube-proxy exports Go's process_* the same
+  // way): the agent's memory after a large sync is visible without a shell.
+  collectDefaultMetrics({ register: metrics.registry });
   // kube-proxy's health timeout is 2 × its 30 s sync period: a change not
   // programmed within a minute means the dataplane is stuck.
   const health = new HealthState(Math.max(60_000, 2 * options.minSyncPeriodMs));
@@ -203,6 +211,20 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
     monitor.start();
   }
 
+  const collect = deps.releaseMemory ?? (() => releaseMemory(dataplane));
+  let collectAfterSync: ReturnType<typeof setImmediate> | undefined;
+  /** After the callbacks of this sync (logs, syncs$), so that they are not held up. */
+  const collectSoon = () => {
+    if (collectAfterSync) return;
+    collectAfterSync = setImmediate(() => {
+      collectAfterSync = undefined;
+      const before = memoryMiB();
+      const t0 = performance.now();
+      collect();
+      logger.info({ durationMs: Math.round((performance.now() - t0) * 10) / 10, before, after: memoryMiB() }, 'released memory after a large sync');
+    });
+  };
+
   let firstSync = true;
   subs.add(
     syncRunner({
@@ -229,6 +251,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
         ...(r?.kind === 'full' ? { memoryMiB: memoryMiB() } : {}),
       };
       if (result.ok) {
+        if (worthCollecting(r?.ops, firstSync)) collectSoon();
         firstSync = false;
         const now = Date.now();
         health.synced(now);
@@ -271,6 +294,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
     servers,
     async stop() {
       subs.unsubscribe();
+      if (collectAfterSync) clearImmediate(collectAfterSync);
       monitor?.stop();
       syncs$.complete();
       await Promise.all(servers.map((s) => s.close()));

@@ -43,18 +43,37 @@ function isTopologySensitive(slice: EndpointSliceInfo): boolean {
   return false;
 }
 
+const NO_PORTS: ServicePort[] = [];
+const NO_SLICES: readonly EndpointSliceInfo[] = [];
+
+function indexOfSlice(slices: readonly EndpointSliceInfo[], name: string): number {
+  for (let i = 0; i < slices.length; i++) if (slices[i]!.name === name) return i;
+  return -1;
+}
+
+/** Lookup by id: a scan for the usual handful of ports, a Map for a service with many. */
+function indexById(ports: readonly ServicePort[]): (id: string) => ServicePort | undefined {
+  if (ports.length <= 8) return (id) => ports.find((p) => p.id === id);
+  const byId = new Map<string, ServicePort>();
+  for (const p of ports) byId.set(p.id, p);
+  return (id) => byId.get(id);
+}
+
 export class ServiceChangeTracker {
   private readonly config: ModelConfig;
   private readonly services = new Map<string, ServiceInfo>();
-  /** Service key → slice key → slice. */
-  private readonly slices = new Map<string, Map<string, EndpointSliceInfo>>();
+  // Per service, plain arrays rather than a Map each: nearly every service has
+  // one slice and one port, and an empty Map costs ~300 bytes (6 MiB at 10k
+  // services for these two). Lookups scan the few entries of one service.
+  /** Service key → its slices (distinct names; same namespace as the service). */
+  private readonly slices = new Map<string, EndpointSliceInfo[]>();
   /** Slice key → the service key it is filed under. */
   private readonly sliceOwner = new Map<string, string>();
   /** Slice keys whose selection depends on zone/region (labels or hints). */
   private readonly topologySlices = new Set<string>();
   private node: NodeInfo | undefined;
-  /** Service key → ServicePort id → the value last handed out. */
-  private readonly previous = new Map<string, Map<string, ServicePort>>();
+  /** Service key → the values last handed out (distinct ids). */
+  private readonly previous = new Map<string, ServicePort[]>();
   /** Service key → earliest trigger time since the last drain. */
   private readonly dirty = new Map<string, number>();
 
@@ -86,20 +105,23 @@ export class ServiceChangeTracker {
     if (oldOwner !== undefined && oldOwner !== newOwner) {
       // Deleted, or relabelled to another service: it leaves its old service.
       const owned = this.slices.get(oldOwner);
-      owned?.delete(sliceKey);
-      if (owned?.size === 0) this.slices.delete(oldOwner);
+      if (owned !== undefined) {
+        const i = indexOfSlice(owned, event.object.name);
+        if (i >= 0) owned.splice(i, 1);
+        if (owned.length === 0) this.slices.delete(oldOwner);
+      }
       this.sliceOwner.delete(sliceKey);
       this.topologySlices.delete(sliceKey);
       this.touch(oldOwner, at);
     }
     if (newOwner === undefined) return;
-    let owned = this.slices.get(newOwner);
-    if (owned === undefined) {
-      owned = new Map();
-      this.slices.set(newOwner, owned);
-    }
-    if (owned.get(sliceKey) === event.object) return;
-    owned.set(sliceKey, event.object);
+    const owned = this.slices.get(newOwner);
+    const i = owned === undefined ? -1 : indexOfSlice(owned, event.object.name);
+    if (owned !== undefined && i >= 0 && owned[i] === event.object) return;
+    // A literal for a service's first slice, not [] and push(): push() reserves room for 17 (~150 bytes a service).
+    if (owned === undefined) this.slices.set(newOwner, [event.object]);
+    else if (i >= 0) owned[i] = event.object;
+    else owned.push(event.object);
     this.sliceOwner.set(sliceKey, newOwner);
     if (isTopologySensitive(event.object)) this.topologySlices.add(sliceKey);
     else this.topologySlices.delete(sliceKey);
@@ -131,26 +153,30 @@ export class ServiceChangeTracker {
     const evaluated = this.dirty.size;
     for (const [key, triggeredAt] of this.dirty) {
       const service = this.services.get(key);
-      const before = this.previous.get(key);
-      const after = new Map<string, ServicePort>();
+      const before = this.previous.get(key) ?? NO_PORTS;
+      let after: ServicePort[] = NO_PORTS;
       if (service !== undefined) {
-        const owned = this.slices.get(key);
-        const result = buildServicePorts(service, owned === undefined ? [] : [...owned.values()], this.node, this.config);
+        const result = buildServicePorts(service, this.slices.get(key) ?? NO_SLICES, this.node, this.config);
         for (const w of result.warnings) warnings.push(w);
-        for (const p of result.ports) after.set(p.id, p);
+        after = result.ports; // ids are distinct: one per (port, family)
       }
-      for (const [id, current] of after) {
-        const previous = before?.get(id);
+      const beforeById = indexById(before);
+      for (let i = 0; i < after.length; i++) {
+        const current = after[i]!;
+        const id = current.id;
+        const previous = beforeById(id);
         if (previous === undefined) changes.push({ kind: 'added', id, current, triggeredAt });
         else if (!servicePortEqual(previous, current)) changes.push({ kind: 'updated', id, previous, current, triggeredAt });
-        else after.set(id, previous); // keep the old object: identity tells consumers nothing moved
+        else after[i] = previous; // keep the old object: identity tells consumers nothing moved
       }
-      if (before !== undefined) {
-        for (const [id, previous] of before) {
-          if (!after.has(id)) changes.push({ kind: 'removed', id, previous, triggeredAt });
+      if (before.length > 0) {
+        const afterById = indexById(after);
+        for (const previous of before) {
+          if (afterById(previous.id) === undefined) changes.push({ kind: 'removed', id: previous.id, previous, triggeredAt });
         }
       }
-      if (after.size > 0) this.previous.set(key, after);
+      // slice(): an exact-size copy of what push() grew (room for 17 ports).
+      if (after.length > 0) this.previous.set(key, after.slice());
       else this.previous.delete(key);
     }
     this.dirty.clear();
@@ -159,6 +185,6 @@ export class ServiceChangeTracker {
 
   /** Every ServicePort as last handed out: the desired state for a full resync. */
   *servicePorts(): IterableIterator<ServicePort> {
-    for (const ports of this.previous.values()) yield* ports.values();
+    for (const ports of this.previous.values()) yield* ports;
   }
 }

@@ -109,7 +109,9 @@ export function readSlices(
         return;
       }
       const view: EndpointView = {
-        ip: ip.address,
+        // The store's string when it is already canonical (nearly always): the
+        // model then holds no second copy of 100k addresses.
+        ip: ip.address === raw ? raw : ip.address,
         isLocal: ep.nodeName !== undefined && ep.nodeName === nodeName,
         ready: ep.ready ?? true,
         serving: ep.serving ?? true,

@@ -8,6 +8,9 @@ import { parseCIDR } from '../net/cidr.ts';
 import { parseIP, specialAddressKind } from '../net/ip.ts';
 import { serviceObject, type WarningSink } from './warnings.ts';
 
+/** The empty address list every ServicePort without such addresses shares (frozen: a shared value must not change). */
+const NO_ADDRESSES = Object.freeze([]) as unknown as string[];
+
 /** kube-proxy's default for sessionAffinityConfig.clientIP.timeoutSeconds (3 hours). */
 export const DEFAULT_AFFINITY_TIMEOUT_SECONDS = 10800;
 /** The API's upper bound for the timeout (one day). */
@@ -78,7 +81,8 @@ export function readServiceFields(service: ServiceInfo, gates: FeatureGates, sin
       sink.add('DUPLICATE_FAMILY', obj, field, `a second ${ip.family} ClusterIP is ignored`, raw);
       return;
     }
-    families.push({ family: ip.family, clusterIP: ip.address, externalIPs: [], loadBalancerIPs: [], loadBalancerSourceRanges: [] });
+    // The store's own string when it is already canonical: one copy per service, not two.
+    families.push({ family: ip.family, clusterIP: ip.address === raw ? raw : ip.address, externalIPs: [], loadBalancerIPs: [], loadBalancerSourceRanges: [] });
   });
   if (families.length === 0) return undefined;
   const byFamily = (family: IPFamily): FamilyFields | undefined => families.find((f) => f.family === family);
@@ -141,6 +145,13 @@ export function readServiceFields(service: ServiceInfo, gates: FeatureGates, sin
     }
     ports.push(out);
   });
+
+  // Most services have none of these: one shared empty list instead of three per family.
+  for (const f of families) {
+    if (f.externalIPs.length === 0) f.externalIPs = NO_ADDRESSES;
+    if (f.loadBalancerIPs.length === 0) f.loadBalancerIPs = NO_ADDRESSES;
+    if (f.loadBalancerSourceRanges.length === 0) f.loadBalancerSourceRanges = NO_ADDRESSES;
+  }
 
   const externallyAccessible = hasNodePorts || service.externalIPs.length > 0;
   const externalPolicyLocal = externallyAccessible && service.externalTrafficPolicy === 'Local';

@@ -67,5 +67,7 @@ export function servicePortId(
   portName: string,
   family: IPFamily,
 ): string {
-  return `${namespace}/${serviceName}/${protocol}/${portName}/${family}`;
+  // join() builds one flat string; a template literal leaves a tree of
+  // concatenations (~120 instead of ~50 bytes), kept as long as the port is.
+  return [namespace, serviceName, protocol, portName, family].join('/');
 }

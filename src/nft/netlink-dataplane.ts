@@ -39,6 +39,8 @@ export interface CommitStats extends NativeCommitTiming {
 
 const SMALL_BATCH = 1 << 16;
 const LARGE_BATCH = 4 << 20;
+/** What encodeOperations reserves per operation. */
+const BYTES_PER_OP_ESTIMATE = 160;
 
 const ERRNO_NAME = new Map<number, string>(Object.entries(osConstants.errno).map(([k, v]) => [v, k]));
 
@@ -56,7 +58,10 @@ export class NetlinkDataplane implements Dataplane {
   readonly #validate: boolean;
   readonly #containers = new Map<string, NftSet | NftMap>();
   // The addon copies a batch before commit() returns its promise, so one buffer
-  // serves consecutive commits; a large one is dropped once commits are small again.
+  // serves consecutive commits. A buffer grown past LARGE_BATCH (a full sync's:
+  // ~130 MiB at 10k services x 10 endpoints) is dropped as soon as the addon has
+  // its copy: keeping it for the next full sync, an hour later, would cost
+  // far more resident memory than allocating it again costs time.
   #writer = new ByteWriter(SMALL_BATCH);
   /** Rules that the last list() could not raise. */
   lastUnreadable: DecodedListing['unreadable'] = [];
@@ -74,11 +79,18 @@ export class NetlinkDataplane implements Dataplane {
     const t0 = performance.now();
     if (this.#validate) validateOperations(ops, [...this.#containers.values()]);
     const t1 = performance.now();
+    // encodeOperations sizes a batch at 160 bytes an operation, which a
+    // rule-heavy full sync exceeds (one chain per endpoint: ~225 bytes): the
+    // writer then doubles, copying what it holds and leaving the old buffer
+    // for the GC (~70 MiB dead at the peak of a 10k-service cold sync). Room
+    // for twice that costs nothing until written: a large buffer's pages are
+    // faulted in only where bytes land.
+    if (ops.length * BYTES_PER_OP_ESTIMATE > LARGE_BATCH) this.#writer.reset(ops.length * BYTES_PER_OP_ESTIMATE * 2);
     const { bytes } = encodeOperations(ops, (f, t, n) => this.#containers.get(key(f, t, n)), this.#writer);
     const t2 = performance.now();
     const pending = this.#addon.commit(bytes, this.#options);
     const t3 = performance.now();
-    if (this.#writer.capacity > LARGE_BATCH && bytes.length * 8 < this.#writer.capacity) this.#writer = new ByteWriter(SMALL_BATCH);
+    if (this.#writer.capacity > LARGE_BATCH) this.#writer = new ByteWriter(SMALL_BATCH);
     const result = await pending;
     this.lastCommit = {
       operations: ops.length, validateMs: t1 - t0, encodeMs: t2 - t1, handoffMs: t3 - t2, totalMs: performance.now() - t0,
@@ -109,6 +121,16 @@ export class NetlinkDataplane implements Dataplane {
     this.#forgetTable(family, table);
     for (const c of decoded.listing.sets) this.#containers.set(key(c.family, c.table, c.name), c);
     return decoded.listing;
+  }
+
+  /**
+   * Gives native memory the process no longer uses back to the OS (malloc's
+   * free pages, in every thread's arena). The addon already does so after a
+   * large commit; this is for the agent once V8 has collected after a large
+   * sync, which frees array buffers and compiler zones into those arenas.
+   */
+  releaseMemory(): void {
+    this.#addon.trimMemory();
   }
 
   /** The ruleset generation id (changes with every committed transaction). */

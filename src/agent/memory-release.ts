@@ -1,0 +1,79 @@
+// Giving memory back after a large sync.
+//
+// A cold sync of a big cluster allocates several times what the agent keeps:
+// the listed JSON, the rendered ruleset, the operations, the encoded batch.
+// V8 sizes its heap up to that burst and, in a process that then sits idle
+// waiting for watch events, it never runs the major GC that would find it all
+// dead: at 10k services x 10 endpoints the agent held ~600 MiB of RSS for
+// ~90 MiB of live data. One forced "last resort" collection (mark-compact with
+// memory reduction, the one V8 runs before an out-of-memory) right after such
+// a sync returns the pages to the OS; then the dataplane trims malloc's arenas
+// (the addon also does so on its own after a large batch, native/addon.cc).
+//
+// Why a forced GC rather than a smaller heap limit: --max-old-space-size would
+// turn a big cluster into an OOM crash, and V8's own memory reducer only acts
+// on allocation activity, which an idle agent does not have. The GC runs only
+// after syncs that committed many operations (or the first one), so a steady
+// stream of small changes never pays for it.
+
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+/** V8's gc() extension with the options Node 24's V8 accepts. */
+type GcFunction = (options?: { type?: 'major' | 'minor'; execution?: 'sync' | 'async'; flavor?: 'regular' | 'last-resort' }) => void;
+
+/** Operations in one commit from which the agent collects afterwards (a ~1k-service cluster's cold sync). */
+export const LARGE_SYNC_OPS = 20_000;
+
+let gcFunction: GcFunction | undefined;
+
+/**
+ * The gc() function, with or without `node --expose-gc`: the agent must behave
+ * the same when started as `node src/cli.ts`. Setting the flag only affects
+ * contexts created afterwards, so a fresh context hands out its gc() and the
+ * flag is reset at once (no other context gets a global gc).
+ */
+function gcFunctionOnce(): GcFunction {
+  if (gcFunction) return gcFunction;
+  const exposed = (globalThis as { gc?: unknown }).gc;
+  if (typeof exposed === 'function') {
+    gcFunction = exposed as GcFunction;
+  } else {
+    setFlagsFromString('--expose-gc');
+    try {
+      gcFunction = runInNewContext('gc') as GcFunction;
+    } finally {
+      setFlagsFromString('--no-expose-gc');
+    }
+  }
+  return gcFunction;
+}
+
+/** One full, compacting collection that also shrinks V8's heap; synchronous. */
+export function collectGarbage(): void {
+  gcFunctionOnce()({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+}
+
+/** A dataplane that can give native memory back (NetlinkDataplane). */
+interface ReleasesMemory {
+  releaseMemory(): void;
+}
+
+function releasesMemory(o: object): o is ReleasesMemory {
+  return typeof (o as Partial<ReleasesMemory>).releaseMemory === 'function';
+}
+
+/**
+ * The agent's default after a large sync: collect, then let the dataplane
+ * trim malloc (the collection frees array buffers and V8's worker threads
+ * leave their compiler and marking zones in per-thread arenas).
+ */
+export function releaseMemory(dataplane: object): void {
+  collectGarbage();
+  if (releasesMemory(dataplane)) dataplane.releaseMemory();
+}
+
+/** Whether a sync that committed `ops` operations is worth a collection afterwards. */
+export function worthCollecting(ops: number | undefined, first: boolean): boolean {
+  return first || (ops ?? 0) >= LARGE_SYNC_OPS;
+}

@@ -1,0 +1,112 @@
+// Giving memory back after a large sync: the forced collection works in a
+// process started without --expose-gc and leaves no global gc behind; which
+// syncs are worth it; the dataplane's own release; and the agent wiring
+// (in-process, real manifest streams, the fake kernel).
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runInNewContext } from 'node:vm';
+import { Writable } from 'node:stream';
+import { firstValueFrom, filter } from 'rxjs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startAgent, type Agent } from '../../src/agent/agent.ts';
+import { collectGarbage, LARGE_SYNC_OPS, releaseMemory, worthCollecting } from '../../src/agent/memory-release.ts';
+import { parseCommandLine } from '../../src/cli/flags.ts';
+import { FakeKernel } from '../../src/nft/fake-kernel.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+
+const EXAMPLES = new URL('../../examples/', import.meta.url).pathname;
+const tick = () => new Promise<void>((r) => setTimeout(r, 0));
+
+describe('collectGarbage', () => {
+  it('collects what is unreachable, without --expose-gc', async () => {
+    expect(process.execArgv).not.toContain('--expose-gc');
+    let garbage: object | undefined = { payload: new Array(100_000).fill(0).map((_, i) => ({ i })) };
+    const ref = new WeakRef(garbage);
+    garbage = undefined;
+    // A WeakRef keeps its target alive until the current job ends.
+    await tick();
+    collectGarbage();
+    expect(ref.deref()).toBeUndefined();
+  });
+
+  it('leaves no gc() in this context or in contexts made afterwards', () => {
+    const before = typeof (globalThis as { gc?: unknown }).gc;
+    collectGarbage();
+    collectGarbage();
+    expect(typeof (globalThis as { gc?: unknown }).gc).toBe(before);
+    expect(runInNewContext('typeof gc')).toBe('undefined');
+  });
+});
+
+describe('worthCollecting', () => {
+  it('after the first sync and after large ones only', () => {
+    expect(worthCollecting(0, true)).toBe(true);
+    expect(worthCollecting(undefined, true)).toBe(true);
+    expect(worthCollecting(LARGE_SYNC_OPS, false)).toBe(true);
+    expect(worthCollecting(LARGE_SYNC_OPS - 1, false)).toBe(false);
+    expect(worthCollecting(undefined, false)).toBe(false);
+  });
+});
+
+describe('releaseMemory', () => {
+  it("collects, then calls the dataplane's releaseMemory when it has one", async () => {
+    const calls: string[] = [];
+    releaseMemory({ releaseMemory: () => calls.push('dataplane') });
+    expect(calls).toEqual(['dataplane']);
+    // A dataplane without one (the fake kernel) is fine.
+    expect(() => releaseMemory(new FakeKernel())).not.toThrow();
+  });
+});
+
+describe('the agent', () => {
+  let agent: Agent | undefined;
+  let dir: string | undefined;
+  afterEach(async () => {
+    await agent?.stop();
+    agent = undefined;
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('releases memory once idle after its first sync and logs what it gave back', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'knp-release-'));
+    const lines: Array<Record<string, unknown>> = [];
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        for (const l of String(chunk).split('\n')) if (l.startsWith('{')) lines.push(JSON.parse(l) as Record<string, unknown>);
+        done();
+      },
+    });
+    const command = parseCommandLine(['--manifests', EXAMPLES, '--hostname-override=node-a', '--min-sync-period=0']);
+    if (command.command !== 'run') throw new Error('expected a run command');
+    const releases: number[] = [];
+    agent = await startAgent(command.options, {
+      logger: createLogger('info', sink),
+      dataplane: new FakeKernel(),
+      serveHttp: false,
+      releaseMemory: () => releases.push(Date.now()),
+    });
+    const first = await firstValueFrom(agent.syncs$.pipe(filter((r) => r.ok)));
+    // Not inside the sync's own callbacks: on the next turn of the event loop.
+    expect(releases).toHaveLength(0);
+    await new Promise<void>((r) => setImmediate(r));
+    await tick();
+    expect(first.report?.kind).toBe('full');
+    expect(releases).toHaveLength(1);
+    const logged = lines.find((l) => l.msg === 'released memory after a large sync');
+    expect(logged).toMatchObject({ before: { rss: expect.any(Number), heapUsed: expect.any(Number) }, after: { rss: expect.any(Number) } });
+  });
+
+  it('exports its own memory on /metrics (prom-client default metrics in its registry)', async () => {
+    const command = parseCommandLine(['--manifests', EXAMPLES, '--hostname-override=node-a']);
+    if (command.command !== 'run') throw new Error('expected a run command');
+    agent = await startAgent(command.options, { logger: createLogger('silent'), dataplane: new FakeKernel(), serveHttp: false, releaseMemory: () => {} });
+    const text = await agent.metrics.registry.metrics();
+    const rss = Number(/^process_resident_memory_bytes (\d+)/m.exec(text)?.[1]);
+    expect(rss).toBeGreaterThan(10 * 2 ** 20);
+    expect(text).toMatch(/^nodejs_heap_size_used_bytes \d+/m);
+    // kube-proxy's own names are still there.
+    expect(text).toContain('kubeproxy_sync_proxy_rules_duration_seconds');
+  });
+});

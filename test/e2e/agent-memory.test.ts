@@ -1,0 +1,61 @@
+// The real agent process (node src/cli.ts, started without --expose-gc) gives
+// the cold sync's garbage back once idle: it logs the release, its heap after
+// is a fraction of what the sync left, and its RSS drops. 1k services x 10
+// endpoints through the fake API server into a network namespace; the 10k
+// figure is bench:sync's rss_mib_10k.
+
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FakeApiServer } from '../fake-apiserver/index.ts';
+import { createNetns, type NetNs } from '../helpers/netns.ts';
+import { agentFlags, populate } from '../../bench/sync-cluster.ts';
+import { eventually, startAgentProcess, type AgentProcess } from './agent-process.ts';
+
+const SERVICES = 1000;
+
+function vmRssMiB(pid: number): number {
+  return Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) / 1024;
+}
+
+describe('agent memory after a large cold sync', () => {
+  let api: FakeApiServer;
+  let ns: NetNs;
+  let agent: AgentProcess | undefined;
+
+  beforeAll(async () => {
+    api = await FakeApiServer.start({ maxHistory: 10_000 });
+    populate(api, SERVICES);
+    ns = createNetns('knp-e2e-mem');
+  });
+
+  afterAll(async () => {
+    await agent?.stop();
+    ns?.destroy();
+    await api?.close();
+  });
+
+  it('is released once idle, without --expose-gc', async () => {
+    // bench:sync's cluster: its own node name and CIDRs (later flags win).
+    agent = await startAgentProcess(api, ns.path, agentFlags('0').filter((f) => !f.startsWith('--log-level')));
+    const synced = await eventually(
+      async () => agent!.entries().find((e) => e.msg === 'synced nftables rules'),
+      (e) => e !== undefined,
+      120_000,
+      'the cold sync',
+    );
+    expect(synced!.servicePorts).toBe(SERVICES);
+    expect(synced!.ops as number).toBeGreaterThan(20_000);
+    const released = await eventually(
+      async () => agent!.entries().find((e) => e.msg === 'released memory after a large sync'),
+      (e) => e !== undefined,
+      30_000,
+      'the release',
+    );
+    const before = released!.before as { heapUsed: number; heapTotal: number; rss: number };
+    const after = released!.after as { heapUsed: number; heapTotal: number; rss: number };
+    expect(after.heapTotal).toBeLessThan(before.heapTotal);
+    expect(after.heapUsed).toBeLessThan(before.heapUsed);
+    expect(after.rss).toBeLessThan(before.rss);
+    expect(vmRssMiB(agent.child.pid!)).toBeLessThan(before.rss);
+  }, 180_000);
+});
