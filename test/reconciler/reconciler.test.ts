@@ -2,11 +2,10 @@ import { firstValueFrom, filter, Subject, take, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { FakeKernel } from '../../src/nft/fake-kernel.ts';
 import { Reconciler, SyncError } from '../../src/reconciler/reconciler.ts';
-import { renderRuleset } from '../../src/reconciler/ruleset.ts';
-import { planFullSync } from '../../src/reconciler/full-sync.ts';
 import { syncRunner } from '../../src/reconciler/sync-runner.ts';
 import type { ServicePort } from '../../src/model/service-port.ts';
 import { config, ep, sp, V4 } from './fixtures.ts';
+import { afterFreshFullSync, listingWithoutHandles } from './kernel-listing.ts';
 
 const cfg = config({ families: { IPv4: V4 } });
 const web = sp({ nodePort: 30080, endpoints: [ep('10.244.1.5')] });
@@ -29,17 +28,9 @@ function setup(initial: ServicePort[]) {
   };
 }
 
-function expected(ports: ServicePort[]) {
-  const k = new FakeKernel();
-  k.commitSync(planFullSync(renderRuleset(ports, cfg), 'replace').ops);
-  return strip(k);
-}
+const expected = (ports: ServicePort[]) => afterFreshFullSync(ports, cfg);
 
-function strip(k: FakeKernel) {
-  const l = k.listSync('ip', 'kube-nft-proxy');
-  if (l) for (const r of l.rules) delete r.handle;
-  return l;
-}
+const strip = listingWithoutHandles;
 
 describe('Reconciler', () => {
   it('first sync is a full replace even when asked for an incremental one; then incremental', async () => {

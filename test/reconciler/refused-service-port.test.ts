@@ -7,10 +7,9 @@ import { NftCommitError, type Dataplane } from '../../src/nft/dataplane.ts';
 import { FakeKernel } from '../../src/nft/fake-kernel.ts';
 import type { Family, Operation } from '../../src/nft/objects.ts';
 import type { ServicePort } from '../../src/model/service-port.ts';
-import { planFullSync } from '../../src/reconciler/full-sync.ts';
 import { Reconciler, SyncError } from '../../src/reconciler/reconciler.ts';
-import { renderRuleset } from '../../src/reconciler/ruleset.ts';
 import { config, ep, sp, V4 } from './fixtures.ts';
+import { afterFreshFullSync, listingWithoutHandles } from './kernel-listing.ts';
 
 const cfg = config({ families: { IPv4: V4 } });
 
@@ -58,17 +57,8 @@ function setup(initial: ServicePort[]) {
   return { kernel, r, set: (p: ServicePort[]) => (ports = p), settle };
 }
 
-/** What a fresh full sync of `ports` leaves in a kernel, handles aside. */
-function expected(ports: ServicePort[]) {
-  const k = new FakeKernel();
-  k.commitSync(planFullSync(renderRuleset(ports, cfg), 'replace').ops);
-  return strip(k);
-}
-function strip(k: FakeKernel) {
-  const l = k.listSync('ip', 'kube-nft-proxy');
-  if (l) for (const r of l.rules) delete r.handle;
-  return l;
-}
+const expected = (ports: ServicePort[]) => afterFreshFullSync(ports, cfg);
+const strip = listingWithoutHandles;
 
 describe('a ServicePort the kernel refuses', () => {
   it('a new one is left out and reported; the others of the same sync are programmed', async () => {
