@@ -111,9 +111,12 @@ export class Reconciler {
     return this.#state;
   }
 
-  /** Renders and plans without committing (`--dry-run`, tests). */
-  plan(request: SyncRequest): { plan: SyncPlan; desired: Ruleset; kind: SyncReport['kind']; mode?: FullSyncMode } {
-    const desired = renderRuleset(this.#programmable(), this.#config, this.#lastRendered ?? this.#state.applied);
+  /**
+   * Renders and plans without committing (`--dry-run`, tests). `ports`: the
+   * model's ServicePorts, read once per sync (reading them drains the model).
+   */
+  plan(request: SyncRequest, ports: readonly ServicePort[] = this.#servicePorts()): { plan: SyncPlan; desired: Ruleset; kind: SyncReport['kind']; mode?: FullSyncMode } {
+    const desired = renderRuleset(this.#programmable(ports), this.#config, this.#lastRendered ?? this.#state.applied);
     this.#lastRendered = desired;
     if (request.kind === 'full' || this.#state.applied === undefined) {
       const mode = request.kind === 'full' ? request.mode : 'replace';
@@ -124,8 +127,7 @@ export class Reconciler {
   }
 
   /** The model's ServicePorts, with set-aside ones replaced by their last applied version (or left out). */
-  #programmable(): readonly ServicePort[] {
-    const all = this.#servicePorts();
+  #programmable(all: readonly ServicePort[]): readonly ServicePort[] {
     if (this.#setAside.size === 0) return all;
     const seen = new Set<string>();
     const out: ServicePort[] = [];
@@ -146,11 +148,11 @@ export class Reconciler {
   }
 
   /** Sets aside the ServicePorts a refused commit names; true when there is something new to leave out. */
-  #setAsideRefused(error: unknown, plan: SyncPlan, desired: Ruleset, rejected: RejectedServicePort[]): boolean {
+  #setAsideRefused(error: unknown, plan: SyncPlan, desired: Ruleset, ports: readonly ServicePort[], rejected: RejectedServicePort[]): boolean {
     if (!(error instanceof NftCommitError) || error.failures.length === 0) return false;
     const owners = new OperationOwners([desired, this.#state.applied]);
     const current = new Map<string, ServicePort>();
-    for (const sp of this.#servicePorts()) current.set(sp.id, sp);
+    for (const sp of ports) current.set(sp.id, sp);
     let found = false;
     for (const f of error.failures) {
       if (TRANSIENT.has(f.code)) continue;
@@ -169,13 +171,14 @@ export class Reconciler {
   async sync(request: SyncRequest): Promise<SyncReport> {
     const rejected: RejectedServicePort[] = [];
     if (request.kind === 'full') this.#setAside.clear();
+    const ports = this.#servicePorts();
     for (let pass = 0; ; pass++) {
-      const { plan, desired, kind, mode } = this.plan(request);
+      const { plan, desired, kind, mode } = this.plan(request, ports);
       try {
         return await this.#commit(plan, desired, kind, mode, rejected);
       } catch (e) {
         const cause = e instanceof SyncError ? e.cause : e;
-        if (pass + 1 < MAX_SET_ASIDE_PASSES && this.#setAsideRefused(cause, plan, desired, rejected)) continue;
+        if (pass + 1 < MAX_SET_ASIDE_PASSES && this.#setAsideRefused(cause, plan, desired, ports, rejected)) continue;
         throw e;
       }
     }

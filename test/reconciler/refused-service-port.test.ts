@@ -117,6 +117,16 @@ describe('a ServicePort the kernel refuses', () => {
     expect(strip(t.kernel.inner)).toEqual(expected([web, api3]));
   });
 
+  it('the model is read once per sync, however many passes set ports aside (reading it drains it)', async () => {
+    const kernel = new RefusingKernel();
+    kernel.refusedAddresses = new Set(['10.244.3.3', '10.244.4.4']);
+    let reads = 0;
+    const r = new Reconciler({ dataplane: kernel, config: cfg, servicePorts: () => (reads++, [web, api, db]), now: () => 0 });
+    const rep = await r.sync({ kind: 'incremental' });
+    expect(rep.setAside).toBe(2);
+    expect(reads).toBe(1);
+  });
+
   it('several refused at once are all set aside in one sync', async () => {
     const t = setup([web]);
     await t.r.sync({ kind: 'incremental' });
