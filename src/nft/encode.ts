@@ -246,6 +246,9 @@ class BatchEncoder implements RecordSink {
 const CREATE = NLM_F.CREATE;
 const EXCL = NLM_F.CREATE | NLM_F.EXCL;
 
+/** What encodeOperations reserves per operation: more than any rule the renderer makes takes. */
+const BATCH_BYTES_PER_OP = 320;
+
 /**
  * The op indexes of a run of same-verb element operations, grouped by set in
  * order of first appearance. Adding (or deleting) distinct elements commutes,
@@ -280,13 +283,14 @@ function groupBySet(ops: readonly Operation[], from: number, to: number): number
  * are a view of it.
  */
 export function encodeOperations(ops: readonly Operation[], lookup: ContainerLookup = () => undefined, writer?: ByteWriter): EncodedBatch {
-  // Most operations take well under 96 bytes: one allocation, no regrowth.
   // A caller's writer is reused (its bytes are valid until its next use): a
   // full sync's 14 MB buffer is then not allocated, zeroed and faulted in again.
-  // Sized once from the operation count (a rule takes ~150 bytes, an element
-  // ~60): growing by doubling would copy and zero the whole batch again. Pages
-  // of a large buffer that are never written are never faulted in.
-  const size = Math.max(1 << 16, ops.length * 160);
+  // Sized once from the operation count, with room for the largest usual
+  // operation (a rule is 150-225 bytes, an element ~60): growing by doubling
+  // would copy the whole batch and leave the old buffer for the GC (~70 MiB
+  // dead at the peak of a 10k-service cold sync). Pages of a large buffer that
+  // are never written are never faulted in.
+  const size = Math.max(1 << 16, ops.length * BATCH_BYTES_PER_OP);
   let w = writer;
   if (w) w.reset(size);
   else w = new ByteWriter(size);

@@ -39,8 +39,6 @@ export interface CommitStats extends NativeCommitTiming {
 
 const SMALL_BATCH = 1 << 16;
 const LARGE_BATCH = 4 << 20;
-/** What encodeOperations reserves per operation. */
-const BYTES_PER_OP_ESTIMATE = 160;
 
 const ERRNO_NAME = new Map<number, string>(Object.entries(osConstants.errno).map(([k, v]) => [v, k]));
 
@@ -79,13 +77,6 @@ export class NetlinkDataplane implements Dataplane {
     const t0 = performance.now();
     if (this.#validate) validateOperations(ops, [...this.#containers.values()]);
     const t1 = performance.now();
-    // encodeOperations sizes a batch at 160 bytes an operation, which a
-    // rule-heavy full sync exceeds (one chain per endpoint: ~225 bytes): the
-    // writer then doubles, copying what it holds and leaving the old buffer
-    // for the GC (~70 MiB dead at the peak of a 10k-service cold sync). Room
-    // for twice that costs nothing until written: a large buffer's pages are
-    // faulted in only where bytes land.
-    if (ops.length * BYTES_PER_OP_ESTIMATE > LARGE_BATCH) this.#writer.reset(ops.length * BYTES_PER_OP_ESTIMATE * 2);
     const { bytes } = encodeOperations(ops, (f, t, n) => this.#containers.get(key(f, t, n)), this.#writer);
     const t2 = performance.now();
     const pending = this.#addon.commit(bytes, this.#options);
