@@ -19,22 +19,18 @@ import { NetlinkDataplane, type CommitStats } from '../src/nft/netlink-dataplane
 import { renderOperations } from '../src/nft/render-text.ts';
 import type { NftMap, Operation } from '../src/nft/objects.ts';
 import { elementOps, endpointChange, fullRuleset, TABLE } from './kube-proxy-ruleset.ts';
+import { type NftLoad, nftLoadFile } from './nft-load.ts';
 
 const sizes = (process.env.BENCH_SIZES ?? '1000,10000,30000').split(',').map(Number);
 const dir = mkdtempSync(join(tmpdir(), 'knp-bench-'));
 const MiB = 1024 * 1024;
 const INCREMENTAL_SAMPLES = 5;
 
-/** `nft -f file` inside ns: wall time and nft's peak RSS (from /usr/bin/time -v). */
-function nftLoad(ns: NetNs, text: string, name: string): { ms: number; peakMiB: number } {
+/** `text` written to `name` and loaded with `nft -f` inside ns. */
+function nftLoad(ns: NetNs, text: string, name: string): NftLoad {
   const file = join(dir, name);
   writeFileSync(file, text);
-  const t0 = performance.now();
-  const r = spawnSync('ip', ['netns', 'exec', ns.name, '/usr/bin/time', '-v', 'nft', '-f', file], { encoding: 'utf8', maxBuffer: 1 << 26 });
-  const ms = performance.now() - t0;
-  if (r.status !== 0) throw new Error(`nft -f failed: ${r.stderr.slice(0, 2000)}`);
-  const kb = Number(/Maximum resident set size \(kbytes\): (\d+)/.exec(r.stderr)?.[1] ?? NaN);
-  return { ms, peakMiB: kb / 1024 };
+  return nftLoadFile(ns, file);
 }
 
 /** The kernel's time inside nft's one batch sendmsg (strace -T), or NaN without strace. */
@@ -113,8 +109,8 @@ try {
 
     // Through nft -f, from the same objects rendered to text.
     const nsN = createNetns('knp-bench');
-    let nftFull: { ms: number; peakMiB: number };
-    let nftIncr: { ms: number; peakMiB: number };
+    let nftFull: NftLoad;
+    let nftIncr: NftLoad;
     let nftIncrRange: [number, number];
     let textMiB: number;
     const text = renderOperations(full);

@@ -18,7 +18,7 @@
 // --endpoint-shape=map|chains (default map, the agent's) is passed to the agent and to
 // the raw load. Prints a table; the last line is one JSON object.
 
-import { spawn, spawnSync, fork, type ChildProcess } from 'node:child_process';
+import { spawn, fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir, loadavg } from 'node:os';
@@ -27,6 +27,7 @@ import { fileURLToPath } from 'node:url';
 import { FakeApiServer } from '../test/fake-apiserver/index.ts';
 import { createNetns, type NetNs } from '../test/helpers/netns.ts';
 import { servicePortNameBase } from '../src/reconciler/names.ts';
+import { type NftLoad, nftLoadFile } from './nft-load.ts';
 import type { RawLoadResult } from './sync-raw-load.ts';
 import { agentFlags, populate, podIP, servicePortName, sliceKey, sliceObject } from './sync-cluster.ts';
 
@@ -269,16 +270,11 @@ function rawLoad(kubeconfig: string, textFile: string): Promise<RawLoadResult> {
   }).finally(() => ns.destroy());
 }
 
-/** `nft -f file` in a fresh namespace: wall time and nft's peak RSS (from /usr/bin/time -v). */
-function nftLoad(file: string): { ms: number; peakMiB: number } {
+/** `nft -f file` in a fresh namespace. */
+function nftLoad(file: string): NftLoad {
   const ns = createNetns('knp-bench-nft');
   try {
-    const t0 = performance.now();
-    const r = spawnSync('ip', ['netns', 'exec', ns.name, '/usr/bin/time', '-v', 'nft', '-f', file], { encoding: 'utf8', maxBuffer: 1 << 26 });
-    const ms = performance.now() - t0;
-    if (r.status !== 0) throw new Error(`nft -f failed: ${r.stderr.slice(0, 2000)}`);
-    const kb = Number(/Maximum resident set size \(kbytes\): (\d+)/.exec(r.stderr)?.[1] ?? NaN);
-    return { ms, peakMiB: kb / 1024 };
+    return nftLoadFile(ns, file);
   } finally {
     ns.destroy();
   }
