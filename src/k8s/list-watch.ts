@@ -59,14 +59,8 @@ export class ScratchBuffer {
   }
 }
 
-export async function listPage(
-  conn: ApiConnection,
-  path: string,
-  query: Query,
-  t: RequestTimeouts,
-  signal: AbortSignal,
-  scratch?: ScratchBuffer,
-): Promise<ListPage> {
+/** A GET whose answer must be 200; any other status is thrown as the API server's error. */
+async function get(conn: ApiConnection, path: string, query: Query, t: RequestTimeouts, signal: AbortSignal) {
   const res = await request(buildUrl(conn, path, query), {
     dispatcher: conn.dispatcher,
     headers: await conn.headers(),
@@ -75,6 +69,18 @@ export async function listPage(
     bodyTimeout: t.bodyTimeoutMs,
   });
   if (res.statusCode !== 200) throw await failure(res.statusCode, res.headers, res.body);
+  return res;
+}
+
+export async function listPage(
+  conn: ApiConnection,
+  path: string,
+  query: Query,
+  t: RequestTimeouts,
+  signal: AbortSignal,
+  scratch?: ScratchBuffer,
+): Promise<ListPage> {
+  const res = await get(conn, path, query, t, signal);
   let bytes = 0;
   let body: Buffer;
   if (scratch) {
@@ -144,14 +150,7 @@ export async function watchStream(
   signal: AbortSignal,
   onEvent: (ev: WatchEvent) => void,
 ): Promise<void> {
-  const res = await request(buildUrl(conn, path, { ...query, watch: 1 }), {
-    dispatcher: conn.dispatcher,
-    headers: await conn.headers(),
-    signal,
-    headersTimeout: t.headersTimeoutMs,
-    bodyTimeout: t.bodyTimeoutMs,
-  });
-  if (res.statusCode !== 200) throw await failure(res.statusCode, res.headers, res.body);
+  const res = await get(conn, path, { ...query, watch: 1 }, t, signal);
   const splitter = new LineSplitter();
   const onLine = (line: string) => {
     let ev: unknown;
