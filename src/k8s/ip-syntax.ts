@@ -58,19 +58,18 @@ export function isCIDRLoose(s: string): boolean {
  * Addresses no pod can have: unspecified, loopback, link-local, multicast and
  * the IPv4 broadcast. The API server accepts some of these in an
  * EndpointSlice; programming them would send service traffic nowhere useful.
+ * IPv4 by its first two octets, as ipv4Head() gives them (a caller that has
+ * parsed the address already does not parse it again).
  */
-export function isUnroutableEndpoint(s: string, family: 'IPv4' | 'IPv6'): boolean {
-  if (family === 'IPv4') {
-    const head = ipv4Head(s);
-    const a = head >> 8;
-    const b = head & 255;
-    if (a === 0 || a === 127 || a >= 224) return true; // unspecified/this-net, loopback, multicast+reserved+broadcast
-    if (a === 169 && b === 254) return true;
-    return false;
-  }
+export function isUnroutableIPv4Head(head: number): boolean {
+  const a = head >> 8;
+  // unspecified/this-net, loopback, multicast+reserved+broadcast, link-local
+  return a === 0 || a === 127 || a >= 224 || head === 0xa9fe;
+}
+
+export function isUnroutableIPv6(s: string): boolean {
   const lower = s.toLowerCase();
   if (lower === '::' || lower === '::1') return true;
   if (/^fe[89ab]/.test(lower)) return true; // fe80::/10
-  if (lower.startsWith('ff')) return true; // multicast
-  return false;
+  return lower.startsWith('ff'); // multicast
 }

@@ -8,7 +8,7 @@
 // IPv4 with leading zeros is kept as sent: the model normalises it.
 
 import type { EndpointHints, EndpointInfo, EndpointPortInfo, EndpointSliceInfo } from '../k8s/types.ts';
-import { ipv4Head, isUnroutableEndpoint } from '../k8s/ip-syntax.ts';
+import { ipv4Head, isUnroutableIPv4Head, isUnroutableIPv6 } from '../k8s/ip-syntax.ts';
 import { isIPv6 } from 'node:net';
 import { LABEL_FOR_REGION, LABEL_FOR_ZONE, LABEL_SERVICE_NAME } from '../k8s/well-known.ts';
 import { digestOf, EMPTY_LIST, mix, type StringPool } from './intern.ts';
@@ -116,14 +116,10 @@ function projectEndpoint(raw: unknown, i: number, addressType: string, pool: Str
     if (addressType === 'IPv4') {
       const head = ipv4Head(a);
       if (head < 0) return `endpoints[${i}] address ${JSON.stringify(a)} is not IPv4`;
-      const first = head >> 8;
-      // Fast path for the common case; the full check covers the rest.
-      if ((first === 0 || first === 127 || first >= 224 || head === 0xa9fe) && isUnroutableEndpoint(a, 'IPv4')) {
-        return `endpoints[${i}] address ${a} is not routable`;
-      }
+      if (isUnroutableIPv4Head(head)) return `endpoints[${i}] address ${a} is not routable`;
     } else if (addressType === 'IPv6') {
       if (!isIPv6(a)) return `endpoints[${i}] address ${JSON.stringify(a)} is not IPv6`;
-      if (isUnroutableEndpoint(a, 'IPv6')) return `endpoints[${i}] address ${a} is not routable`;
+      if (isUnroutableIPv6(a)) return `endpoints[${i}] address ${a} is not routable`;
     } else if (a === '' || a.length > 253) return `endpoints[${i}] has a bad FQDN`;
   }
   // One literal with every field, in one order: every endpoint shares one
