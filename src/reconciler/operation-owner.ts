@@ -12,7 +12,8 @@ import { SET } from './names.ts';
 import type { Ruleset } from './ruleset.ts';
 import { tableFamily } from './statements.ts';
 
-const SKELETON = 'skeleton';
+/** Owners of the skeleton's objects, as claims name them (`skeleton:IPv4`): no ServicePort. */
+const SKELETON = 'skeleton:';
 
 /** Maps `family table name` of chains and sets, and element keys, to their owner. */
 export class OperationOwners {
@@ -23,19 +24,20 @@ export class OperationOwners {
 
   constructor(rulesets: ReadonlyArray<Ruleset | undefined>) {
     this.#rulesets = rulesets.filter((r): r is Ruleset => r !== undefined);
+    // The first owner found wins: the desired ruleset's, then the applied one's.
+    const first = (map: Map<string, string>, key: string, owner: string): void => {
+      if (!map.has(key)) map.set(key, owner);
+    };
     for (const r of this.#rulesets) {
       for (const s of r.skeletons.values()) {
-        for (const c of s.chains) this.#containers.set(containerKey(c.chain.family, c.chain.table, c.chain.name), SKELETON);
-        for (const set of s.sets) this.#containers.set(containerKey(set.family, set.table, set.name), SKELETON);
+        for (const c of s.chains) first(this.#containers, containerKey(c.chain.family, c.chain.table, c.chain.name), SKELETON);
+        for (const set of s.sets) first(this.#containers, containerKey(set.family, set.table, set.name), SKELETON);
       }
       for (const [id, sp] of r.services) {
         const f = sp.fragment;
-        for (const ip of f.hairpin ?? []) {
-          const k = hairpinKey(tableFamily(sp.port.family), ip);
-          if (!this.#hairpin.has(k)) this.#hairpin.set(k, id);
-        }
-        for (const c of f.chains) if (!this.#containers.has(containerKey(c.chain.family, c.chain.table, c.chain.name))) this.#containers.set(containerKey(c.chain.family, c.chain.table, c.chain.name), id);
-        for (const set of f.sets) if (!this.#containers.has(containerKey(set.family, set.table, set.name))) this.#containers.set(containerKey(set.family, set.table, set.name), id);
+        for (const ip of f.hairpin ?? []) first(this.#hairpin, hairpinKey(tableFamily(sp.port.family), ip), id);
+        for (const c of f.chains) first(this.#containers, containerKey(c.chain.family, c.chain.table, c.chain.name), id);
+        for (const set of f.sets) first(this.#containers, containerKey(set.family, set.table, set.name), id);
       }
     }
   }
@@ -82,7 +84,7 @@ export class OperationOwners {
       default:
         return undefined;
     }
-    return owner === undefined || owner === SKELETON || owner.startsWith(`${SKELETON}:`) ? undefined : owner;
+    return owner === undefined || owner.startsWith(SKELETON) ? undefined : owner;
   }
 }
 
