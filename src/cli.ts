@@ -1,12 +1,14 @@
 // kube-nft-proxy's command line: run the agent, print a dry run, or remove our tables.
 
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { netnsPath, startAgent } from './agent/agent.ts';
 import { dryRun } from './agent/dry-run.ts';
 import { FlagError, parseCommandLine, USAGE, type AgentOptions } from './cli/flags.ts';
 import { FeatureGateError, parseFeatureGates } from './config/feature-gates.ts';
 import { NetlinkDataplane } from './nft/netlink-dataplane.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
+import { packageRoot } from './package-root.ts';
 
 async function cleanup(options: AgentOptions, logger: Logger): Promise<void> {
   const dataplane = new NetlinkDataplane({ netns: netnsPath(options.netns) });
@@ -35,7 +37,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (command.command === 'version') {
-    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+    const pkg = JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string };
     process.stdout.write(`kube-nft-proxy ${pkg.version}\n`);
     return 0;
   }

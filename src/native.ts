@@ -4,9 +4,8 @@
 // (e.g. the ASan build). A load failure becomes one actionable error.
 
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { NativeLinkMonitorConstructor } from './links/native-types.ts';
+import { packageRoot } from './package-root.ts';
 
 export interface NativeCommitFailure {
   /** Index of the failing operation; -1 when the kernel's answer names none. */
@@ -75,7 +74,6 @@ export class NativeLoadError extends Error {
   }
 }
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 let cached: NativeAddon | undefined;
 
 function explain(e: unknown): string {
@@ -101,7 +99,7 @@ export function loadAddon(): NativeAddon {
   const require = createRequire(import.meta.url);
   try {
     const explicit = process.env.KUBE_NFT_PROXY_ADDON;
-    const addon = explicit ? require(explicit) : (require('node-gyp-build') as (dir: string) => unknown)(root);
+    const addon = explicit ? require(explicit) : (require('node-gyp-build') as (dir: string) => unknown)(packageRoot);
     cached = addon as NativeAddon;
     return cached;
   } catch (e) {

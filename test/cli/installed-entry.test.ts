@@ -1,0 +1,46 @@
+// The entry point an installed package and the container image run:
+// bin/kube-nft-proxy.js over the compiled dist/, not src/ under type stripping.
+// Compiled modules sit one directory deeper (dist/src/), so anything found
+// relative to a module (package.json, the addon under build/ or prebuilds/)
+// must still be found from there.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createNetns, type NetNs } from '../helpers/netns.ts';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+
+function bin(args: string[]): { status: number | null; stdout: string; stderr: string } {
+  return spawnSync(process.execPath, ['bin/kube-nft-proxy.js', ...args], { cwd: root, encoding: 'utf8', timeout: 30_000 });
+}
+
+describe('the installed entry point (bin/ over the compiled dist/)', () => {
+  let ns: NetNs | undefined;
+
+  beforeAll(() => {
+    // What `npm run build` (prepack) does before the package is packed or the image is built.
+    execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], timeout: 180_000 });
+  }, 200_000);
+
+  afterAll(() => ns?.destroy());
+
+  it('prints the version from package.json', () => {
+    const { version } = JSON.parse(readFileSync(`${root}/package.json`, 'utf8')) as { version: string };
+    const r = bin(['--version']);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe(`kube-nft-proxy ${version}\n`);
+  });
+
+  it('loads the addon and removes our table from a namespace (cleanup)', () => {
+    ns = createNetns('knp-bin');
+    ns.exec('nft', ['-f', '-'], { input: 'table ip kube-nft-proxy {\n  chain services {\n  }\n}\ntable ip other {\n}\n' });
+    const r = bin(['cleanup', `--netns=${ns.name}`]);
+    expect(r.stderr).not.toMatch(/addon|ERR_/);
+    expect(r.status).toBe(0);
+    const tables = ns.nftJson().nftables.flatMap((o) => (o.table ? [`${o.table.family} ${o.table.name}`] : []));
+    expect(tables).toEqual(['ip other']);
+  });
+});
