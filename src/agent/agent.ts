@@ -21,7 +21,7 @@ import { Reconciler } from '../reconciler/reconciler.ts';
 import { syncRunner, type SyncResult } from '../reconciler/sync-runner.ts';
 import { createClusterStreams, type ClusterStreams, type ClusterStreamsOptions } from '../streams/cluster-streams.ts';
 import { DEFAULT_DEVICE_MAX_WAIT_MS, DEFAULT_DEVICE_SETTLE_MS, followFlowtableDevices } from './flowtable-device-follower.ts';
-import { releaseMemory, worthCollecting } from './memory-release.ts';
+import { MemoryReleaser, releaseMemory } from './memory-release.ts';
 import { rulesetConfigFor, type LocalAddress, type OffloadState } from './ruleset-config.ts';
 
 /**
@@ -40,7 +40,7 @@ export interface AgentDeps {
   scheduler?: SchedulerLike;
   /** Whether to serve /metrics and /healthz (default true). */
   serveHttp?: boolean;
-  /** Runs after the first and every large sync, once idle (default: a full V8 collection, then the dataplane's releaseMemory). */
+  /** Runs after the first and every large sync, and once quiet after small ones have grown the RSS (default: a full V8 collection, then the dataplane's releaseMemory). */
   releaseMemory?: () => void;
 }
 
@@ -212,18 +212,16 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   }
 
   const collect = deps.releaseMemory ?? (() => releaseMemory(dataplane));
-  let collectAfterSync: ReturnType<typeof setImmediate> | undefined;
-  /** After the callbacks of this sync (logs, syncs$), so that they are not held up. */
-  const collectSoon = () => {
-    if (collectAfterSync) return;
-    collectAfterSync = setImmediate(() => {
-      collectAfterSync = undefined;
-      const before = memoryMiB();
-      const t0 = performance.now();
+  let beforeRelease: Record<string, number> = {};
+  const releaser = new MemoryReleaser({
+    release: () => {
+      beforeRelease = memoryMiB();
       collect();
-      logger.info({ durationMs: Math.round((performance.now() - t0) * 10) / 10, before, after: memoryMiB() }, 'released memory after a large sync');
-    });
-  };
+    },
+    rss: () => process.memoryUsage.rss(),
+    released: (reason, durationMs) =>
+      logger.info({ durationMs: Math.round(durationMs * 10) / 10, before: beforeRelease, after: memoryMiB() }, reason === 'idle' ? 'released memory once idle' : 'released memory after a large sync'),
+  });
 
   let firstSync = true;
   subs.add(
@@ -251,7 +249,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
         ...(r?.kind === 'full' ? { memoryMiB: memoryMiB() } : {}),
       };
       if (result.ok) {
-        if (worthCollecting(r?.ops, firstSync)) collectSoon();
+        releaser.synced(r?.ops, firstSync);
         firstSync = false;
         const now = Date.now();
         health.synced(now);
@@ -294,7 +292,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
     servers,
     async stop() {
       subs.unsubscribe();
-      if (collectAfterSync) clearImmediate(collectAfterSync);
+      releaser.stop();
       monitor?.stop();
       syncs$.complete();
       await Promise.all(servers.map((s) => s.close()));

@@ -9,9 +9,9 @@ import { join } from 'node:path';
 import { runInNewContext } from 'node:vm';
 import { Writable } from 'node:stream';
 import { firstValueFrom, filter } from 'rxjs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { startAgent, type Agent } from '../../src/agent/agent.ts';
-import { collectGarbage, LARGE_SYNC_OPS, releaseMemory, worthCollecting } from '../../src/agent/memory-release.ts';
+import { collectGarbage, LARGE_SYNC_OPS, MemoryReleaser, releaseMemory, worthCollecting, type ReleaseReason } from '../../src/agent/memory-release.ts';
 import { parseCommandLine } from '../../src/cli/flags.ts';
 import { FakeKernel } from '../../src/nft/fake-kernel.ts';
 import { createLogger } from '../../src/observability/logger.ts';
@@ -57,6 +57,86 @@ describe('releaseMemory', () => {
     expect(calls).toEqual(['dataplane']);
     // A dataplane without one (the fake kernel) is fine.
     expect(() => releaseMemory(new FakeKernel())).not.toThrow();
+  });
+});
+
+describe('MemoryReleaser', () => {
+  const MiB = 2 ** 20;
+  let releaser: MemoryReleaser | undefined;
+  afterEach(() => {
+    releaser?.stop();
+    vi.useRealTimers();
+  });
+
+  /** A releaser over a settable RSS that a release brings back to `floor`. */
+  function setup(floor = 100 * MiB) {
+    vi.useFakeTimers();
+    const state = { rss: floor, releases: [] as ReleaseReason[] };
+    releaser = new MemoryReleaser({
+      release: () => (state.rss = floor),
+      rss: () => state.rss,
+      released: (reason) => state.releases.push(reason),
+      quietMs: 5_000,
+      growthBytes: 8 * MiB,
+    });
+    return state;
+  }
+
+  it('releases after the first and after large syncs on the next turn, not inside the sync', () => {
+    const state = setup();
+    releaser!.synced(10, true);
+    expect(state.releases).toEqual([]);
+    vi.advanceTimersToNextTimer();
+    expect(state.releases).toEqual(['large sync']);
+    releaser!.synced(LARGE_SYNC_OPS, false);
+    vi.advanceTimersToNextTimer();
+    expect(state.releases).toEqual(['large sync', 'large sync']);
+  });
+
+  it('after small syncs, once quiet, only when the RSS grew by the threshold since the last release', () => {
+    const state = setup();
+    releaser!.synced(10, true);
+    vi.advanceTimersToNextTimer();
+    state.rss += 7 * MiB;
+    releaser!.synced(4, false);
+    vi.advanceTimersByTime(10_000);
+    expect(state.releases).toEqual(['large sync']);
+    state.rss += 1 * MiB;
+    releaser!.synced(4, false);
+    vi.advanceTimersByTime(4_999);
+    expect(state.releases).toEqual(['large sync']);
+    vi.advanceTimersByTime(1);
+    expect(state.releases).toEqual(['large sync', 'idle']);
+    expect(state.rss).toBe(100 * MiB);
+  });
+
+  it('never during churn: every sync restarts the quiet period', () => {
+    const state = setup();
+    releaser!.synced(10, true);
+    vi.advanceTimersToNextTimer();
+    state.rss += 50 * MiB;
+    for (let i = 0; i < 20; i++) {
+      releaser!.synced(4, false);
+      vi.advanceTimersByTime(1_000);
+    }
+    expect(state.releases).toEqual(['large sync']);
+    vi.advanceTimersByTime(4_000);
+    expect(state.releases).toEqual(['large sync', 'idle']);
+  });
+
+  it('does nothing once stopped', () => {
+    const state = setup();
+    releaser!.synced(10, true);
+    releaser!.stop();
+    vi.advanceTimersByTime(60_000);
+    expect(state.releases).toEqual([]);
+    releaser!.synced(10, true);
+    vi.advanceTimersToNextTimer();
+    state.rss += 50 * MiB;
+    releaser!.synced(4, false);
+    releaser!.stop();
+    vi.advanceTimersByTime(60_000);
+    expect(state.releases).toEqual(['large sync']);
   });
 });
 
