@@ -89,8 +89,8 @@ export function readSlices(
     const endpoints: EndpointView[] = [];
     slice.endpoints.forEach((ep, i) => {
       const field = `endpoints[${i}].addresses[0]`;
-      const raw = ep.addresses[0];
-      if (raw === undefined) {
+      const raw = ep.address;
+      if (raw === undefined || raw === '') {
         sink.add('MISSING_ADDRESS', obj, `endpoints[${i}].addresses`, 'endpoint has no address; ignored');
         return;
       }

@@ -132,7 +132,7 @@ export class EndpointSliceIndex implements StoreListener<EndpointSliceInfo> {
           groups.set(gk, g);
         }
         for (const e of s.endpoints) {
-          const addr = e.addresses[0]!;
+          const addr = e.address;
           const at = g.byAddr.get(addr);
           if (at === undefined) {
             g.byAddr.set(addr, g.out.endpoints.length);

@@ -134,7 +134,7 @@ function projectEndpoint(raw: unknown, i: number, addressType: string, pool: Str
     if (forZones.length > 0 || forNodes.length > 0) hints = { forZones, forNodes };
   }
   const ep: EndpointInfo = {
-    addresses: addrs as string[],
+    address: addrs[0] as string,
     ready: c !== undefined && typeof c.ready === 'boolean' ? c.ready : undefined,
     serving: c !== undefined && typeof c.serving === 'boolean' ? c.serving : undefined,
     terminating: c !== undefined && typeof c.terminating === 'boolean' ? c.terminating : undefined,

@@ -59,7 +59,7 @@ const rows: Row[] = [
   {
     name: 'unset conditions: ready unset means ready',
     svc: service(),
-    endpoints: [{ addresses: ['10.0.1.1'] }],
+    endpoints: [{ address: '10.0.1.1' }],
     cluster: ['10.0.1.1:8080'],
     external: ['10.0.1.1:8080'],
     all: ['10.0.1.1:8080'],
@@ -67,7 +67,7 @@ const rows: Row[] = [
   {
     name: 'unset serving means serving (as kube-proxy reads it): a not-ready terminating endpoint is a fallback',
     svc: service(),
-    endpoints: [{ addresses: ['10.0.1.1'], ready: false, terminating: true }],
+    endpoints: [{ address: '10.0.1.1', ready: false, terminating: true }],
     cluster: ['10.0.1.1:8080'],
     external: ['10.0.1.1:8080'],
     all: ['10.0.1.1:8080'],
@@ -75,7 +75,7 @@ const rows: Row[] = [
   {
     name: 'unset terminating means not terminating: a not-ready endpoint with serving unset is unusable',
     svc: service(),
-    endpoints: [{ addresses: ['10.0.1.1'], ready: false }],
+    endpoints: [{ address: '10.0.1.1', ready: false }],
     cluster: 'reject',
     external: 'reject',
     all: [],
@@ -187,7 +187,7 @@ const rows: Row[] = [
   {
     name: 'an endpoint without nodeName is never local',
     svc: service({ internalTrafficPolicy: 'Local' }),
-    endpoints: [{ addresses: ['10.0.1.1'], ready: true }],
+    endpoints: [{ address: '10.0.1.1', ready: true }],
     cluster: 'drop',
     external: 'drop',
     all: [],
@@ -260,11 +260,6 @@ describe('slices and duplicates', () => {
     const { ports, warnings } = buildServicePorts(service(), slices, node(), config());
     expect(warnings).toEqual([]);
     expect(show(only(ports).cluster)).toEqual(['10.0.1.1:8080']);
-  });
-
-  it('only the first address of an endpoint is used', () => {
-    const slices = [slice('web-1', [{ addresses: ['10.0.1.1', '10.0.9.9'], ready: true }])];
-    expect(show(only(buildServicePorts(service(), slices, node(), config()).ports).cluster)).toEqual(['10.0.1.1:8080']);
   });
 
   it('output does not depend on slice order', () => {

@@ -28,7 +28,7 @@ export function service(over: Partial<ServiceInfo> = {}): ServiceInfo {
 }
 
 export function ep(address: string, over: Partial<EndpointInfo> = {}): EndpointInfo {
-  return { addresses: [address], ready: true, serving: true, terminating: false, nodeName: 'node-b', ...over };
+  return { address, ready: true, serving: true, terminating: false, nodeName: 'node-b', ...over };
 }
 
 /** A terminating endpoint still serving (graceful shutdown). */
@@ -37,7 +37,7 @@ export function servingTerminating(address: string, over: Partial<EndpointInfo> 
 }
 
 export function slice(name: string, endpoints: EndpointInfo[], over: Partial<EndpointSliceInfo> = {}): EndpointSliceInfo {
-  const family: IPFamily | 'FQDN' = over.addressType ?? (endpoints[0]?.addresses[0]?.includes(':') ? 'IPv6' : 'IPv4');
+  const family: IPFamily | 'FQDN' = over.addressType ?? (endpoints[0]?.address.includes(':') ? 'IPv6' : 'IPv4');
   return {
     namespace: 'default',
     name,

@@ -170,13 +170,13 @@ const cases: Case[] = [
   },
   {
     name: 'an unparseable endpoint address drops that endpoint',
-    mutate: (_, slices) => (slices[0]!.endpoints[0]!.addresses = ['10.0.1.256']),
+    mutate: (_, slices) => (slices[0]!.endpoints[0]!.address = '10.0.1.256'),
     warning: ['INVALID_IP', SLICE, 'endpoints[0].addresses[0]'],
     expect: (s) => expect(s.ports[0]!.cluster).toEqual(['10.0.1.2:8080']),
   },
   {
     name: 'an endpoint of the wrong family in a slice drops that endpoint',
-    mutate: (_, slices) => (slices[0]!.endpoints[0]!.addresses = ['fd00::1']),
+    mutate: (_, slices) => (slices[0]!.endpoints[0]!.address = 'fd00::1'),
     warning: ['FAMILY_MISMATCH', SLICE, 'endpoints[0].addresses[0]'],
     expect: (s) => expect(s.ports[0]!.cluster).toEqual(['10.0.1.2:8080']),
   },
@@ -193,13 +193,13 @@ const cases: Case[] = [
   },
   {
     name: 'a broadcast endpoint address is dropped',
-    mutate: (_, slices) => (slices[0]!.endpoints[0]!.addresses = ['255.255.255.255']),
+    mutate: (_, slices) => (slices[0]!.endpoints[0]!.address = '255.255.255.255'),
     warning: ['SPECIAL_IP', SLICE, 'endpoints[0].addresses[0]'],
     expect: (s) => expect(s.ports[0]!.cluster).toEqual(['10.0.1.2:8080']),
   },
   {
     name: 'an endpoint without addresses is dropped',
-    mutate: (_, slices) => (slices[0]!.endpoints[0]!.addresses = []),
+    mutate: (_, slices) => (slices[0]!.endpoints[0]!.address = ''),
     warning: ['MISSING_ADDRESS', SLICE, 'endpoints[0].addresses'],
     expect: (s) => expect(s.ports[0]!.cluster).toEqual(['10.0.1.2:8080']),
   },
@@ -251,7 +251,7 @@ describe('validation: one bad field never drops the rest of the service', () => 
 
   it('a bad slice entry is reported once even though every port reads the slice', () => {
     const slices = goodSlices();
-    slices[0]!.endpoints[0]!.addresses = ['nope'];
+    slices[0]!.endpoints[0]!.address = 'nope';
     const { warnings } = buildServicePorts(good(), slices, node(), config());
     expect(warnings).toHaveLength(1);
   });

@@ -150,7 +150,7 @@ describe('bad input', () => {
     await waitFor(() => s!.streams.endpointSlices.size === 1);
     const sl = s.streams.endpointSlices.get('default/web-1')!;
     expect(sl.ports.map((p) => p.port)).toEqual([8443]);
-    expect(sl.endpoints.map((e) => e.addresses[0])).toEqual(['10.244.1.1', '010.244.1.2']);
+    expect(sl.endpoints.map((e) => e.address)).toEqual(['10.244.1.1', '010.244.1.2']);
     expect(s.log.find('invalid part left out').map((l) => l.reason)).toEqual(['ports[0].port out of range: 0', 'endpoints[1] address 255.255.255.255 is not routable']);
   });
 });

@@ -133,8 +133,8 @@ describe('projectEndpointSlice', () => {
     if (!r.ok) return;
     expect(r.value).toMatchObject({ serviceName: 'web', addressType: 'IPv4', forZone: 'z1', ports: [{ name: 'http', protocol: 'TCP', port: 8080 }] });
     expect(r.value.endpoints).toEqual([
-      { addresses: ['10.244.1.5'], ready: true, serving: true, terminating: false, nodeName: 'node-a', zone: 'z1' },
-      { addresses: ['10.244.2.5'], ready: false, serving: false, terminating: false, nodeName: 'node-a', zone: 'z1' },
+      { address: '10.244.1.5', ready: true, serving: true, terminating: false, nodeName: 'node-a', zone: 'z1' },
+      { address: '10.244.2.5', ready: false, serving: false, terminating: false, nodeName: 'node-a', zone: 'z1' },
     ]);
     expect(r.dropped).toBeUndefined();
   });
@@ -147,8 +147,20 @@ describe('projectEndpointSlice', () => {
     expect(r.ok).toBe(true);
     if (!r.ok) return;
     expect(r.value.ports).toEqual([{ name: 'd', protocol: 'UDP', port: 53 }]);
-    expect(r.value.endpoints.map((e) => e.addresses[0])).toEqual(['10.244.1.5', '010.244.001.007']);
+    expect(r.value.endpoints.map((e) => e.address)).toEqual(['10.244.1.5', '010.244.001.007']);
     expect(r.dropped).toHaveLength(7);
+  });
+
+  it('keeps only the first of the addresses of an endpoint (fungible, kube-proxy uses the first), after checking them all', () => {
+    const raw = f.endpointSlice('default', 'web-abc', 'web', [{ ip: '10.244.1.5' }, { ip: '10.244.1.6' }]);
+    const eps = (raw as unknown as { endpoints: Array<{ addresses: string[] }> }).endpoints;
+    eps[0]!.addresses = ['10.244.1.5', '10.244.9.9'];
+    eps[1]!.addresses = ['10.244.1.6', 'fd00::1'];
+    const r = projectEndpointSlice(raw, pool);
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.value.endpoints.map((e) => e.address)).toEqual(['10.244.1.5']);
+    expect(r.dropped).toEqual(['endpoints[1] address "fd00::1" is not IPv4']);
   });
 
   it('shares one frozen port list among slices that list the same ports, and still drops bad ones', () => {

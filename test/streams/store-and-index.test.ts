@@ -52,7 +52,7 @@ function slice(name: string, svc: string, eps: [string, boolean?][], port = 8080
     serviceName: svc,
     addressType,
     ports: [{ name: 'http', protocol: 'TCP', port }],
-    endpoints: eps.map(([ip, ready]) => ({ addresses: [ip], ...(ready === undefined ? {} : { ready }) })),
+    endpoints: eps.map(([ip, ready]) => ({ address: ip, ...(ready === undefined ? {} : { ready }) })),
   };
 }
 
@@ -74,7 +74,7 @@ describe('EndpointSliceIndex', () => {
     put(slice('c', 'other', [['10.244.9.9']]));
     const m = idx.endpointsFor('ns/web');
     expect(m).toHaveLength(1);
-    expect(m[0]!.endpoints.map((e) => `${e.addresses[0]}:${e.ready ?? 'unset'}`)).toEqual(['10.244.0.1:unset', '10.244.0.3:true', '10.244.0.2:unset']);
+    expect(m[0]!.endpoints.map((e) => `${e.address}:${e.ready ?? 'unset'}`)).toEqual(['10.244.0.1:unset', '10.244.0.3:true', '10.244.0.2:unset']);
     expect(idx.slicesFor('ns/web').map((s) => s.name).sort()).toEqual(['a', 'b']);
     expect([...idx.serviceKeys()].sort()).toEqual(['ns/other', 'ns/web']);
   });
@@ -109,7 +109,7 @@ describe('EndpointSliceIndex', () => {
     put(slice('a', 'web', [['10.244.0.1']]));
     put(slice('b', 'web', [['10.244.0.2']]));
     put(slice('c', 'web', [['10.244.0.3']]));
-    const addrs = () => idx.endpointsFor('ns/web').flatMap((g) => g.endpoints.map((e) => e.addresses[0])).sort();
+    const addrs = () => idx.endpointsFor('ns/web').flatMap((g) => g.endpoints.map((e) => e.address)).sort();
     expect(addrs()).toEqual(['10.244.0.1', '10.244.0.2', '10.244.0.3']);
     put(slice('b', 'web', [['10.244.0.9']]));
     expect(addrs()).toEqual(['10.244.0.1', '10.244.0.3', '10.244.0.9']);
