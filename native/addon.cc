@@ -56,33 +56,35 @@ Napi::Error InputErrorToJs(Napi::Env env, const knp::InputError& e) {
   return WithCode(Napi::RangeError::New(env, "commit: " + e.message), e.code);
 }
 
-// Checks and sends one batch on a worker thread: the JS thread only copies
-// the bytes (a 10k-service batch is ~14 MB: a few ms to copy, ~20 ms to check).
+// Checks and sends one batch on a worker thread. The batch's bytes are read
+// where JS wrote them, not copied: the Uint8Array is pinned by a reference
+// until the worker is done (a full sync's batch is tens of MiB, and a copy
+// doubled the agent's peak memory). Its contract, in src/native.ts: JS leaves
+// the bytes alone until the promise settles. A typed array's backing store
+// does not move with V8's garbage collection, so the worker may read it.
 class CommitWorker : public Napi::AsyncWorker {
   // Batches from this size on are followed by malloc_trim (a 1k-service full sync is ~5 MB).
   static constexpr size_t kTrimAfterBytes = size_t(4) << 20;
 
  public:
-  CommitWorker(Napi::Env env, std::vector<uint8_t> bytes, std::string netns)
+  CommitWorker(Napi::Env env, Napi::Uint8Array batch, std::string netns)
       : Napi::AsyncWorker(env, "knp.commit"), deferred_(Napi::Promise::Deferred::New(env)),
-        bytes_(std::move(bytes)), netns_(std::move(netns)) {}
+        pinned_(Napi::Persistent(batch)), data_(batch.Data()), size_(batch.ByteLength()), netns_(std::move(netns)) {}
   Napi::Promise Promise() { return deferred_.Promise(); }
 
   void Execute() override {
     auto t0 = std::chrono::steady_clock::now();
-    parsed_ = knp::ParseBatch(std::move(bytes_), &batch_, &inputError_);
+    parsed_ = knp::ParseBatch(data_, size_, &batch_, &inputError_);
     parseMs_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (parsed_) knp::CommitBatch(batch_, netns_, &result_);
-    // The answers are in result_; the batch's copy is not needed any more.
-    // A full sync's batch (and the netlink messages built from it, freed
-    // when CommitBatch returned) is tens of MiB: glibc keeps such freed
-    // memory in its arenas (the worker threads' arenas, and blocks below the
-    // mmap threshold, which grows after every large free) and never returns
-    // it to the OS for an agent that then idles. Trimming costs a few ms,
-    // off the JS thread, only after large batches.
-    const size_t copied = batch_.bytes.size();
+    // The answers are in result_. The netlink messages built from a full
+    // sync's batch (freed when CommitBatch returned) are tens of MiB: glibc
+    // keeps such freed memory in its arenas (the worker threads' arenas, and
+    // blocks below the mmap threshold, which grows after every large free)
+    // and never returns it to the OS for an agent that then idles. Trimming
+    // costs a few ms, off the JS thread, only after large batches.
     batch_ = knp::Batch{};
-    if (copied >= kTrimAfterBytes) malloc_trim(0);
+    if (size_ >= kTrimAfterBytes) malloc_trim(0);
   }
 
   void OnOK() override {
@@ -124,7 +126,10 @@ class CommitWorker : public Napi::AsyncWorker {
 
  private:
   Napi::Promise::Deferred deferred_;
-  std::vector<uint8_t> bytes_;
+  // Released with the worker, on the JS thread, after OnOK/OnError.
+  Napi::Reference<Napi::Uint8Array> pinned_;
+  const uint8_t* data_;
+  size_t size_;
   std::string netns_;
   bool parsed_ = false;
   double parseMs_ = 0;
@@ -191,8 +196,7 @@ Napi::Value Commit(const Napi::CallbackInfo& info) {
     ThrowType(env, "commit: batch must be a Uint8Array");
   Napi::Uint8Array data = info[0].As<Napi::Uint8Array>();
   std::string netns = NetnsOption(info, 1);
-  std::vector<uint8_t> bytes(data.Data(), data.Data() + data.ByteLength());
-  auto* worker = new CommitWorker(env, std::move(bytes), std::move(netns));
+  auto* worker = new CommitWorker(env, data, std::move(netns));
   Napi::Promise promise = worker->Promise();
   worker->Queue();
   return promise;

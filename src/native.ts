@@ -48,7 +48,12 @@ export interface NativeAddon {
   /**
    * Sends one encoded batch (src/nft/encode.ts) as one transaction. Wrong
    * argument types throw; a malformed buffer rejects with a RangeError whose
-   * code says why (the buffer is copied, then checked off the JS thread).
+   * code says why (checked off the JS thread).
+   *
+   * The batch is not copied: a worker thread reads it until the promise
+   * settles, so until then the caller must not write to it, transfer or
+   * resize its ArrayBuffer (NetlinkDataplane never hands a writer's buffer
+   * to two commits at once). It stays alive by itself meanwhile.
    */
   commit(batch: Uint8Array, options?: NativeOptions): Promise<NativeCommitResult>;
   /** The listing buffer of one table (src/nft/listing.ts), or null when it does not exist. */

@@ -25,9 +25,9 @@ constexpr uint8_t kMsgDestroyFlowtable = 32;
 
 class Reader {
  public:
-  Reader(const std::vector<uint8_t>& b, InputError* e) : b_(b), e_(e) {}
+  Reader(const uint8_t* b, size_t size, InputError* e) : b_(b), size_(size), e_(e) {}
   bool Need(size_t n) {
-    if (b_.size() - pos_ < n) {
+    if (size_ - pos_ < n) {
       if (e_->code.empty()) {
         e_->code = "ERR_NFT_BATCH_TRUNCATED";
         e_->message = "batch buffer is truncated at byte " + std::to_string(pos_);
@@ -60,10 +60,11 @@ class Reader {
     return true;
   }
   size_t pos() const { return pos_; }
-  bool AtEnd() const { return pos_ == b_.size(); }
+  bool AtEnd() const { return pos_ == size_; }
 
  private:
-  const std::vector<uint8_t>& b_;
+  const uint8_t* b_;
+  size_t size_;
   InputError* e_;
   size_t pos_ = 0;
 };
@@ -253,18 +254,19 @@ constexpr size_t kMessageOverhead = 256;
 constexpr size_t kExpressionOverhead = 64;
 constexpr size_t kElementOverhead = 16;
 
-bool ParseBatch(std::vector<uint8_t> bytes, Batch* out, InputError* e) {
-  out->bytes = std::move(bytes);
-  const uint8_t* base = out->bytes.data();
-  Reader r(out->bytes, e);
+bool ParseBatch(const uint8_t* data, size_t size, Batch* out, InputError* e) {
+  out->data = data;
+  out->size = size;
+  const uint8_t* base = data;
+  Reader r(data, size, e);
   uint32_t magic, version, count;
   if (!r.U32(&magic) || !r.U32(&version) || !r.U32(&count)) return false;
   if (magic != kMagic) return Fail(e, "ERR_NFT_BATCH_INVALID", "not a kube-nft-proxy batch buffer");
   if (version != kVersion)
     return Fail(e, "ERR_NFT_BATCH_INVALID", "unsupported batch version " + std::to_string(version));
-  if (out->bytes.size() > UINT32_MAX) return Fail(e, "ERR_NFT_BATCH_INVALID", "batch buffer of 4 GiB or more");
+  if (size > UINT32_MAX) return Fail(e, "ERR_NFT_BATCH_INVALID", "batch buffer of 4 GiB or more");
   // Each record takes at least 11 bytes: a count beyond that is a lie, not a reservation.
-  if (count > out->bytes.size() / 11) return Fail(e, "ERR_NFT_BATCH_TRUNCATED", "batch buffer is truncated");
+  if (count > size / 11) return Fail(e, "ERR_NFT_BATCH_TRUNCATED", "batch buffer is truncated");
   out->records.reserve(count);
   ExpressionNames names;
   size_t bound = 2 * kMessageOverhead;  // batch begin and end

@@ -33,13 +33,17 @@ struct Record {
   uint16_t flags;
   uint8_t family;
   uint32_t opIndex;
-  uint32_t attrs;  // offset of the record's attribute list in Batch::bytes
+  uint32_t attrs;  // offset of the record's attribute list in Batch::data
   uint32_t body;   // offset of its first expression or element
   uint32_t count;  // expressions (Rule) or elements (Elements)
 };
 
 struct Batch {
-  std::vector<uint8_t> bytes;
+  // The batch buffer. Not a copy: the caller keeps it alive and unchanged
+  // until it is done with the Batch (the addon pins the JS Uint8Array for the
+  // commit; a full sync's batch is tens of MiB that a copy would double).
+  const uint8_t* data = nullptr;
+  size_t size = 0;
   std::vector<Record> records;
   // The netlink bytes the batch is expected to take at most: the send buffer's
   // first size (the builder still checks every message against what is left).
@@ -58,10 +62,10 @@ constexpr uint32_t kMaxNameLength = 255;
 
 bool IsKnownFamily(uint32_t family);
 
-// Parses and checks a batch buffer (a private copy: the caller moves it in).
-// Bad input is an InputError with a stable code, never a crash; runs on the
-// worker thread (no napi_env), so the JS thread only pays for the copy.
-bool ParseBatch(std::vector<uint8_t> bytes, Batch* out, InputError* error);
+// Parses and checks a batch buffer, which must outlive *out unchanged (see
+// Batch::data). Bad input is an InputError with a stable code, never a crash;
+// runs on the worker thread (no napi_env): the JS thread pays for nothing.
+bool ParseBatch(const uint8_t* data, size_t size, Batch* out, InputError* error);
 
 // Little-endian reads from a checked batch.
 inline uint16_t LeU16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }

@@ -93,7 +93,7 @@ void CommitBatch(const Batch& batch, const std::string& netnsPath, CommitResult*
       const Record& rec = batch.records[m.record];
       index = rec.opIndex;
       if (rec.kind == ObjectKind::Elements && m.elemCount > 0) {
-        index = LeU32(batch.bytes.data() + m.elemAt);
+        index = LeU32(batch.data + m.elemAt);
         if (hasOffset) {
           int64_t at = ElementAtOffset(builder, m, batch, offset);
           if (at >= 0) index = at;

@@ -96,7 +96,7 @@ constexpr size_t kMaxNestBytes = 60000;
 class BatchBuilder {
  public:
   BatchBuilder(const Batch& b, BuiltBatch* out)
-      : buffer(out->buffer), messages(out->messages), b_(b), bytes_(b.bytes.data()) {
+      : buffer(out->buffer), messages(out->messages), b_(b), bytes_(b.data) {
     buffer.Reset(b.netlinkSize + 4096);
   }
 
@@ -357,9 +357,9 @@ int64_t ElementAtOffset(const BuiltBatch& built, const MessageInfo& m, const Bat
           size_t at = m.elemAt;
           for (uint32_t j = 0; j < k; j++) {
             at += 4;
-            SkipAttrs(b.bytes.data(), &at);
+            SkipAttrs(b.data, &at);
           }
-          return LeU32(b.bytes.data() + at);
+          return LeU32(b.data + at);
         }
         inner += MNL_ALIGN(elem->nla_len);
         k++;

@@ -4,7 +4,7 @@
 // remembered, because element bytes depend on their key types.
 
 import { constants as osConstants } from 'node:os';
-import { loadNative, type NativeAddon, type NativeCommitTiming } from '../native.ts';
+import { loadNative, type NativeAddon, type NativeCommitResult, type NativeCommitTiming } from '../native.ts';
 import { NftCommitError, type Dataplane, type OperationFailure, type TableListing } from './dataplane.ts';
 import { encodeOperations } from './encode.ts';
 import { FAMILY_NUMBER } from './kernel-constants.ts';
@@ -29,7 +29,7 @@ export interface CommitStats extends NativeCommitTiming {
   validateMs: number;
   /** Encoding them into one batch buffer. */
   encodeMs: number;
-  /** The addon call on the JS thread: copying the buffer and queueing the work. */
+  /** The addon call on the JS thread: pinning the buffer and queueing the work. */
   handoffMs: number;
   /** From the call to the kernel's answer. */
   totalMs: number;
@@ -55,12 +55,14 @@ export class NetlinkDataplane implements Dataplane {
   readonly #options: { netns?: string };
   readonly #validate: boolean;
   readonly #containers = new Map<string, NftSet | NftMap>();
-  // The addon copies a batch before commit() returns its promise, so one buffer
-  // serves consecutive commits. A buffer grown past LARGE_BATCH (a full sync's:
-  // ~130 MiB at 10k services x 10 endpoints) is dropped as soon as the addon has
-  // its copy: keeping it for the next full sync, an hour later, would cost
-  // far more resident memory than allocating it again costs time.
-  #writer = new ByteWriter(SMALL_BATCH);
+  // The addon reads a batch where it was encoded until its commit settles, so
+  // a commit takes the writer for itself: one that starts meanwhile (commits
+  // are not serialised here) encodes into a writer of its own. A writer grown
+  // past LARGE_BATCH (a full sync's: ~130 MiB at 10k services x 10 endpoints)
+  // is not kept once its commit is done: keeping it for the next full sync,
+  // an hour later, would cost far more resident memory than allocating it
+  // again costs time.
+  #writer: ByteWriter | undefined = new ByteWriter(SMALL_BATCH);
   /** Rules that the last list() could not raise. */
   lastUnreadable: DecodedListing['unreadable'] = [];
   /** Timings of the last commit that reached the kernel. */
@@ -77,12 +79,21 @@ export class NetlinkDataplane implements Dataplane {
     const t0 = performance.now();
     if (this.#validate) validateOperations(ops, [...this.#containers.values()]);
     const t1 = performance.now();
-    const { bytes } = encodeOperations(ops, (f, t, n) => this.#containers.get(key(f, t, n)), this.#writer);
-    const t2 = performance.now();
-    const pending = this.#addon.commit(bytes, this.#options);
-    const t3 = performance.now();
-    if (this.#writer.capacity > LARGE_BATCH) this.#writer = new ByteWriter(SMALL_BATCH);
-    const result = await pending;
+    const writer = this.#writer ?? new ByteWriter(SMALL_BATCH);
+    this.#writer = undefined;
+    let result: NativeCommitResult;
+    let bytes: Uint8Array;
+    let t2: number;
+    let t3: number;
+    try {
+      ({ bytes } = encodeOperations(ops, (f, t, n) => this.#containers.get(key(f, t, n)), writer));
+      t2 = performance.now();
+      const pending = this.#addon.commit(bytes, this.#options);
+      t3 = performance.now();
+      result = await pending;
+    } finally {
+      if (writer.capacity <= LARGE_BATCH) this.#writer ??= writer;
+    }
     this.lastCommit = {
       operations: ops.length, validateMs: t1 - t0, encodeMs: t2 - t1, handoffMs: t3 - t2, totalMs: performance.now() - t0,
       batchBytes: bytes.length, messages: result.messages, ...result.timing,

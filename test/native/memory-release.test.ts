@@ -1,5 +1,5 @@
 // What a large commit leaves behind: the dataplane keeps no batch-sized buffer
-// once the addon has its copy, and the addon can trim malloc's arenas.
+// once the commit is done, and the addon can trim malloc's arenas.
 
 import { describe, expect, it } from 'vitest';
 import { collectGarbage } from '../../src/agent/memory-release.ts';
