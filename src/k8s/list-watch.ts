@@ -43,6 +43,8 @@ export interface ListPage {
   items: unknown[];
   resourceVersion: string;
   continueToken: string;
+  /** Items after this page, when the server says (metadata.remainingItemCount; an estimate). */
+  remainingItemCount?: number;
   bytes: number;
 }
 
@@ -110,7 +112,7 @@ export async function listPage(
  * ingest through this very function).
  */
 export function parseListBody(body: Buffer, length: number): ListPage {
-  let parsed: { items?: unknown; metadata?: { resourceVersion?: unknown; continue?: unknown } };
+  let parsed: { items?: unknown; metadata?: { resourceVersion?: unknown; continue?: unknown; remainingItemCount?: unknown } };
   try {
     parsed = JSON.parse(body.toString('utf8', 0, length));
   } catch (e) {
@@ -124,6 +126,7 @@ export function parseListBody(body: Buffer, length: number): ListPage {
     items: (parsed.items as unknown[] | null) ?? [],
     resourceVersion: typeof meta.resourceVersion === 'string' ? meta.resourceVersion : '',
     continueToken: typeof meta.continue === 'string' ? meta.continue : '',
+    ...(typeof meta.remainingItemCount === 'number' ? { remainingItemCount: meta.remainingItemCount } : {}),
     bytes: length,
   };
 }

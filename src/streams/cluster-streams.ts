@@ -43,7 +43,7 @@ import { Reflector, type ReflectorOptions } from './reflector.ts';
 import type { Store, StoreView } from './store.ts';
 
 export type ReflectorTuning = Partial<
-  Pick<ReflectorOptions, 'pageSize' | 'watchList' | 'watchTimeoutSeconds' | 'readTimeoutMs' | 'headersTimeoutMs' | 'backoff'>
+  Pick<ReflectorOptions, 'pageSize' | 'progressIntervalMs' | 'watchList' | 'watchTimeoutSeconds' | 'readTimeoutMs' | 'headersTimeoutMs' | 'backoff'>
 >;
 
 export interface ApiServerSourceOptions {

@@ -41,6 +41,8 @@ export interface ReflectorOptions {
   logger: Logger;
   clock?: Clock;
   pageSize?: number;
+  /** While a list is under way, a "listing" progress line at most this often (default 5 s). */
+  progressIntervalMs?: number;
   /** Try the streaming WatchList first (default true). */
   watchList?: boolean;
   /** Server-side watch timeout, drawn uniformly from [min, max] seconds (default 300–600). */
@@ -58,6 +60,36 @@ export interface ReflectorOptions {
  * ones pay per-request overhead. Measured with bench/streams.ts (see there).
  */
 export const DEFAULT_PAGE_SIZE = 250;
+
+export const DEFAULT_LIST_PROGRESS_MS = 5_000;
+
+/**
+ * "listing" lines while a large list is under way: a big cluster's first
+ * list can take a minute, and the agent programs nothing until it is done.
+ */
+class ListProgress {
+  items = 0;
+  pages = 0;
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  readonly #intervalMs: number;
+  #next: number;
+  constructor(clock: Clock, logger: Logger, intervalMs: number) {
+    this.#clock = clock;
+    this.#logger = logger;
+    this.#intervalMs = intervalMs;
+    this.#next = clock.now() + intervalMs;
+  }
+
+  /** After `items` more arrived (a page, or one WatchList event); `remaining` as the server estimates it. */
+  add(items: number, remaining?: number): void {
+    this.items += items;
+    const now = this.#clock.now();
+    if (now < this.#next) return;
+    this.#next = now + this.#intervalMs;
+    this.#logger.info({ items: this.items, ...(this.pages ? { pages: this.pages } : {}), ...(remaining !== undefined ? { remaining } : {}) }, 'listing');
+  }
+}
 
 /**
  * Hands a parsed page's items to the sink one by one, letting go of each raw
@@ -91,6 +123,8 @@ export class Reflector {
   private needList = true;
   /** Set while a WatchList stream is still delivering its initial events. */
   private inInitialEvents = false;
+  /** Progress of the WatchList initial events under way, if any. */
+  private initialProgress: ListProgress | undefined;
   private delivered = false;
 
   constructor(o: ReflectorOptions) {
@@ -181,25 +215,25 @@ export class Reflector {
   private async pagedList(): Promise<void> {
     const limit = this.o.pageSize ?? DEFAULT_PAGE_SIZE;
     let cont = '';
-    let pages = 0;
-    let items = 0;
+    const progress = this.listProgress();
     // Held for this list only: a page's worth of bytes is not worth keeping between relists.
     const scratch = new ScratchBuffer();
     this.o.sink.listStart();
     for (;;) {
       const page = await this.listOnePage(limit, cont, scratch);
-      pages++;
-      items += page.items;
+      progress.pages++;
       if (!page.continueToken) {
+        progress.items += page.items;
         this.rv = page.resourceVersion;
         break;
       }
+      progress.add(page.items, page.remainingItemCount);
       cont = page.continueToken;
     }
     this.o.sink.listEnd();
     this.needList = false;
     this.backoff.reset();
-    this.o.logger.info({ rv: this.rv, pages, items }, 'listed');
+    this.o.logger.info({ rv: this.rv, pages: progress.pages, items: progress.items }, 'listed');
   }
 
   /**
@@ -209,11 +243,15 @@ export class Reflector {
    * loop while the next page is fetched, where every scavenge would copy it
    * and promote it to the old generation.
    */
-  private async listOnePage(limit: number, cont: string, scratch: ScratchBuffer): Promise<{ items: number; continueToken: string; resourceVersion: string }> {
+  private listProgress(): ListProgress {
+    return new ListProgress(this.clock, this.o.logger, this.o.progressIntervalMs ?? DEFAULT_LIST_PROGRESS_MS);
+  }
+
+  private async listOnePage(limit: number, cont: string, scratch: ScratchBuffer): Promise<{ items: number; continueToken: string; resourceVersion: string; remainingItemCount?: number }> {
     const page = await listPage(this.o.connection, this.o.path, { ...this.selectors(), limit, continue: cont || undefined }, this.timeouts, this.abort.signal, scratch);
     this.delivered = true;
     const n = deliverListItems(page.items, this.o.sink);
-    return { items: n, continueToken: page.continueToken, resourceVersion: page.resourceVersion };
+    return { items: n, continueToken: page.continueToken, resourceVersion: page.resourceVersion, remainingItemCount: page.remainingItemCount };
   }
 
   private async watch(initial: boolean): Promise<void> {
@@ -225,6 +263,7 @@ export class Reflector {
       query.resourceVersionMatch = 'NotOlderThan';
       this.o.sink.listStart();
       this.inInitialEvents = true;
+      this.initialProgress = this.listProgress();
     } else {
       query.resourceVersion = this.rv;
     }
@@ -251,13 +290,16 @@ export class Reflector {
           this.inInitialEvents = false;
           this.needList = false;
           this.o.sink.listEnd();
-          this.o.logger.info({ rv: this.rv }, 'listed (WatchList)');
+          this.o.logger.info({ rv: this.rv, items: this.initialProgress?.items }, 'listed (WatchList)');
         }
         return;
       default:
         if (rv) this.rv = rv;
         if (this.inInitialEvents) {
-          if (ev.type !== 'DELETED') this.o.sink.listItem(ev.object);
+          if (ev.type !== 'DELETED') {
+            this.o.sink.listItem(ev.object);
+            this.initialProgress?.add(1);
+          }
         } else {
           this.o.sink.event(ev.type, ev.object);
         }
