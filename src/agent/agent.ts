@@ -55,6 +55,9 @@ export interface Agent {
   stop(): Promise<void>;
 }
 
+/** Syncs from this size on log their plan before committing (a 1k-service cluster's full sync is ~25k operations). */
+const PROGRESS_FROM_OPS = 20_000;
+
 function memoryMiB(): Record<string, number> {
   const m = process.memoryUsage();
   const mib = (b: number) => Math.round(b / 2 ** 20);
@@ -147,6 +150,13 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
       inFlightTriggers = pendingTriggers;
       pendingTriggers = [];
       return [...tracker.servicePorts()];
+    },
+    // Between "programming the initial ruleset" and "synced", a large sync spends
+    // seconds in the model and the planner and then seconds in the kernel: say
+    // which, so that a slow first sync on a big cluster is not a silent one.
+    onPlanned: (p) => {
+      if (p.ops < PROGRESS_FROM_OPS) return;
+      logger.info({ kind: p.kind, servicePorts: p.servicePorts, ops: p.ops, planMs: Math.round(p.planMs) }, 'ruleset planned; committing it to the kernel');
     },
   });
 

@@ -80,6 +80,17 @@ export interface ReconcilerOptions {
   /** Milliseconds on the clock the runner schedules with. */
   now: () => number;
   staleChainDelayMs?: number;
+  /** Each planned transaction, before it is committed: a large one takes seconds in the kernel. */
+  onPlanned?: (planned: PlannedSync) => void;
+}
+
+/** What a sync is about to commit. */
+export interface PlannedSync {
+  kind: SyncReport['kind'];
+  servicePorts: number;
+  ops: number;
+  /** Reading the model, rendering and planning, ms. */
+  planMs: number;
 }
 
 export class Reconciler {
@@ -87,6 +98,7 @@ export class Reconciler {
   readonly #servicePorts: () => readonly ServicePort[];
   readonly #now: () => number;
   readonly #staleDelay: number;
+  readonly #onPlanned: ((planned: PlannedSync) => void) | undefined;
   #config: RulesetConfig;
   #state: SyncState = EMPTY_SYNC_STATE;
   /** Last rendered ruleset, applied or not: its fragments are reused by the next render. */
@@ -99,6 +111,7 @@ export class Reconciler {
     this.#servicePorts = o.servicePorts;
     this.#now = o.now;
     this.#staleDelay = o.staleChainDelayMs ?? DEFAULT_STALE_CHAIN_DELAY_MS;
+    this.#onPlanned = o.onPlanned;
     this.#config = validateRulesetConfig(o.config);
   }
 
@@ -171,9 +184,11 @@ export class Reconciler {
   async sync(request: SyncRequest): Promise<SyncReport> {
     const rejected: RejectedServicePort[] = [];
     if (request.kind === 'full') this.#setAside.clear();
+    const t0 = performance.now();
     const ports = this.#servicePorts();
     for (let pass = 0; ; pass++) {
       const { plan, desired, kind, mode } = this.plan(request, ports);
+      if (plan.ops.length > 0) this.#onPlanned?.({ kind, servicePorts: desired.services.size, ops: plan.ops.length, planMs: performance.now() - t0 });
       try {
         return await this.#commit(plan, desired, kind, mode, rejected);
       } catch (e) {

@@ -45,6 +45,12 @@ describe('agent memory after a large cold sync', () => {
     );
     expect(synced!.servicePorts).toBe(SERVICES);
     expect(synced!.ops as number).toBeGreaterThan(20_000);
+    // A sync this large says where it is before the kernel takes its time.
+    const entries = agent.entries();
+    const planned = entries.findIndex((e) => e.msg === 'ruleset planned; committing it to the kernel');
+    expect(planned).toBeGreaterThan(entries.findIndex((e) => e.msg === 'cluster state synced; programming the initial ruleset'));
+    expect(planned).toBeLessThan(entries.findIndex((e) => e.msg === 'synced nftables rules'));
+    expect(entries[planned]).toMatchObject({ kind: 'full', servicePorts: SERVICES, ops: synced!.ops });
     const released = await eventually(
       async () => agent!.entries().find((e) => e.msg === 'released memory after a large sync'),
       (e) => e !== undefined,

@@ -44,6 +44,32 @@ describe('Reconciler', () => {
     expect(strip(t.kernel)).toEqual(expected([web, api]));
   });
 
+  it('tells onPlanned what it is about to commit, before the commit, and nothing when there is nothing to commit', async () => {
+    const kernel = new FakeKernel();
+    const seen: string[] = [];
+    const commit = kernel.commit.bind(kernel);
+    kernel.commit = async (ops) => {
+      seen.push(`commit ${ops.length}`);
+      return commit(ops);
+    };
+    let ports = [web];
+    const r = new Reconciler({
+      dataplane: kernel,
+      config: cfg,
+      servicePorts: () => ports,
+      now: () => 0,
+      onPlanned: (p) => {
+        expect(p.planMs).toBeGreaterThanOrEqual(0);
+        seen.push(`planned ${p.kind} ${p.servicePorts} ${p.ops}`);
+      },
+    });
+    const first = await r.sync({ kind: 'incremental' });
+    ports = [web, api];
+    const second = await r.sync({ kind: 'incremental' });
+    await r.sync({ kind: 'incremental' });
+    expect(seen).toEqual([`planned full 1 ${first.ops}`, `commit ${first.ops}`, `planned incremental 2 ${second.ops}`, `commit ${second.ops}`]);
+  });
+
   it('nothing to do: no commit at all', async () => {
     const t = setup([web]);
     await t.r.sync({ kind: 'incremental' });
