@@ -36,7 +36,8 @@ double MsSince(std::chrono::steady_clock::time_point t0) {
 void CommitBatch(const Batch& batch, const std::string& netnsPath, CommitResult* result) {
   const auto opened = std::chrono::steady_clock::now();
   errno = 0;
-  std::unique_ptr<NetlinkSocket> owned = TakeSocket(netnsPath, &result->transportError);
+  NamespaceId nsId;
+  std::unique_ptr<NetlinkSocket> owned = TakeSocket(netnsPath, &nsId, &result->transportError);
   result->openMs = MsSince(opened);
   if (!owned) {
     result->transportErrno = errno ? errno : EIO;
@@ -128,7 +129,7 @@ void CommitBatch(const Batch& batch, const std::string& netnsPath, CommitResult*
       if (nlh->nlmsg_seq == sentinelSeq) {
         if (nlh->nlmsg_type == NLMSG_ERROR) {  // the ack ends the sentinel's answer
           result->receiveMs = MsSince(t0);
-          ReturnSocket(netnsPath, std::move(owned));
+          ReturnSocket(nsId, std::move(owned));
           return;
         }
         continue;

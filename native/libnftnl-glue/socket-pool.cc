@@ -10,25 +10,17 @@
 namespace knp {
 namespace {
 
-// Namespaces are told apart by the identity of their nsfs file: a path can be
-// deleted and re-created for a new namespace, and a pooled socket must not
-// program the old one (which it keeps alive).
-struct NamespaceId {
-  dev_t dev = 0;
-  ino_t ino = 0;
-  bool operator==(const NamespaceId& o) const { return dev == o.dev && ino == o.ino; }
-};
-
-bool IdOf(const std::string& netnsPath, NamespaceId* id) {
+NamespaceId IdOf(const std::string& netnsPath) {
+  NamespaceId id;
   struct stat st {};
-  if (stat(netnsPath.empty() ? "/proc/self/ns/net" : netnsPath.c_str(), &st) != 0) return false;
-  id->dev = st.st_dev;
-  id->ino = st.st_ino;
-  return true;
+  if (stat(netnsPath.empty() ? "/proc/self/ns/net" : netnsPath.c_str(), &st) != 0) return id;
+  id.dev = st.st_dev;
+  id.ino = st.st_ino;
+  id.known = true;
+  return id;
 }
 
 struct Idle {
-  std::string path;
   NamespaceId id;
   std::unique_ptr<NetlinkSocket> sock;
 };
@@ -49,15 +41,14 @@ void Drain(NetlinkSocket& sock) {
 
 }  // namespace
 
-std::unique_ptr<NetlinkSocket> TakeSocket(const std::string& netnsPath, std::string* error) {
-  NamespaceId id;
-  const bool known = IdOf(netnsPath, &id);
-  if (known) {
+std::unique_ptr<NetlinkSocket> TakeSocket(const std::string& netnsPath, NamespaceId* id, std::string* error) {
+  *id = IdOf(netnsPath);
+  if (id->known) {
     std::unique_ptr<NetlinkSocket> found;
     {
       std::lock_guard<std::mutex> lock(poolMutex);
       for (auto it = pool.begin(); it != pool.end(); ++it) {
-        if (it->path == netnsPath && it->id == id) {
+        if (it->id == *id) {
           found = std::move(it->sock);
           pool.erase(it);
           break;
@@ -74,13 +65,12 @@ std::unique_ptr<NetlinkSocket> TakeSocket(const std::string& netnsPath, std::str
   return sock;
 }
 
-void ReturnSocket(const std::string& netnsPath, std::unique_ptr<NetlinkSocket> sock) {
-  NamespaceId id;
-  if (!sock || !IdOf(netnsPath, &id)) return;
+void ReturnSocket(const NamespaceId& id, std::unique_ptr<NetlinkSocket> sock) {
+  if (!sock || !id.known) return;
   std::unique_ptr<NetlinkSocket> evicted;
   {
     std::lock_guard<std::mutex> lock(poolMutex);
-    pool.push_front({netnsPath, id, std::move(sock)});
+    pool.push_front({id, std::move(sock)});
     if (pool.size() > kMaxIdle) {
       evicted = std::move(pool.back().sock);
       pool.pop_back();

@@ -8,6 +8,8 @@
 // so the socket is reused instead.
 #pragma once
 
+#include <sys/types.h>
+
 #include <memory>
 #include <string>
 
@@ -15,13 +17,26 @@
 
 namespace knp {
 
+// Namespaces are told apart by the identity of their nsfs file, not by path: a
+// path can be deleted and re-created for a new namespace, and a pooled socket
+// must not program the old one (which it keeps alive).
+struct NamespaceId {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  bool known = false;  // the path could not be stat'ed: the socket is not pooled
+  bool operator==(const NamespaceId& o) const { return known && o.known && dev == o.dev && ino == o.ino; }
+};
+
 // A socket in the namespace at netnsPath (the caller's own for ""): an idle one
 // from the pool when that path still names the same namespace, else a new one.
-// Returns null with *error set when none can be opened.
-std::unique_ptr<NetlinkSocket> TakeSocket(const std::string& netnsPath, std::string* error);
+// *id is the namespace it was taken for, to hand back with the socket: the
+// path may name another namespace by then. Returns null with *error set when
+// none can be opened.
+std::unique_ptr<NetlinkSocket> TakeSocket(const std::string& netnsPath, NamespaceId* id, std::string* error);
 
-// Gives a socket whose answers were all read back to the pool. A socket with
-// unread answers (a transport error mid-way) must be dropped instead.
-void ReturnSocket(const std::string& netnsPath, std::unique_ptr<NetlinkSocket> sock);
+// Gives a socket whose answers were all read back to the pool, under the id
+// TakeSocket gave. A socket with unread answers (a transport error mid-way)
+// must be dropped instead.
+void ReturnSocket(const NamespaceId& id, std::unique_ptr<NetlinkSocket> sock);
 
 }  // namespace knp
