@@ -1,8 +1,10 @@
 // N-API surface of kube-nft-proxy: commit a batch, list a table, read the
 // ruleset generation, and (from link-monitor.cc) follow links. Argument types
-// are checked and batches copied on the JS thread; checking a batch's contents
-// and all netlink I/O run on libuv's worker threads, which never touch
-// napi_env. No process-global state.
+// are checked on the JS thread, where a batch is pinned, not copied (see
+// CommitWorker); checking a batch's contents and all netlink I/O run on libuv's
+// worker threads, which never touch napi_env. The one process-wide state is the
+// pool of idle commit sockets (socket-pool.h), which the workers share behind a
+// mutex.
 #include <napi.h>
 
 #include <malloc.h>

@@ -14,7 +14,8 @@
 // no elements.
 //
 // Parsing keeps one small Record per record and nothing per attribute,
-// expression or element: a 100k-element batch costs one copy and one pass.
+// expression or element: a 100k-element batch costs one pass over the bytes
+// where JS wrote them (see Batch::data).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
-// Element records of the batch encoding: consecutive element operations on
-// one set become one record (the addon splits it into messages), each key
-// written in place from its texts.
+// Element records of the batch encoding: element operations on one set, from
+// one run of same-verb element operations, become one record (the addon splits
+// it into messages), each key written in place from its texts.
 
 import { isVerdictValue, type Element, type NftMap, type Operation, type Verdict } from './objects.ts';
 import { AT, ELEM_ATTR, ELEM_FLAG_INTERVAL_END, KIND, MSG, NLM_F, SET_ATTR, UDATA_COMMENT, VERDICT_CODE } from './kernel-constants.ts';
@@ -48,7 +48,7 @@ function verdictAttrs(v: Verdict): Attr[] {
   return a;
 }
 
-/** Elements ops[from, to) (same verb and set), as one record. */
+/** Elements ops[from, to), or ops[order[from]], ops[order[from + 1]]... when order is given (same verb and set), as one record. */
 export function writeElements(enc: RecordSink, ops: readonly Operation[], from: number, to: number, order?: readonly number[]): void {
   const at = (q: number): number => (order ? order[q]! : q);
   const firstIndex = at(from);

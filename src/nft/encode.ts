@@ -1,9 +1,10 @@
 // Encoding a transaction into the addon's compact batch buffer
 // (layout in native/libnftnl-glue/batch.h). One buffer per transaction, built
-// here on the JS side, so that 100k elements cross the boundary as one copy.
-// Rule statements are lowered (lower.ts); elements become key/data bytes;
-// consecutive element operations on one set share one record, which the addon
-// splits into messages of at most 500 elements inside the same transaction.
+// here on the JS side, so that 100k elements cross the boundary as one buffer,
+// which the addon reads in place. Rule statements are lowered (lower.ts);
+// elements become key/data bytes; a run of consecutive element operations with
+// one verb becomes one record per set (groupBySet), which the addon splits into
+// messages of at most 500 elements inside the same transaction.
 
 import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from './objects.ts';
 import {
