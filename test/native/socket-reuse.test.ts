@@ -6,28 +6,23 @@
 import { execFileSync } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { NftCommitError } from '../../src/nft/dataplane.ts';
-import { NetlinkDataplane } from '../../src/nft/netlink-dataplane.ts';
 import type { Operation } from '../../src/nft/objects.ts';
-import { createNetns, type NetNs } from '../helpers/netns.ts';
+import { kernel, nftList } from './kernel-helpers.ts';
 
 const T = 'knp';
 const table = (comment?: string): Operation => ({ verb: 'add', object: { kind: 'table', family: 'ip', name: T, ...(comment ? { comment } : {}) } });
 const chain = (name: string): Operation => ({ verb: 'add', object: { kind: 'chain', family: 'ip', table: T, name } });
-const chainsIn = (ns: NetNs): string[] =>
-  ns.nftJson().nftables.filter((o) => 'chain' in o).map((o) => o.chain.name as string).sort();
 
-const made: NetNs[] = [];
+// kernel() deletes its namespace once; one re-created under the same name is
+// this file's to delete.
+const recreated: string[] = [];
 afterEach(() => {
-  for (const ns of made.splice(0)) ns.destroy();
   for (const name of recreated.splice(0)) execFileSync('ip', ['netns', 'del', name], { stdio: 'ignore' });
 });
-const recreated: string[] = [];
 
 describe('commit socket reuse', () => {
   it('many commits to one namespace all land, failed ones in between change nothing', async () => {
-    const ns = createNetns('knp-sock');
-    made.push(ns);
-    const dp = new NetlinkDataplane({ netns: ns.path });
+    const { ns, dp } = kernel();
     await dp.commit([table()]);
     for (let i = 0; i < 20; i++) {
       await dp.commit([chain(`c${i}`)]);
@@ -35,30 +30,25 @@ describe('commit socket reuse', () => {
       const bad: Operation[] = [chain(`never${i}`), { verb: 'delete', object: { kind: 'chain', family: 'ip', table: T, name: 'missing' } }];
       await expect(dp.commit(bad)).rejects.toBeInstanceOf(NftCommitError);
     }
-    expect(chainsIn(ns)).toEqual(Array.from({ length: 20 }, (_, i) => `c${i}`).sort());
+    expect(nftList(ns, 'chain').map((c) => c.name).sort()).toEqual(Array.from({ length: 20 }, (_, i) => `c${i}`).sort());
   });
 
   it('a namespace deleted and re-created under the same path is programmed, not the old one', async () => {
-    const ns = createNetns('knp-sock');
-    made.push(ns);
-    const dp = new NetlinkDataplane({ netns: ns.path });
+    const { ns, dp } = kernel();
     await dp.commit([table(), chain('old')]);
     ns.destroy();
     execFileSync('ip', ['netns', 'add', ns.name]);
     recreated.push(ns.name);
     await dp.commit([table(), chain('new')]);
-    const listed = JSON.parse(execFileSync('ip', ['netns', 'exec', ns.name, 'nft', '-j', 'list', 'ruleset'], { encoding: 'utf8' }));
-    const names = listed.nftables.filter((o: Record<string, any>) => 'chain' in o).map((o: Record<string, any>) => o.chain.name);
-    expect(names).toEqual(['new']);
+    // ns lists by name, so this is the re-created namespace.
+    expect(nftList(ns, 'chain').map((c) => c.name)).toEqual(['new']);
   });
 
   it('commits to several namespaces in turn each land in their own', async () => {
-    const spaces = Array.from({ length: 6 }, () => createNetns('knp-sock'));
-    made.push(...spaces);
-    const planes = spaces.map((ns) => new NetlinkDataplane({ netns: ns.path }));
+    const spaces = Array.from({ length: 6 }, () => kernel());
     for (let round = 0; round < 3; round++) {
-      for (let i = 0; i < spaces.length; i++) await planes[i]!.commit(round === 0 ? [table(), chain(`ns${i}-r0`)] : [chain(`ns${i}-r${round}`)]);
+      for (let i = 0; i < spaces.length; i++) await spaces[i]!.dp.commit(round === 0 ? [table(), chain(`ns${i}-r0`)] : [chain(`ns${i}-r${round}`)]);
     }
-    spaces.forEach((ns, i) => expect(chainsIn(ns)).toEqual([`ns${i}-r0`, `ns${i}-r1`, `ns${i}-r2`]));
+    spaces.forEach(({ ns }, i) => expect(nftList(ns, 'chain').map((c) => c.name).sort()).toEqual([`ns${i}-r0`, `ns${i}-r1`, `ns${i}-r2`]));
   });
 });
