@@ -7,23 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { collectGarbage } from '../../src/agent/memory-release.ts';
 import { loadAddon } from '../../src/native.ts';
 import { encodeOperations } from '../../src/nft/encode.ts';
-import type { NftMap, Operation } from '../../src/nft/objects.ts';
 import { ByteWriter } from '../../src/nft/wire.ts';
-import { kernel, nftList } from './kernel-helpers.ts';
-
-const ip = (i: number) => `10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`;
-
-/** A table with a verdict map of `n` elements, keys 10.0.0.0 + i . tcp . port. */
-function tableWithMap(table: string, n: number, port: string): Operation[] {
-  const map: NftMap = { kind: 'map', family: 'ip', table, name: 'm', keyType: ['ipv4_addr', 'inet_proto', 'inet_service'], dataType: 'verdict' };
-  const ops: Operation[] = [
-    { verb: 'add', object: { kind: 'table', family: 'ip', name: table } },
-    { verb: 'add', object: { kind: 'chain', family: 'ip', table, name: 'c' } },
-    { verb: 'add', object: map },
-  ];
-  for (let i = 0; i < n; i++) ops.push({ verb: 'add', object: { kind: 'element', family: 'ip', table, set: 'm', key: [ip(i), 'tcp', port], value: { verdict: 'goto', chain: 'c' } } });
-  return ops;
-}
+import { kernel, nftList, verdictMapOps } from './kernel-helpers.ts';
 
 /** The map's elements as "addr . proto . port" strings, from nft -j. */
 function mapKeys(ns: ReturnType<typeof kernel>['ns'], table: string): string[] {
@@ -35,7 +20,7 @@ describe('the batch handed to the addon', () => {
   it('stays alive while the worker reads it, with no JS reference left to it, and is let go after', async () => {
     const { ns } = kernel();
     const addon = loadAddon();
-    let bytes: Uint8Array | undefined = encodeOperations(tableWithMap('a', 200_000, '80'), undefined, new ByteWriter(1024)).bytes;
+    let bytes: Uint8Array | undefined = encodeOperations(verdictMapOps('a', 200_000, '80'), undefined, new ByteWriter(1024)).bytes;
     const batch = new WeakRef(bytes);
     const pending = addon.commit(bytes, { netns: ns.path });
     bytes = undefined;
@@ -56,8 +41,8 @@ describe('the batch handed to the addon', () => {
   it('is not overwritten by a commit that the same dataplane starts meanwhile', async () => {
     const { ns, dp } = kernel();
     // Not awaited: the second commit is encoded while the first one's worker reads its batch.
-    const first = dp.commit(tableWithMap('a', 100_000, '80'));
-    const second = dp.commit(tableWithMap('b', 2_000, '443'));
+    const first = dp.commit(verdictMapOps('a', 100_000, '80'));
+    const second = dp.commit(verdictMapOps('b', 2_000, '443'));
     await Promise.all([first, second]);
     const a = mapKeys(ns, 'a');
     expect(a).toHaveLength(100_000);

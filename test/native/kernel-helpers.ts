@@ -4,6 +4,7 @@ import { afterEach } from 'vitest';
 import { createNetns, type NetNs } from '../helpers/netns.ts';
 import { NftCommitError } from '../../src/nft/dataplane.ts';
 import { NetlinkDataplane } from '../../src/nft/netlink-dataplane.ts';
+import type { NftMap, Operation } from '../../src/nft/objects.ts';
 
 export interface Kernel {
   ns: NetNs;
@@ -40,4 +41,23 @@ export async function commitError(fn: () => Promise<unknown>): Promise<NftCommit
     throw e;
   }
   throw new Error('expected the commit to fail');
+}
+
+/**
+ * Adds table `table` (ip) with chain c and verdict map `map` (ipv4_addr .
+ * inet_proto . inet_service) of `n` elements: 10.0.0.0 + i . tcp . port, each
+ * goto c: the large batch of the memory, handoff and 100k-element tests.
+ */
+export function verdictMapOps(table: string, n: number, port: string, map = 'm'): Operation[] {
+  const m: NftMap = { kind: 'map', family: 'ip', table, name: map, keyType: ['ipv4_addr', 'inet_proto', 'inet_service'], dataType: 'verdict' };
+  const ops: Operation[] = [
+    { verb: 'add', object: { kind: 'table', family: 'ip', name: table } },
+    { verb: 'add', object: { kind: 'chain', family: 'ip', table, name: 'c' } },
+    { verb: 'add', object: m },
+  ];
+  for (let i = 0; i < n; i++) {
+    const key = [`10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`, 'tcp', port];
+    ops.push({ verb: 'add', object: { kind: 'element', family: 'ip', table, set: map, key, value: { verdict: 'goto', chain: 'c' } } });
+  }
+  return ops;
 }

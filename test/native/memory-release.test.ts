@@ -4,8 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { collectGarbage } from '../../src/agent/memory-release.ts';
 import { loadAddon } from '../../src/native.ts';
-import type { NftMap, Operation } from '../../src/nft/objects.ts';
-import { kernel } from './kernel-helpers.ts';
+import { kernel, verdictMapOps } from './kernel-helpers.ts';
 
 const T = 'knp';
 const MiB = 2 ** 20;
@@ -18,15 +17,7 @@ function arrayBuffersAfterGc(): number {
 describe('memory after a large commit', () => {
   it('the dataplane drops its grown batch buffer; the next commit still works', async () => {
     const { ns, dp } = kernel();
-    const map: NftMap = { kind: 'map', family: 'ip', table: T, name: 'm', keyType: ['ipv4_addr', 'inet_proto', 'inet_service'], dataType: 'verdict' };
-    const ops: Operation[] = [
-      { verb: 'add', object: { kind: 'table', family: 'ip', name: T } },
-      { verb: 'add', object: { kind: 'chain', family: 'ip', table: T, name: 'c' } },
-      { verb: 'add', object: map },
-    ];
-    for (let i = 0; i < 100_000; i++) {
-      ops.push({ verb: 'add', object: { kind: 'element', family: 'ip', table: T, set: 'm', key: [`10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`, 'tcp', '80'], value: { verdict: 'goto', chain: 'c' } } });
-    }
+    const ops = verdictMapOps(T, 100_000, '80');
     const before = arrayBuffersAfterGc();
     await dp.commit(ops);
     expect(dp.lastCommit!.batchBytes).toBeGreaterThan(4 * MiB);

@@ -8,7 +8,7 @@ import { loadAddon } from '../../src/native.ts';
 import { probeFlowtables } from '../../src/nft/capabilities.ts';
 import { encodeOperations } from '../../src/nft/encode.ts';
 import type { Chain, Element, Family, NftMap, NftSet, Operation, Rule, Statement, Table } from '../../src/nft/objects.ts';
-import { commitError, kernel, nftList, nftText } from './kernel-helpers.ts';
+import { commitError, kernel, nftList, nftText, verdictMapOps } from './kernel-helpers.ts';
 
 const T = 'knp';
 const add = (...objects: Operation['object'][]): Operation[] => objects.map((object) => ({ verb: 'add', object }));
@@ -59,11 +59,7 @@ describe('elements', () => {
 
   it('100k elements land in one transaction, split across messages', async () => {
     const { ns, dp } = kernel();
-    const map: NftMap = { kind: 'map', family: 'ip', table: T, name: 'service-ips', keyType: ['ipv4_addr', 'inet_proto', 'inet_service'], dataType: 'verdict' };
-    const ops: Operation[] = [...add({ kind: 'table', family: 'ip', name: T }, { kind: 'chain', family: 'ip', table: T, name: 'c' }, map)];
-    for (let i = 0; i < 100_000; i++) {
-      ops.push({ verb: 'add', object: { kind: 'element', family: 'ip', table: T, set: 'service-ips', key: [`10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`, 'tcp', '80'], value: { verdict: 'goto', chain: 'c' } } });
-    }
+    const ops = verdictMapOps(T, 100_000, '80', 'service-ips');
     const addon = loadAddon();
     const t0 = performance.now();
     const { bytes } = encodeOperations(ops);
