@@ -261,16 +261,26 @@ const BATCH_BYTES_PER_OP = 320;
 function groupBySet(ops: readonly Operation[], from: number, to: number): number[][] {
   const byFamily = new Map<string, Map<string, Map<string, number[]>>>();
   const groups: number[][] = [];
+  // Elements come in same-set runs: the maps are asked only where a run ends.
+  let family = '';
+  let table = '';
+  let set = '';
+  let group: number[] | undefined;
   for (let i = from; i < to; i++) {
     const e = ops[i]!.object as Element;
-    let byTable = byFamily.get(e.family);
-    if (!byTable) byFamily.set(e.family, (byTable = new Map()));
-    let bySet = byTable.get(e.table);
-    if (!bySet) byTable.set(e.table, (bySet = new Map()));
-    let group = bySet.get(e.set);
-    if (!group) {
-      bySet.set(e.set, (group = []));
-      groups.push(group);
+    if (group === undefined || e.set !== set || e.table !== table || e.family !== family) {
+      family = e.family;
+      table = e.table;
+      set = e.set;
+      let byTable = byFamily.get(family);
+      if (!byTable) byFamily.set(family, (byTable = new Map()));
+      let bySet = byTable.get(table);
+      if (!bySet) byTable.set(table, (bySet = new Map()));
+      group = bySet.get(set);
+      if (!group) {
+        bySet.set(set, (group = []));
+        groups.push(group);
+      }
     }
     group.push(i);
   }
