@@ -71,9 +71,9 @@ export function writeElements(enc: RecordSink, ops: readonly Operation[], from: 
   const w = enc.w;
   const keyLen = keyLength(c.keyType);
   const offsets: number[] = [];
-  for (let k = 0, at = 0; k < c.keyType.length; k++) {
-    offsets.push(at);
-    at += padTo4(typeLength(c.keyType[k]!));
+  for (let k = 0, offset = 0; k < c.keyType.length; k++) {
+    offsets.push(offset);
+    offset += padTo4(typeLength(c.keyType[k]!));
   }
   const verdictMap = c.kind === 'map' && c.dataType === 'verdict';
   const types = c.keyType;
