@@ -163,6 +163,8 @@ export function diffRulesets(applied: Ruleset | undefined, desired: Ruleset, opt
         stats.setsDeleted++;
         setRecreated = true;
         recreatedSets.add(setKey(s));
+        // Not a re-created flowtable: it holds no elements (see the refill below).
+        if (family === undefined) skeletonSetRecreated = true;
       }
       p.addSets.push({ verb: 'add', object: s });
       stats.setsAdded++;
@@ -219,8 +221,6 @@ export function diffRulesets(applied: Ruleset | undefined, desired: Ruleset, opt
       stale.set(k, { chain: old.chain, since: now });
       stats.chainsFlushedStale++;
     }
-
-    if (setRecreated && family === undefined) skeletonSetRecreated = true;
 
     for (const k of claimKeysOf(before)) touchedKeys.add(k);
     for (const k of claimKeysOf(after)) touchedKeys.add(k);
