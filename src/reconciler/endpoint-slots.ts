@@ -27,6 +27,7 @@
 // the ports whose collision status flipped.
 
 import type { IPFamily } from '../k8s/types.ts';
+import { fnv1a32, mix } from './names.ts';
 import { OverlayMap } from './overlay-map.ts';
 
 export const SLOTS_PER_BLOCK = 16;
@@ -65,13 +66,7 @@ export interface EndpointRegion {
 
 /** 32-bit FNV-1a with a final avalanche, so that labels differing in one character land far apart. */
 export function hash32(text: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  return (h ^ (h >>> 16)) >>> 0;
+  return mix(fnv1a32(text));
 }
 
 export function endpointRegion(label: string, endpoints: number, mapBlocks: number): EndpointRegion {
