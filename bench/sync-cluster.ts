@@ -3,6 +3,7 @@
 // endpoint is used), and this node. Also the agent's flags, shared by the
 // agent child and the raw-load child so both render the very same ruleset.
 
+import type { EndpointShape } from '../src/reconciler/config.ts';
 import type { FakeApiServer, K8sObject } from '../test/fake-apiserver/index.ts';
 
 export const ENDPOINTS_PER_SERVICE = 10;
@@ -81,7 +82,7 @@ export function populate(api: FakeApiServer, services: number): void {
 }
 
 /** The agent's command line (without --kubeconfig and --netns). */
-export function agentFlags(minSyncPeriod: string, endpointShape: 'chains' | 'map' = 'map'): string[] {
+export function agentFlags(minSyncPeriod: string, endpointShape: EndpointShape = 'map'): string[] {
   return [
     `--endpoint-shape=${endpointShape}`,
     `--hostname-override=${NODE_NAME}`,

@@ -27,6 +27,7 @@ import { tmpdir, loadavg } from 'node:os';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ENDPOINT_SHAPES, type EndpointShape } from '../src/reconciler/config.ts';
 import { FakeApiServer } from '../test/fake-apiserver/index.ts';
 import { createNetns, type NetNs } from '../test/helpers/netns.ts';
 import { servicePortNameBase } from '../src/reconciler/names.ts';
@@ -49,9 +50,8 @@ const BUSY_SAMPLES = 5;
 
 const arg = process.argv.find((a) => a.startsWith('--sizes='));
 const SIZES = (arg ? arg.slice('--sizes='.length) : '1000,10000,30000').split(',').map(Number);
-const shapeArg = process.argv.find((a) => a.startsWith('--endpoint-shape='))?.slice('--endpoint-shape='.length) ?? 'map';
-if (shapeArg !== 'chains' && shapeArg !== 'map') throw new Error(`--endpoint-shape=${shapeArg}: expected chains or map`);
-const ENDPOINT_SHAPE: 'chains' | 'map' = shapeArg;
+const ENDPOINT_SHAPE = (process.argv.find((a) => a.startsWith('--endpoint-shape='))?.slice('--endpoint-shape='.length) ?? 'map') as EndpointShape;
+if (!ENDPOINT_SHAPES.includes(ENDPOINT_SHAPE)) throw new Error(`--endpoint-shape=${ENDPOINT_SHAPE}: expected ${ENDPOINT_SHAPES.join(' or ')}`);
 const dir = mkdtempSync(join(tmpdir(), 'knp-bench-sync-'));
 // `npm run build`, what prepack and the image's build run: the agent is timed and weighed as shipped.
 execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });

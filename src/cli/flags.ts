@@ -3,7 +3,7 @@
 
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
-import type { EndpointShape } from '../reconciler/config.ts';
+import { ENDPOINT_SHAPES, type EndpointShape } from '../reconciler/config.ts';
 import { parseDuration } from './duration.ts';
 
 export interface AgentOptions {
@@ -183,8 +183,8 @@ export function parseCommandLine(argv: readonly string[]): Command {
     throw new FlagError(`--offload-packet-threshold: ${JSON.stringify(thresholdText)} is not a whole number of packets (0 disables offload)`);
   }
   const endpointShape = (v['endpoint-shape'] ?? 'map') as EndpointShape;
-  if (endpointShape !== 'chains' && endpointShape !== 'map') {
-    throw new FlagError(`--endpoint-shape: ${JSON.stringify(endpointShape)} is not chains or map`);
+  if (!ENDPOINT_SHAPES.includes(endpointShape)) {
+    throw new FlagError(`--endpoint-shape: ${JSON.stringify(endpointShape)} is not ${ENDPOINT_SHAPES.join(' or ')}`);
   }
   const nodePortAddresses = v['nodeport-addresses'] === 'primary' || v['nodeport-addresses'] === undefined ? ['primary'] : cidrs('nodeport-addresses', v['nodeport-addresses']);
   const minSyncPeriodMs = duration('min-sync-period', v['min-sync-period'], 1000);

@@ -3,15 +3,13 @@
 // in the per-endpoint chains, 'map' through the hairpin-endpoints set.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EndpointShape } from '../../src/reconciler/config.ts';
+import { ENDPOINT_SHAPES } from '../../src/reconciler/config.ts';
 import type { FakeApiServer } from '../fake-apiserver/index.ts';
 import { eventually, serviceObject, sliceObject, type AgentProcess } from './agent-process.ts';
 import { startAgentCluster, type AgentCluster } from './agent-cluster.ts';
 import type { Cluster } from './topology.ts';
 
-const SHAPES: readonly EndpointShape[] = ['chains', 'map'];
-
-describe.each(SHAPES)('hairpin and endpoint moves, --endpoint-shape=%s', { timeout: 60_000 }, (shape) => {
+describe.each(ENDPOINT_SHAPES)('hairpin and endpoint moves, --endpoint-shape=%s', { timeout: 60_000 }, (shape) => {
   let env: AgentCluster;
   let cluster: Cluster;
   let api: FakeApiServer;

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { TableListing } from '../../src/nft/dataplane.ts';
 import { FakeKernel } from '../../src/nft/fake-kernel.ts';
 import type { Element, Operation } from '../../src/nft/objects.ts';
-import type { EndpointShape, RulesetConfig } from '../../src/reconciler/config.ts';
+import { ENDPOINT_SHAPES, type RulesetConfig } from '../../src/reconciler/config.ts';
 import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, EMPTY_SYNC_STATE, type SyncState } from '../../src/reconciler/diff.ts';
 import { planFullSync } from '../../src/reconciler/full-sync.ts';
 import { DEFAULT_ENDPOINT_MAP_BLOCKS, endpointRegion, regionOffset, shardMapName, shardOf } from '../../src/reconciler/endpoint-slots.ts';
@@ -59,9 +59,7 @@ function churn(initial: RulesetConfig, steps: Array<{ ports: ServicePort[]; adva
   return { k, state, rendered, settle };
 }
 
-const SHAPES: readonly EndpointShape[] = ['chains', 'map'];
-
-describe.each(SHAPES)('incremental syncs and a full sync agree (endpoint shape %s)', (shape) => {
+describe.each(ENDPOINT_SHAPES)('incremental syncs and a full sync agree (endpoint shape %s)', (shape) => {
   const churnArb = churnArbFor([shape]);
   it('random churn applied incrementally leaves the kernel as a fresh full sync does', () => {
     fc.assert(
@@ -113,7 +111,7 @@ describe.each(SHAPES)('incremental syncs and a full sync agree (endpoint shape %
 
 it('random churn that switches endpoint shape on the way leaves the kernel as a fresh full sync does', () => {
   fc.assert(
-    fc.property(churnArbFor(SHAPES), ({ initial, steps }) => {
+    fc.property(churnArbFor(ENDPOINT_SHAPES), ({ initial, steps }) => {
       const { k, state, rendered } = churn(initial, steps);
       expect(state.staleChains.size).toBe(0);
       expect(listing(k)).toEqual(listing(freshKernel(rendered)));
@@ -123,7 +121,7 @@ it('random churn that switches endpoint shape on the way leaves the kernel as a 
 });
 
 describe('a change to one service touches only that service', () => {
-  it.each(SHAPES)('every operation is on its chains, its maps, its affinity sets or elements it claims (endpoint shape %s)', (shape) => {
+  it.each(ENDPOINT_SHAPES)('every operation is on its chains, its maps, its affinity sets or elements it claims (endpoint shape %s)', (shape) => {
     fc.assert(
       fc.property(servicePortsArb, servicePortsArb, fc.nat(), (before, after, pick) => {
         if (after.length === 0) return;
@@ -326,7 +324,7 @@ describe('stale chains and failed commits', () => {
 });
 
 describe('a port that wants one key twice (its ClusterIP also an externalIP, an externalIP also its LB IP)', () => {
-  it.each(SHAPES)('holds the first one, in a full sync and through incremental changes alike (endpoint shape %s)', (shape) => {
+  it.each(ENDPOINT_SHAPES)('holds the first one, in a full sync and through incremental changes alike (endpoint shape %s)', (shape) => {
     const cfg = config({ families: { IPv4: V4 }, endpointShape: shape });
     const twice = (eps: string[]) =>
       sp({ clusterIP: '10.96.0.10', externalIPs: ['10.96.0.10', '203.0.113.9'], loadBalancerIPs: ['203.0.113.9'], endpoints: eps.map((ip) => ep(ip)) });
@@ -343,7 +341,7 @@ describe('a port that wants one key twice (its ClusterIP also an externalIP, an 
   });
 });
 
-it.each(SHAPES)('a ruleset rendered from the applied one is diffed through its changed ports only, with the same operations as a diff of every port (endpoint shape %s)', (shape) => {
+it.each(ENDPOINT_SHAPES)('a ruleset rendered from the applied one is diffed through its changed ports only, with the same operations as a diff of every port (endpoint shape %s)', (shape) => {
   const text = (ops: readonly Operation[]) => ops.map((op) => `${op.verb} ${JSON.stringify(op.object)}`).sort();
   fc.assert(
     fc.property(servicePortsArb, servicePortsArb, (before, after) => {

@@ -10,7 +10,7 @@ import { NetlinkDataplane } from '../../src/nft/netlink-dataplane.ts';
 import type { Operation } from '../../src/nft/objects.ts';
 import { renderOperations } from '../../src/nft/render-text.ts';
 import type { ServicePort } from '../../src/model/service-port.ts';
-import type { EndpointShape, RulesetConfig } from '../../src/reconciler/config.ts';
+import { ENDPOINT_SHAPES, type RulesetConfig } from '../../src/reconciler/config.ts';
 import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, type SyncState } from '../../src/reconciler/diff.ts';
 import { planFullSync } from '../../src/reconciler/full-sync.ts';
 import { renderRuleset, type Ruleset } from '../../src/reconciler/ruleset.ts';
@@ -18,7 +18,6 @@ import { createNetns, type NetNs } from '../helpers/netns.ts';
 import { config, ep, local, sel, sp, V4, V6 } from './fixtures.ts';
 import { GOLDENS } from './goldens.ts';
 
-const SHAPES: readonly EndpointShape[] = ['chains', 'map'];
 // The 'map' goldens hold every golden port (the 'chains' ones are a subset); each id once.
 const goldenPorts = GOLDENS.filter((g) => g.config.endpointShape === 'map').flatMap((g) => g.ports);
 
@@ -121,7 +120,7 @@ async function churn(dp: Dataplane, cfg: RulesetConfig): Promise<Ruleset> {
   return rendered;
 }
 
-describe.each(SHAPES)('reconciler transactions in a real kernel (endpoint shape %s)', (shape) => {
+describe.each(ENDPOINT_SHAPES)('reconciler transactions in a real kernel (endpoint shape %s)', (shape) => {
   const cfg = config({ families: { IPv4: V4, IPv6: V6 }, endpointShape: shape });
   it('through nft -f: incremental churn ends where a fresh full sync does', async () => {
     const a = netns();

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { renderRuleset as renderText } from '../../src/nft/render-text.ts';
 import { validateOperations } from '../../src/nft/transaction.ts';
-import { type RulesetConfig, RulesetConfigError, validateRulesetConfig } from '../../src/reconciler/config.ts';
+import { ENDPOINT_SHAPES, type RulesetConfig, RulesetConfigError, validateRulesetConfig } from '../../src/reconciler/config.ts';
 import { planFullSync } from '../../src/reconciler/full-sync.ts';
 import { rulesetListings } from '../../src/reconciler/listing.ts';
 import { endpointNameBase, servicePortNameBase, shortHash } from '../../src/reconciler/names.ts';
@@ -322,7 +322,7 @@ describe('endpoint order', () => {
   ] as const)('the rendering of %s endpoints does not depend on the order the model gives them in (both shapes)', (family, ips) => {
     const endpoints = fc.array(fc.tuple(fc.constantFrom(...ips), fc.constantFrom(...PORTS)), { minLength: 1, maxLength: 8 });
     fc.assert(
-      fc.property(endpoints, fc.func(fc.integer()), fc.constantFrom('chains' as const, 'map' as const), (list, shuffleKey, shape) => {
+      fc.property(endpoints, fc.func(fc.integer()), fc.constantFrom(...ENDPOINT_SHAPES), (list, shuffleKey, shape) => {
         const cfg = config({ families: family === 'IPv4' ? { IPv4: V4 } : { IPv6: V6 }, endpointShape: shape });
         const port = (eps: Array<[string, number]>) =>
           sp({ family, clusterIP: family === 'IPv4' ? '10.96.0.10' : 'fd00:96::10', endpoints: eps.map(([ip, p]) => ep(ip, p)) });
