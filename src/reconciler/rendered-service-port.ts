@@ -36,8 +36,12 @@ export class RenderedServicePort {
   readonly #context: RenderContext;
   #last: WeakRef<Fragment>;
 
-  /** `fragment` is renderServicePort(port, context.fc, context.config, privateLabels): the caller rendered it to validate the port. */
-  constructor(port: ServicePort, context: RenderContext, fragment: Fragment, privateLabels: ReadonlySet<string>) {
+  /** Renders the port now, which validates it: throws ServicePortRenderError. */
+  static render(port: ServicePort, context: RenderContext, privateLabels: ReadonlySet<string>): RenderedServicePort {
+    return new RenderedServicePort(port, context, privateLabels, render(port, context, privateLabels));
+  }
+
+  private constructor(port: ServicePort, context: RenderContext, privateLabels: ReadonlySet<string>, fragment: Fragment) {
     this.port = port;
     this.#context = context;
     this.#last = new WeakRef(fragment);
@@ -52,8 +56,12 @@ export class RenderedServicePort {
   get fragment(): Fragment {
     const f = this.#last.deref();
     if (f) return f;
-    const again = renderServicePort(this.port, this.#context.fc, this.#context.config, this.privateLabels);
+    const again = render(this.port, this.#context, this.privateLabels);
     this.#last = new WeakRef(again);
     return again;
   }
+}
+
+function render(port: ServicePort, context: RenderContext, privateLabels: ReadonlySet<string>): Fragment {
+  return renderServicePort(port, context.fc, context.config, privateLabels);
 }

@@ -17,7 +17,7 @@ import { EndpointSlots, type FamilySlots, sameLabels } from './endpoint-slots.ts
 import { Claims, claimedIn, type ElementClaim, HairpinCounter, type HairpinCounts, hairpinElement } from './element-claims.ts';
 import { claimKeysOf, type Fragment } from './fragment.ts';
 import { type RenderContext, RenderedServicePort } from './rendered-service-port.ts';
-import { renderServicePort, ServicePortRenderError } from './service-rules.ts';
+import { ServicePortRenderError } from './service-rules.ts';
 import { renderSkeleton } from './skeleton.ts';
 import { tableFamily } from './statements.ts';
 
@@ -101,7 +101,7 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
     changed.add(sp.id);
     try {
       // Placed in the shared endpoint map for a start; placeEndpoints() re-renders the few whose ranges collide.
-      services.set(sp.id, new RenderedServicePort(sp, contextFor(sp.family, fc), renderServicePort(sp, fc, config, NO_LABELS), NO_LABELS));
+      services.set(sp.id, RenderedServicePort.render(sp, contextFor(sp.family, fc), NO_LABELS));
     } catch (e) {
       if (!(e instanceof ServicePortRenderError)) throw e;
       problems.push({ servicePortId: sp.id, code: e.code, message: e.message });
@@ -248,8 +248,7 @@ function placeEndpoints(
     if (!r) continue;
     const wanted = slots.privateLabels(r.port.family, r.regions);
     if (sameLabels(wanted, r.privateLabels)) continue;
-    const context = contextFor(r.port.family);
-    services.set(id, new RenderedServicePort(r.port, context, renderServicePort(r.port, context.fc, context.config, wanted), wanted));
+    services.set(id, RenderedServicePort.render(r.port, contextFor(r.port.family), wanted));
     changed.add(id);
   }
   return slots;
