@@ -39,7 +39,19 @@ export function claimedIn(fragment: Fragment | undefined, key: string): Element 
   return i < 0 ? undefined : fragment.elements[i];
 }
 
-const rank = (owner: string): string => (owner.startsWith('skeleton:') ? `\0${owner}` : owner);
+const SKELETON_OWNER = 'skeleton:';
+
+/** The owner name of a family's skeleton in claims (`skeleton:IPv4`): no ServicePort id looks like it. */
+export function skeletonOwner(family: IPFamily): string {
+  return `${SKELETON_OWNER}${family}`;
+}
+
+/** The family of a skeleton's owner name; undefined for a ServicePort id. */
+export function skeletonFamily(owner: string): IPFamily | undefined {
+  return owner.startsWith(SKELETON_OWNER) ? (owner.slice(SKELETON_OWNER.length) as IPFamily) : undefined;
+}
+
+const rank = (owner: string): string => (skeletonFamily(owner) !== undefined ? `\0${owner}` : owner);
 
 /**
  * Element claims, derived from the previous ruleset's and patched for what

@@ -6,14 +6,11 @@
 
 import type { IPFamily } from '../k8s/types.ts';
 import type { Family, Operation } from '../nft/objects.ts';
-import { claimKey } from './element-claims.ts';
+import { claimKey, skeletonFamily, skeletonOwner } from './element-claims.ts';
 import { SHARD_MAP_PREFIX, SLOTS_PER_BLOCK } from './endpoint-slots.ts';
 import { SET } from './names.ts';
 import type { Ruleset } from './ruleset.ts';
 import { tableFamily } from './statements.ts';
-
-/** Owners of the skeleton's objects, as claims name them (`skeleton:IPv4`): no ServicePort. */
-const SKELETON = 'skeleton:';
 
 /** Maps `family table name` of chains and sets, and element keys, to their owner. */
 export class OperationOwners {
@@ -29,9 +26,10 @@ export class OperationOwners {
       if (!map.has(key)) map.set(key, owner);
     };
     for (const r of this.#rulesets) {
-      for (const s of r.skeletons.values()) {
-        for (const c of s.chains) first(this.#containers, containerKey(c.chain.family, c.chain.table, c.chain.name), SKELETON);
-        for (const set of s.sets) first(this.#containers, containerKey(set.family, set.table, set.name), SKELETON);
+      // The skeleton's objects are owned as claims name them: no ServicePort.
+      for (const [family, s] of r.skeletons) {
+        for (const c of s.chains) first(this.#containers, containerKey(c.chain.family, c.chain.table, c.chain.name), skeletonOwner(family));
+        for (const set of s.sets) first(this.#containers, containerKey(set.family, set.table, set.name), skeletonOwner(family));
       }
       for (const [id, sp] of r.services) {
         const f = sp.fragment;
@@ -84,7 +82,7 @@ export class OperationOwners {
       default:
         return undefined;
     }
-    return owner === undefined || owner.startsWith(SKELETON) ? undefined : owner;
+    return owner === undefined || skeletonFamily(owner) !== undefined ? undefined : owner;
   }
 }
 

@@ -14,7 +14,7 @@ import type { ServicePort } from '../model/service-port.ts';
 import type { Element, Table } from '../nft/objects.ts';
 import type { FamilyConfig, RulesetConfig } from './config.ts';
 import { EndpointSlots, type FamilySlots, sameLabels } from './endpoint-slots.ts';
-import { Claims, claimedIn, type ElementClaim, HairpinCounter, type HairpinCounts, hairpinElement } from './element-claims.ts';
+import { Claims, claimedIn, type ElementClaim, HairpinCounter, type HairpinCounts, hairpinElement, skeletonFamily, skeletonOwner } from './element-claims.ts';
 import { claimKeysOf, type Fragment } from './fragment.ts';
 import { type RenderContext, RenderedServicePort } from './rendered-service-port.ts';
 import { ServicePortRenderError } from './service-rules.ts';
@@ -132,8 +132,8 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
   if (reuse) {
     for (const [family, s] of reuse.skeletons) {
       if (skeletons.get(family) === s) continue;
-      claims.remove(`skeleton:${family}`, s);
-      claims.add(`skeleton:${family}`, skeletons.get(family)!);
+      claims.remove(skeletonOwner(family), s);
+      claims.add(skeletonOwner(family), skeletons.get(family)!);
     }
     for (const id of changed) {
       const r = reuse.services.get(id);
@@ -150,7 +150,7 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
       hairpin.add(r.port.family, f);
     }
   } else {
-    for (const [family, s] of skeletons) claims.add(`skeleton:${family}`, s);
+    for (const [family, s] of skeletons) claims.add(skeletonOwner(family), s);
     for (const [id, r] of services) {
       const f = r.fragment;
       claims.add(id, f);
@@ -187,7 +187,8 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
 }
 
 function ownerFragment(owner: string, skeletons: ReadonlyMap<IPFamily, Fragment>, services: ReadonlyMap<string, RenderedServicePort>): Fragment | undefined {
-  return owner.startsWith('skeleton:') ? skeletons.get(owner.slice('skeleton:'.length) as IPFamily) : services.get(owner)?.fragment;
+  const family = skeletonFamily(owner);
+  return family !== undefined ? skeletons.get(family) : services.get(owner)?.fragment;
 }
 
 /** The element a ruleset holds under a claim key (undefined: none). */
@@ -207,7 +208,7 @@ export function forEachElement(r: Ruleset, fn: (e: Element) => void): void {
     }
     if (f.ownElements) for (const e of f.ownElements) fn(e);
   };
-  for (const [family, s] of r.skeletons) visit(`skeleton:${family}`, s);
+  for (const [family, s] of r.skeletons) visit(skeletonOwner(family), s);
   for (const [id, s] of r.services) visit(id, s.fragment);
   for (const [family, counts] of r.hairpin) for (const ip of counts.keys()) fn(hairpinElement(family, r.config.tableName, ip));
 }
