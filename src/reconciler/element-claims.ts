@@ -65,13 +65,9 @@ export class Claims {
   readonly contested: Map<string, readonly ElementClaim[]>;
   readonly #elementOf: (owner: string, key: string) => Element | undefined;
 
-  constructor(elementOf: (owner: string, key: string) => Element | undefined, prev?: ReadonlyMap<string, string>, contested?: ReadonlyMap<string, readonly ElementClaim[]>) {
+  constructor(elementOf: (owner: string, key: string) => Element | undefined, prev?: OverlayMap<string, string>, contested?: ReadonlyMap<string, readonly ElementClaim[]>) {
     this.#elementOf = elementOf;
-    if (prev instanceof OverlayMap) this.owners = new OverlayMap(prev);
-    else {
-      this.owners = new OverlayMap();
-      for (const [k, c] of prev ?? []) this.owners.set(k, c);
-    }
+    this.owners = new OverlayMap(prev);
     this.contested = new Map(contested);
   }
 
@@ -108,8 +104,8 @@ export class Claims {
   }
 }
 
-/** Per family: how many ServicePorts want each address in `hairpin-endpoints`. */
-export type HairpinCounts = ReadonlyMap<IPFamily, ReadonlyMap<string, number>>;
+/** Per family: how many ServicePorts want each address in `hairpin-endpoints` (the next render derives its counts from them). */
+export type HairpinCounts = ReadonlyMap<IPFamily, OverlayMap<string, number>>;
 
 /** Hairpin counts derived from the previous ruleset's without changing them. */
 export class HairpinCounter {
@@ -117,7 +113,7 @@ export class HairpinCounter {
   readonly #families = new Map<IPFamily, OverlayMap<string, number> | Map<string, number>>();
 
   constructor(from?: HairpinCounts) {
-    for (const [f, counts] of from ?? []) this.#families.set(f, counts instanceof OverlayMap ? new OverlayMap(counts) : new Map(counts));
+    for (const [f, counts] of from ?? []) this.#families.set(f, new OverlayMap(counts));
   }
 
   /** The counts; the counter must not be used any more. */

@@ -16,6 +16,7 @@ import type { FamilyConfig, RulesetConfig } from './config.ts';
 import { EndpointSlots, type FamilySlots, sameLabels } from './endpoint-slots.ts';
 import { Claims, claimedIn, type ElementClaim, HairpinCounter, type HairpinCounts, hairpinElement, skeletonFamily, skeletonOwner } from './element-claims.ts';
 import { claimKeysOf, type Fragment } from './fragment.ts';
+import type { OverlayMap } from './overlay-map.ts';
 import { type RenderContext, RenderedServicePort } from './rendered-service-port.ts';
 import { ServicePortRenderError } from './service-rules.ts';
 import { renderSkeleton } from './skeleton.ts';
@@ -42,9 +43,9 @@ export interface Ruleset {
   /**
    * The owner of each claimed element (Fragment.elements) by claimKey: of
    * several claims, the skeleton's, then the lowest ServicePort id's, wins
-   * (see claimedElement for the element itself).
+   * (see claimedElement for the element itself). The next render derives its own from it.
    */
-  claims: ReadonlyMap<string, string>;
+  claims: OverlayMap<string, string>;
   /** Keys claimed by more than one fragment, with every claim, winner first. */
   contested: ReadonlyMap<string, readonly ElementClaim[]>;
   /** How many ServicePorts want each address in `hairpin-endpoints`, by family. */
