@@ -20,8 +20,6 @@
 import type { IPFamily } from '../k8s/types.ts';
 import type { Element } from '../nft/objects.ts';
 import { claimKeysOf, type Fragment } from './fragment.ts';
-
-export { claimKey } from './fragment.ts';
 import { SET } from './names.ts';
 import { OverlayMap } from './overlay-map.ts';
 import { tableFamily } from './statements.ts';

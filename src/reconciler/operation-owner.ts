@@ -6,8 +6,9 @@
 
 import type { IPFamily } from '../k8s/types.ts';
 import type { Family, Operation } from '../nft/objects.ts';
-import { claimKey, skeletonFamily, skeletonOwner } from './element-claims.ts';
+import { skeletonFamily, skeletonOwner } from './element-claims.ts';
 import { SHARD_MAP_PREFIX, SLOTS_PER_BLOCK } from './endpoint-slots.ts';
+import { claimKey } from './fragment.ts';
 import { SET } from './names.ts';
 import type { Ruleset } from './ruleset.ts';
 import { tableFamily } from './statements.ts';

@@ -23,7 +23,6 @@ import { renderSkeleton } from './skeleton.ts';
 import { tableFamily } from './statements.ts';
 
 export { RenderedServicePort };
-export type { ElementClaim, HairpinCounts };
 
 /** Why a ServicePort or an element is not in the ruleset. */
 export interface RenderProblem {
