@@ -168,11 +168,12 @@ export class EndpointSlots {
         }
       }
     }
-    return out ?? NONE;
+    return out ?? NO_LABELS;
   }
 }
 
-const NONE: ReadonlySet<string> = new Set();
+/** No private labels: every policy chain in the shared map. */
+export const NO_LABELS: ReadonlySet<string> = new Set();
 
 export function sameLabels(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
   if (a.size !== b.size) return false;

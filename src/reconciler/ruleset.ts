@@ -13,7 +13,7 @@ import { servicePortEqual } from '../model/equality.ts';
 import type { ServicePort } from '../model/service-port.ts';
 import type { Element, Table } from '../nft/objects.ts';
 import type { FamilyConfig, RulesetConfig } from './config.ts';
-import { EndpointSlots, type FamilySlots, sameLabels } from './endpoint-slots.ts';
+import { EndpointSlots, type FamilySlots, NO_LABELS, sameLabels } from './endpoint-slots.ts';
 import { Claims, claimedIn, type ElementClaim, HairpinCounter, type HairpinCounts, hairpinElement, skeletonFamily, skeletonOwner } from './element-claims.ts';
 import { claimKeysOf, type Fragment } from './fragment.ts';
 import type { OverlayMap } from './overlay-map.ts';
@@ -213,7 +213,6 @@ export function forEachElement(r: Ruleset, fn: (e: Element) => void): void {
   for (const [family, counts] of r.hairpin) for (const ip of counts.keys()) fn(hairpinElement(family, r.config.tableName, ip));
 }
 
-const NO_LABELS: ReadonlySet<string> = new Set();
 const NO_SLOTS: ReadonlyMap<IPFamily, FamilySlots> = new Map();
 const NO_SHARDS: readonly number[] = [];
 

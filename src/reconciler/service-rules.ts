@@ -36,7 +36,7 @@ import type { Endpoint, EndpointSelection, ServicePort } from '../model/service-
 import type { Statement, Verdict } from '../nft/objects.ts';
 import { canonicalValue } from '../nft/values.ts';
 import { cidrsContainAny, type FamilyConfig, type RulesetConfig } from './config.ts';
-import { DEFAULT_ENDPOINT_MAP_BLOCKS, type EndpointRegion, endpointRegion, regionOffset, shardMapName, shardOf } from './endpoint-slots.ts';
+import { DEFAULT_ENDPOINT_MAP_BLOCKS, type EndpointRegion, endpointRegion, NO_LABELS, regionOffset, shardMapName, shardOf } from './endpoint-slots.ts';
 import { type Fragment, FragmentBuilder } from './fragment.ts';
 import { CHAIN, endpointNameBase, MAP, PREFIX, SET, servicePortNameBase, servicePortReadable } from './names.ts';
 import {
@@ -68,7 +68,6 @@ export class ServicePortRenderError extends Error {
   }
 }
 
-const NO_LABELS: ReadonlySet<string> = new Set();
 const REJECT: Verdict = { verdict: 'goto', chain: CHAIN.reject };
 const DROP: Verdict = { verdict: 'drop' };
 
