@@ -6,6 +6,7 @@ import type { Element, Operation } from '../../src/nft/objects.ts';
 import { ENDPOINT_SHAPES, type RulesetConfig } from '../../src/reconciler/config.ts';
 import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, EMPTY_SYNC_STATE, type SyncState } from '../../src/reconciler/diff.ts';
 import { planFullSync } from '../../src/reconciler/full-sync.ts';
+import { claimKey } from '../../src/reconciler/fragment.ts';
 import { DEFAULT_ENDPOINT_MAP_BLOCKS, endpointRegion, regionOffset, shardMapName, shardOf } from '../../src/reconciler/endpoint-slots.ts';
 import { servicePortNameBase, servicePortReadable } from '../../src/reconciler/names.ts';
 import { claimedElement, renderRuleset, type Ruleset } from '../../src/reconciler/ruleset.ts';
@@ -143,7 +144,7 @@ describe('a change to one service touches only that service', () => {
             expect(o.name.includes(mine) || shards.includes(o.name), o.name).toBe(true);
           }
           else if (o.kind === 'element') {
-            const key = `${o.family} ${o.table} ${o.set} ${o.key.join(' . ')}`;
+            const key = claimKey(o);
             // Its own element, or one it stopped or started shadowing in a conflict.
             const fragments = [a.services.get(changed.id)?.fragment, b.services.get(changed.id)?.fragment];
             const same = (e: Element) => e.set === o.set && e.family === o.family && e.key.join() === o.key.join();

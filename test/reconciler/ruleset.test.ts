@@ -32,6 +32,15 @@ const SM = shardMapName(shardOf(region(`endpoints-${SVC}`)));
 const LM = shardMapName(shardOf(region(`local-endpoints-${SVC}`)));
 
 describe('ruleset features', () => {
+  // Rendered in each endpoint shape below.
+  const bothPoliciesLocal = sp({
+    nodePort: 30080,
+    internalPolicyLocal: true,
+    externalPolicyLocal: true,
+    cluster: sel(local('10.244.2.6')),
+    external: sel(local('10.244.2.6')),
+    allEndpoints: [ep('10.244.1.5'), local('10.244.2.6')],
+  });
   const cases: Array<{ name: string; ports: ServicePort[]; config?: RulesetConfig; present?: string[]; absent?: string[] }> = [
     {
       name: 'ClusterIP traffic from outside the pod CIDR is masqueraded',
@@ -160,16 +169,7 @@ describe('ruleset features', () => {
     },
     {
       name: 'eTP Local and iTP Local: short-circuits use every endpoint of the service',
-      ports: [
-        sp({
-          nodePort: 30080,
-          internalPolicyLocal: true,
-          externalPolicyLocal: true,
-          cluster: sel(local('10.244.2.6')),
-          external: sel(local('10.244.2.6')),
-          allEndpoints: [ep('10.244.1.5'), local('10.244.2.6')],
-        }),
-      ],
+      ports: [bothPoliciesLocal],
       present: [
         `fib saddr type local goto service-${SVC} comment "short-circuit local traffic"`,
         `goto local-${SVC}`,
@@ -179,16 +179,7 @@ describe('ruleset features', () => {
     {
       name: 'endpoint shape map, eTP Local and iTP Local: short-circuits use every endpoint of the service',
       config: config({ families: { IPv4: V4 }, endpointShape: 'map' }),
-      ports: [
-        sp({
-          nodePort: 30080,
-          internalPolicyLocal: true,
-          externalPolicyLocal: true,
-          cluster: sel(local('10.244.2.6')),
-          external: sel(local('10.244.2.6')),
-          allEndpoints: [ep('10.244.1.5'), local('10.244.2.6')],
-        }),
-      ],
+      ports: [bothPoliciesLocal],
       present: [
         `fib saddr type local goto service-${SVC} comment "short-circuit local traffic"`,
         `goto local-${SVC}`,
