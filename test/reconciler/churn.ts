@@ -1,11 +1,16 @@
 // fast-check arbitraries for random ServicePort churn over a small universe, so
 // that services come and go, endpoints move, and elements collide (two
-// services claiming one externalIP:port) often enough to matter.
+// services claiming one externalIP:port) often enough to matter; and the
+// incremental syncs through a churn into a fake kernel.
 
 import fc from 'fast-check';
 import type { IPFamily, Protocol } from '../../src/k8s/types.ts';
 import type { Endpoint, EndpointSelection, ServicePort } from '../../src/model/service-port.ts';
+import { FakeKernel } from '../../src/nft/fake-kernel.ts';
 import type { EndpointShape, RulesetConfig } from '../../src/reconciler/config.ts';
+import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, type SyncState } from '../../src/reconciler/diff.ts';
+import { planFullSync } from '../../src/reconciler/full-sync.ts';
+import { renderRuleset } from '../../src/reconciler/ruleset.ts';
 import { config, sp, V4, V6 } from './fixtures.ts';
 
 const NAMES = ['a', 'b', 'c'] as const;
@@ -135,3 +140,29 @@ export const churnArbFor = (shapes: readonly EndpointShape[], mapBlocks?: readon
     { minLength: 1, maxLength: 8 },
   ),
 });
+
+/** Incremental syncs through the churn, then one more after the stale-chain delay. */
+export function churn(initial: RulesetConfig, steps: readonly ChurnStep[]) {
+  const k = new FakeKernel({ flowtables: true });
+  let now = 1_000_000;
+  let cfg = initial;
+  let rendered = renderRuleset([], cfg);
+  const first = planFullSync(rendered, 'replace');
+  k.commitSync(first.ops);
+  let state: SyncState = first.next;
+  const sync = (ports: ServicePort[]) => {
+    rendered = renderRuleset(ports, cfg, rendered);
+    const plan = diffRulesets(state.applied, rendered, { now }, state.staleChains);
+    k.commitSync(plan.ops);
+    state = plan.next;
+    return plan;
+  };
+  for (const s of steps) {
+    now += s.advance;
+    if (s.config) cfg = s.config;
+    sync(s.ports);
+  }
+  now += DEFAULT_STALE_CHAIN_DELAY_MS;
+  const settle = sync(steps.at(-1)!.ports);
+  return { k, state, rendered, settle };
+}

@@ -1,64 +1,17 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { TableListing } from '../../src/nft/dataplane.ts';
 import { FakeKernel } from '../../src/nft/fake-kernel.ts';
 import type { Element, Operation } from '../../src/nft/objects.ts';
-import { ENDPOINT_SHAPES, type RulesetConfig } from '../../src/reconciler/config.ts';
-import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, EMPTY_SYNC_STATE, type SyncState } from '../../src/reconciler/diff.ts';
+import { ENDPOINT_SHAPES } from '../../src/reconciler/config.ts';
+import { diffRulesets, EMPTY_SYNC_STATE, type SyncState } from '../../src/reconciler/diff.ts';
 import { planFullSync } from '../../src/reconciler/full-sync.ts';
 import { claimKey } from '../../src/reconciler/fragment.ts';
 import { DEFAULT_ENDPOINT_MAP_BLOCKS, endpointRegion, regionOffset, shardMapName, shardOf } from '../../src/reconciler/endpoint-slots.ts';
 import { servicePortNameBase, servicePortReadable } from '../../src/reconciler/names.ts';
 import { claimedElement, renderRuleset, type Ruleset } from '../../src/reconciler/ruleset.ts';
-import type { ServicePort } from '../../src/model/service-port.ts';
-import { churnArbFor, servicePortsArb } from './churn.ts';
+import { churn, churnArbFor, servicePortsArb } from './churn.ts';
 import { config, ep, sp, V4, V6 } from './fixtures.ts';
-
-const TABLES = [
-  ['ip', 'kube-nft-proxy'],
-  ['ip6', 'kube-nft-proxy'],
-] as const;
-
-/** What the kernel holds, handles aside (they depend on history, not content). */
-function listing(k: FakeKernel): Array<TableListing | undefined> {
-  return TABLES.map(([f, t]) => {
-    const l = k.listSync(f, t);
-    if (l) for (const r of l.rules) delete r.handle;
-    return l;
-  });
-}
-
-function freshKernel(desired: Ruleset): FakeKernel {
-  const k = new FakeKernel({ flowtables: true });
-  k.commitSync(planFullSync(renderRuleset([...desired.services.values()].map((s) => s.port), desired.config), 'replace').ops);
-  return k;
-}
-
-/** Incremental syncs through the churn, then one more after the stale-chain delay. */
-function churn(initial: RulesetConfig, steps: Array<{ ports: ServicePort[]; advance: number; config?: RulesetConfig }>) {
-  const k = new FakeKernel({ flowtables: true });
-  let now = 1_000_000;
-  let cfg = initial;
-  let rendered = renderRuleset([], cfg);
-  const first = planFullSync(rendered, 'replace');
-  k.commitSync(first.ops);
-  let state: SyncState = first.next;
-  const sync = (ports: ServicePort[]) => {
-    rendered = renderRuleset(ports, cfg, rendered);
-    const plan = diffRulesets(state.applied, rendered, { now }, state.staleChains);
-    k.commitSync(plan.ops);
-    state = plan.next;
-    return plan;
-  };
-  for (const s of steps) {
-    now += s.advance;
-    if (s.config) cfg = s.config;
-    sync(s.ports);
-  }
-  now += DEFAULT_STALE_CHAIN_DELAY_MS;
-  const settle = sync(steps.at(-1)!.ports);
-  return { k, state, rendered, settle };
-}
+import { freshKernel, listingsWithoutHandles as listing } from './kernel-listing.ts';
 
 describe.each(ENDPOINT_SHAPES)('incremental syncs and a full sync agree (endpoint shape %s)', (shape) => {
   const churnArb = churnArbFor([shape]);

@@ -4,7 +4,6 @@
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { TableListing } from '../../src/nft/dataplane.ts';
 import { FakeKernel } from '../../src/nft/fake-kernel.ts';
 import type { Operation } from '../../src/nft/objects.ts';
 import { renderRuleset as renderText } from '../../src/nft/render-text.ts';
@@ -16,9 +15,10 @@ import { DEFAULT_ENDPOINT_MAP_BLOCKS, endpointRegion, hash32, regionOffset, shar
 import { planFullSync } from '../../src/reconciler/full-sync.ts';
 import { rulesetListings } from '../../src/reconciler/listing.ts';
 import { servicePortNameBase } from '../../src/reconciler/names.ts';
-import { renderRuleset, type Ruleset } from '../../src/reconciler/ruleset.ts';
-import { churnArbFor, configArbFor, servicePortsArb } from './churn.ts';
+import { renderRuleset } from '../../src/reconciler/ruleset.ts';
+import { churn, churnArbFor, type ChurnStep, configArbFor, servicePortsArb } from './churn.ts';
 import { config, ep, local, sel, sp, V4 } from './fixtures.ts';
+import { freshKernel, listingWithoutHandles as listing, listingsWithoutHandles } from './kernel-listing.ts';
 
 const label = (name: string, prefix = 'endpoints-'): string =>
   `${prefix}${servicePortNameBase({ namespace: 'default', serviceName: name, protocol: 'TCP', portName: 'http' })}`;
@@ -45,19 +45,6 @@ function collidingNames(blocks: number): { a: string; b: string; c: string } {
 const endpoints = (n: number, seed: number): Endpoint[] => Array.from({ length: n }, (_, i) => ep(`10.${seed}.${i >> 8}.${i & 255}`));
 const svc = (name: string, n: number, seed: number): ServicePort => sp({ serviceName: name, clusterIP: `10.96.${seed}.1`, endpoints: endpoints(n, seed) });
 
-function listing(k: FakeKernel, family: 'ip' | 'ip6' = 'ip'): TableListing | undefined {
-  const l = k.listSync(family, 'kube-nft-proxy');
-  if (l) for (const r of l.rules) delete r.handle;
-  return l;
-}
-const listing6 = (k: FakeKernel) => listing(k, 'ip6');
-
-function fresh(r: Ruleset): FakeKernel {
-  const k = new FakeKernel();
-  k.commitSync(planFullSync(renderRuleset([...r.services.values()].map((s) => s.port), r.config), 'replace').ops);
-  return k;
-}
-
 /** Applies each step incrementally; after each (and the stale-chain delay), the kernel and the placement equal a fresh full render's. Returns each step's ops. */
 function steps(cfg: RulesetConfig, list: ServicePort[][]): Operation[][] {
   const k = new FakeKernel();
@@ -82,7 +69,7 @@ function steps(cfg: RulesetConfig, list: ServicePort[][]): Operation[][] {
     state = settle.next;
     const full = renderRuleset(ports, cfg);
     for (const [id, s] of full.services) expect([...r.services.get(id)!.privateLabels].sort(), id).toEqual([...s.privateLabels].sort());
-    expect(listing(k)).toEqual(listing(fresh(r)));
+    expect(listing(k)).toEqual(listing(freshKernel(r)));
   }
   return out;
 }
@@ -183,34 +170,14 @@ describe('slot ranges in the shared endpoint map', () => {
   });
 
   /** Incremental syncs through `list`; the kernel must end as a fresh full sync leaves it, and a reassert over it must change nothing. */
-  const agreesWithFullSync = (initial: RulesetConfig, list: Array<{ ports: ServicePort[]; advance: number; config?: RulesetConfig }>) => {
-    const k = new FakeKernel({ flowtables: true });
-    let now = 1_000_000;
-    let cfg = initial;
-    let r = renderRuleset([], cfg);
-    const first = planFullSync(r, 'replace');
-    k.commitSync(first.ops);
-    let state: SyncState = first.next;
-    const sync = (ports: ServicePort[]) => {
-      r = renderRuleset(ports, cfg, r);
-      const plan = diffRulesets(state.applied, r, { now }, state.staleChains);
-      k.commitSync(plan.ops);
-      state = plan.next;
-    };
-    for (const s of list) {
-      now += s.advance;
-      if (s.config) cfg = s.config;
-      sync(s.ports);
-    }
-    now += DEFAULT_STALE_CHAIN_DELAY_MS;
-    sync(list.at(-1)!.ports);
+  const agreesWithFullSync = (initial: RulesetConfig, list: ChurnStep[]) => {
+    const { k, state, rendered: r } = churn(initial, list);
     const full = new FakeKernel({ flowtables: true });
-    full.commitSync(planFullSync(renderRuleset(list.at(-1)!.ports, cfg), 'replace').ops);
-    const both = (x: FakeKernel) => [listing(x), listing6(x)];
-    expect(both(k)).toEqual(both(full));
-    const before = both(k);
+    full.commitSync(planFullSync(renderRuleset(list.at(-1)!.ports, r.config), 'replace').ops);
+    expect(listingsWithoutHandles(k)).toEqual(listingsWithoutHandles(full));
+    const before = listingsWithoutHandles(k);
     k.commitSync(planFullSync(r, 'reassert', state).ops);
-    expect(both(k)).toEqual(before);
+    expect(listingsWithoutHandles(k)).toEqual(before);
   };
 
   it('random churn with few blocks (many collisions): incremental syncs leave the kernel as a fresh full sync does', () => {
