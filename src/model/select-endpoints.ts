@@ -108,11 +108,16 @@ export function selectEndpoints(candidates: readonly Candidate[], policy: Policy
   if (!policy.externallyAccessible) external = cluster;
   else external = policy.externalPolicyLocal ? localBased() : clusterBased();
 
+  // Only the cluster selection's endpoints are used (nothing external reaches
+  // the service, as for most, or both policies alike, or external has none):
+  // its list is allEndpoints, without a pass over every candidate.
+  if (external === cluster || external.kind !== 'endpoints') {
+    return { cluster, external, allEndpoints: cluster.kind === 'endpoints' ? cluster.endpoints : [], hintMode: mode };
+  }
+
   const used = new Set<Candidate>();
   if (cluster.kind === 'endpoints') for (const c of policy.internalPolicyLocal ? localSet : clusterSet) used.add(c);
-  if (external !== cluster && external.kind === 'endpoints') {
-    for (const c of policy.externalPolicyLocal ? localSet : clusterSet) used.add(c);
-  }
+  for (const c of policy.externalPolicyLocal ? localSet : clusterSet) used.add(c);
   let allEndpoints = sorted.filter((c) => used.has(c)).map(endpointOf);
   // Usually every endpoint is used by the cluster selection, in the same
   // (sorted) order: one list then serves both, as it would in kube-proxy.
