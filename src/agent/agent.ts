@@ -222,15 +222,15 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   }
 
   const collect = deps.releaseMemory ?? (() => releaseMemory(dataplane));
-  let beforeRelease: Record<string, number> = {};
   const releaser = new MemoryReleaser({
-    release: () => {
-      beforeRelease = memoryMiB();
+    release: (reason) => {
+      const before = memoryMiB();
+      const t0 = performance.now();
       collect();
+      const durationMs = performance.now() - t0;
+      logger.info({ durationMs: Math.round(durationMs * 10) / 10, before, after: memoryMiB() }, reason === 'idle' ? 'released memory once idle' : 'released memory after a large sync');
     },
     rss: () => process.memoryUsage.rss(),
-    released: (reason, durationMs) =>
-      logger.info({ durationMs: Math.round(durationMs * 10) / 10, before: beforeRelease, after: memoryMiB() }, reason === 'idle' ? 'released memory once idle' : 'released memory after a large sync'),
   });
 
   let firstSync = true;

@@ -86,12 +86,10 @@ export const IDLE_RELEASE_GROWTH_BYTES = 8 * 2 ** 20;
 export type ReleaseReason = 'large sync' | 'idle';
 
 export interface MemoryReleaserOptions {
-  /** Collect and trim (releaseMemory with the agent's dataplane). */
-  release: () => void;
+  /** Collect and trim (releaseMemory with the agent's dataplane); `reason` for its log. */
+  release: (reason: ReleaseReason) => void;
   /** The process's resident set size in bytes. */
   rss: () => number;
-  /** After each release: why, and how long it took. */
-  released?: (reason: ReleaseReason, durationMs: number) => void;
   quietMs?: number;
   growthBytes?: number;
 }
@@ -107,7 +105,7 @@ export interface MemoryReleaserOptions {
  * during churn, when V8's own collections bound the heap.
  */
 export class MemoryReleaser {
-  readonly #options: Required<Omit<MemoryReleaserOptions, 'released'>> & Pick<MemoryReleaserOptions, 'released'>;
+  readonly #options: Required<MemoryReleaserOptions>;
   #afterLastRelease = Number.POSITIVE_INFINITY;
   #soon: ReturnType<typeof setImmediate> | undefined;
   #idle: ReturnType<typeof setTimeout> | undefined;
@@ -146,10 +144,7 @@ export class MemoryReleaser {
   }
 
   #release(reason: ReleaseReason): void {
-    const t0 = performance.now();
-    this.#options.release();
-    const durationMs = performance.now() - t0;
+    this.#options.release(reason);
     this.#afterLastRelease = this.#options.rss();
-    this.#options.released?.(reason, durationMs);
   }
 }

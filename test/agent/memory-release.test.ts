@@ -73,9 +73,11 @@ describe('MemoryReleaser', () => {
     vi.useFakeTimers();
     const state = { rss: floor, releases: [] as ReleaseReason[] };
     releaser = new MemoryReleaser({
-      release: () => (state.rss = floor),
+      release: (reason) => {
+        state.rss = floor;
+        state.releases.push(reason);
+      },
       rss: () => state.rss,
-      released: (reason) => state.releases.push(reason),
       quietMs: 5_000,
       growthBytes: 8 * MiB,
     });
