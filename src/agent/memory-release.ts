@@ -18,6 +18,7 @@
 
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import type { Dataplane } from '../nft/dataplane.ts';
 
 /** V8's gc() extension with the options Node 24's V8 accepts. */
 type GcFunction = (options?: { type?: 'major' | 'minor'; execution?: 'sync' | 'async'; flavor?: 'regular' | 'last-resort' }) => void;
@@ -54,23 +55,16 @@ export function collectGarbage(): void {
   gcFunctionOnce()({ type: 'major', execution: 'sync', flavor: 'last-resort' });
 }
 
-/** A dataplane that can give native memory back (NetlinkDataplane). */
-interface ReleasesMemory {
-  releaseMemory(): void;
-}
-
-function releasesMemory(o: object): o is ReleasesMemory {
-  return typeof (o as Partial<ReleasesMemory>).releaseMemory === 'function';
-}
-
 /**
  * The agent's default after a large sync: collect, then let the dataplane
  * trim malloc (the collection frees array buffers and V8's worker threads
- * leave their compiler and marking zones in per-thread arenas).
+ * leave their compiler and marking zones in per-thread arenas). Partial:
+ * only releaseMemory is read, and a type of that optional member alone would
+ * refuse a dataplane without it (TypeScript's weak-type check).
  */
-export function releaseMemory(dataplane: object): void {
+export function releaseMemory(dataplane: Partial<Dataplane>): void {
   collectGarbage();
-  if (releasesMemory(dataplane)) dataplane.releaseMemory();
+  dataplane.releaseMemory?.();
 }
 
 /** Whether a sync that committed `ops` operations is worth a collection afterwards. */

@@ -49,4 +49,6 @@ export interface Dataplane {
   commit(ops: readonly Operation[]): Promise<void>;
   /** Reads one table back; undefined when it does not exist. */
   list(family: Family, table: string): Promise<TableListing | undefined>;
+  /** Gives native memory the process no longer uses back to the OS; where there is any (the netlink addon's). */
+  releaseMemory?(): void;
 }
