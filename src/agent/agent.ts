@@ -21,7 +21,7 @@ import { Reconciler } from '../reconciler/reconciler.ts';
 import { syncRunner, type SyncResult } from '../reconciler/sync-runner.ts';
 import { createClusterStreams, type ClusterStreams, type ClusterStreamsOptions } from '../streams/cluster-streams.ts';
 import { DEFAULT_DEVICE_MAX_WAIT_MS, DEFAULT_DEVICE_SETTLE_MS, followFlowtableDevices } from './flowtable-device-follower.ts';
-import { MemoryReleaser, releaseMemory } from './memory-release.ts';
+import { LARGE_SYNC_OPS, MemoryReleaser, releaseMemory } from './memory-release.ts';
 import { rulesetConfigFor, type LocalAddress, type OffloadState } from './ruleset-config.ts';
 
 /**
@@ -54,9 +54,6 @@ export interface Agent {
   /** Stops watching and syncing; the programmed rules stay in place. */
   stop(): Promise<void>;
 }
-
-/** Syncs from this size on log their plan before committing (a 1k-service cluster's full sync is ~25k operations). */
-const PROGRESS_FROM_OPS = 20_000;
 
 function memoryMiB(): Record<string, number> {
   const m = process.memoryUsage();
@@ -155,7 +152,8 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
     // seconds in the model and the planner and then seconds in the kernel: say
     // which, so that a slow first sync on a big cluster is not a silent one.
     onPlanned: (p) => {
-      if (p.ops < PROGRESS_FROM_OPS) return;
+      // The same size from which memory is released afterwards: a ~1k-service cluster's cold sync.
+      if (p.ops < LARGE_SYNC_OPS) return;
       logger.info({ kind: p.kind, servicePorts: p.servicePorts, ops: p.ops, planMs: Math.round(p.planMs) }, 'ruleset planned; committing it to the kernel');
     },
   });
