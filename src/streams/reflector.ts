@@ -66,6 +66,8 @@ export const DEFAULT_LIST_PROGRESS_MS = 5_000;
 /**
  * "listing" lines while a large list is under way: a big cluster's first
  * list can take a minute, and the agent programs nothing until it is done.
+ * The list counts into `items` and `pages`; report() logs at most once per
+ * interval.
  */
 class ListProgress {
   items = 0;
@@ -81,9 +83,8 @@ class ListProgress {
     this.#next = clock.now() + intervalMs;
   }
 
-  /** After `items` more arrived (a page, or one WatchList event); `remaining` as the server estimates it. */
-  add(items: number, remaining?: number): void {
-    this.items += items;
+  /** Where a line may be due (after a page, or one WatchList event); `remaining` as the server estimates it. */
+  report(remaining?: number): void {
     const now = this.#clock.now();
     if (now < this.#next) return;
     this.#next = now + this.#intervalMs;
@@ -121,9 +122,7 @@ export class Reflector {
   /** Last resourceVersion seen; '' forces a list. */
   private rv = '';
   private needList = true;
-  /** Set while a WatchList stream is still delivering its initial events. */
-  private inInitialEvents = false;
-  /** Progress of the WatchList initial events under way, if any. */
+  /** Set while a WatchList stream is still delivering its initial events: their progress. */
   private initialProgress: ListProgress | undefined;
   private delivered = false;
 
@@ -222,18 +221,22 @@ export class Reflector {
     for (;;) {
       const page = await this.listOnePage(limit, cont, scratch);
       progress.pages++;
+      progress.items += page.items;
       if (!page.continueToken) {
-        progress.items += page.items;
         this.rv = page.resourceVersion;
         break;
       }
-      progress.add(page.items, page.remainingItemCount);
+      progress.report(page.remainingItemCount);
       cont = page.continueToken;
     }
     this.o.sink.listEnd();
     this.needList = false;
     this.backoff.reset();
     this.o.logger.info({ rv: this.rv, pages: progress.pages, items: progress.items }, 'listed');
+  }
+
+  private listProgress(): ListProgress {
+    return new ListProgress(this.clock, this.o.logger, this.o.progressIntervalMs ?? DEFAULT_LIST_PROGRESS_MS);
   }
 
   /**
@@ -243,10 +246,6 @@ export class Reflector {
    * loop while the next page is fetched, where every scavenge would copy it
    * and promote it to the old generation.
    */
-  private listProgress(): ListProgress {
-    return new ListProgress(this.clock, this.o.logger, this.o.progressIntervalMs ?? DEFAULT_LIST_PROGRESS_MS);
-  }
-
   private async listOnePage(limit: number, cont: string, scratch: ScratchBuffer): Promise<{ items: number; continueToken: string; resourceVersion: string; remainingItemCount?: number }> {
     const page = await listPage(this.o.connection, this.o.path, { ...this.selectors(), limit, continue: cont || undefined }, this.timeouts, this.abort.signal, scratch);
     this.delivered = true;
@@ -262,7 +261,6 @@ export class Reflector {
       query.sendInitialEvents = true;
       query.resourceVersionMatch = 'NotOlderThan';
       this.o.sink.listStart();
-      this.inInitialEvents = true;
       this.initialProgress = this.listProgress();
     } else {
       query.resourceVersion = this.rv;
@@ -270,7 +268,7 @@ export class Reflector {
     try {
       await watchStream(this.o.connection, this.o.path, query, this.timeouts, this.abort.signal, (ev) => this.onEvent(ev));
     } finally {
-      this.inInitialEvents = false;
+      this.initialProgress = undefined;
     }
   }
 
@@ -286,19 +284,21 @@ export class Reflector {
       }
       case 'BOOKMARK':
         if (rv) this.rv = rv;
-        if (this.inInitialEvents && meta?.annotations?.[ANNOTATION_INITIAL_EVENTS_END] === 'true') {
-          this.inInitialEvents = false;
+        if (this.initialProgress && meta?.annotations?.[ANNOTATION_INITIAL_EVENTS_END] === 'true') {
+          const { items } = this.initialProgress;
+          this.initialProgress = undefined;
           this.needList = false;
           this.o.sink.listEnd();
-          this.o.logger.info({ rv: this.rv, items: this.initialProgress?.items }, 'listed (WatchList)');
+          this.o.logger.info({ rv: this.rv, items }, 'listed (WatchList)');
         }
         return;
       default:
         if (rv) this.rv = rv;
-        if (this.inInitialEvents) {
+        if (this.initialProgress) {
           if (ev.type !== 'DELETED') {
             this.o.sink.listItem(ev.object);
-            this.initialProgress?.add(1);
+            this.initialProgress.items++;
+            this.initialProgress.report();
           }
         } else {
           this.o.sink.event(ev.type, ev.object);
