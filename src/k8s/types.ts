@@ -106,7 +106,3 @@ export interface NodeInfo {
 export type StoreEvent<T> =
   | { type: 'upsert'; key: string; object: T }
   | { type: 'delete'; key: string; object: T };
-
-export function namespacedKey(o: { namespace: string; name: string }): string {
-  return `${o.namespace}/${o.name}`;
-}

@@ -15,7 +15,7 @@
 // state before committing, so a failed commit is retried from that state, not by
 // asking the tracker again.
 
-import { namespacedKey, type EndpointSliceInfo, type NodeInfo, type ServiceInfo, type StoreEvent } from '../k8s/types.ts';
+import type { EndpointSliceInfo, NodeInfo, ServiceInfo, StoreEvent } from '../k8s/types.ts';
 import type { ServicePort } from './service-port.ts';
 import { buildServicePorts, type ModelConfig } from './build-service-ports.ts';
 import { servicePortEqual } from './equality.ts';
@@ -86,8 +86,10 @@ export class ServiceChangeTracker {
     if (seen === undefined || at < seen) this.dirty.set(serviceKey, at);
   }
 
+  // Keys are the events' own (the store's namespace/name, never cluster-scoped
+  // here), the format slice owners are filed under below.
   onService(event: StoreEvent<ServiceInfo>, at: number): void {
-    const key = namespacedKey(event.object);
+    const key = event.key;
     if (event.type === 'delete') {
       if (!this.services.delete(key)) return;
     } else {
@@ -98,7 +100,7 @@ export class ServiceChangeTracker {
   }
 
   onEndpointSlice(event: StoreEvent<EndpointSliceInfo>, at: number): void {
-    const sliceKey = namespacedKey(event.object);
+    const sliceKey = event.key;
     const oldOwner = this.sliceOwner.get(sliceKey);
     const newOwner =
       event.type === 'upsert' && event.object.serviceName !== '' ? `${event.object.namespace}/${event.object.serviceName}` : undefined;
