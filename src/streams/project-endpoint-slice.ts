@@ -27,10 +27,7 @@ import {
 
 const PORT_NAME = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$/;
 
-function portsDigest(length: number): number {
-  return length;
-}
-
+/** A port list's digest starts from its length and takes in each port this way. */
 function portDigest(digest: number, port: number, name: string): number {
   return mix(mix(digest, port), digestOf(name));
 }
@@ -50,7 +47,7 @@ function projectPorts(raw: unknown, pool: StringPool, dropped: string[]): Endpoi
   const list = asList('ports', raw);
   // Most slices of a cluster list the same few port sets: find the shared
   // one straight from the raw list, before building anything.
-  let rawDigest = portsDigest(list.length);
+  let rawDigest = list.length;
   for (let i = 0; i < list.length; i++) {
     const p = list[i];
     const port = isObject(p) && typeof p.port === 'number' ? p.port : -1;
@@ -83,7 +80,7 @@ function projectPorts(raw: unknown, pool: StringPool, dropped: string[]): Endpoi
     out.push({ name: pool.intern(name), protocol: proto, port: p.port });
   }
   if (out.length === 0) return EMPTY_LIST;
-  let digest = portsDigest(out.length);
+  let digest = out.length;
   for (let i = 0; i < out.length; i++) digest = portDigest(digest, out[i]!.port, out[i]!.name);
   return pool.share(digest, out, samePorts);
 }
