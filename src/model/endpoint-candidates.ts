@@ -90,7 +90,7 @@ export function readSlices(
     slice.endpoints.forEach((ep, i) => {
       const field = `endpoints[${i}].addresses[0]`;
       const raw = ep.address;
-      if (raw === undefined || raw === '') {
+      if (raw === '') {
         sink.add('MISSING_ADDRESS', obj, `endpoints[${i}].addresses`, 'endpoint has no address; ignored');
         return;
       }
