@@ -2,6 +2,7 @@
 // cheap: they run on every object of every list and watch event.
 
 import { EMPTY_LIST } from './intern.ts';
+import { joinKey } from './keyed-map.ts';
 
 export type Projection<T> = { ok: true; value: T; dropped?: string[] } | { ok: false; reason: string };
 
@@ -86,10 +87,10 @@ export function project<T>(fn: () => T, dropped?: string[]): Projection<T> {
   }
 }
 
-/** namespace/name from raw metadata without validating, for log keys. */
+/** The store's key (namespace/name) from raw metadata without validating, for log keys and deletes. */
 export function rawKey(raw: unknown): string {
   const meta = isObject(raw) && isObject(raw.metadata) ? raw.metadata : {};
   const ns = typeof meta.namespace === 'string' ? meta.namespace : '';
   const name = typeof meta.name === 'string' ? meta.name : '?';
-  return ns ? `${ns}/${name}` : name;
+  return joinKey(ns, name);
 }
