@@ -7,9 +7,7 @@
 // otherwise, are never touched.
 
 import { execFileSync } from 'node:child_process';
-
-/** createNetns's names: `<prefix>-<pid>-<6 hex>`, every prefix starting with knp. */
-const OURS = /^(knp[a-z0-9-]*)-(\d+)-[0-9a-f]{6}$/;
+import { parseNetnsName } from './netns-name.ts';
 
 function alive(pid: number): boolean {
   try {
@@ -33,8 +31,9 @@ export function listNetns(): string[] {
 export function sweepOrphanNetns(): string[] {
   const swept: string[] = [];
   for (const name of listNetns()) {
-    const m = OURS.exec(name);
-    if (!m || alive(Number(m[2]))) continue;
+    // createNetns's names only, and of its knp prefixes only.
+    const ours = parseNetnsName(name);
+    if (!ours || !ours.prefix.startsWith('knp') || alive(ours.pid)) continue;
     execFileSync('ip', ['netns', 'del', name]);
     swept.push(name);
   }

@@ -3,7 +3,7 @@
 // ruleset and links are never touched and nothing is left behind.
 
 import { execFileSync, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { netnsName } from './netns-name.ts';
 
 export interface NetNs {
   /** Name under /var/run/netns. */
@@ -28,7 +28,7 @@ export interface NftJson {
 const live = new Set<NetNs>();
 
 export function createNetns(prefix = 'knp'): NetNs {
-  const name = `${prefix}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  const name = netnsName(prefix);
   execFileSync('ip', ['netns', 'add', name]);
   // Loopback up so that local sockets inside work; no other link, so no route out.
   execFileSync('ip', ['-n', name, 'link', 'set', 'lo', 'up']);
