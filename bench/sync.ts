@@ -20,24 +20,24 @@
 // --endpoint-shape=map|chains (default map, the agent's) is passed to the agent and to
 // the raw load. Prints a table; the last line is one JSON object.
 
-import { execFileSync, spawn, fork, type ChildProcess } from 'node:child_process';
+import { spawn, fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir, loadavg } from 'node:os';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ENDPOINT_SHAPES, type EndpointShape } from '../src/reconciler/config.ts';
 import { FakeApiServer } from '../test/fake-apiserver/index.ts';
+import { buildDist } from '../test/helpers/build-dist.ts';
 import { createNetns, type NetNs } from '../test/helpers/netns.ts';
+import { packageRoot } from '../src/package-root.ts';
 import { servicePortNameBase } from '../src/reconciler/names.ts';
 import { type NftLoad, nftLoadFile } from './nft-load.ts';
 import type { RawLoadResult } from './sync-raw-load.ts';
 import { IDLE_RELEASE_QUIET_MS } from '../src/agent/memory-release.ts';
 import { agentFlags, populate, podIP, servicePortName, sliceKey, sliceObject } from './sync-cluster.ts';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const BIN = join(ROOT, 'bin', 'kube-nft-proxy.js');
+const BIN = join(packageRoot, 'bin', 'kube-nft-proxy.js');
 /** Extra node flags for the agent child (e.g. --cpu-prof), space-separated. */
 const AGENT_NODE_FLAGS = (process.env.BENCH_AGENT_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 const RAW = fileURLToPath(new URL('./sync-raw-load.ts', import.meta.url));
@@ -54,7 +54,7 @@ const ENDPOINT_SHAPE = (process.argv.find((a) => a.startsWith('--endpoint-shape=
 if (!ENDPOINT_SHAPES.includes(ENDPOINT_SHAPE)) throw new Error(`--endpoint-shape=${ENDPOINT_SHAPE}: expected ${ENDPOINT_SHAPES.join(' or ')}`);
 const dir = mkdtempSync(join(tmpdir(), 'knp-bench-sync-'));
 // `npm run build`, what prepack and the image's build run: the agent is timed and weighed as shipped.
-execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
+buildDist();
 const MiB = 2 ** 20;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const median = (xs: number[]) => {

@@ -5,13 +5,10 @@
 // must still be found from there.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { packageRoot as root } from '../../src/package-root.ts';
+import { buildDist } from '../helpers/build-dist.ts';
 import { createNetns, type NetNs } from '../helpers/netns.ts';
-
-const root = fileURLToPath(new URL('../..', import.meta.url));
-const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 
 function bin(args: string[]): { status: number | null; stdout: string; stderr: string } {
   return spawnSync(process.execPath, ['bin/kube-nft-proxy.js', ...args], { cwd: root, encoding: 'utf8', timeout: 30_000 });
@@ -22,7 +19,7 @@ describe('the installed entry point (bin/ over the compiled dist/)', () => {
 
   beforeAll(() => {
     // What `npm run build` (prepack) does before the package is packed or the image is built.
-    execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], timeout: 180_000 });
+    buildDist();
   }, 200_000);
 
   afterAll(() => ns?.destroy());
