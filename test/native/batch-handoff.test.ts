@@ -8,11 +8,13 @@ import { collectGarbage } from '../../src/agent/memory-release.ts';
 import { loadAddon } from '../../src/native.ts';
 import { encodeOperations } from '../../src/nft/encode.ts';
 import { ByteWriter } from '../../src/nft/wire.ts';
-import { kernel, nftList, verdictMapOps } from './kernel-helpers.ts';
+import { kernel, verdictMapOps } from './kernel-helpers.ts';
 
 /** The map's elements as "addr . proto . port" strings, from nft -j. */
 function mapKeys(ns: ReturnType<typeof kernel>['ns'], table: string): string[] {
-  const map = nftList(ns, 'map').find((m) => m.table === table)!;
+  // Only this map, with time to spare: nft prints 200k elements slowly on a busy machine (20 s was not enough once).
+  const out = JSON.parse(ns.exec('nft', ['-j', 'list', 'map', 'ip', table, 'm'], { timeoutMs: 120_000 })) as { nftables: Array<Record<string, any>> };
+  const map = out.nftables.find((o) => 'map' in o)!.map;
   return (map.elem ?? []).map((e: [{ concat: unknown[] }, unknown]) => e[0].concat.join(' . '));
 }
 
