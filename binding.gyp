@@ -5,7 +5,7 @@
     {
       "target_name": "kube_nft_proxy",
       "sources": [
-        "<!@(node -p \"const s=require('./native/sources.json');[...s.addon,...s.glue].join(' ')\")"
+        "<!@(node -p \"const s=require('./native/sources.json');[...s.addon,...s.netlink,...s.glue].join(' ')\")"
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",

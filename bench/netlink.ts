@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createNetns, type NetNs } from '../test/helpers/netns.ts';
-import { NetlinkDataplane, type CommitStats } from '../src/nft/netlink-dataplane.ts';
+import { NetlinkDataplane, type CommitStats } from '../src/nft/netlink/netlink-dataplane.ts';
 import { renderOperations } from '../src/nft/render-text.ts';
 import type { NftMap, Operation } from '../src/nft/objects.ts';
 import { elementOps, endpointChange, fullRuleset, TABLE } from './kube-proxy-ruleset.ts';

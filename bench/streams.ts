@@ -123,8 +123,8 @@ async function child(kubeconfig: string): Promise<void> {
   const { pino } = await import('pino');
   const { createClusterStreams, makeInformers } = await import('../src/streams/cluster-streams.ts');
   const { deliverListItems } = await import('../src/streams/reflector.ts');
-  const { parseListBody } = await import('../src/k8s/list-watch.ts');
-  const { connect } = await import('../src/k8s/api-connection.ts');
+  const { parseListBody } = await import('../src/streams/api/list-watch.ts');
+  const { connect } = await import('../src/streams/api/api-connection.ts');
   const logger = pino({ level: 'warn' });
   const gc = globalThis.gc!;
   const tuning = { pageSize: PAGE, watchList: false, readTimeoutMs: 60_000, headersTimeoutMs: 60_000 };

@@ -11,7 +11,7 @@ import { writeFileSync } from 'node:fs';
 import { parseCommandLine } from '../src/cli/flags.ts';
 import { parseFeatureGates } from '../src/config/feature-gates.ts';
 import { ServiceChangeTracker } from '../src/model/change-tracker.ts';
-import { NetlinkDataplane } from '../src/nft/netlink-dataplane.ts';
+import { NetlinkDataplane } from '../src/nft/netlink/netlink-dataplane.ts';
 import { renderOperations } from '../src/nft/render-text.ts';
 import { createLogger } from '../src/observability/logger.ts';
 import { rulesetConfigFor } from '../src/agent/ruleset-config.ts';

@@ -61,7 +61,7 @@ Napi::Error InputErrorToJs(Napi::Env env, const knp::InputError& e) {
 // Checks and sends one batch on a worker thread. The batch's bytes are read
 // where JS wrote them, not copied: the Uint8Array is pinned by a reference
 // until the worker is done (a full sync's batch is tens of MiB, and a copy
-// doubled the agent's peak memory). Its contract, in src/native.ts: JS leaves
+// doubled the agent's peak memory). Its contract, in src/native/addon.ts: JS leaves
 // the bytes alone until the promise settles. A typed array's backing store
 // does not move with V8's garbage collection, so the worker may read it.
 class CommitWorker : public Napi::AsyncWorker {

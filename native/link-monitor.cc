@@ -33,7 +33,7 @@
 #include <string>
 #include <thread>
 
-#include "libnftnl-glue/rtnetlink.h"
+#include "netlink/rtnetlink.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // N-API surface of the rtnetlink link monitor (the socket work lives in
-// libnftnl-glue/rtnetlink.h). The JS contract is src/links/native-types.ts.
+// netlink/rtnetlink.h). The JS contract is src/native/link-monitor-types.ts.
 #pragma once
 
 #include <napi.h>

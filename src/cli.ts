@@ -4,9 +4,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { netnsPath, startAgent } from './agent/agent.ts';
 import { dryRun } from './agent/dry-run.ts';
-import { FlagError, parseCommandLine, USAGE, type AgentOptions } from './cli/flags.ts';
+import type { AgentOptions } from './agent/options.ts';
+import { FlagError, parseCommandLine, USAGE } from './cli/flags.ts';
 import { FeatureGateError, parseFeatureGates } from './config/feature-gates.ts';
-import { NetlinkDataplane } from './nft/netlink-dataplane.ts';
+import { NetlinkDataplane } from './nft/netlink/netlink-dataplane.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
 import { packageRoot } from './package-root.ts';
 

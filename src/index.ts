@@ -5,15 +5,16 @@
 // The agent
 export { startAgent, type Agent, type AgentDeps } from './agent/agent.ts';
 export { rulesetConfigFor } from './agent/ruleset-config.ts';
-export { parseCommandLine, FlagError, type AgentOptions } from './cli/flags.ts';
+export { parseCommandLine, FlagError } from './cli/flags.ts';
+export type { AgentOptions } from './agent/options.ts';
 export { parseFeatureGates, DEFAULT_FEATURE_GATES, FeatureGateError, type FeatureGates } from './config/feature-gates.ts';
 
 // nftables: objects, transactions, text, kernel
 export type * from './nft/objects.ts';
 export { objectKey } from './nft/objects.ts';
 export { NftCommitError, type Dataplane, type OperationFailure, type TableListing } from './nft/dataplane.ts';
-export { NetlinkDataplane, type NetlinkDataplaneOptions } from './nft/netlink-dataplane.ts';
-export { FakeKernel } from './nft/fake-kernel.ts';
+export { NetlinkDataplane, type NetlinkDataplaneOptions } from './nft/netlink/netlink-dataplane.ts';
+export { FakeKernel } from './nft/fake/fake-kernel.ts';
 export { Transaction, validateOperations, NftInvalidError } from './nft/transaction.ts';
 export { renderOperations, renderRuleset as renderTableText } from './nft/render-text.ts';
 export { probeFlowtables, type CapabilityAnswer } from './nft/capabilities.ts';

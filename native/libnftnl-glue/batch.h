@@ -1,4 +1,4 @@
-// The compact batch encoding built by src/nft/encode.ts: checked (ParseBatch)
+// The compact batch encoding built by src/nft/netlink/encode.ts: checked (ParseBatch)
 // before anything is built, read again without checks when the messages are.
 //
 // Layout (all integers little-endian):

@@ -14,8 +14,8 @@
 #include <ctime>
 
 #include "message-builder.h"
-#include "netlink-socket.h"
-#include "socket-pool.h"
+#include "netlink/netlink-socket.h"
+#include "netlink/socket-pool.h"
 
 namespace knp {
 

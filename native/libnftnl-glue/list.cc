@@ -17,7 +17,7 @@
 #include <memory>
 
 #include "batch.h"
-#include "netlink-socket.h"
+#include "netlink/netlink-socket.h"
 
 namespace knp {
 

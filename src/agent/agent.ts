@@ -5,7 +5,7 @@
 import { hostname, networkInterfaces } from 'node:os';
 import { collectDefaultMetrics } from 'prom-client';
 import { merge, Subject, Subscription, type SchedulerLike } from 'rxjs';
-import type { AgentOptions } from '../cli/flags.ts';
+import type { AgentOptions } from './options.ts';
 import { parseFeatureGates, type FeatureGates } from '../config/feature-gates.ts';
 import type { NodeInfo } from '../k8s/types.ts';
 import type { FlowtableDeviceFilter } from '../links/flowtable-devices.ts';

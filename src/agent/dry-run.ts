@@ -3,7 +3,7 @@
 // support is assumed (the header says so) to show what offload would add.
 
 import { hostname, networkInterfaces } from 'node:os';
-import type { AgentOptions } from '../cli/flags.ts';
+import type { AgentOptions } from './options.ts';
 import { parseFeatureGates } from '../config/feature-gates.ts';
 import { ServiceChangeTracker } from '../model/change-tracker.ts';
 import { renderRuleset as renderText } from '../nft/render-text.ts';

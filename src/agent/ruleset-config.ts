@@ -2,7 +2,7 @@
 // RulesetConfig. Pure, so the mapping of every flag is table-tested.
 
 import { BlockList, isIPv4 } from 'node:net';
-import type { AgentOptions } from '../cli/flags.ts';
+import type { AgentOptions } from './options.ts';
 import type { IPFamily, NodeInfo } from '../k8s/types.ts';
 import { defaultRulesetConfig, type FamilyConfig, type RulesetConfig } from '../reconciler/config.ts';
 

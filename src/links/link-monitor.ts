@@ -11,7 +11,7 @@
 // A monitor is single-use: start() once, stop() once (idempotent).
 
 import { Observable, ReplaySubject, Subject } from 'rxjs';
-import { loadAddon } from '../native.ts';
+import { loadAddon } from '../native/addon.ts';
 import { applyLinkBatch, type LinkEvent, type LinkMap } from './link-state.ts';
 import { LinkMonitorError } from './link-monitor-error.ts';
 import type {
@@ -19,7 +19,7 @@ import type {
   NativeLinkMonitor,
   NativeLinkMonitorConstructor,
   NativeLinkMonitorStats,
-} from './native-types.ts';
+} from '../native/link-monitor-types.ts';
 
 /**
  * 4 MiB: a burst of pod churn (each veth costs several messages of ~1-2 KiB)
@@ -35,7 +35,7 @@ export interface LinkMonitorOptions {
   receiveBufferBytes?: number;
   /** Keep the process alive while running (default false: only until the initial dump). */
   keepAlive?: boolean;
-  /** The native class; default: the addon's, loaded through src/native.ts. */
+  /** The native class; default: the addon's, loaded through src/native/addon.ts. */
   native?: NativeLinkMonitorConstructor;
 }
 

@@ -2,7 +2,7 @@
 // it. Tracked by ifindex: a rename is a change of the same link, and a new link
 // that reuses a name is a different link.
 
-import type { NativeLinkBatch, NativeLinkRecord, NativeResyncReason } from './native-types.ts';
+import type { NativeLinkBatch, NativeLinkRecord, NativeResyncReason } from '../native/link-monitor-types.ts';
 
 /** RFC 2863 operational state, as IFLA_OPERSTATE numbers it. */
 export type OperState = 'unknown' | 'notpresent' | 'down' | 'lowerlayerdown' | 'testing' | 'dormant' | 'up';

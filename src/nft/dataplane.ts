@@ -1,6 +1,6 @@
 // The reconciler's view of the kernel: commit a transaction, list a table.
 // Injected by the agent: the netlink addon in production, the kernel-modelling
-// fake in pure tests. Only src/native.ts loads the addon.
+// fake in pure tests. Only src/native/addon.ts loads the addon.
 
 import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from './objects.ts';
 

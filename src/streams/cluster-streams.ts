@@ -28,7 +28,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { pino, type Logger } from 'pino';
 import { BehaviorSubject, combineLatest, distinctUntilChanged, firstValueFrom, filter, map, Observable } from 'rxjs';
-import { connect, type ApiConnection } from '../k8s/api-connection.ts';
+import { connect, type ApiConnection } from './api/api-connection.ts';
 import type { EndpointSliceInfo, NodeInfo, ServiceInfo, StoreEvent } from '../k8s/types.ts';
 import { serviceProxySelector } from '../k8s/well-known.ts';
 import type { Clock } from './clock.ts';
@@ -51,7 +51,7 @@ export interface ApiServerSourceOptions {
   /**
    * A kubeconfig file path, or undefined for in-cluster, then $KUBECONFIG,
    * then ~/.kube/config (read without client-node where possible, see
-   * src/k8s/kubeconfig.ts); or a client-node KubeConfig an embedder loaded.
+   * src/streams/api/kubeconfig.ts); or a client-node KubeConfig an embedder loaded.
    */
   kubeConfig?: KubeConfig | string;
   /** Instead of kubeConfig: a ready connection (tests, embedding). */

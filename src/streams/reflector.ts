@@ -14,12 +14,12 @@
 //   forever. Backoff resets once a request has delivered data.
 
 import type { Logger } from 'pino';
-import type { ApiConnection } from '../k8s/api-connection.ts';
-import { listPage, ScratchBuffer, watchStream, type Query, type RequestTimeouts, type WatchEvent } from '../k8s/list-watch.ts';
+import type { ApiConnection } from './api/api-connection.ts';
+import { listPage, ScratchBuffer, watchStream, type Query, type RequestTimeouts, type WatchEvent } from './api/list-watch.ts';
 import { ANNOTATION_INITIAL_EVENTS_END } from '../k8s/well-known.ts';
 import { Backoff, defaultBackoff, type BackoffOptions } from './backoff.ts';
 import { sleep, systemClock, type Clock } from './clock.ts';
-import { ApiStatusError, ResourceExpiredError, WatchErrorEventError, WatchListIncompleteError } from './errors.ts';
+import { ApiStatusError, ResourceExpiredError, WatchErrorEventError, WatchListIncompleteError } from './api/errors.ts';
 
 /** Where a reflector delivers what it reads; implemented by the informer. */
 export interface ReflectorSink {

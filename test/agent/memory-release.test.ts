@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { startAgent, type Agent } from '../../src/agent/agent.ts';
 import { collectGarbage, LARGE_SYNC_OPS, MemoryReleaser, releaseMemory, worthCollecting, type ReleaseReason } from '../../src/agent/memory-release.ts';
 import { parseCommandLine } from '../../src/cli/flags.ts';
-import { FakeKernel } from '../../src/nft/fake-kernel.ts';
+import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 
 const EXAMPLES = new URL('../../examples/', import.meta.url).pathname;

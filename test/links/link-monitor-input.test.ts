@@ -1,7 +1,7 @@
 // Bad input from JS is a thrown error with a stable code, never a crash.
 
 import { describe, expect, it } from 'vitest';
-import { loadAddon } from '../../src/native.ts';
+import { loadAddon } from '../../src/native/addon.ts';
 import { LinkMonitor } from '../../src/links/link-monitor.ts';
 import { LinkMonitorError } from '../../src/links/link-monitor-error.ts';
 import { withNetns } from '../helpers/netns.ts';

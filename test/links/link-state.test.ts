@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { applyLinkBatch, toLinkInfo, type LinkMap } from '../../src/links/link-state.ts';
-import type { NativeLinkBatch, NativeLinkRecord } from '../../src/links/native-types.ts';
+import type { NativeLinkBatch, NativeLinkRecord } from '../../src/native/link-monitor-types.ts';
 
 const UP = 0x1;
 const LOOPBACK = 0x8;

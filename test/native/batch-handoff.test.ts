@@ -5,9 +5,9 @@
 
 import { describe, expect, it } from 'vitest';
 import { collectGarbage } from '../../src/agent/memory-release.ts';
-import { loadAddon } from '../../src/native.ts';
-import { encodeOperations } from '../../src/nft/encode.ts';
-import { ByteWriter } from '../../src/nft/wire.ts';
+import { loadAddon } from '../../src/native/addon.ts';
+import { encodeOperations } from '../../src/nft/netlink/encode.ts';
+import { ByteWriter } from '../../src/nft/netlink/wire.ts';
 import { kernel, verdictMapOps } from './kernel-helpers.ts';
 
 /** The map's elements as "addr . proto . port" strings, from nft -j. */

@@ -3,7 +3,7 @@
 import { afterEach } from 'vitest';
 import { createNetns, type NetNs } from '../helpers/netns.ts';
 import { NftCommitError } from '../../src/nft/dataplane.ts';
-import { NetlinkDataplane } from '../../src/nft/netlink-dataplane.ts';
+import { NetlinkDataplane } from '../../src/nft/netlink/netlink-dataplane.ts';
 import type { NftMap, Operation } from '../../src/nft/objects.ts';
 
 export interface Kernel {

@@ -3,11 +3,11 @@
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { encodeOperations } from '../../src/nft/encode.ts';
+import { encodeOperations } from '../../src/nft/netlink/encode.ts';
 import type { Family, NftMap, Operation, Statement } from '../../src/nft/objects.ts';
-import { lower } from '../../src/nft/lower.ts';
-import { NftRaiseError, raise } from '../../src/nft/raise.ts';
-import type { KernelExpr } from '../../src/nft/kernel-exprs.ts';
+import { lower } from '../../src/nft/netlink/lower.ts';
+import { NftRaiseError, raise } from '../../src/nft/netlink/raise.ts';
+import type { KernelExpr } from '../../src/nft/netlink/kernel-exprs.ts';
 import { statementArb } from './statement-arbitraries.ts';
 
 const families: Family[] = ['ip', 'ip6', 'inet'];

@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { collectGarbage } from '../../src/agent/memory-release.ts';
-import { loadAddon } from '../../src/native.ts';
+import { loadAddon } from '../../src/native/addon.ts';
 import { kernel, verdictMapOps } from './kernel-helpers.ts';
 
 const T = 'knp';

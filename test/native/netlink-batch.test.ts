@@ -4,9 +4,9 @@
 // raised back equal.
 
 import { describe, expect, it } from 'vitest';
-import { loadAddon } from '../../src/native.ts';
+import { loadAddon } from '../../src/native/addon.ts';
 import { probeFlowtables } from '../../src/nft/capabilities.ts';
-import { encodeOperations } from '../../src/nft/encode.ts';
+import { encodeOperations } from '../../src/nft/netlink/encode.ts';
 import type { Chain, Element, Family, NftMap, NftSet, Operation, Rule, Statement, Table } from '../../src/nft/objects.ts';
 import { commitError, kernel, nftList, nftText, verdictMapOps } from './kernel-helpers.ts';
 

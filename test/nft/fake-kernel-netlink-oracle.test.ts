@@ -4,9 +4,9 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NftCommitError } from '../../src/nft/dataplane.ts';
-import { FakeKernel } from '../../src/nft/fake-kernel.ts';
+import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import type { Operation } from '../../src/nft/objects.ts';
-import { NetlinkDataplane } from '../../src/nft/netlink-dataplane.ts';
+import { NetlinkDataplane } from '../../src/nft/netlink/netlink-dataplane.ts';
 import { NftInvalidError } from '../../src/nft/transaction.ts';
 import { createNetns, type NetNs } from '../helpers/netns.ts';
 import { F, T } from './fixtures.ts';

@@ -5,7 +5,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NftCommitError } from '../../src/nft/dataplane.ts';
-import { FakeKernel } from '../../src/nft/fake-kernel.ts';
+import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import type { NftMap, NftSet, Operation } from '../../src/nft/objects.ts';
 import { renderOperations } from '../../src/nft/render-text.ts';
 import { NftInvalidError } from '../../src/nft/transaction.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { NftCommitError } from '../../src/nft/dataplane.ts';
-import { FakeKernel } from '../../src/nft/fake-kernel.ts';
+import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import { NftInvalidError } from '../../src/nft/transaction.ts';
 import type { Operation } from '../../src/nft/objects.ts';
 import { chain, el, F, flowtable, representativeObjects, rule, T, table } from './fixtures.ts';

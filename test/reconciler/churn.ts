@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import type { IPFamily, Protocol } from '../../src/k8s/types.ts';
 import type { Endpoint, EndpointSelection, ServicePort } from '../../src/model/service-port.ts';
-import { FakeKernel } from '../../src/nft/fake-kernel.ts';
+import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import type { EndpointShape, RulesetConfig } from '../../src/reconciler/config.ts';
 import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, type SyncState } from '../../src/reconciler/diff.ts';
 import { planFullSync } from '../../src/reconciler/full-sync.ts';

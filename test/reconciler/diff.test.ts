@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { FakeKernel } from '../../src/nft/fake-kernel.ts';
+import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import type { Element, Operation } from '../../src/nft/objects.ts';
 import { ENDPOINT_SHAPES } from '../../src/reconciler/config.ts';
 import { diffRulesets, EMPTY_SYNC_STATE, type SyncState } from '../../src/reconciler/diff.ts';

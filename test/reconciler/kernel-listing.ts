@@ -4,7 +4,7 @@
 
 import type { ServicePort } from '../../src/model/service-port.ts';
 import type { TableListing } from '../../src/nft/dataplane.ts';
-import { FakeKernel } from '../../src/nft/fake-kernel.ts';
+import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import type { Family } from '../../src/nft/objects.ts';
 import type { RulesetConfig } from '../../src/reconciler/config.ts';
 import { planFullSync } from '../../src/reconciler/full-sync.ts';

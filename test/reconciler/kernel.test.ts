@@ -6,7 +6,7 @@
 
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Dataplane } from '../../src/nft/dataplane.ts';
-import { NetlinkDataplane } from '../../src/nft/netlink-dataplane.ts';
+import { NetlinkDataplane } from '../../src/nft/netlink/netlink-dataplane.ts';
 import type { Operation } from '../../src/nft/objects.ts';
 import { renderOperations } from '../../src/nft/render-text.ts';
 import type { ServicePort } from '../../src/model/service-port.ts';

@@ -1,6 +1,6 @@
 import { firstValueFrom, filter, Subject, take, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { FakeKernel } from '../../src/nft/fake-kernel.ts';
+import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import { Reconciler, SyncError } from '../../src/reconciler/reconciler.ts';
 import { syncRunner } from '../../src/reconciler/sync-runner.ts';
 import type { ServicePort } from '../../src/model/service-port.ts';

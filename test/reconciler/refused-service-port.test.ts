@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { NftCommitError, type Dataplane } from '../../src/nft/dataplane.ts';
-import { FakeKernel } from '../../src/nft/fake-kernel.ts';
+import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import type { Family, Operation } from '../../src/nft/objects.ts';
 import type { ServicePort } from '../../src/model/service-port.ts';
 import { Reconciler, SyncError } from '../../src/reconciler/reconciler.ts';

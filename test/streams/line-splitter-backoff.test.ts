@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { Backoff } from '../../src/streams/backoff.ts';
 import type { Clock } from '../../src/streams/clock.ts';
-import { parseRetryAfter } from '../../src/streams/errors.ts';
-import { LineSplitter } from '../../src/streams/line-splitter.ts';
+import { parseRetryAfter } from '../../src/streams/api/errors.ts';
+import { LineSplitter } from '../../src/streams/api/line-splitter.ts';
 
 describe('LineSplitter', () => {
   it('splits at every byte boundary, multi-byte characters intact', () => {

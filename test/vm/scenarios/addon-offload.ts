@@ -9,7 +9,7 @@
 
 import { probeFlowtables, type CapabilityAnswer } from '../../../src/nft/capabilities.ts';
 import { NftCommitError } from '../../../src/nft/dataplane.ts';
-import { NetlinkDataplane } from '../../../src/nft/netlink-dataplane.ts';
+import { NetlinkDataplane } from '../../../src/nft/netlink/netlink-dataplane.ts';
 import type { Chain, Flowtable, Operation, Rule, Statement } from '../../../src/nft/objects.ts';
 import { createRouterTopology } from './topology.ts';
 import { conntrackTcp, pollFor, startLongFlow, startShortFlow, startSink, type ConntrackEntry } from './traffic.ts';

@@ -15,7 +15,7 @@
 // The nft CLI and our own list() only read.
 
 import { appendFileSync } from 'node:fs';
-import { NetlinkDataplane } from '../../../src/nft/netlink-dataplane.ts';
+import { NetlinkDataplane } from '../../../src/nft/netlink/netlink-dataplane.ts';
 import { DEFAULT_TABLE_NAME } from '../../../src/reconciler/config.ts';
 import { FLOWTABLE } from '../../../src/reconciler/names.ts';
 import { metricValue, startAgentChild, SYNC_FAILED, SYNCED, writeManifests, type AgentChild, type LogEntry } from './agent-child.ts';

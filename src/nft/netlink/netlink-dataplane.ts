@@ -4,13 +4,13 @@
 // remembered, because element bytes depend on their key types.
 
 import { constants as osConstants } from 'node:os';
-import { loadNative, type NativeAddon, type NativeCommitResult, type NativeCommitTiming } from '../native.ts';
-import { NftCommitError, type Dataplane, type OperationFailure, type TableListing } from './dataplane.ts';
+import { loadNative, type NativeAddon, type NativeCommitResult, type NativeCommitTiming } from '../../native/addon.ts';
+import { NftCommitError, type Dataplane, type OperationFailure, type TableListing } from '../dataplane.ts';
 import { encodeOperations } from './encode.ts';
 import { FAMILY_NUMBER } from './kernel-constants.ts';
 import { decodeListing, type DecodedListing } from './listing.ts';
-import type { Family, NftMap, NftSet, Operation } from './objects.ts';
-import { validateOperations } from './transaction.ts';
+import type { Family, NftMap, NftSet, Operation } from '../objects.ts';
+import { validateOperations } from '../transaction.ts';
 import { ByteWriter } from './wire.ts';
 
 export interface NetlinkDataplaneOptions {

@@ -16,16 +16,16 @@
 // - Host-endian values (marks, integers) are compared after `byteorder hton`
 //   when the comparison orders them; equality compares host bytes directly.
 
-import type { Family, Selector, Statement } from './objects.ts';
+import type { Family, Selector, Statement } from '../objects.ts';
 import {
   BYTEORDER_HTON, CMP_OP, CT_DIR, CT_KEY, DYNSET_OP, FIB_F, FIB_RESULT_ADDRTYPE,
   LOOKUP_F_INV, META_KEY, NAT_RANGE_PROTO_RANDOM_FULLY, NAT_TYPE, NFPROTO, NUMGEN_RANDOM, REG,
   REJECT_TYPE, VERDICT_CODE,
 } from './kernel-constants.ts';
 import { ExprSink, F, readExprs, type KernelExpr } from './kernel-exprs.ts';
-import { selectorType } from './rule-checks.ts';
-import { prefixRange, writeValueBytes } from './values.ts';
-import type { DataType } from './objects.ts';
+import { selectorType } from '../rule-checks.ts';
+import { prefixRange, writeValueBytes } from '../values.ts';
+import type { DataType } from '../objects.ts';
 import { ByteWriter } from './wire.ts';
 import {
   hostValue, hostValue32, isHostOrder, keyBytes, networkBytes, NftLowerError, operandBytes, PAYLOAD_FIELDS, selectorWidth, writeHost32,

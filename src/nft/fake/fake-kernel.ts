@@ -23,16 +23,16 @@
 // anything applies, as the netlink dataplane does. Only the first failing
 // operation is reported (the kernel may report more).
 
-import { NftCommitError } from './dataplane.ts';
-import type { Dataplane, OperationFailure, TableListing } from './dataplane.ts';
-import type { Element, Family, NftMap, NftSet, Operation } from './objects.ts';
-import { validateOperations } from './transaction.ts';
-import { Working } from './fake-kernel-apply.ts';
-import { validateBaseChainPaths } from './fake-kernel-paths.ts';
-import { copyChain, copyContainer, copyElement, copyRule, ERRNO, KernelError, tableKey, type FakeKernelOptions, type TableState } from './fake-kernel-state.ts';
+import { NftCommitError } from '../dataplane.ts';
+import type { Dataplane, OperationFailure, TableListing } from '../dataplane.ts';
+import type { Element, Family, NftMap, NftSet, Operation } from '../objects.ts';
+import { validateOperations } from '../transaction.ts';
+import { Working } from './apply.ts';
+import { validateBaseChainPaths } from './paths.ts';
+import { copyChain, copyContainer, copyElement, copyRule, ERRNO, KernelError, tableKey, type FakeKernelOptions, type TableState } from './state.ts';
 
-export { ERRNO, KernelError } from './fake-kernel-state.ts';
-export type { FakeKernelOptions } from './fake-kernel-state.ts';
+export { ERRNO, KernelError } from './state.ts';
+export type { FakeKernelOptions } from './state.ts';
 
 /** A failure the next commit should report instead of applying (reconciler recovery tests). */
 export interface InjectedFault {

@@ -3,7 +3,7 @@
 // NftRaiseError rather than guessed at: a rule we cannot read is a rule we
 // did not write, and the caller decides what to do with it.
 
-import type { Family, Selector, Statement } from './objects.ts';
+import type { Family, Selector, Statement } from '../objects.ts';
 import {
   BYTEORDER_HTON, CMP_OP, CT_DIR, CT_KEY, CT_STATE_BIT, CT_STATUS_BIT, DYNSET_OP, FIB_F, FIB_RESULT_ADDRTYPE,
   LOOKUP_F_INV, META_KEY, NAT_RANGE_PROTO_RANDOM_FULLY, NAT_TYPE, NFPROTO, NUMGEN_RANDOM, REG, REJECT_TYPE,
@@ -13,9 +13,9 @@ import type { FieldValue, KernelExpr } from './kernel-exprs.ts';
 import {
   DEPENDENCY_REG, isHostOrder, keyBytes, MAX_DEPENDENCY_INDEX, natMapPortRegister, networkBytes, PAYLOAD_FIELDS, selectorWidth, statementDependencies, type Dependency,
 } from './lower.ts';
-import { FIB_TYPES, selectorType } from './rule-checks.ts';
-import { valueFromBytes } from './values.ts';
-import type { CmpOp, DataType } from './objects.ts';
+import { FIB_TYPES, selectorType } from '../rule-checks.ts';
+import { valueFromBytes } from '../values.ts';
+import type { CmpOp, DataType } from '../objects.ts';
 
 export class NftRaiseError extends Error {
   readonly code = 'ERR_NFT_RAISE';

@@ -2,8 +2,8 @@
 // Policy (what to do on which error) lives in src/streams/reflector.ts.
 
 import { request } from 'undici';
-import { LineSplitter } from '../streams/line-splitter.ts';
-import { ApiStatusError, MalformedWatchEventError, parseRetryAfter, ResourceExpiredError } from '../streams/errors.ts';
+import { LineSplitter } from './line-splitter.ts';
+import { ApiStatusError, MalformedWatchEventError, parseRetryAfter, ResourceExpiredError } from './errors.ts';
 import type { ApiConnection } from './api-connection.ts';
 
 export type Query = Record<string, string | number | boolean | undefined>;

@@ -6,14 +6,14 @@
 // one verb becomes one record per set (groupBySet), which the addon splits into
 // messages of at most 500 elements inside the same transaction.
 
-import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from './objects.ts';
+import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from '../objects.ts';
 import {
   AT, CHAIN_ATTR, DATA_VERDICT, FAMILY_NUMBER, FLOWTABLE_ATTR, HOOK_NUMBER, KIND, MSG, NETDEV_INGRESS, NLM_F, RULE_ATTR,
   NFT_BYTEORDER_HOST, SET_ATTR, SET_FLAG, TABLE_ATTR, UDATA_COMMENT, UDATA_SET_KEYBYTEORDER,
 } from './kernel-constants.ts';
 import { ExprSink } from './kernel-exprs.ts';
 import { lowerInto } from './lower.ts';
-import { typeLength } from './values.ts';
+import { typeLength } from '../values.ts';
 import { ByteWriter, type Attr } from './wire.ts';
 import { writeElements } from './encode-elements.ts';
 import { comment, commentBytes, dataLength, dataTypeId, keyLength, keyTypeId, NftEncodeError, withId, type ContainerLookup } from './encode-parts.ts';

@@ -2,8 +2,8 @@
 // into our own objects: tables, chains, rules raised from kernel expressions,
 // sets and maps, elements from their key and data bytes, flowtables.
 
-import type { TableListing } from './dataplane.ts';
-import type { Chain, ChainHook, ChainType, DataType, Element, Family, Flowtable, NftMap, NftSet, Rule, SetFlag, Verdict } from './objects.ts';
+import type { TableListing } from '../dataplane.ts';
+import type { Chain, ChainHook, ChainType, DataType, Element, Family, Flowtable, NftMap, NftSet, Rule, SetFlag, Verdict } from '../objects.ts';
 import {
   CHAIN_ATTR, DATA_VERDICT, ELEM_ATTR, ELEM_FLAG_INTERVAL_END, FAMILY_BY_NUMBER, FLOWTABLE_ATTR, HOOK_NUMBER, KIND,
   RULE_ATTR, SET_ATTR, SET_FLAG, TABLE_ATTR, TYPE_BITS, TYPE_BY_ID, UDATA_COMMENT, VERDICT_CODE,
@@ -11,7 +11,7 @@ import {
 import { exprFromAttrs, type KernelExpr } from './kernel-exprs.ts';
 import { keyText, NftRaiseError, raise } from './raise.ts';
 import { ByteReader, rawStr, rawU32, rawU64, type RawAttrs } from './wire.ts';
-import { bytesMinusOne } from './values.ts';
+import { bytesMinusOne } from '../values.ts';
 
 const MAGIC = 0x4c504e4b;
 

@@ -4,8 +4,8 @@
 // (e.g. the ASan build). A load failure becomes one actionable error.
 
 import { createRequire } from 'node:module';
-import type { NativeLinkMonitorConstructor } from './links/native-types.ts';
-import { packageRoot } from './package-root.ts';
+import type { NativeLinkMonitorConstructor } from './link-monitor-types.ts';
+import { packageRoot } from '../package-root.ts';
 
 export interface NativeCommitFailure {
   /** Index of the failing operation; -1 when the kernel's answer names none. */
@@ -46,7 +46,7 @@ export interface NativeOptions {
 
 export interface NativeAddon {
   /**
-   * Sends one encoded batch (src/nft/encode.ts) as one transaction. Wrong
+   * Sends one encoded batch (src/nft/netlink/encode.ts) as one transaction. Wrong
    * argument types throw; a malformed buffer rejects with a RangeError whose
    * code says why (checked off the JS thread).
    *
@@ -56,7 +56,7 @@ export interface NativeAddon {
    * to two commits at once). It stays alive by itself meanwhile.
    */
   commit(batch: Uint8Array, options?: NativeOptions): Promise<NativeCommitResult>;
-  /** The listing buffer of one table (src/nft/listing.ts), or null when it does not exist. */
+  /** The listing buffer of one table (src/nft/netlink/listing.ts), or null when it does not exist. */
   list(family: number, table: string, options?: NativeOptions): Promise<Uint8Array | null>;
   /** The ruleset generation id. */
   generation(options?: NativeOptions): Promise<number>;

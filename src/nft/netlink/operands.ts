@@ -2,10 +2,10 @@
 // offsets, widths), which values are host-endian, and the bytes a match
 // operand or set key becomes. Shared by lower.ts, raise.ts and the element encoder.
 
-import type { DataType, Selector } from './objects.ts';
+import type { DataType, Selector } from '../objects.ts';
 import { CT_STATE_BIT, CT_STATUS_BIT, NFPROTO, PAYLOAD_BASE } from './kernel-constants.ts';
-import { FIB_TYPES, selectorType } from './rule-checks.ts';
-import { typeLength, valueBytes, writeValueBytes } from './values.ts';
+import { FIB_TYPES, selectorType } from '../rule-checks.ts';
+import { typeLength, valueBytes, writeValueBytes } from '../values.ts';
 
 export class NftLowerError extends Error {
   readonly code = 'ERR_NFT_LOWER';

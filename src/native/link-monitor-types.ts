@@ -1,5 +1,5 @@
 // Contract between native/link-monitor.cc and src/links/link-monitor.ts.
-// src/native.ts types the addon's `LinkMonitor` export with
+// src/native/addon.ts types the addon's `LinkMonitor` export with
 // NativeLinkMonitorConstructor; nothing else here is loaded at run time.
 
 /** One interface as rtnetlink reports it (field meanings are the kernel's). */

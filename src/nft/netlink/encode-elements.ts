@@ -2,15 +2,15 @@
 // one run of same-verb element operations, become one record (the addon splits
 // it into messages), each key written in place from its texts.
 
-import { isVerdictValue, type Element, type NftMap, type Operation, type Verdict } from './objects.ts';
+import { isVerdictValue, type Element, type NftMap, type Operation, type Verdict } from '../objects.ts';
 import { AT, ELEM_ATTR, ELEM_FLAG_INTERVAL_END, KIND, MSG, NLM_F, SET_ATTR, UDATA_COMMENT, VERDICT_CODE } from './kernel-constants.ts';
 import { dataBytes, keyBytes, writeKeyBytes } from './operands.ts';
-import { bytesMinusOne, prefixRange, typeLength } from './values.ts';
+import { bytesMinusOne, prefixRange, typeLength } from '../values.ts';
 import type { Attr } from './wire.ts';
 import type { RecordSink } from './encode.ts';
 import { comment, keyLength, le32, NftEncodeError, padTo4, withId } from './encode-parts.ts';
 
-function partBytes(type: import('./objects.ts').DataType, text: string, interval: boolean): { start: Uint8Array; last: Uint8Array; endExclusive: Uint8Array | null } {
+function partBytes(type: import('../objects.ts').DataType, text: string, interval: boolean): { start: Uint8Array; last: Uint8Array; endExclusive: Uint8Array | null } {
   if (!interval || type === 'ifname') {
     const b = keyBytes(type, text);
     return { start: b, last: b, endExclusive: null };

@@ -1,8 +1,8 @@
 // Pieces the batch encoder's record writers share (encode.ts, encode-elements.ts).
 
-import type { DataType, Family, NftMap, NftSet } from './objects.ts';
+import type { DataType, Family, NftMap, NftSet } from '../objects.ts';
 import { TYPE_BITS, TYPE_ID } from './kernel-constants.ts';
-import { typeLength } from './values.ts';
+import { typeLength } from '../values.ts';
 import type { Attr } from './wire.ts';
 
 /** An operation that cannot be encoded (unknown set, bad value...), found before sending. */

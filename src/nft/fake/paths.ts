@@ -3,8 +3,8 @@
 // than 16 nested jumps (both EMLINK on kernel 6.18), and statements only in
 // chains whose type and hook allow them (EOPNOTSUPP).
 
-import { isVerdictValue, type ChainHook, type ChainType, type Rule, type Statement } from './objects.ts';
-import { KernelError, type ChainState, type TableState } from './fake-kernel-state.ts';
+import { isVerdictValue, type ChainHook, type ChainType, type Rule, type Statement } from '../objects.ts';
+import { KernelError, type ChainState, type TableState } from './state.ts';
 
 const MAX_DEPTH = 16;
 

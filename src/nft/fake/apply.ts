@@ -1,9 +1,9 @@
 // How the fake kernel applies one operation to a transaction's working copy.
 // See fake-kernel.ts for the behaviours modelled and how they were checked.
 
-import { isVerdictValue, type Chain, type Element, type Flowtable, type NftMap, type NftSet, type Operation, type Rule, type Table } from './objects.ts';
-import { prefixRange } from './values.ts';
-import { copyChain, copyContainer, copyElement, copyRule, elementKey, err, tableKey, type ChainState, type FakeKernelOptions, type SetState, type TableState } from './fake-kernel-state.ts';
+import { isVerdictValue, type Chain, type Element, type Flowtable, type NftMap, type NftSet, type Operation, type Rule, type Table } from '../objects.ts';
+import { prefixRange } from '../values.ts';
+import { copyChain, copyContainer, copyElement, copyRule, elementKey, err, tableKey, type ChainState, type FakeKernelOptions, type SetState, type TableState } from './state.ts';
 
 /** The state a transaction builds: copied on first write, object by object. */
 export class Working {

@@ -2,7 +2,7 @@
 // The addon receives and returns libnftnl attribute ids, so every number that
 // gives meaning to a byte crossing the boundary lives here, in one place.
 
-import type { ChainHook, DataType, Family } from './objects.ts';
+import type { ChainHook, DataType, Family } from '../objects.ts';
 
 export const FAMILY_NUMBER: Readonly<Record<Family, number>> = { inet: 1, ip: 2, ip6: 10 };
 export const FAMILY_BY_NUMBER: Readonly<Record<number, Family>> = { 1: 'inet', 2: 'ip', 10: 'ip6' };

@@ -3,7 +3,7 @@
 // every request, so tokens that rotate (projected service-account tokens,
 // exec plugins) stay fresh.
 //
-// Two ways to get there (see src/k8s/kubeconfig.ts for why):
+// Two ways to get there (see src/streams/api/kubeconfig.ts for why):
 // - our own loader, for in-cluster and plain kubeconfig files: no
 //   @kubernetes/client-node at all;
 // - client-node's KubeConfig (its authentication/TLS helpers), imported

@@ -1,7 +1,7 @@
 // Shared pieces of the fake kernel: its state shapes, errnos and the error
 // its model throws. See fake-kernel.ts for what the model does.
 
-import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Rule, Statement, Table } from './objects.ts';
+import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Rule, Statement, Table } from '../objects.ts';
 
 export const ERRNO: Readonly<Record<string, number>> = {
   EIO: 5, ENOENT: 2, EEXIST: 17, EBUSY: 16, EINVAL: 22, EMLINK: 31, EOPNOTSUPP: 95, ENOBUFS: 105, ENOMEM: 12, EPERM: 1,
