@@ -11,7 +11,6 @@
 //   <package>_<version>/boot/vmlinuz-<kver>            unpacked package
 //   <package>_<version>/lib/modules/<kver>/...          + modules.dep (depmod)
 //   <package>_<version>/initramfs-<hash>.cpio           hash of everything in it
-//   guest-cache/                                        writable in the guest (Node's compile cache)
 // Each entry is built in a temporary name and renamed into place, so a run
 // that dies halfway (or a concurrent one) never sees half an entry.
 
@@ -35,8 +34,6 @@ export interface GuestImage {
   initramfs: string;
   /** The guest's lib/modules/<kver>, bound onto /lib/modules/<kver> inside the VM. */
   modulesDir: string;
-  /** A writable folder shared with every VM run (Node's compile cache). */
-  guestCacheDir: string;
 }
 
 export class GuestImageError extends Error {
@@ -257,9 +254,7 @@ function prepareUncached(root: string): GuestImage {
     for (const old of readdirSync(kernelDir).filter((f) => /^initramfs-[0-9a-f]+\.cpio$/.test(f))) rmSync(join(kernelDir, old), { force: true });
     buildInitramfs(modulesDir, initramfs);
   }
-  const guestCacheDir = join(root, 'guest-cache');
-  mkdirSync(guestCacheDir, { recursive: true });
-  return { kernelVersion: kver, packageName: pkg.name, packageVersion: pkg.version, vmlinuz, vmlinux, initramfs, modulesDir, guestCacheDir };
+  return { kernelVersion: kver, packageName: pkg.name, packageVersion: pkg.version, vmlinuz, vmlinux, initramfs, modulesDir };
 }
 
 // `node test/vm/guest-image.ts` prepares the cache and prints where it is.

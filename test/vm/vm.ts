@@ -11,8 +11,7 @@
 // console log: the flowtable tests never skip.
 
 import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, watch, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, watch, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -87,22 +86,6 @@ function readIf(path: string): string | undefined {
   return existsSync(path) ? readFileSync(path, 'utf8') : undefined;
 }
 
-/**
- * Node's compile cache, one folder per command. VMs run in parallel (one per
- * test file), and two guests writing one cache over 9p corrupted it: a later
- * node died in V8 ("Check failed: it->second.Size() > offset"). The same
- * scenario still reuses its own cache from run to run.
- */
-function compileCacheDir(root: string, opts: VmRunOptions): string {
-  const key = createHash('sha256')
-    .update(JSON.stringify(opts.command ?? opts.script ?? ''))
-    .digest('hex')
-    .slice(0, 16);
-  const dir = join(root, key);
-  mkdirSync(dir, { recursive: true });
-  return dir;
-}
-
 export async function runInVm(opts: VmRunOptions): Promise<VmRunResult> {
   const timeoutMs = opts.timeoutMs ?? 120_000;
   const script = renderRunScript(opts);
@@ -126,7 +109,6 @@ export async function runInVm(opts: VmRunOptions): Promise<VmRunResult> {
     '-append', `console=ttyS0 panic=-1 quiet loglevel=4 knp.modules=${image.modulesDir}`,
     '-virtfs', 'local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap',
     '-virtfs', `local,path=${share},mount_tag=knpshare,security_model=none`,
-    '-virtfs', `local,path=${compileCacheDir(image.guestCacheDir, opts)},mount_tag=knpcache,security_model=none`,
   ];
 
   const started = Date.now();

@@ -33,11 +33,6 @@ mount -t overlay overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work 
 mkdir -p /newroot/knp-share
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=524288 knpshare /newroot/knp-share \
   || fail "mount the shared folder (9p tag knpshare)"
-# A writable folder that outlives the VM (on the host, in the image cache):
-# Node's compile cache there saves seconds of TypeScript stripping per run.
-mkdir -p /newroot/knp-cache
-mount -t 9p -o trans=virtio,version=9p2000.L,msize=524288 knpcache /newroot/knp-cache \
-  || fail "mount the cache folder (9p tag knpcache)"
 cp /stage2.sh /newroot/knp-stage2.sh || fail "copy stage 2"
 
 echo "knp-init: root ready at uptime $(cut -d" " -f1 /proc/uptime)s"

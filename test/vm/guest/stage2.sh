@@ -5,8 +5,11 @@
 # then powers off (PID 1 must never return: that would be a kernel panic).
 export PATH=/opt/node24/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root
-# Kept between VM runs (a host folder): compiled and type-stripped modules.
-export NODE_COMPILE_CACHE=/knp-cache/node
+# Node's compile cache lives on the guest's tmpfs for this run only. A cache
+# kept on the host over 9p was corrupted by the several node processes of one
+# scenario writing it at once (V8 then died with "Check failed:
+# it->second.Size() > offset"), even with one folder per scenario.
+export NODE_COMPILE_CACHE=/run/node-compile-cache
 say() { echo "knp-stage2: $*" > /dev/console; }
 off() {
   sync
