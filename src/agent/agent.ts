@@ -322,6 +322,8 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
               ? 'the kernel refused the rules of this service port; its previous rules stay until it changes'
               : 'the kernel refused the rules of this service port; it is not programmed until it changes',
           );
+          const [namespace = '', name = ''] = x.servicePortId.split('/');
+          operator.events.recordServiceWarning({ namespace, name }, 'FailedToProgramServiceRules', `the kernel refused the rules of ${x.servicePortId}: ${x.code} ${x.message}`);
         }
         logger.info({ ...fields, ...(r?.setAside ? { servicePortsSetAside: r.setAside } : {}) }, 'synced nftables rules');
       } else {

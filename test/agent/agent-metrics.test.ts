@@ -15,9 +15,13 @@ import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import type { Operation } from '../../src/nft/objects.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import type { ClusterStreams } from '../../src/streams/cluster-streams.ts';
+import { connectionFromAccess, type ApiConnection } from '../../src/streams/api/api-connection.ts';
+import { FakeApiServer } from '../fake-apiserver/index.ts';
 import { ep, node, service, slice } from '../model/fixtures.ts';
+import { waitFor } from '../streams/helpers.ts';
 
 class HandStreams {
+  connection: ApiConnection | undefined;
   readonly services$ = new Subject<StoreEvent<ServiceInfo>>();
   readonly endpointSlices$ = new Subject<StoreEvent<EndpointSliceInfo>>();
   readonly node$ = new BehaviorSubject<NodeInfo | undefined>(undefined);
@@ -31,16 +35,21 @@ class HandStreams {
       services: { size: 0 },
       endpointSlices: { size: 0 },
       stop: async () => {},
+      connection: this.connection,
     } as unknown as ClusterStreams;
   }
 }
 
-/** The fake kernel, refusing chain deletions while `refuseDeletes` is set. */
+/** The fake kernel, refusing chain deletions while `refuseDeletes` is set, and any chain whose name holds `refuseChains`. */
 class Kernel extends FakeKernel {
   refuseDeletes = false;
+  refuseChains: string | undefined;
   override async commit(ops: readonly Operation[]): Promise<void> {
     const i = ops.findIndex((o) => o.verb === 'delete' && o.object.kind === 'chain');
     if (this.refuseDeletes && i >= 0) throw new NftCommitError([{ index: i, errno: 16, code: 'EBUSY', message: 'refused by the test' }], ops);
+    const needle = this.refuseChains;
+    const j = needle === undefined ? -1 : ops.findIndex((o) => o.verb === 'add' && o.object.kind === 'chain' && o.object.name.includes(needle));
+    if (j >= 0) throw new NftCommitError([{ index: j, errno: 22, code: 'EINVAL', message: 'refused by the test' }], ops);
     return super.commit(ops);
   }
 }
@@ -122,5 +131,37 @@ describe('agent metrics', { timeout: 30_000 }, () => {
     expect(await value(agent, 'kubeproxy_sync_proxy_rules_nftables_cleanup_failures_total')).toBe(1);
     expect(await value(agent, 'kubeproxy_sync_proxy_rules_nftables_sync_failures_total')).toBeGreaterThanOrEqual(1);
     kernel.refuseDeletes = false;
+  });
+
+  it('posts a Warning Event on a Service whose rules the kernel refused, and the start-up Event', async () => {
+    const api = await FakeApiServer.start();
+    const s = new HandStreams();
+    s.connection = connectionFromAccess({ server: api.url, source: 'test', insecureSkipTLSVerify: false, credentials: { kind: 'none' } });
+    try {
+      const kernel = new Kernel();
+      kernel.refuseChains = '/bad/';
+      const cmd = parseCommandLine(['--hostname-override=node-a', '--min-sync-period=0']);
+      if (cmd.command !== 'run') throw new Error('run');
+      agent = await startAgent(cmd.options, { logger: createLogger('silent'), dataplane: kernel, serveHttp: false, streams: s.asStreams(), releaseMemory: () => {} });
+      s.node$.next(node());
+      for (const name of ['good', 'bad']) {
+        s.services$.next({ type: 'upsert', key: `default/${name}`, object: service({ name }) });
+        s.endpointSlices$.next({ type: 'upsert', key: `default/${name}-1`, object: slice(`${name}-1`, [ep('10.244.1.5')], { serviceName: name }) });
+      }
+      const first = firstValueFrom(agent.syncs$.pipe(filter((r) => r.ok)));
+      s.synced$.next(true);
+      expect((await first).report?.rejected.map((x) => x.servicePortId)).toEqual(['default/bad/TCP/http/IPv4']);
+      await waitFor(() => api.events.length >= 2, 5000, 'two events');
+      const warning = api.events.find((e) => e.object.type === 'Warning')!;
+      expect(warning.namespace).toBe('default');
+      expect(warning.object).toMatchObject({ reason: 'FailedToProgramServiceRules', regarding: { kind: 'Service', namespace: 'default', name: 'bad' } });
+      expect(warning.object.note).toMatch(/EINVAL/);
+      expect(api.events.find((e) => e.object.reason === 'Starting')!.object.regarding).toMatchObject({ kind: 'Node', name: 'node-a' });
+    } finally {
+      await agent?.stop();
+      agent = undefined;
+      await s.connection.close();
+      await api.close();
+    }
   });
 });
