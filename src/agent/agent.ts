@@ -144,7 +144,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
 
   const serveHttp = deps.serveHttp ?? true;
   if (serveHttp && options.netns !== undefined) {
-    logger.warn({ netns: options.netns }, 'health-check node ports are not served: this process is not in the network namespace it programs');
+    logger.info({ netns: options.netns }, 'health-check node ports are not served: this process is not in the network namespace it programs');
   }
   const operator = await OperatorEndpoints.start({
     logger,
