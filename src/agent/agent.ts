@@ -23,6 +23,7 @@ import { syncRunner, type SyncResult } from '../reconciler/sync-runner.ts';
 import { createClusterStreams, type ClusterStreams, type ClusterStreamsOptions } from '../streams/cluster-streams.ts';
 import { DEFAULT_DEVICE_MAX_WAIT_MS, DEFAULT_DEVICE_SETTLE_MS, followFlowtableDevices } from './flowtable-device-follower.ts';
 import { LARGE_SYNC_OPS, MemoryReleaser, releaseMemory } from './memory-release.ts';
+import { ChangeMetrics } from './change-metrics.ts';
 import { countingDataplane } from './counting-dataplane.ts';
 import type { EventRecorder } from './event-recorder.ts';
 import type { HealthCheckServers } from './health-check-servers.ts';
@@ -159,18 +160,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   // kube-proxy's start-up event on its Node.
   operator.events.recordStartup(nodeName);
 
-  // kube-proxy's pending gauges count services with changes not yet handed to a sync.
-  const pendingServices = new Set<string>();
-  const pendingEndpoints = new Set<string>();
-  /**
-   * EndpointSlice trigger times (endpoints.kubernetes.io/last-change-trigger-time)
-   * by service, as kube-proxy keeps them: only times after our start (older
-   * ones were programmed by whoever ran before), none for a deleted slice (its
-   * annotation dates its last update, not the deletion). Observed once the sync
-   * that carries them lands.
-   */
-  const pendingTriggers = new Map<string, number[]>();
-  let inFlightTriggers: number[] = [];
+  const changeMetrics = new ChangeMetrics(metrics, startedAt);
   let lastPorts: ServicePort[] = [];
   const reconciler = new Reconciler({
     dataplane: countingDataplane(dataplane, (verb, kind, n) => metrics.nftablesOperations.inc({ verb, kind }, n)),
@@ -179,12 +169,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
     servicePorts: () => {
       const drained = tracker.drain();
       for (const w of drained.warnings) logger.warn({ warning: w }, 'service model warning');
-      inFlightTriggers = inFlightTriggers.concat(...pendingTriggers.values());
-      pendingTriggers.clear();
-      pendingServices.clear();
-      pendingEndpoints.clear();
-      metrics.serviceChangesPending.set(0);
-      metrics.endpointChangesPending.set(0);
+      changeMetrics.drained();
       lastPorts = [...tracker.servicePorts()];
       return lastPorts;
     },
@@ -207,22 +192,14 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   subs.add(
     streams.services$.subscribe((ev) => {
       tracker.onService(ev, Date.now());
-      metrics.serviceChanges.inc();
-      pendingServices.add(ev.key);
-      metrics.serviceChangesPending.set(pendingServices.size);
+      changeMetrics.service(ev);
       markChanged();
     }),
   );
   subs.add(
     streams.endpointSlices$.subscribe((ev) => {
       tracker.onEndpointSlice(ev, Date.now());
-      metrics.endpointChanges.inc();
-      const serviceKey = `${ev.object.namespace}/${ev.object.serviceName}`;
-      pendingEndpoints.add(serviceKey);
-      metrics.endpointChangesPending.set(pendingEndpoints.size);
-      const t = ev.object.lastChangeTriggerTime;
-      if (ev.type === 'delete') pendingTriggers.delete(serviceKey);
-      else if (t !== undefined && t > startedAt) pendingTriggers.set(serviceKey, (pendingTriggers.get(serviceKey) ?? []).concat(t));
+      changeMetrics.endpointSlice(ev);
       markChanged();
     }),
   );
@@ -311,8 +288,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
         const now = Date.now();
         health.synced(now);
         metrics.recordSync(r?.kind === 'full' ? 'full' : 'partial', result.durationMs / 1000, now / 1000);
-        for (const t of inFlightTriggers) metrics.networkProgrammingDuration.observe(Math.max(0, now - t) / 1000);
-        inFlightTriggers = [];
+        changeMetrics.landed(now);
         operator.synced(lastPorts);
         for (const p of r?.problems ?? []) logger.warn({ problem: p }, 'service port left out of the ruleset');
         for (const x of r?.rejected ?? []) {
