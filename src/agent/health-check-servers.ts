@@ -91,7 +91,10 @@ export class HealthCheckServers {
   /** Makes the open ports match `services` on `addresses`; resolves once done (callers need not wait). */
   sync(services: Map<string, HealthCheckService>, addresses: ListenAddress[]): Promise<void> {
     this.#last = { services, addresses };
-    this.#chain = this.#chain.then(() => this.#apply(services, addresses));
+    // One failure must not stop every later sync: log it and go on.
+    this.#chain = this.#chain
+      .then(() => this.#apply(services, addresses))
+      .catch((err: unknown) => this.#o.logger.error({ err }, 'health-check node ports could not be updated; retrying at the next sync'));
     return this.#chain;
   }
 
