@@ -114,6 +114,10 @@ describe('operator endpoints, from another namespace', { timeout: 120_000 }, () 
     expect(ok.contentType).toBe('application/json');
     expect(ok.nosniff).toBe('nosniff');
     expect(JSON.parse(ok.body!)).toEqual({ service: { namespace: 'e2e', name: 'lb' }, localEndpoints: 1, serviceProxyHealthy: true });
+    // The probe above crossed our rules to reach the agent; nothing in them names the port.
+    const ruleset = JSON.stringify(cluster.node.nftJson());
+    expect(ruleset).toContain('30080');
+    expect(ruleset).not.toContain(String(HC_PORT));
 
     // The endpoint moves to another node; the slice says when the change began.
     const slice = sliceObject('lb', 'lb-1', [{ ip: '10.244.0.11', node: 'node-b' }]);
