@@ -124,3 +124,46 @@ describe('observability HTTP servers', () => {
     expect(res.headers.get('connection')).toBe('close');
   });
 });
+
+describe("kube-proxy's metric shapes", () => {
+  /** The `le` values of a histogram as exposed, without +Inf. */
+  async function buckets(metrics: ProxyMetrics, name: string): Promise<number[]> {
+    const text = await metrics.registry.metrics();
+    return [...text.matchAll(new RegExp(`^${name}_bucket\\{le="([^"]+)"\\}`, 'gm'))].map((m) => m[1]!).filter((le) => le !== '+Inf').map(Number);
+  }
+  const linear = (start: number, width: number, count: number) => Array.from({ length: count }, (_, i) => start + i * width);
+
+  it('uses the same buckets (pkg/proxy/metrics/metrics.go)', async () => {
+    const m = new ProxyMetrics();
+    m.recordSync('full', 0.01, 1);
+    m.networkProgrammingDuration.observe(1);
+    expect(await buckets(m, 'kubeproxy_sync_proxy_rules_duration_seconds')).toEqual(Array.from({ length: 15 }, (_, i) => 0.001 * 2 ** i));
+    expect(await buckets(m, 'kubeproxy_network_programming_duration_seconds')).toEqual([0, ...linear(0.25, 0.25, 2), ...linear(1, 1, 59), ...linear(60, 5, 12), ...linear(120, 30, 7)]);
+  });
+
+  it('uses the same types and labels', async () => {
+    const m = new ProxyMetrics();
+    const meta = new Map((await m.registry.getMetricsAsJSON()).map((x) => [x.name, x]));
+    const want: Array<[string, string]> = [
+      ['kubeproxy_sync_proxy_rules_endpoint_changes_pending', 'gauge'],
+      ['kubeproxy_sync_proxy_rules_service_changes_pending', 'gauge'],
+      ['kubeproxy_sync_proxy_rules_endpoint_changes_total', 'counter'],
+      ['kubeproxy_sync_proxy_rules_service_changes_total', 'counter'],
+      ['kubeproxy_sync_proxy_rules_nftables_sync_failures_total', 'counter'],
+      ['kubeproxy_sync_proxy_rules_nftables_cleanup_failures_total', 'counter'],
+      ['kubeproxy_proxy_healthz_total', 'counter'],
+      ['kubeproxy_proxy_livez_total', 'counter'],
+      ['kubeproxy_sync_proxy_rules_no_local_endpoints_total', 'gauge'],
+      ['kubeproxy_sync_proxy_rules_last_timestamp_seconds', 'gauge'],
+      ['kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds', 'gauge'],
+      ['kubeproxy_network_programming_duration_seconds', 'histogram'],
+      ['kubeproxy_sync_proxy_rules_duration_seconds', 'histogram'],
+    ];
+    for (const [name, type] of want) expect(meta.get(name)?.type, name).toBe(type);
+    m.healthzTotal.inc({ code: '200' });
+    m.recordNoLocalEndpoints(1, 2);
+    const text = await m.registry.metrics();
+    expect(text).toMatch(/^kubeproxy_proxy_healthz_total\{code="200"\} 1$/m);
+    expect(text).toMatch(/^kubeproxy_sync_proxy_rules_no_local_endpoints_total\{traffic_policy="external"\} 2$/m);
+  });
+});
