@@ -69,6 +69,9 @@ describe('HealthCheckServers', { timeout: 20_000 }, () => {
     await hc.sync(services({ namespace: 'shop', name: 'web', port, localEndpoints: 1 }), LOOPBACK);
     healthy = false;
     expect(await probe(port)).toMatchObject({ status: 503, body: { localEndpoints: 1, serviceProxyHealthy: false } });
+    // The same limits as every agent server: no request bodies.
+    const post = await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body: 'x' });
+    expect(post.status).toBe(413);
   });
 
   it('moves a changed port and closes a removed Service', async () => {
