@@ -11,10 +11,11 @@ import type { NodeInfo } from '../k8s/types.ts';
 import type { FlowtableDeviceFilter } from '../links/flowtable-devices.ts';
 import { LinkMonitor } from '../links/link-monitor.ts';
 import { ServiceChangeTracker } from '../model/change-tracker.ts';
+import type { ServicePort } from '../model/service-port.ts';
 import { probeFlowtables } from '../nft/capabilities.ts';
 import type { Dataplane } from '../nft/dataplane.ts';
 import { HealthState } from '../observability/health.ts';
-import { startObservabilityServer, type ObservabilityServer } from '../observability/http-server.ts';
+import type { ObservabilityServer } from '../observability/http-server.ts';
 import type { Logger } from '../observability/logger.ts';
 import { ProxyMetrics } from '../observability/metrics.ts';
 import { Reconciler } from '../reconciler/reconciler.ts';
@@ -22,7 +23,12 @@ import { syncRunner, type SyncResult } from '../reconciler/sync-runner.ts';
 import { createClusterStreams, type ClusterStreams, type ClusterStreamsOptions } from '../streams/cluster-streams.ts';
 import { DEFAULT_DEVICE_MAX_WAIT_MS, DEFAULT_DEVICE_SETTLE_MS, followFlowtableDevices } from './flowtable-device-follower.ts';
 import { LARGE_SYNC_OPS, MemoryReleaser, releaseMemory } from './memory-release.ts';
-import { rulesetConfigFor, type LocalAddress, type OffloadState } from './ruleset-config.ts';
+import { ChangeMetrics } from './change-metrics.ts';
+import { countingDataplane } from './counting-dataplane.ts';
+import type { EventRecorder } from './event-recorder.ts';
+import type { HealthCheckServers } from './health-check-servers.ts';
+import { OperatorEndpoints } from './operator-endpoints.ts';
+import { nodePortAddressesFor, rulesetConfigFor, type LocalAddress, type OffloadState } from './ruleset-config.ts';
 
 /**
  * Kernels before the 2023 netfilter change that lifted the cap refuse a
@@ -51,6 +57,10 @@ export interface Agent {
   /** Every sync's outcome, for tests and embedders. */
   readonly syncs$: Subject<SyncResult>;
   readonly servers: ObservabilityServer[];
+  /** Health-check node ports (undefined when not served: no HTTP, or --netns). */
+  readonly healthChecks: HealthCheckServers | undefined;
+  /** Kubernetes Events: recordServiceWarning(service, reason, message) for a Warning on a Service. */
+  readonly events: EventRecorder;
   /** Stops watching and syncing; the programmed rules stay in place. */
   stop(): Promise<void>;
 }
@@ -121,7 +131,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   const health = new HealthState(Math.max(60_000, 2 * options.minSyncPeriodMs));
   const subs = new Subscription();
   const syncs$ = new Subject<SyncResult>();
-  const servers: ObservabilityServer[] = [];
+  const startedAt = Date.now();
 
   logger.info({ nodeName, table: options.table, featureGates: gates, netns: options.netns }, 'starting kube-nft-proxy');
   const offload = await decideOffload(options, gates, dataplane, logger);
@@ -133,20 +143,35 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   const local = options.netns === undefined ? localAddresses() : [];
   const configNow = () => rulesetConfigFor(options, node, offload, local);
 
-  /** Trigger times handed to the reconciler, observed once their sync lands. */
-  let pendingTriggers: number[] = [];
-  let inFlightTriggers: number[] = [];
+  const serveHttp = deps.serveHttp ?? true;
+  if (serveHttp && options.netns !== undefined) {
+    logger.info({ netns: options.netns }, 'health-check node ports are not served: this process is not in the network namespace it programs');
+  }
+  const operator = await OperatorEndpoints.start({
+    logger,
+    metrics,
+    health,
+    nodeName,
+    connection: streams.connection,
+    ...(serveHttp ? { bind: { healthz: options.healthzBindAddress, metrics: options.metricsBindAddress } } : {}),
+    serveHealthCheckPorts: serveHttp && options.netns === undefined,
+    nodePortAddresses: (family) => nodePortAddressesFor(family, options.nodePortAddresses, node, local),
+  });
+  // kube-proxy's start-up event on its Node.
+  operator.events.recordStartup(nodeName);
+
+  const changeMetrics = new ChangeMetrics(metrics, startedAt);
+  let lastPorts: ServicePort[] = [];
   const reconciler = new Reconciler({
-    dataplane,
+    dataplane: countingDataplane(dataplane, (verb, kind, n) => metrics.nftablesOperations.inc({ verb, kind }, n)),
     config: configNow(),
     now: () => (deps.scheduler ?? { now: Date.now }).now(),
     servicePorts: () => {
       const drained = tracker.drain();
       for (const w of drained.warnings) logger.warn({ warning: w }, 'service model warning');
-      for (const c of drained.changes) pendingTriggers.push(c.triggeredAt);
-      inFlightTriggers = pendingTriggers;
-      pendingTriggers = [];
-      return [...tracker.servicePorts()];
+      changeMetrics.drained();
+      lastPorts = [...tracker.servicePorts()];
+      return lastPorts;
     },
     // Between "programming the initial ruleset" and "synced", a large sync spends
     // seconds in the model and the planner and then seconds in the kernel: say
@@ -167,20 +192,21 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   subs.add(
     streams.services$.subscribe((ev) => {
       tracker.onService(ev, Date.now());
-      metrics.serviceChanges.inc();
+      changeMetrics.service(ev);
       markChanged();
     }),
   );
   subs.add(
     streams.endpointSlices$.subscribe((ev) => {
       tracker.onEndpointSlice(ev, Date.now());
-      metrics.endpointChanges.inc();
+      changeMetrics.endpointSlice(ev);
       markChanged();
     }),
   );
   subs.add(
     streams.node$.subscribe((n) => {
       node = n;
+      health.node(n);
       tracker.onNode(n, Date.now());
       reconciler.setConfig(configNow());
       markChanged();
@@ -262,8 +288,8 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
         const now = Date.now();
         health.synced(now);
         metrics.recordSync(r?.kind === 'full' ? 'full' : 'partial', result.durationMs / 1000, now / 1000);
-        for (const t of inFlightTriggers) metrics.networkProgrammingDuration.observe(Math.max(0, now - t) / 1000);
-        inFlightTriggers = [];
+        changeMetrics.landed(now);
+        operator.synced(lastPorts);
         for (const p of r?.problems ?? []) logger.warn({ problem: p }, 'service port left out of the ruleset');
         for (const x of r?.rejected ?? []) {
           logger.error(
@@ -272,21 +298,23 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
               ? 'the kernel refused the rules of this service port; its previous rules stay until it changes'
               : 'the kernel refused the rules of this service port; it is not programmed until it changes',
           );
+          const [namespace = '', name = ''] = x.servicePortId.split('/');
+          operator.events.recordServiceWarning({ namespace, name }, 'FailedToProgramServiceRules', `the kernel refused the rules of ${x.servicePortId}: ${x.code} ${x.message}`);
         }
         logger.info({ ...fields, ...(r?.setAside ? { servicePortsSetAside: r.setAside } : {}) }, 'synced nftables rules');
       } else {
-        pendingTriggers = inFlightTriggers.concat(pendingTriggers);
-        inFlightTriggers = [];
+        // In flight triggers stay: the retry carries the same changes.
         metrics.syncFailures.inc();
+        // kube-proxy deletes stale chains in a transaction of their own; ours ride in the sync that failed.
+        if ((r?.stats.chainsDeleted ?? 0) > 0) metrics.cleanupFailures.inc();
         logger.error({ ...fields, consecutiveFailures: result.consecutiveFailures, err: result.error }, 'nftables sync failed; will retry');
       }
       syncs$.next(result);
     }),
   );
 
-  if (deps.serveHttp ?? true) {
-    servers.push(await startObservabilityServer(options.healthzBindAddress, { health }));
-    servers.push(await startObservabilityServer(options.metricsBindAddress, { metrics }));
+  const servers = operator.servers;
+  if (servers.length > 0) {
     // With port 0 (tests, several agents on one host) the log is the only place the real port shows.
     const [healthz, metricsAddr] = servers.map((s) => (s.address.family === 'IPv6' ? `[${s.address.address}]:${s.address.port}` : `${s.address.address}:${s.address.port}`));
     logger.info({ healthz, metrics: metricsAddr }, 'serving /healthz and /metrics');
@@ -298,12 +326,14 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
     offload,
     syncs$,
     servers,
+    healthChecks: operator.healthChecks,
+    events: operator.events,
     async stop() {
       subs.unsubscribe();
       releaser.stop();
       monitor?.stop();
       syncs$.complete();
-      await Promise.all(servers.map((s) => s.close()));
+      await operator.close();
       if (!deps.streams) await streams.stop();
       logger.info('stopped; the programmed rules stay in place');
     },

@@ -89,6 +89,8 @@ export interface EndpointSliceInfo {
   forRegion?: string;
   ports: EndpointPortInfo[];
   endpoints: EndpointInfo[];
+  /** Annotation endpoints.kubernetes.io/last-change-trigger-time, ms since the epoch; undefined when absent. */
+  lastChangeTriggerTime?: number;
 }
 
 export interface NodeInfo {
@@ -100,6 +102,10 @@ export interface NodeInfo {
   /** status.addresses, InternalIP/ExternalIP only. */
   addresses: { type: 'InternalIP' | 'ExternalIP'; address: string }[];
   podCIDRs: string[];
+  /** metadata.deletionTimestamp is set: the Node is going away (kube-proxy's /healthz turns 503). */
+  deleting?: boolean;
+  /** spec.taints[].key, only those the proxy reads (ToBeDeletedByClusterAutoscaler); absent when none. */
+  taints?: string[];
 }
 
 /** A change to one stored object, as the streams emit it. */

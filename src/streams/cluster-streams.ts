@@ -85,6 +85,8 @@ export interface ClusterStreams {
   endpointSlices: StoreView<EndpointSliceInfo>;
   endpointsByService: EndpointSliceIndex;
   node(): NodeInfo | undefined;
+  /** The API server connection (undefined for manifests): what the agent posts Events through. */
+  connection?: ApiConnection;
   whenSynced(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -124,6 +126,7 @@ export async function createClusterStreams(options: ClusterStreamsOptions): Prom
   const nodeSub = informers.node.store.events$.subscribe((ev) => node.next(ev.type === 'delete' ? undefined : ev.object));
 
   let stopSource: () => Promise<void>;
+  let apiConnection: ApiConnection | undefined;
   if (options.source === 'manifests') {
     const src = new ManifestSource(
       {
@@ -168,6 +171,7 @@ export async function createClusterStreams(options: ClusterStreamsOptions): Prom
     ];
     for (const r of reflectors) r.start();
     const conn = connection;
+    apiConnection = connection;
     stopSource = async () => {
       await Promise.all(reflectors.map((r) => r.stop()));
       if (owned) await conn.close();
@@ -188,6 +192,7 @@ export async function createClusterStreams(options: ClusterStreamsOptions): Prom
     endpointSlices: informers.endpointSlices.store,
     endpointsByService: index,
     node: () => node.value,
+    ...(apiConnection ? { connection: apiConnection } : {}),
     whenSynced: () => firstValueFrom(synced$.pipe(filter(Boolean))).then(() => undefined),
     async stop() {
       if (stopped) return;

@@ -10,7 +10,7 @@
 import type { EndpointHints, EndpointInfo, EndpointPortInfo, EndpointSliceInfo } from '../k8s/types.ts';
 import { ipv4Head, isUnroutableIPv4Head, isUnroutableIPv6 } from '../k8s/ip-syntax.ts';
 import { isIPv6 } from 'node:net';
-import { LABEL_FOR_REGION, LABEL_FOR_ZONE, LABEL_SERVICE_NAME } from '../k8s/well-known.ts';
+import { ANNOTATION_LAST_CHANGE_TRIGGER_TIME, LABEL_FOR_REGION, LABEL_FOR_ZONE, LABEL_SERVICE_NAME } from '../k8s/well-known.ts';
 import { digestOf, EMPTY_LIST, mix, type StringPool } from './intern.ts';
 import {
   asList,
@@ -25,6 +25,7 @@ import {
   type Projection,
 } from './validate-common.ts';
 
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 const PORT_NAME = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$/;
 
 /** A port list's digest starts from its length and takes in each port this way. */
@@ -142,6 +143,15 @@ function projectEndpoint(raw: unknown, i: number, addressType: string, pool: Str
   return ep;
 }
 
+/** The trigger-time annotation in ms since the epoch; undefined when absent or not a time (kube-proxy skips those). */
+function triggerTimeOf(annotations: unknown): number | undefined {
+  if (!isObject(annotations)) return undefined;
+  const v = annotations[ANNOTATION_LAST_CHANGE_TRIGGER_TIME];
+  if (typeof v !== 'string' || !RFC3339.test(v)) return undefined;
+  const ms = Date.parse(v);
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
 function projectSliceUnchecked(raw: unknown, pool: StringPool, dropped: string[]): EndpointSliceInfo {
   const obj = asObject('object', raw);
   const meta = asObject('metadata', obj.metadata);
@@ -179,6 +189,7 @@ function projectSliceUnchecked(raw: unknown, pool: StringPool, dropped: string[]
     forRegion: typeof fr === 'string' && fr !== '' ? pool.intern(fr) : undefined,
     ports,
     endpoints,
+    lastChangeTriggerTime: triggerTimeOf(meta.annotations),
   };
   return info;
 }

@@ -2,7 +2,7 @@
 
 import type { NodeInfo } from '../k8s/types.ts';
 import { ipFamilyOf, isCIDRLoose } from '../k8s/ip-syntax.ts';
-import { LABEL_REGION, LABEL_ZONE } from '../k8s/well-known.ts';
+import { LABEL_REGION, LABEL_ZONE, TO_BE_DELETED_TAINT } from '../k8s/well-known.ts';
 import type { StringPool } from './intern.ts';
 import { asList, asObject, checkDnsSubdomain, fail, isObject, project, resourceVersionOf, type Projection } from './validate-common.ts';
 
@@ -26,6 +26,10 @@ function projectNodeUnchecked(raw: unknown, pool: StringPool): NodeInfo {
     if (typeof c !== 'string' || !isCIDRLoose(c)) fail(`spec.podCIDRs[${i}] is not a CIDR`);
   }
   const info: NodeInfo = { name, resourceVersion: resourceVersionOf(meta), addresses, podCIDRs: podCIDRs as string[] };
+  if (meta.deletionTimestamp !== undefined && meta.deletionTimestamp !== null) info.deleting = true;
+  // Only the taint the health check reads: other taints (and their churn) are no change to us.
+  const taints = Array.isArray(spec.taints) ? spec.taints : [];
+  if (taints.some((t) => isObject(t) && t.key === TO_BE_DELETED_TAINT)) info.taints = [TO_BE_DELETED_TAINT];
   const zone = labels[LABEL_ZONE];
   if (typeof zone === 'string' && zone !== '') info.zone = pool.intern(zone);
   const region = labels[LABEL_REGION];

@@ -21,5 +21,18 @@ describe('deploy/kube-nft-proxy.yaml', () => {
     for (const r of role.rules) for (const res of r.resources) grants.set(res, r.verbs);
     for (const res of ['services', 'nodes', 'endpointslices']) expect(grants.get(res)).toEqual(['list', 'watch']);
     expect([...grants.keys()].sort()).toEqual(['endpointslices', 'events', 'nodes', 'services']);
+    // Events: only created (src/streams/api/post-event.ts), only through events.k8s.io.
+    const events = role.rules.filter((r: { resources: string[] }) => r.resources.includes('events'));
+    expect(events).toEqual([{ apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create'] }]);
+  });
+
+  it('keeps /metrics on loopback unless the operator asks, and gives a slow start a startupProbe', () => {
+    const ds = docs.find((d) => d.kind === 'DaemonSet');
+    const c = ds.spec.template.spec.containers[0];
+    const cmd = parseCommandLine(c.args.map((a: string) => a.replace('$(NODE_NAME)', 'node-a')));
+    if (cmd.command !== 'run') throw new Error('not a run command');
+    expect(cmd.options.metricsBindAddress).toMatch(/^127\.0\.0\.1:/);
+    expect(c.startupProbe.httpGet).toEqual({ path: '/livez', port: 10256 });
+    expect(c.startupProbe.periodSeconds * c.startupProbe.failureThreshold).toBeGreaterThanOrEqual(120);
   });
 });

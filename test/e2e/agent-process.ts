@@ -4,7 +4,7 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,17 +21,27 @@ export interface AgentProcess {
   stop(): Promise<number | null>;
 }
 
-export async function startAgentProcess(api: FakeApiServer, netns: string, extraArgs: string[] = []): Promise<AgentProcess> {
+export interface AgentProcessOptions {
+  /** Run the agent inside the namespace, as a hostNetwork pod runs on its node, instead of programming it from outside. */
+  inside?: boolean;
+  /** The API server's URL as the agent reaches it (default: the fake server's own). */
+  server?: string;
+}
+
+export async function startAgentProcess(api: FakeApiServer, netns: string, extraArgs: string[] = [], o: AgentProcessOptions = {}): Promise<AgentProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'knp-agent-'));
   const kubeconfig = join(dir, 'kubeconfig');
-  api.writeKubeconfig(kubeconfig);
+  const config = api.kubeconfig() as { clusters: Array<{ cluster: { server: string } }> };
+  if (o.server) config.clusters[0]!.cluster.server = o.server;
+  writeFileSync(kubeconfig, JSON.stringify(config));
+  const node = [process.execPath, CLI];
   const child = spawn(
-    process.execPath,
+    o.inside ? 'ip' : process.execPath,
     [
-      CLI,
+      ...(o.inside ? ['netns', 'exec', netns, ...node] : [CLI]),
       `--kubeconfig=${kubeconfig}`,
       '--hostname-override=node-a',
-      `--netns=${netns}`,
+      ...(o.inside ? [] : [`--netns=${netns}`]),
       '--min-sync-period=0',
       '--cluster-cidr=10.244.0.0/16,fd00:10:244::/64',
       '--service-cluster-ip-range=10.96.0.0/16,fd00:10:96::/112',

@@ -27,6 +27,7 @@ import { ObjectStore, objectKey, type HistoryEvent, type K8sObject, type Version
 import { apiVersionOf, parsePath, type ResourceDef, type ResourceName } from './resources.ts';
 import { ObjectFilter, SelectorError } from './selectors.ts';
 import { generateSelfSignedCert } from './tls.ts';
+import { answerEventPost, eventsNamespace, type RecordedEvent } from './events.ts';
 
 export interface FakeApiServerOptions {
   tls?: boolean;
@@ -88,6 +89,10 @@ function statusJson(code: number, reason: string, message: string): string {
 export class FakeApiServer {
   readonly store: ObjectStore;
   readonly requests: RequestRecord[] = [];
+  /** Events created through events.k8s.io/v1, in order. */
+  readonly events: RecordedEvent[] = [];
+  /** Status with which Event creation is refused (e.g. 403, as without RBAC); undefined accepts. */
+  refuseEvents: number | undefined;
   readonly url: string;
   readonly ca: string | undefined;
   private readonly server: Server;
@@ -270,6 +275,8 @@ export class FakeApiServer {
           break;
       }
     }
+    const eventsNs = eventsNamespace(u.pathname);
+    if (req.method === 'POST' && eventsNs !== undefined) return this.handleEventPost(req, res, rec, eventsNs);
     if (req.method !== 'GET' || !parsed) return this.reply(res, rec, 404, statusJson(404, 'NotFound', 'not found'));
     let filter: ObjectFilter;
     try {
@@ -280,6 +287,11 @@ export class FakeApiServer {
     }
     if (watch) return this.handleWatch(res, rec, parsed.resource, filter, query);
     return this.handleList(res, rec, parsed.resource, filter, query, fault?.kind === 'slow' ? fault.delayMs : undefined);
+  }
+
+  private async handleEventPost(req: IncomingMessage, res: ServerResponse, rec: RequestRecord, namespace: string): Promise<void> {
+    const answer = await answerEventPost(req, namespace, this.refuseEvents, this.events);
+    this.reply(res, rec, answer.status, answer.body);
   }
 
   private async handleList(res: ServerResponse, rec: RequestRecord, r: ResourceDef, filter: ObjectFilter, q: Record<string, string>, chunkDelayMs?: number): Promise<void> {

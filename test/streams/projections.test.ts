@@ -213,6 +213,35 @@ describe('projectNode', () => {
   });
 });
 
+describe('projectNode: what /healthz reads of the Node', () => {
+  it('keeps a deletionTimestamp and the autoscaler taint, and no other taint', () => {
+    const raw = f.node('node-a');
+    (raw.metadata as Record<string, unknown>).deletionTimestamp = '2026-11-25T12:00:00Z';
+    (raw.spec as Record<string, unknown>).taints = [{ key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' }, { key: 'ToBeDeletedByClusterAutoscaler', value: '1700000000', effect: 'NoSchedule' }];
+    const r = projectNode(raw, pool);
+    expect(r.ok && r.value).toMatchObject({ deleting: true, taints: ['ToBeDeletedByClusterAutoscaler'] });
+    const plain = f.node('node-a');
+    (plain.spec as Record<string, unknown>).taints = [{ key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' }];
+    const q = projectNode(plain, pool);
+    expect(q.ok && 'taints' in q.value).toBe(false);
+    expect(q.ok && 'deleting' in q.value).toBe(false);
+  });
+});
+
+describe('projectEndpointSlice: the last-change trigger time', () => {
+  it.each([
+    ['2026-11-25T12:00:00Z', Date.UTC(2026, 10, 25, 12)],
+    ['2026-11-25T13:00:00.5+01:00', Date.UTC(2026, 10, 25, 12, 0, 0, 500)],
+    ['yesterday', undefined],
+    [undefined, undefined],
+  ])('reads %s', (value, expected) => {
+    const raw = f.endpointSlice('default', 's', 'web', [{ ip: '10.244.1.5' }]);
+    if (value !== undefined) (raw.metadata as Record<string, unknown>).annotations = { 'endpoints.kubernetes.io/last-change-trigger-time': value };
+    const r = projectEndpointSlice(raw, pool);
+    expect(r.ok && r.value.lastChangeTriggerTime).toBe(expected);
+  });
+});
+
 describe('StringPool', () => {
   it('returns one instance per value', () => {
     const p = new StringPool();
