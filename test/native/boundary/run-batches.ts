@@ -40,7 +40,7 @@ export function sanitizedAddon(): string | undefined {
   return path;
 }
 
-function sanitizerEnv(addon: string): NodeJS.ProcessEnv {
+export function sanitizerEnv(addon: string): NodeJS.ProcessEnv {
   const lib = (name: string) => execFileSync('gcc', [`-print-file-name=${name}`], { encoding: 'utf8' }).trim();
   return {
     ...process.env,
