@@ -141,24 +141,28 @@ bool CheckStrArray(const uint8_t* p, uint32_t len, InputError* e) {
   return true;
 }
 
-// Checks one attribute's type and length against its rule.
+std::string Where(const AttrRule& rule, const AttrRules& rules) {
+  return "attribute " + std::to_string(rule.id) + " of " + rules.what;
+}
+
+// Checks one attribute's type and length against its rule (messages are
+// built only on failure: a batch has hundreds of thousands of attributes).
 bool CheckAttr(const AttrRule& rule, const AttrRules& rules, AttrType type, const uint8_t* p, uint32_t len,
                InputError* e) {
-  const std::string where = "attribute " + std::to_string(rule.id) + " of " + rules.what;
   if (type != rule.type)
     return Fail(e, "ERR_NFT_BATCH_INVALID",
-                where + " is " + TypeName(type) + " where libnftnl takes " + TypeName(rule.type));
+                Where(rule, rules) + " is " + TypeName(type) + " where libnftnl takes " + TypeName(rule.type));
   const uint32_t exact = IntegerLength(type);
   if (exact != 0) {
-    if (len != exact)
-      return Fail(e, "ERR_NFT_BATCH_INVALID",
-                  where + " has " + std::to_string(len) + " bytes where libnftnl takes " + std::to_string(exact));
-    return true;
+    if (len == exact) return true;
+    return Fail(e, "ERR_NFT_BATCH_INVALID",
+                Where(rule, rules) + " has " + std::to_string(len) + " bytes where libnftnl takes " +
+                    std::to_string(exact));
   }
   if (type == AttrType::Str) return CheckName(p, len, rule.maxLen, e);
   if (len > rule.maxLen)
     return Fail(e, "ERR_NFT_BATCH_INVALID",
-                where + " of " + std::to_string(len) + " bytes is too large (at most " +
+                Where(rule, rules) + " of " + std::to_string(len) + " bytes is too large (at most " +
                     std::to_string(rule.maxLen) + ")");
   return type == AttrType::StrArray ? CheckStrArray(p, len, e) : true;
 }
