@@ -4,15 +4,9 @@
 
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
-#include <libnftnl/chain.h>
-#include <libnftnl/expr.h>
-#include <libnftnl/flowtable.h>
-#include <libnftnl/rule.h>
-#include <libnftnl/set.h>
-#include <libnftnl/table.h>
 
+#include <algorithm>
 #include <cstring>
-#include <string_view>
 
 namespace knp {
 
@@ -20,6 +14,12 @@ namespace {
 
 constexpr uint32_t kMagic = 0x42504e4b;
 constexpr uint32_t kVersion = 1;
+
+// The flags a batch's message may carry: NLM_F_REPLACE, _EXCL, _CREATE and
+// _APPEND (the same bits as NLM_F_NONREC and friends on deletions). Others
+// would change the transaction's answers (NLM_F_ACK, NLM_F_ECHO: one more
+// per message, which the receive buffer is not sized for).
+constexpr uint16_t kMessageFlags = 0x0f00;
 
 // NFT_MSG_DESTROY* arrived in Linux 6.3; older uapi headers lack them.
 constexpr uint8_t kMsgDestroyTable = 26;
@@ -288,6 +288,9 @@ bool ReadRecord(Reader& r, const uint8_t* base, Record* rec, size_t* bound, Inpu
                 "message type " + std::to_string(rec->msgType) + " does not fit object kind " + std::to_string(kind));
   if (!IsKnownFamily(rec->family))
     return Fail(e, "ERR_NFT_FAMILY", "unknown address family " + std::to_string(rec->family));
+  if (rec->flags & ~kMessageFlags)
+    return Fail(e, "ERR_NFT_BATCH_INVALID", "message flags " + std::to_string(rec->flags) + " outside " +
+                                                std::to_string(kMessageFlags));
   rec->attrs = uint32_t(r.pos());
   size_t own = kMessageOverhead;
   if (!ReadAttrs(r, base, ObjectAttrRules(rec->kind), &own, e)) return false;
@@ -321,7 +324,8 @@ bool ParseBatch(std::unique_ptr<uint8_t[]> bytes, size_t size, Batch* out, Input
   if (size > UINT32_MAX) return Fail(e, "ERR_NFT_BATCH_INVALID", "batch buffer of 4 GiB or more");
   // Each record takes at least 11 bytes: a count beyond that is a lie, not a reservation.
   if (count > size / 11) return Fail(e, "ERR_NFT_BATCH_TRUNCATED", "batch buffer is truncated");
-  out->records.reserve(count);
+  // An honest count is reserved at once; a forged one costs no more than the bytes do.
+  out->records.reserve(std::min<size_t>(count, size / 32));
   size_t bound = 2 * kMessageOverhead;  // batch begin and end
   for (uint32_t i = 0; i < count; i++) {
     Record rec{};

@@ -15,6 +15,8 @@ export interface HandRecord {
   msg: number;
   index: number;
   attrs: Attr[];
+  /** nlmsg flags; NLM_F_CREATE when absent. */
+  flags?: number;
   /** Rule records. */
   exprs?: HandExpr[];
   /** Elements records: each element's op index and attributes. */
@@ -31,7 +33,7 @@ export function handBatch(records: readonly HandRecord[]): Uint8Array {
   for (const r of records) {
     w.u8(r.kind);
     w.u8(r.msg);
-    w.u16(NLM_F.CREATE);
+    w.u16(r.flags ?? NLM_F.CREATE);
     w.u8(FAMILY_IP);
     w.u32(r.index);
     w.attrs(r.attrs);

@@ -85,6 +85,11 @@ describe('attributes libnftnl would follow into the weeds (SIGSEGV, reads past t
     refused(handBatch([ruleRecord(2, [{ name: 'lookup', attrs: [str(3, 'a'), str(3, 'b')] }])]), 2, /attribute 3 of expression lookup is repeated/);
   });
 
+  it('message flags that would change the answers (NLM_F_ACK, NLM_F_ECHO: one more per message)', () => {
+    refused(handBatch([{ ...table, index: 5, flags: 0x400 | 0x4 }]), 5, /operation 5: message flags 1028 outside 3840/);
+    refused(handBatch([{ ...table, flags: 0x8 }]), 0, /message flags 8 outside/);
+  });
+
   it('an expression the encoder never emits', () => {
     refused(handBatch([ruleRecord(2, [{ name: 'log', attrs: [] }])]), 2, /unknown expression 'log'/);
   });
