@@ -7,6 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import { CHAIN_ATTR, ELEM_ATTR, KIND, MSG, SET_ATTR, TABLE_ATTR } from '../../../src/nft/netlink/kernel-constants.ts';
 import { encodeOperations } from '../../../src/nft/netlink/encode.ts';
+import { EXPR_SCHEMA } from '../../../src/nft/netlink/kernel-exprs.ts';
+import type { Attr } from '../../../src/nft/netlink/wire.ts';
 import type { Operation, Statement } from '../../../src/nft/objects.ts';
 import { kernel, nftList } from '../kernel-helpers.ts';
 import { elementsRecord, handBatch, ruleRecord, type HandRecord } from './hand-batches.ts';
@@ -96,6 +98,20 @@ describe('attributes libnftnl would follow into the weeds (SIGSEGV, reads past t
 });
 
 describe('what passes', () => {
+  it('every field of every expression the encoder can write, alone, with a value of its schema type', () => {
+    const value = (type: Attr['type']): Attr['value'] =>
+      type === 'u64' ? 1n : type === 'str' ? 'x' : type === 'bytes' ? Uint8Array.of(10, 0, 0, 1) : type === 'strArray' ? ['x'] : 1;
+    const cases = Object.entries(EXPR_SCHEMA).flatMap(([name, fields]) =>
+      Object.entries(fields).map(([field, [id, type]]) => ({ what: `${name}.${field}`, batch: handBatch([ruleRecord(1, [{ name, attrs: [{ id, type, value: value(type) }] }])]) })),
+    );
+    const { ns } = kernel();
+    const run = runBatches(cases.map((c) => c.batch), ns.path, 0);
+    expect(deathOf(run, cases.length)).toBeUndefined();
+    const refusedFields = cases.flatMap((c, i) => (run.lines[i]!.check.ok ? [] : [`${c.what}: ${JSON.stringify(run.lines[i]!.check)}`]));
+    expect(refusedFields).toEqual([]);
+    expect(cases.length).toBeGreaterThan(50);
+  });
+
   it('a batch from the encoder is checked, built and committed', () => {
     const ops: Operation[] = [
       { verb: 'add', object: { kind: 'table', family: 'ip', name: 't' } },
