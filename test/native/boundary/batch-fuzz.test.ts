@@ -43,6 +43,8 @@ describe('the native boundary under mutated batches', () => {
       const file = join(dir, 'seeds.bin');
       writeFileSync(file, Buffer.concat(seeds.flatMap((s) => [Buffer.from(Uint32Array.of(s.length).buffer), s])));
       const addon = sanitizedAddon();
+      // CI runs this against the sanitizer build (.ci/run sets KNP_FUZZ_ADDON); a plain build there would hide reads past buffers.
+      if (process.env.CI) expect(addon, 'KNP_FUZZ_ADDON (the ASan/UBSan addon) in CI').toBeDefined();
       const args = [RUNNER, file, ns.path, String(COMMIT_EVERY), String(RANDOM_CASES), String(STRUCTURED_CASES), String(BASE_SEED)];
       const run = spawnSync(process.execPath, args, { env: addon ? sanitizerEnv(addon) : process.env, encoding: 'utf8', maxBuffer: 1 << 26, timeout: 170_000 });
       const lines = (run.stdout ?? '').trim().split('\n');
