@@ -87,6 +87,9 @@ std::unique_ptr<uint8_t[]> BatchArgument(const Napi::CallbackInfo& info, const c
     ThrowType(info.Env(), std::string(what) + ": batch must be a Uint8Array");
   Napi::Uint8Array data = info[0].As<Napi::Uint8Array>();
   *size = data.ByteLength();
+  // The encoding's offsets are 32-bit: a larger buffer is refused before it is copied.
+  if (*size > UINT32_MAX)
+    ThrowRange(info.Env(), std::string(what) + ": batch buffer of 4 GiB or more", "ERR_NFT_BATCH_INVALID");
   return knp::CopyBatch(data.Data(), *size);
 }
 
