@@ -2,7 +2,7 @@
 // for the fuzz test: random 1-4 byte changes, and structure-aware ones that
 // find the batch's fields first (counts, attribute ids, types and lengths,
 // record kinds, expression names) and change those, or repeat, drop and move
-// whole attributes so that the result still parses as far as possible.
+// whole attributes and records so that the result still parses as far as possible.
 
 /** mulberry32: a small seeded PRNG; the same seed gives the same cases everywhere. */
 export function prng(seed: number): () => number {
@@ -33,6 +33,8 @@ interface AttrList {
 export interface BatchMap {
   landmarks: Landmark[];
   lists: AttrList[];
+  /** Each record's bytes. */
+  records: Array<{ start: number; end: number }>;
   /** Expression names: offset of the length byte. */
   names: number[];
 }
@@ -40,7 +42,7 @@ export interface BatchMap {
 /** The fields of a valid batch (throws on one that is not). */
 export function mapBatch(b: Uint8Array): BatchMap {
   const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
-  const out: BatchMap = { landmarks: [{ field: 'recordCount', at: 8, size: 4 }], lists: [], names: [] };
+  const out: BatchMap = { landmarks: [{ field: 'recordCount', at: 8, size: 4 }], lists: [], records: [], names: [] };
   const mark = (field: Field, at: number, size: 1 | 2 | 4) => out.landmarks.push({ field, at, size });
   let p = 12;
   const attrs = (): void => {
@@ -60,6 +62,7 @@ export function mapBatch(b: Uint8Array): BatchMap {
   };
   const records = v.getUint32(8, true);
   for (let r = 0; r < records; r++) {
+    const start = p;
     const kind = b[p]!;
     mark('kind', p, 1);
     mark('msg', p + 1, 1);
@@ -87,6 +90,7 @@ export function mapBatch(b: Uint8Array): BatchMap {
         attrs();
       }
     }
+    out.records.push({ start, end: p });
   }
   if (p !== b.length) throw new Error(`not a valid batch: ${b.length - p} trailing bytes`);
   return out;
@@ -141,7 +145,16 @@ function splice(b: Uint8Array, at: number, remove: number, insert: Uint8Array): 
 /** One structure-aware change to a valid batch. */
 export function structured(seed: Uint8Array, map: BatchMap, rand: Rand): { bytes: Uint8Array; what: string } {
   const lists = map.lists.filter((l) => l.attrs.length > 0);
-  const how = int(rand, 10);
+  const how = int(rand, 11);
+  if (how === 10) {
+    // A whole record repeated (the same operation twice, nested lists and all) or dropped.
+    const rec = pick(rand, map.records);
+    const count = read(seed, 8, 4);
+    const repeat = rand() < 0.5;
+    const b = repeat ? splice(seed, rec.end, 0, seed.slice(rec.start, rec.end)) : splice(seed, rec.start, rec.end - rec.start, new Uint8Array(0));
+    write(b, 8, 4, repeat ? count + 1 : count - 1);
+    return { bytes: b, what: `${repeat ? 'repeat' : 'drop'} record @${rec.start}` };
+  }
   if (how <= 4 || lists.length === 0) {
     // A field set to a value that matters: lengths, counts, ids, types, kinds.
     const b = seed.slice();
