@@ -1,9 +1,8 @@
 // Fuzzing the native boundary: 10,000 batches with 1-4 random bytes changed
 // and 6,000 structure-aware mutations (lengths, counts, ids, types, kinds,
 // repeated, dropped, moved and resized attributes, renamed expressions,
-// repeated and dropped records) of
-// valid batches from the real encoder, from fixed seeds. A child process
-// checks each one (allow-list and libnftnl's message building) and commits
+// repeated and dropped records) of valid batches from the real encoder, from
+// fixed seeds. A child process checks each one (allow-list and libnftnl's message building) and commits
 // every 4th that passes into a namespace; it must survive every case. In CI
 // the child loads the ASan/UBSan build (KNP_FUZZ_ADDON, see run-batches.ts),
 // so a read past a buffer is a death too, not only an abort.
