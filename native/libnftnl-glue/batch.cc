@@ -1,16 +1,12 @@
 #include "batch.h"
 
+#include "attr-rules.h"
+
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
-#include <libnftnl/chain.h>
-#include <libnftnl/expr.h>
-#include <libnftnl/flowtable.h>
-#include <libnftnl/rule.h>
-#include <libnftnl/set.h>
-#include <libnftnl/table.h>
 
+#include <algorithm>
 #include <cstring>
-#include <string_view>
 
 namespace knp {
 
@@ -18,6 +14,12 @@ namespace {
 
 constexpr uint32_t kMagic = 0x42504e4b;
 constexpr uint32_t kVersion = 1;
+
+// The flags a batch's message may carry: NLM_F_REPLACE, _EXCL, _CREATE and
+// _APPEND (the same bits as NLM_F_NONREC and friends on deletions). Others
+// would change the transaction's answers (NLM_F_ACK, NLM_F_ECHO: one more
+// per message, which the receive buffer is not sized for).
+constexpr uint16_t kMessageFlags = 0x0f00;
 
 // NFT_MSG_DESTROY* arrived in Linux 6.3; older uapi headers lack them.
 constexpr uint8_t kMsgDestroyTable = 26;
@@ -76,73 +78,101 @@ bool Fail(InputError* e, const char* code, std::string message, bool typeError =
   return false;
 }
 
-bool CheckName(const uint8_t* p, uint32_t len, InputError* e) {
-  if (len > kMaxNameLength)
+bool CheckName(const uint8_t* p, uint32_t len, uint32_t max, InputError* e) {
+  if (len > max)
     return Fail(e, "ERR_NFT_NAME_TOO_LONG",
-                "name of " + std::to_string(len) + " bytes exceeds the kernel limit of 255");
+                "name of " + std::to_string(len) + " bytes exceeds the limit of " + std::to_string(max));
   if (memchr(p, 0, len) != nullptr) return Fail(e, "ERR_NFT_NAME_INVALID", "name contains a NUL byte");
   return true;
 }
 
-// Where an attribute list sits, which limits its byte values have.
-enum class AttrScope { Object, Expression, Element };
+const char* TypeName(AttrType t) {
+  switch (t) {
+    case AttrType::U8:
+      return "u8";
+    case AttrType::U16:
+      return "u16";
+    case AttrType::U32:
+      return "u32";
+    case AttrType::U64:
+      return "u64";
+    case AttrType::Str:
+      return "string";
+    case AttrType::Bytes:
+      return "bytes";
+    case AttrType::StrArray:
+      return "string array";
+  }
+  return "unknown type";
+}
 
-// libnftnl copies key, data, mask and register values into fixed 64-byte
-// fields (NFT_DATA_VALUE_MAXLEN) and user data up to 256 bytes
-// (NFT_USERDATA_MAXLEN): longer values must never reach it.
-constexpr uint32_t kMaxValueBytes = 64;
-constexpr uint32_t kMaxUserdataBytes = 256;
-constexpr uint16_t kElemUserdata = 7;   // NFTNL_SET_ELEM_USERDATA
-constexpr uint16_t kSetDescConcat = 16;  // NFTNL_SET_DESC_CONCAT: at most 16 field lengths
-
-uint32_t MaxBytes(AttrScope scope, ObjectKind kind, uint16_t id) {
-  switch (scope) {
-    case AttrScope::Expression:
-      return kMaxValueBytes;
-    case AttrScope::Element:
-      return id == kElemUserdata ? kMaxUserdataBytes : kMaxValueBytes;
-    case AttrScope::Object:
-      return kind == ObjectKind::Set && id == kSetDescConcat ? 16 : kMaxUserdataBytes;
+uint32_t IntegerLength(AttrType t) {
+  switch (t) {
+    case AttrType::U8:
+      return 1;
+    case AttrType::U16:
+      return 2;
+    case AttrType::U32:
+      return 4;
+    case AttrType::U64:
+      return 8;
+    case AttrType::Str:
+    case AttrType::Bytes:
+    case AttrType::StrArray:
+      return 0;
   }
   return 0;
 }
 
-// Whether libnftnl takes attribute `id` of this object as plain data: in
-// range (libnftnl exits the process on an id past its maximum), not one that
-// holds a pointer to a nested libnftnl object, and a string array exactly
-// where libnftnl expects one.
-bool AttrIdFits(AttrScope scope, ObjectKind kind, bool dynset, uint16_t id, AttrType type) {
-  const bool array = (scope == AttrScope::Object && kind == ObjectKind::Chain && id == NFTNL_CHAIN_DEVICES) ||
-                     (scope == AttrScope::Object && kind == ObjectKind::Flowtable && id == NFTNL_FLOWTABLE_DEVICES);
-  if (array != (type == AttrType::StrArray)) return false;
-  switch (scope) {
-    case AttrScope::Expression:
-      return !(dynset && (id == NFTNL_EXPR_DYNSET_EXPR || id == NFTNL_EXPR_DYNSET_EXPRESSIONS));
-    case AttrScope::Element:
-      return id <= NFTNL_SET_ELEM_MAX && id != NFTNL_SET_ELEM_EXPR && id != NFTNL_SET_ELEM_EXPRESSIONS;
-    case AttrScope::Object:
-      switch (kind) {
-        case ObjectKind::Table:
-          return id <= NFTNL_TABLE_MAX;
-        case ObjectKind::Chain:
-          return id <= NFTNL_CHAIN_MAX;
-        case ObjectKind::Rule:
-          return id <= NFTNL_RULE_MAX;
-        case ObjectKind::Set:
-        case ObjectKind::Elements:
-          return id <= NFTNL_SET_MAX && id != NFTNL_SET_EXPR && id != NFTNL_SET_EXPRESSIONS;
-        case ObjectKind::Flowtable:
-          return id <= NFTNL_FLOWTABLE_MAX;
-      }
+// A string array's value: u16 count, then each u16 len + bytes.
+bool CheckStrArray(const uint8_t* p, uint32_t len, InputError* e) {
+  if (len < 2) return Fail(e, "ERR_NFT_BATCH_INVALID", "string array too short");
+  uint16_t n = LeU16(p);
+  uint32_t pos = 2;
+  for (uint16_t k = 0; k < n; k++) {
+    if (len - pos < 2) return Fail(e, "ERR_NFT_BATCH_INVALID", "string array truncated");
+    uint16_t l = LeU16(p + pos);
+    pos += 2;
+    if (len - pos < l) return Fail(e, "ERR_NFT_BATCH_INVALID", "string array truncated");
+    if (!CheckName(p + pos, l, kMaxNameLength, e)) return false;
+    pos += l;
   }
-  return false;
+  if (pos != len) return Fail(e, "ERR_NFT_BATCH_INVALID", "string array has trailing bytes");
+  return true;
 }
 
-// Checks one attribute list; adds its netlink bound to *bound.
-bool ReadAttrs(Reader& r, const uint8_t* base, AttrScope scope, ObjectKind kind, size_t* bound, InputError* e,
-               bool dynset = false) {
+std::string Where(const AttrRule& rule, const AttrRules& rules) {
+  return "attribute " + std::to_string(rule.id) + " of " + rules.what;
+}
+
+// Checks one attribute's type and length against its rule (messages are
+// built only on failure: a batch has hundreds of thousands of attributes).
+bool CheckAttr(const AttrRule& rule, const AttrRules& rules, AttrType type, const uint8_t* p, uint32_t len,
+               InputError* e) {
+  if (type != rule.type)
+    return Fail(e, "ERR_NFT_BATCH_INVALID",
+                Where(rule, rules) + " is " + TypeName(type) + " where libnftnl takes " + TypeName(rule.type));
+  const uint32_t exact = IntegerLength(type);
+  if (exact != 0) {
+    if (len == exact) return true;
+    return Fail(e, "ERR_NFT_BATCH_INVALID",
+                Where(rule, rules) + " has " + std::to_string(len) + " bytes where libnftnl takes " +
+                    std::to_string(exact));
+  }
+  if (type == AttrType::Str) return CheckName(p, len, rule.maxLen, e);
+  if (len > rule.maxLen)
+    return Fail(e, "ERR_NFT_BATCH_INVALID",
+                Where(rule, rules) + " of " + std::to_string(len) + " bytes is too large (at most " +
+                    std::to_string(rule.maxLen) + ")");
+  return type == AttrType::StrArray ? CheckStrArray(p, len, e) : true;
+}
+
+// Checks one attribute list against its allow-list; adds its netlink bound to *bound.
+bool ReadAttrs(Reader& r, const uint8_t* base, const AttrRules& rules, size_t* bound, InputError* e) {
   uint16_t count;
   if (!r.U16(&count)) return false;
+  uint64_t seen = 0;
+  uint64_t excluded = 0;
   for (uint16_t i = 0; i < count; i++) {
     // One bounds check for the 7-byte header, one for the value.
     if (!r.Need(7)) return false;
@@ -153,51 +183,20 @@ bool ReadAttrs(Reader& r, const uint8_t* base, AttrScope scope, ObjectKind kind,
     r.Skip(7);
     const uint8_t* p = h + 7;
     if (!r.Skip(len)) return false;
-    if (!AttrIdFits(scope, kind, dynset, id, AttrType(type)))
-      return Fail(e, "ERR_NFT_BATCH_INVALID",
-                  "attribute " + std::to_string(id) + " of type " + std::to_string(type) + " does not fit here");
-    switch (AttrType(type)) {
-      case AttrType::U8:
-        if (len != 1) return Fail(e, "ERR_NFT_BATCH_INVALID", "u8 attribute of wrong length");
-        break;
-      case AttrType::U16:
-        if (len != 2) return Fail(e, "ERR_NFT_BATCH_INVALID", "u16 attribute of wrong length");
-        break;
-      case AttrType::U32:
-        if (len != 4) return Fail(e, "ERR_NFT_BATCH_INVALID", "u32 attribute of wrong length");
-        break;
-      case AttrType::U64:
-        if (len != 8) return Fail(e, "ERR_NFT_BATCH_INVALID", "u64 attribute of wrong length");
-        break;
-      case AttrType::Str:
-        if (!CheckName(p, len, e)) return false;
-        break;
-      case AttrType::Bytes:
-        if (len > MaxBytes(scope, kind, id))
-          return Fail(e, "ERR_NFT_BATCH_INVALID",
-                      "byte attribute " + std::to_string(id) + " of " + std::to_string(len) + " bytes is too large");
-        break;
-      case AttrType::StrArray: {
-        // u16 count, then each u16 len + bytes: checked here, read again when building.
-        uint32_t pos = 0;
-        if (len < 2) return Fail(e, "ERR_NFT_BATCH_INVALID", "string array too short");
-        uint16_t n = LeU16(p);
-        pos = 2;
-        for (uint16_t k = 0; k < n; k++) {
-          if (len - pos < 2) return Fail(e, "ERR_NFT_BATCH_INVALID", "string array truncated");
-          uint16_t l = LeU16(p + pos);
-          pos += 2;
-          if (len - pos < l) return Fail(e, "ERR_NFT_BATCH_INVALID", "string array truncated");
-          if (!CheckName(p + pos, l, e)) return false;
-          pos += l;
-        }
-        if (pos != len) return Fail(e, "ERR_NFT_BATCH_INVALID", "string array has trailing bytes");
-        break;
-      }
-      default:
-        return Fail(e, "ERR_NFT_BATCH_INVALID", "unknown attribute type " + std::to_string(type));
-    }
-    *bound += NetlinkAttrBound(AttrType(type), len);
+    const AttrRule* rule = rules.Find(id);
+    if (rule == nullptr)
+      return Fail(e, "ERR_NFT_BATCH_INVALID", "attribute " + std::to_string(id) + " is not one libnftnl takes for " +
+                                                  rules.what);
+    // libnftnl leaks or overwrites an attribute given twice, and some share storage.
+    if (seen & (uint64_t(1) << id))
+      return Fail(e, "ERR_NFT_BATCH_INVALID", "attribute " + std::to_string(id) + " of " + rules.what + " is repeated");
+    if (excluded & (uint64_t(1) << id) || rule->excludes & seen)
+      return Fail(e, "ERR_NFT_BATCH_INVALID", "attribute " + std::to_string(id) + " of " + rules.what +
+                                                  " cannot appear together with another one it shares storage with");
+    if (!CheckAttr(*rule, rules, AttrType(type), p, len, e)) return false;
+    seen |= uint64_t(1) << id;
+    excluded |= rule->excludes;
+    *bound += NetlinkAttrBound(*rule, len);
   }
   return true;
 }
@@ -220,27 +219,6 @@ bool MsgTypeFits(ObjectKind kind, uint8_t t) {
   return false;
 }
 
-// Expression names libnftnl knows, probed once per name and batch: a batch
-// repeats a handful of names thousands of times.
-class ExpressionNames {
- public:
-  bool Known(const uint8_t* p, uint8_t len) {
-    std::string_view name(reinterpret_cast<const char*>(p), len);
-    for (const std::string& k : known_)
-      if (k == name) return true;
-    if (name.empty() || name.find('\0') != std::string_view::npos) return false;
-    std::string copy(name);
-    nftnl_expr* probe = nftnl_expr_alloc(copy.c_str());
-    if (probe == nullptr) return false;
-    nftnl_expr_free(probe);
-    known_.push_back(std::move(copy));
-    return true;
-  }
-
- private:
-  std::vector<std::string> known_;
-};
-
 }  // namespace
 
 bool IsKnownFamily(uint32_t family) {
@@ -254,11 +232,90 @@ constexpr size_t kMessageOverhead = 256;
 constexpr size_t kExpressionOverhead = 64;
 constexpr size_t kElementOverhead = 16;
 
-bool ParseBatch(const uint8_t* data, size_t size, Batch* out, InputError* e) {
-  out->data = data;
+namespace {
+
+// A rule's expressions: known names, each with its allowed attributes.
+bool ReadExpressions(Reader& r, const uint8_t* base, Record* rec, size_t* bound, InputError* e) {
+  uint16_t n;
+  if (!r.U16(&n)) return false;
+  rec->body = uint32_t(r.pos());
+  rec->count = n;
+  for (uint16_t k = 0; k < n; k++) {
+    uint8_t nameLen;
+    if (!r.U8(&nameLen)) return false;
+    const uint8_t* name = base + r.pos();
+    if (!r.Skip(nameLen)) return false;
+    const AttrRules* rules = ExpressionAttrRules(name, nameLen);
+    if (rules == nullptr)
+      return Fail(e, "ERR_NFT_BATCH_INVALID",
+                  "unknown expression '" + std::string(reinterpret_cast<const char*>(name), nameLen) + "'");
+    *bound += kExpressionOverhead + nameLen;
+    if (!ReadAttrs(r, base, *rules, bound, e)) return false;
+  }
+  return true;
+}
+
+// An element list; failures name the element's own operation.
+bool ReadElements(Reader& r, const uint8_t* base, Record* rec, size_t* bound, InputError* e) {
+  uint32_t n;
+  if (!r.U32(&n)) return false;
+  rec->body = uint32_t(r.pos());
+  rec->count = n;
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t opIndex;
+    if (!r.U32(&opIndex)) return false;
+    *bound += kElementOverhead;
+    if (!ReadAttrs(r, base, ElementAttrRules(), bound, e)) {
+      e->index = opIndex;
+      return false;
+    }
+  }
+  // The elements may take several messages, each repeating the set's attributes.
+  *bound += size_t(n / 64 + 1) * rec->bound;
+  return true;
+}
+
+// One record: its header, attributes and body. *bound grows by its netlink bytes.
+bool ReadRecord(Reader& r, const uint8_t* base, Record* rec, size_t* bound, InputError* e) {
+  uint8_t kind;
+  if (!r.U8(&kind) || !r.U8(&rec->msgType) || !r.U16(&rec->flags) || !r.U8(&rec->family) || !r.U32(&rec->opIndex))
+    return false;
+  e->index = rec->opIndex;
+  if (kind < 1 || kind > 6) return Fail(e, "ERR_NFT_BATCH_INVALID", "unknown object kind " + std::to_string(kind));
+  rec->kind = ObjectKind(kind);
+  if (!MsgTypeFits(rec->kind, rec->msgType))
+    return Fail(e, "ERR_NFT_BATCH_INVALID",
+                "message type " + std::to_string(rec->msgType) + " does not fit object kind " + std::to_string(kind));
+  if (!IsKnownFamily(rec->family))
+    return Fail(e, "ERR_NFT_FAMILY", "unknown address family " + std::to_string(rec->family));
+  if (rec->flags & ~kMessageFlags)
+    return Fail(e, "ERR_NFT_BATCH_INVALID", "message flags " + std::to_string(rec->flags) + " outside " +
+                                                std::to_string(kMessageFlags));
+  rec->attrs = uint32_t(r.pos());
+  size_t own = kMessageOverhead;
+  if (!ReadAttrs(r, base, ObjectAttrRules(rec->kind), &own, e)) return false;
+  if (rec->kind == ObjectKind::Rule && !ReadExpressions(r, base, rec, &own, e)) return false;
+  rec->bound = own;
+  *bound += own;
+  if (rec->kind == ObjectKind::Elements && !ReadElements(r, base, rec, bound, e)) return false;
+  e->index = -1;
+  return true;
+}
+
+}  // namespace
+
+std::unique_ptr<uint8_t[]> CopyBatch(const uint8_t* data, size_t size) {
+  std::unique_ptr<uint8_t[]> copy(new uint8_t[size == 0 ? 1 : size]);
+  if (size > 0) memcpy(copy.get(), data, size);
+  return copy;
+}
+
+bool ParseBatch(std::unique_ptr<uint8_t[]> bytes, size_t size, Batch* out, InputError* e) {
+  out->owned = std::move(bytes);
+  out->data = out->owned.get();
   out->size = size;
-  const uint8_t* base = data;
-  Reader r(data, size, e);
+  const uint8_t* base = out->data;
+  Reader r(base, size, e);
   uint32_t magic, version, count;
   if (!r.U32(&magic) || !r.U32(&version) || !r.U32(&count)) return false;
   if (magic != kMagic) return Fail(e, "ERR_NFT_BATCH_INVALID", "not a kube-nft-proxy batch buffer");
@@ -267,55 +324,14 @@ bool ParseBatch(const uint8_t* data, size_t size, Batch* out, InputError* e) {
   if (size > UINT32_MAX) return Fail(e, "ERR_NFT_BATCH_INVALID", "batch buffer of 4 GiB or more");
   // Each record takes at least 11 bytes: a count beyond that is a lie, not a reservation.
   if (count > size / 11) return Fail(e, "ERR_NFT_BATCH_TRUNCATED", "batch buffer is truncated");
-  out->records.reserve(count);
-  ExpressionNames names;
+  // An honest count is reserved at once; a forged one costs no more than the bytes do.
+  out->records.reserve(std::min<size_t>(count, size / 32));
   size_t bound = 2 * kMessageOverhead;  // batch begin and end
   for (uint32_t i = 0; i < count; i++) {
     Record rec{};
-    uint8_t kind;
-    if (!r.U8(&kind) || !r.U8(&rec.msgType) || !r.U16(&rec.flags) || !r.U8(&rec.family) || !r.U32(&rec.opIndex))
+    if (!ReadRecord(r, base, &rec, &bound, e)) {
+      if (e->index >= 0) e->message = "operation " + std::to_string(e->index) + ": " + e->message;
       return false;
-    if (kind < 1 || kind > 6) return Fail(e, "ERR_NFT_BATCH_INVALID", "unknown object kind " + std::to_string(kind));
-    rec.kind = ObjectKind(kind);
-    if (!MsgTypeFits(rec.kind, rec.msgType))
-      return Fail(e, "ERR_NFT_BATCH_INVALID",
-                  "message type " + std::to_string(rec.msgType) + " does not fit object kind " + std::to_string(kind));
-    if (!IsKnownFamily(rec.family))
-      return Fail(e, "ERR_NFT_FAMILY", "unknown address family " + std::to_string(rec.family));
-    rec.attrs = uint32_t(r.pos());
-    size_t recordBound = kMessageOverhead;
-    if (!ReadAttrs(r, base, AttrScope::Object, rec.kind, &recordBound, e)) return false;
-    bound += recordBound;
-    if (rec.kind == ObjectKind::Rule) {
-      uint16_t n;
-      if (!r.U16(&n)) return false;
-      rec.body = uint32_t(r.pos());
-      rec.count = n;
-      for (uint16_t k = 0; k < n; k++) {
-        uint8_t nameLen;
-        if (!r.U8(&nameLen)) return false;
-        const uint8_t* name = base + r.pos();
-        if (!r.Skip(nameLen)) return false;
-        if (!names.Known(name, nameLen))
-          return Fail(e, "ERR_NFT_BATCH_INVALID",
-                      "unknown expression '" + std::string(reinterpret_cast<const char*>(name), nameLen) + "'");
-        bound += kExpressionOverhead + nameLen;
-        const bool dynset = nameLen == 6 && memcmp(name, "dynset", 6) == 0;
-        if (!ReadAttrs(r, base, AttrScope::Expression, rec.kind, &bound, e, dynset)) return false;
-      }
-    } else if (rec.kind == ObjectKind::Elements) {
-      uint32_t n;
-      if (!r.U32(&n)) return false;
-      rec.body = uint32_t(r.pos());
-      rec.count = n;
-      for (uint32_t k = 0; k < n; k++) {
-        uint32_t opIndex;
-        if (!r.U32(&opIndex)) return false;
-        bound += kElementOverhead;
-        if (!ReadAttrs(r, base, AttrScope::Element, rec.kind, &bound, e)) return false;
-      }
-      // The elements may take several messages, each repeating the set's attributes.
-      bound += size_t(n / 64 + 1) * recordBound;
     }
     out->records.push_back(rec);
   }

@@ -43,20 +43,21 @@ void CommitBatch(const Batch& batch, const std::string& netnsPath, CommitResult*
     result->transportErrno = errno ? errno : EIO;
     return;
   }
-  // Every early return below drops the socket: its queue may hold unread answers.
+  // Every early return below but the first drops the socket: its queue may
+  // hold unread answers.
   NetlinkSocket& sock = *owned;
   const uint32_t baseSeq = sock.NextSeq();
   auto t0 = std::chrono::steady_clock::now();
   double cpu0 = ThreadCpuMs();
   BuiltBatch builder;
-  std::string buildError;
-  if (!BuildMessages(batch, baseSeq, &builder, &buildError)) {
-    result->transportError = buildError;
-    result->transportErrno = EINVAL;
-    return;
-  }
+  BuildMessages(batch, baseSeq, &builder, &result->failures);
   result->buildMs = MsSince(t0);
   result->buildCpuMs = ThreadCpuMs() - cpu0;
+  if (!result->failures.empty()) {
+    // Nothing was sent: the socket's queue is as clean as it was.
+    ReturnSocket(nsId, std::move(owned));
+    return;
+  }
   result->messages = uint32_t(builder.messages.size());
   result->bytes = builder.buffer.size();
   // Every failing message may answer with an error; room for all of them.
@@ -113,7 +114,14 @@ void CommitBatch(const Batch& batch, const std::string& netnsPath, CommitResult*
       }
       sentinelSent = true;
     }
-    ssize_t n = recv(sock.fd(), buf.data(), buf.size(), 0);
+    // MSG_TRUNC: the datagram's real length, so that a cut one is seen.
+    ssize_t n = recv(sock.fd(), buf.data(), buf.size(), MSG_TRUNC);
+    if (n > ssize_t(buf.size())) {
+      result->transportErrno = EMSGSIZE;
+      result->transportError = "reading the batch's answers: an answer of " + std::to_string(n) +
+                               " bytes was cut to " + std::to_string(buf.size());
+      return;
+    }
     if (n < 0) {
       if (errno == EINTR) continue;
       // ENOBUFS: more errors than the receive buffer held; some are lost.

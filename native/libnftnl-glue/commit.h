@@ -7,15 +7,9 @@
 #include <vector>
 
 #include "batch.h"
+#include "message-builder.h"
 
 namespace knp {
-
-struct OperationFailure {
-  // Index into the caller's operation list; -1 when no operation can be named.
-  int64_t index;
-  int error;  // positive errno
-  std::string message;
-};
 
 struct CommitResult {
   // Set when the transaction could not be sent at all (socket, buffer size...).

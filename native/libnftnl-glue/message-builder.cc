@@ -11,6 +11,10 @@
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
 
+#include <cerrno>
+
+#include "attr-rules.h"
+
 namespace knp {
 
 namespace {
@@ -24,17 +28,16 @@ union IntValue {
   uint64_t u64;
 };
 
-// Hands the attribute list at bytes[*pos] to libnftnl setters (moving *pos
-// past it), integers in host byte order. Adds each attribute's netlink bound
-// to *bound and its id to *ids (for objects that are reused).
+// Hands the attribute list at bytes[*pos] (checked against the allow-list)
+// to libnftnl setters (moving *pos past it), integers in host byte order.
+// Adds each attribute's id to *ids (for objects that are reused).
 template <typename Obj, typename SetData, typename SetArray>
-bool ApplyAttrs(const uint8_t* bytes, size_t* pos, Obj* obj, SetData setData, SetArray setArray, size_t* bound,
+bool ApplyAttrs(const uint8_t* bytes, size_t* pos, Obj* obj, SetData setData, SetArray setArray,
                 uint64_t* ids = nullptr) {
   uint16_t count = LeU16(bytes + *pos);
   *pos += 2;
   for (uint16_t i = 0; i < count; i++) {
     const AttrView a = NextAttr(bytes, pos);
-    *bound += NetlinkAttrBound(a.type, a.len);
     if (ids != nullptr && a.id < 64) *ids |= uint64_t(1) << a.id;
     IntValue v{};
     int rc = 0;
@@ -105,21 +108,20 @@ class BatchBuilder {
     if (elem_ != nullptr) nftnl_set_elem_free(elem_);
   }
 
-  bool Build(uint32_t baseSeq, std::string* error) {
+  void Build(uint32_t baseSeq, std::vector<OperationFailure>* failures) {
+    failures_ = failures;
     seq_ = baseSeq;
     messages.reserve(b_.records.size() + 16);
     buffer.Ensure(64);
     buffer.Advance(nftnl_batch_begin(buffer.Tail(), seq_++)->nlmsg_len);
     for (uint32_t r = 0; r < b_.records.size(); r++) {
       const Record& rec = b_.records[r];
-      bool ok = rec.kind == ObjectKind::Elements ? AddElements(r, error)
-                : rec.kind == ObjectKind::Rule   ? AddRule(r, error)
-                                                 : AddObject(r, error);
-      if (!ok) return false;
+      if (rec.kind == ObjectKind::Elements) AddElements(r);
+      else if (rec.kind == ObjectKind::Rule) AddRule(r);
+      else AddObject(r);
     }
     buffer.Ensure(64);
     buffer.Advance(nftnl_batch_end(buffer.Tail(), seq_++)->nlmsg_len);
-    return true;
   }
 
   SendBuffer& buffer;
@@ -132,21 +134,24 @@ class BatchBuilder {
     return nftnl_nlmsg_build_hdr(buffer.Tail(), rec.msgType, rec.family, rec.flags, seq_++);
   }
   void End(const nlmsghdr* nlh) { buffer.Advance(nlh->nlmsg_len); }
+  // Drops the message Begin() started: the next one is written over it.
+  void Abandon() { messages.pop_back(); }
 
-  static bool Refused(const Record& rec, const char* what, std::string* error) {
-    *error = "operation " + std::to_string(rec.opIndex) + ": libnftnl refused " + what;
+  // A failure of operation `index`; the batch will not be sent.
+  bool Fail(int64_t index, int error, const std::string& what) {
+    failures_->push_back({index, error, "operation " + std::to_string(index) + ": " + what, FailureOrigin::Builder});
     return false;
   }
 
-  bool AddObject(uint32_t r, std::string* error) {
+  bool AddObject(uint32_t r) {
     const Record& rec = b_.records[r];
     size_t pos = rec.attrs;
-    size_t bound = 256;
+    const size_t bound = rec.bound;
     bool ok = false;
     switch (rec.kind) {
       case ObjectKind::Table: {
         nftnl_table* t = nftnl_table_alloc();
-        ok = ApplyAttrs(bytes_, &pos, t, nftnl_table_set_data, NoArray, &bound);
+        ok = ApplyAttrs(bytes_, &pos, t, nftnl_table_set_data, NoArray);
         if (ok) {
           nlmsghdr* nlh = Begin(rec, r, bound);
           nftnl_table_nlmsg_build_payload(nlh, t);
@@ -157,7 +162,7 @@ class BatchBuilder {
       }
       case ObjectKind::Chain: {
         nftnl_chain* c = nftnl_chain_alloc();
-        ok = ApplyAttrs(bytes_, &pos, c, nftnl_chain_set_data, nftnl_chain_set_array, &bound);
+        ok = ApplyAttrs(bytes_, &pos, c, nftnl_chain_set_data, nftnl_chain_set_array);
         if (ok) {
           nlmsghdr* nlh = Begin(rec, r, bound);
           nftnl_chain_nlmsg_build_payload(nlh, c);
@@ -168,7 +173,7 @@ class BatchBuilder {
       }
       case ObjectKind::Set: {
         nftnl_set* s = nftnl_set_alloc();
-        ok = ApplyAttrs(bytes_, &pos, s, nftnl_set_set_data, NoArray, &bound);
+        ok = ApplyAttrs(bytes_, &pos, s, nftnl_set_set_data, NoArray);
         if (ok) {
           nlmsghdr* nlh = Begin(rec, r, bound);
           nftnl_set_nlmsg_build_payload(nlh, s);
@@ -179,7 +184,7 @@ class BatchBuilder {
       }
       case ObjectKind::Flowtable: {
         nftnl_flowtable* f = nftnl_flowtable_alloc();
-        ok = ApplyAttrs(bytes_, &pos, f, nftnl_flowtable_set_data, nftnl_flowtable_set_array, &bound);
+        ok = ApplyAttrs(bytes_, &pos, f, nftnl_flowtable_set_data, nftnl_flowtable_set_array);
         if (ok) {
           nlmsghdr* nlh = Begin(rec, r, bound);
           nftnl_flowtable_nlmsg_build_payload(nlh, f);
@@ -192,18 +197,17 @@ class BatchBuilder {
       case ObjectKind::Elements:
         break;
     }
-    return ok || Refused(rec, "an attribute", error);
+    return ok || Fail(rec.opIndex, EINVAL, "libnftnl refused an attribute");
   }
 
   // One reused nftnl_rule for the rule's own attributes; its expressions are
   // written into one NFTA_RULE_EXPRESSIONS nest here, so that its size is checked.
-  bool AddRule(uint32_t r, std::string* error) {
+  bool AddRule(uint32_t r) {
     const Record& rec = b_.records[r];
     if (rule_ == nullptr) rule_ = nftnl_rule_alloc();
     size_t pos = rec.attrs;
-    size_t bound = 256;
     uint64_t ids = 0;
-    bool ok = ApplyAttrs(bytes_, &pos, rule_, nftnl_rule_set_data, NoArray, &bound, &ids);
+    bool ok = ApplyAttrs(bytes_, &pos, rule_, nftnl_rule_set_data, NoArray, &ids);
     exprs_.clear();
     pos = rec.body;
     for (uint32_t k = 0; ok && k < rec.count; k++) {
@@ -218,11 +222,10 @@ class BatchBuilder {
         break;
       }
       exprs_.push_back(ex);
-      bound += 64 + nameLen;
-      ok = ApplyAttrs(bytes_, &pos, ex, nftnl_expr_set, NoArray, &bound);
+      ok = ApplyAttrs(bytes_, &pos, ex, nftnl_expr_set, NoArray);
     }
     if (ok) {
-      nlmsghdr* nlh = Begin(rec, r, bound);
+      nlmsghdr* nlh = Begin(rec, r, rec.bound);
       nftnl_rule_nlmsg_build_payload(nlh, rule_);
       if (!exprs_.empty()) {
         nlattr* list = mnl_attr_nest_start(nlh, NFTA_RULE_EXPRESSIONS);
@@ -232,15 +235,15 @@ class BatchBuilder {
           mnl_attr_nest_end(nlh, elem);
         }
         if (reinterpret_cast<char*>(mnl_nlmsg_get_payload_tail(nlh)) - reinterpret_cast<char*>(list) > 0xffff) {
-          messages.pop_back();
-          ok = false;
-          *error = "operation " + std::to_string(rec.opIndex) + ": the rule's expressions exceed 64 KiB";
+          Abandon();
+          ok = Fail(rec.opIndex, EMSGSIZE, "the rule's expressions exceed 64 KiB");
+        } else {
+          mnl_attr_nest_end(nlh, list);
         }
-        mnl_attr_nest_end(nlh, list);
       }
       if (ok) End(nlh);
     } else {
-      Refused(rec, "an expression or attribute", error);
+      Fail(rec.opIndex, EINVAL, "libnftnl refused an expression or attribute");
     }
     for (nftnl_expr* ex : exprs_) nftnl_expr_free(ex);
     for (uint16_t id = 0; id < 64; id++)
@@ -256,7 +259,7 @@ class BatchBuilder {
     pos += 2;
     for (uint16_t i = 0; i < n; i++) {
       const AttrView a = NextAttr(bytes_, &pos);
-      bound += NetlinkAttrBound(a.type, a.len);
+      bound += NetlinkAttrBound(*ElementAttrRules().Find(a.id), a.len);
     }
     *next = pos;
     return bound;
@@ -264,15 +267,15 @@ class BatchBuilder {
 
   // An element list: messages of at most kElementsPerMessage elements and
   // kMaxNestBytes of them, each naming the set; one reused nftnl_set_elem.
-  bool AddElements(uint32_t r, std::string* error) {
+  bool AddElements(uint32_t r) {
     const Record& rec = b_.records[r];
     nftnl_set* s = nftnl_set_alloc();
     size_t pos = rec.attrs;
-    size_t setBound = 256;
-    bool ok = ApplyAttrs(bytes_, &pos, s, nftnl_set_set_data, NoArray, &setBound);
+    const size_t setBound = rec.bound;
+    bool ok = ApplyAttrs(bytes_, &pos, s, nftnl_set_set_data, NoArray);
     if (!ok) {
       nftnl_set_free(s);
-      return Refused(rec, "a set attribute", error);
+      return Fail(rec.opIndex, EINVAL, "libnftnl refused a set attribute");
     }
     if (elem_ == nullptr) elem_ = nftnl_set_elem_alloc();
     pos = rec.body;
@@ -291,8 +294,7 @@ class BatchBuilder {
         n++;
       }
       if (nest > kMaxNestBytes) {
-        *error = "operation " + std::to_string(LeU32(bytes_ + pos)) + ": the element exceeds 64 KiB";
-        ok = false;
+        ok = Fail(LeU32(bytes_ + pos), EMSGSIZE, "the element exceeds 64 KiB");
         break;
       }
       nlmsghdr* nlh = Begin(rec, r, setBound + nest + 64, uint32_t(pos), n);
@@ -302,20 +304,22 @@ class BatchBuilder {
         for (uint32_t k = 0; k < n; k++) {
           const uint32_t opIndex = LeU32(bytes_ + pos);
           pos += 4;
-          size_t unusedBound = 0;
           uint64_t ids = 0;
-          ok = ApplyAttrs(bytes_, &pos, elem_, nftnl_set_elem_set, NoArray, &unusedBound, &ids);
+          ok = ApplyAttrs(bytes_, &pos, elem_, nftnl_set_elem_set, NoArray, &ids);
           if (ok) nftnl_set_elem_nlmsg_build(nlh, elem_, int(k + 1));
           for (uint16_t id = 0; id < 64; id++)
             if (ids & (uint64_t(1) << id)) nftnl_set_elem_unset(elem_, id);
           if (!ok) {
-            *error = "operation " + std::to_string(opIndex) + ": libnftnl refused an element attribute";
+            Fail(opIndex, EINVAL, "libnftnl refused an element attribute");
             break;
           }
         }
         mnl_attr_nest_end(nlh, list);
       }
-      if (!ok) break;
+      if (!ok) {
+        Abandon();
+        break;
+      }
       End(nlh);
       done += n;
     } while (done < rec.count);
@@ -325,6 +329,7 @@ class BatchBuilder {
 
   const Batch& b_;
   const uint8_t* bytes_;
+  std::vector<OperationFailure>* failures_ = nullptr;
   uint32_t seq_ = 0;
   nftnl_rule* rule_ = nullptr;
   nftnl_set_elem* elem_ = nullptr;
@@ -333,9 +338,9 @@ class BatchBuilder {
 
 }  // namespace
 
-bool BuildMessages(const Batch& batch, uint32_t baseSeq, BuiltBatch* out, std::string* error) {
+void BuildMessages(const Batch& batch, uint32_t baseSeq, BuiltBatch* out, std::vector<OperationFailure>* failures) {
   BatchBuilder builder(batch, out);
-  return builder.Build(baseSeq, error);
+  builder.Build(baseSeq, failures);
 }
 
 int64_t ElementAtOffset(const BuiltBatch& built, const MessageInfo& m, const Batch& b, uint32_t offset) {

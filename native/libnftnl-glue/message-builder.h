@@ -44,6 +44,19 @@ class SendBuffer {
   size_t used_ = 0;
 };
 
+// Where a failure was found: by the kernel (errno from its answer), or while
+// building the messages (libnftnl refused a value, a message outgrew
+// netlink's 16-bit lengths), in which case nothing was sent.
+enum class FailureOrigin { Kernel, Builder };
+
+struct OperationFailure {
+  // Index into the caller's operation list; -1 when no operation can be named.
+  int64_t index;
+  int error;  // positive errno
+  std::string message;
+  FailureOrigin origin = FailureOrigin::Kernel;
+};
+
 struct MessageInfo {
   uint32_t record;
   uint32_t elemAt;     // batch offset of the message's first element
@@ -59,9 +72,11 @@ struct BuiltBatch {
 // At most this many elements go into one NEWSETELEM/DELSETELEM message.
 constexpr uint32_t kElementsPerMessage = 500;
 
-// Builds every message; false with *error when libnftnl refuses a value or a
-// message would not fit netlink's 16-bit attribute lengths.
-bool BuildMessages(const Batch& batch, uint32_t baseSeq, BuiltBatch* out, std::string* error);
+// Builds every message. A record that libnftnl refuses, or whose message
+// would not fit netlink's 16-bit attribute lengths, adds a failure naming its
+// operation (an element's own), and the rest are still built so that every
+// such failure is reported at once; the batch must then not be sent.
+void BuildMessages(const Batch& batch, uint32_t baseSeq, BuiltBatch* out, std::vector<OperationFailure>* failures);
 
 // The operation of the element that the kernel's error offset points into in
 // element message m, or -1.

@@ -80,11 +80,18 @@ int NetlinkSocket::Request(const nlmsghdr* request, const std::function<void(con
   std::vector<char> buf(1 << 18);
   const uint32_t seq = request->nlmsg_seq;
   for (;;) {
-    ssize_t n = recv(fd_, buf.data(), buf.size(), 0);
+    // MSG_TRUNC: the datagram's real length. A dump skb is at most 32 KiB,
+    // so a longer one means a part of the answer is lost: an error, not a
+    // shorter listing.
+    ssize_t n = recv(fd_, buf.data(), buf.size(), MSG_TRUNC);
     if (n < 0) {
       if (errno == EINTR) continue;
       *error = std::string("recv: ") + strerror(errno);
       return errno;
+    }
+    if (size_t(n) > buf.size()) {
+      *error = "recv: an answer of " + std::to_string(n) + " bytes was cut to " + std::to_string(buf.size());
+      return EMSGSIZE;
     }
     int len = int(n);
     for (auto* nlh = reinterpret_cast<const nlmsghdr*>(buf.data()); mnl_nlmsg_ok(nlh, len);

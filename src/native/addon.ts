@@ -7,11 +7,21 @@ import { createRequire } from 'node:module';
 import type { NativeLinkMonitorConstructor } from './link-monitor-types.ts';
 import { packageRoot } from '../package-root.ts';
 
+/**
+ * One operation that failed. `origin` says where: the kernel refused it
+ * (errno from its answer), or the addon could not build its message (libnftnl
+ * refused a value: EINVAL; it outgrew netlink's 16-bit lengths, e.g. a rule
+ * whose expressions exceed 64 KiB: EMSGSIZE). Either way the shape is the
+ * same, the index names the operation (for an element, its own), and nothing
+ * of the batch applied; builder failures are all reported, and then nothing
+ * was sent.
+ */
 export interface NativeCommitFailure {
   /** Index of the failing operation; -1 when the kernel's answer names none. */
   index: number;
   errno: number;
   message: string;
+  origin: 'kernel' | 'builder';
 }
 
 export interface NativeCommitResult {
@@ -39,6 +49,26 @@ export interface NativeCommitTiming {
   receiveMs: number;
 }
 
+/** What check() found: builder failures, or the messages and bytes the batch would take. */
+export interface NativeCheckResult {
+  failures: NativeCommitFailure[];
+  messages: number;
+  bytes: number;
+}
+
+/**
+ * The shape of the error commit() rejects with and check() throws for a batch
+ * outside the allow-list (a bug in the encoder, never the kernel's answer):
+ * a RangeError with code ERR_NFT_BATCH_INVALID, ERR_NFT_BATCH_TRUNCATED,
+ * ERR_NFT_NAME_TOO_LONG, ERR_NFT_NAME_INVALID or ERR_NFT_FAMILY, and the
+ * index of the operation whose bytes are wrong (absent when the batch's
+ * header is).
+ */
+export interface NativeBatchError extends RangeError {
+  code: string;
+  index?: number;
+}
+
 export interface NativeOptions {
   /** Network namespace to act in, e.g. /var/run/netns/NAME; default: the process's own. */
   netns?: string;
@@ -46,16 +76,21 @@ export interface NativeOptions {
 
 export interface NativeAddon {
   /**
-   * Sends one encoded batch (src/nft/netlink/encode.ts) as one transaction. Wrong
-   * argument types throw; a malformed buffer rejects with a RangeError whose
-   * code says why (checked off the JS thread).
-   *
-   * The batch is not copied: a worker thread reads it until the promise
-   * settles, so until then the caller must not write to it, transfer or
-   * resize its ArrayBuffer (NetlinkDataplane never hands a writer's buffer
-   * to two commits at once). It stays alive by itself meanwhile.
+   * Sends one encoded batch (src/nft/netlink/encode.ts) as one transaction.
+   * Wrong argument types throw. The batch is copied before commit returns:
+   * the caller may reuse its buffer at once. The copy is checked off the JS
+   * thread against an allow-list of what libnftnl takes (object kinds,
+   * expressions, attribute ids, value types and lengths); a batch outside it
+   * rejects with a NativeBatchError. Operations that libnftnl refuses while
+   * the messages are built, or the kernel refuses, are failures in the result.
    */
   commit(batch: Uint8Array, options?: NativeOptions): Promise<NativeCommitResult>;
+  /**
+   * What commit does short of the kernel, synchronously: the allow-list
+   * (throws a NativeBatchError) and building every message (failures with
+   * origin 'builder'). For tests and tools: it blocks the JS thread.
+   */
+  check(batch: Uint8Array): NativeCheckResult;
   /** The listing buffer of one table (src/nft/netlink/listing.ts), or null when it does not exist. */
   list(family: number, table: string, options?: NativeOptions): Promise<Uint8Array | null>;
   /** The ruleset generation id. */

@@ -124,12 +124,13 @@ describe('message splitting', () => {
     expect(Number(count.trim())).toBe(1000);
   });
 
-  it('a rule whose expressions exceed 64 KiB is refused, not truncated', async () => {
+  it('a rule whose expressions exceed 64 KiB is refused as its own failure, not truncated', async () => {
     const { ns } = kernel();
     const addon = loadAddon();
     const counters: Statement[] = Array.from({ length: 4000 }, () => ({ kind: 'counter' }));
     const ops: Operation[] = add({ kind: 'table', family: 'ip', name: T }, { kind: 'chain', family: 'ip', table: T, name: 'c' }, { kind: 'rule', family: 'ip', table: T, chain: 'c', exprs: counters });
-    await expect(addon.commit(encodeOperations(ops).bytes, { netns: ns.path })).rejects.toThrow(/operation 2: the rule's expressions exceed 64 KiB/);
+    const result = await addon.commit(encodeOperations(ops).bytes, { netns: ns.path });
+    expect(result.failures).toEqual([{ index: 2, errno: 90, origin: 'builder', message: "operation 2: the rule's expressions exceed 64 KiB" }]);
     expect(nftList(ns, 'table')).toEqual([]);
   });
 });
@@ -156,7 +157,7 @@ describe('bad input from JS', () => {
     // Attribute ids libnftnl does not know (it would exit the process), values past its fixed fields.
     const badId = encodeOperations(add({ kind: 'table', family: 'ip', name: 't' })).bytes.slice();
     badId[12 + 9 + 2] = 200; // the first attribute's id
-    await expect(addon.commit(badId)).rejects.toThrow(expect.objectContaining({ code: 'ERR_NFT_BATCH_INVALID', message: expect.stringMatching(/attribute 200/) }));
+    await expect(addon.commit(badId)).rejects.toThrow(expect.objectContaining({ code: 'ERR_NFT_BATCH_INVALID', index: 0, message: expect.stringMatching(/operation 0: attribute 200/) }));
     const longUserdata = encodeOperations(add({ kind: 'table', family: 'ip', name: 't', comment: 'x'.repeat(300) })).bytes;
     await expect(addon.commit(longUserdata)).rejects.toThrow(/too large/);
     expect(() => addon.list(99, T)).toThrow(expect.objectContaining({ name: 'RangeError', code: 'ERR_NFT_FAMILY' }));

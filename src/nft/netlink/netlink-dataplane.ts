@@ -29,7 +29,7 @@ export interface CommitStats extends NativeCommitTiming {
   validateMs: number;
   /** Encoding them into one batch buffer. */
   encodeMs: number;
-  /** The addon call on the JS thread: pinning the buffer and queueing the work. */
+  /** The addon call on the JS thread: copying the batch and queueing the work. */
   handoffMs: number;
   /** From the call to the kernel's answer. */
   totalMs: number;
@@ -55,13 +55,13 @@ export class NetlinkDataplane implements Dataplane {
   readonly #options: { netns?: string };
   readonly #validate: boolean;
   readonly #containers = new Map<string, NftSet | NftMap>();
-  // The addon reads a batch where it was encoded until its commit settles, so
-  // a commit takes the writer for itself: one that starts meanwhile (commits
-  // are not serialised here) encodes into a writer of its own. A writer grown
-  // past LARGE_BATCH (a full sync's: ~130 MiB at 10k services x 10 endpoints)
-  // is not kept once its commit is done: keeping it for the next full sync,
-  // an hour later, would cost far more resident memory than allocating it
-  // again costs time.
+  // The writer a commit encodes into; the addon copies the batch before
+  // commit() returns, so the writer is free again at once (a commit that
+  // starts meanwhile, as commits are not serialised here, takes a fresh one
+  // only while another is encoding). A writer grown past LARGE_BATCH (a full
+  // sync's: ~130 MiB at 10k services x 10 endpoints) is not kept: keeping it
+  // for the next full sync, an hour later, would cost far more resident
+  // memory than allocating it again costs time.
   #writer: ByteWriter | undefined = new ByteWriter(SMALL_BATCH);
   /** Rules that the last list() could not raise. */
   lastUnreadable: DecodedListing['unreadable'] = [];
@@ -81,19 +81,19 @@ export class NetlinkDataplane implements Dataplane {
     const t1 = performance.now();
     const writer = this.#writer ?? new ByteWriter(SMALL_BATCH);
     this.#writer = undefined;
-    let result: NativeCommitResult;
+    let pending: Promise<NativeCommitResult>;
     let bytes: Uint8Array;
     let t2: number;
     let t3: number;
     try {
       ({ bytes } = encodeOperations(ops, (f, t, n) => this.#containers.get(key(f, t, n)), writer));
       t2 = performance.now();
-      const pending = this.#addon.commit(bytes, this.#options);
+      pending = this.#addon.commit(bytes, this.#options);
       t3 = performance.now();
-      result = await pending;
     } finally {
       if (writer.capacity <= LARGE_BATCH) this.#writer ??= writer;
     }
+    const result = await pending;
     this.lastCommit = {
       operations: ops.length, validateMs: t1 - t0, encodeMs: t2 - t1, handoffMs: t3 - t2, totalMs: performance.now() - t0,
       batchBytes: bytes.length, messages: result.messages, ...result.timing,
