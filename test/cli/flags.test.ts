@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseDuration } from '../../src/cli/duration.ts';
+import { parseDuration } from '../../src/config/duration.ts';
 import { FlagError, parseCommandLine, USAGE } from '../../src/cli/flags.ts';
 
 function run(argv: string[]) {
