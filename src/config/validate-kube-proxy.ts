@@ -51,7 +51,8 @@ function validateCIDRs(c: KubeProxyConfiguration, out: Problems): void {
       if (!isCIDR(cidr)) out.push(new ConfigError('clusterCIDR', `${JSON.stringify(cidr)} must be a valid CIDR block (e.g. 10.244.0.0/16)`));
       else families.add(isIP(cidr.slice(0, cidr.indexOf('/'))));
     }
-    if (cidrs.length > 2 || families.size < cidrs.length) out.push(new ConfigError('clusterCIDR', 'only one CIDR allowed per IP family (a dual-stack pair at most)'));
+    const allValid = cidrs.every(isCIDR);
+    if (allValid && (cidrs.length > 2 || families.size < cidrs.length)) out.push(new ConfigError('clusterCIDR', 'only one CIDR allowed per IP family (a dual-stack pair at most)'));
   }
   c.nodePortAddresses.forEach((a, i) => {
     if (a !== 'primary' && !isCIDR(a)) out.push(new ConfigError(`nodePortAddresses[${i}]`, `${JSON.stringify(a)} must be a valid CIDR or "primary"`));
