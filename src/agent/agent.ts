@@ -77,7 +77,16 @@ export function netnsPath(netns: string | undefined): string | undefined {
 export function streamsOptions(options: AgentOptions, nodeName: string, logger: Logger): ClusterStreamsOptions {
   return options.manifests !== undefined
     ? { source: 'manifests', path: options.manifests, nodeName, serviceProxyName: options.serviceProxyName, logger }
-    : { source: 'apiserver', kubeConfig: options.kubeconfig, nodeName, serviceProxyName: options.serviceProxyName, logger };
+    : {
+        source: 'apiserver',
+        kubeConfig: options.kubeconfig,
+        nodeName,
+        serviceProxyName: options.serviceProxyName,
+        logger,
+        ...(options.apiClient
+          ? { connectionOptions: { qps: options.apiClient.qps, burst: options.apiClient.burst, ...(options.apiClient.server !== undefined ? { server: options.apiClient.server } : {}) } }
+          : {}),
+      };
 }
 
 function localAddresses(): LocalAddress[] {

@@ -107,6 +107,10 @@ function validateServing(c: KubeProxyConfiguration, out: Problems): void {
   if (!CONTENT_TYPES.has(c.clientConnection.contentType)) {
     out.push(new ConfigError('clientConnection.contentType', `${JSON.stringify(c.clientConnection.contentType)} is not application/json or application/vnd.kubernetes.protobuf`));
   }
+  const accept = c.clientConnection.acceptContentTypes;
+  if (accept !== '' && !accept.split(',').some((t) => t.trim() === 'application/json')) {
+    out.push(new ConfigError('clientConnection.acceptContentTypes', `${JSON.stringify(accept)} must include application/json: the only content type this client reads`));
+  }
   if (c.showHiddenMetricsForVersion !== '' && !/^\d+\.\d+$/.test(c.showHiddenMetricsForVersion)) {
     out.push(new ConfigError('showHiddenMetricsForVersion', `${JSON.stringify(c.showHiddenMetricsForVersion)} must be a version such as 1.31`));
   }
