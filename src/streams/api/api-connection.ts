@@ -75,7 +75,7 @@ export interface ConnectionOptions {
 /** client-go's token bucket: `burst` requests at once, then one every 1/qps s. */
 export class RateLimiter {
   #tokens: number;
-  #last = Date.now();
+  #last: number | undefined;
   readonly #qps: number;
   readonly #burst: number;
   constructor(qps: number, burst: number) {
@@ -86,7 +86,7 @@ export class RateLimiter {
   /** Milliseconds to wait before the next request may go (and takes its token). */
   take(now = Date.now()): number {
     if (!(this.#qps > 0)) return 0;
-    this.#tokens = Math.min(this.#burst, this.#tokens + ((now - this.#last) / 1000) * this.#qps);
+    this.#tokens = Math.min(this.#burst, this.#tokens + ((now - (this.#last ?? now)) / 1000) * this.#qps);
     this.#last = now;
     this.#tokens -= 1;
     return this.#tokens >= 0 ? 0 : Math.ceil((-this.#tokens / this.#qps) * 1000);
