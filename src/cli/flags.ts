@@ -87,19 +87,10 @@ function problemsToFlagError(problems: ConfigError[], source: string): void {
   throw new FlagError(`${source}: ${problems.map((p) => p.message).join('; ')}`);
 }
 
-export function parseCommandLine(argv: readonly string[], readConfig: (path: string) => string = (p) => readFileSync(p, 'utf8')): Command {
-  const parsed = parse(argv);
-  const given = givenFlags(parsed);
-  if (given.get('help') === true) return { command: 'help' };
-  if (given.get('version') === true) return { command: 'version' };
-  const [sub, ...rest] = parsed.positionals;
-  if (rest.length > 0 || (sub !== undefined && sub !== 'run' && sub !== 'cleanup')) {
-    throw new FlagError(`unexpected argument ${JSON.stringify(rest[0] ?? sub)}\n\n${USAGE}`);
-  }
-
+/** The --config file's configuration, or the defaults; flags applied with kube-proxy's precedence. */
+function configurationFor(given: Map<string, string | boolean>, readConfig: (path: string) => string): { configuration: Configuration; ignoredFlags: string[]; text?: string } {
   const configFile = given.get('config') as string | undefined;
   let configuration: Configuration;
-  const ignoredFlags: string[] = [];
   let text: string | undefined;
   if (configFile !== undefined) {
     try {
@@ -116,6 +107,7 @@ export function parseCommandLine(argv: readonly string[], readConfig: (path: str
   } else {
     configuration = { kubeProxy: defaultedKubeProxyConfiguration(), own: defaultedOwnConfiguration(), hasOwnDocument: false };
   }
+  const ignoredFlags: string[] = [];
   for (const [name, value] of given) {
     const spec = FLAGS[name]!;
     if (!spec.apply) continue;
@@ -124,6 +116,11 @@ export function parseCommandLine(argv: readonly string[], readConfig: (path: str
     else spec.apply(configuration, value);
   }
   problemsToFlagError([...kubeProxyConfigProblems(configuration.kubeProxy), ...ownConfigProblems(configuration.own)], configFile === undefined ? 'flags' : `--config ${configFile} with the flags`);
+  return { configuration, ignoredFlags, ...(text !== undefined ? { text } : {}) };
+}
+
+/** AgentOptions from a checked configuration and the command flags. */
+function agentOptions(configuration: Configuration, given: Map<string, string | boolean>): AgentOptions {
   let gates;
   try {
     gates = featureGatesFromMap(configuration.kubeProxy.featureGates);
@@ -131,15 +128,13 @@ export function parseCommandLine(argv: readonly string[], readConfig: (path: str
     if (e instanceof FeatureGateError) throw new FlagError(`featureGates: ${e.message}`);
     throw e;
   }
-  const own = configuration.own;
-  if (own.manifests !== '' && configuration.kubeProxy.clientConnection.kubeconfig !== '') {
+  const { kubeProxy: kp, own } = configuration;
+  if (own.manifests !== '' && kp.clientConnection.kubeconfig !== '') {
     throw new FlagError('--manifests and --kubeconfig are exclusive: choose one source of cluster state');
   }
-  const kp = configuration.kubeProxy;
   const mode = kp.detectLocalMode === '' ? 'ClusterCIDR' : kp.detectLocalMode;
-  if (!isDetectLocalMode(mode)) throw new FlagError(`detectLocalMode ${JSON.stringify(mode)}`); // checked above; narrows the type
-  const logFormat = kp.logging.format === 'text' ? 'text' : 'json';
-  const options: AgentOptions = {
+  if (!isDetectLocalMode(mode)) throw new FlagError(`detectLocalMode ${JSON.stringify(mode)}`); // checked already; narrows the type
+  return {
     kubeconfig: kp.clientConnection.kubeconfig || undefined,
     manifests: own.manifests || undefined,
     hostnameOverride: kp.hostnameOverride || undefined,
@@ -177,11 +172,25 @@ export function parseCommandLine(argv: readonly string[], readConfig: (path: str
       ...(given.has('master') ? { server: given.get('master') as string } : {}),
     },
   };
+}
+
+export function parseCommandLine(argv: readonly string[], readConfig: (path: string) => string = (p) => readFileSync(p, 'utf8')): Command {
+  const parsed = parse(argv);
+  const given = givenFlags(parsed);
+  if (given.get('help') === true) return { command: 'help' };
+  if (given.get('version') === true) return { command: 'version' };
+  const [sub, ...rest] = parsed.positionals;
+  if (rest.length > 0 || (sub !== undefined && sub !== 'run' && sub !== 'cleanup')) {
+    throw new FlagError(`unexpected argument ${JSON.stringify(rest[0] ?? sub)}\n\n${USAGE}`);
+  }
+  const { configuration, ignoredFlags, text } = configurationFor(given, readConfig);
+  const configFile = given.get('config') as string | undefined;
+  const kp = configuration.kubeProxy;
   return {
     command: sub === 'cleanup' || given.get('cleanup') === true ? 'cleanup' : 'run',
-    options,
+    options: agentOptions(configuration, given),
     configuration,
-    logFormat,
+    logFormat: kp.logging.format === 'text' ? 'text' : 'json',
     oomScoreAdj: kp.oomScoreAdj,
     conntrack: kp.conntrack,
     ...(configFile !== undefined ? { configFile, configText: text } : {}),
