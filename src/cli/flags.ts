@@ -52,7 +52,7 @@ function normalise(argv: readonly string[]): string[] {
       else throw new FlagError(`--${name}: ${JSON.stringify(m[2])} is not true or false`);
       continue;
     }
-    out.push(arg === '-v' ? '--v' : arg.startsWith('-v=') ? `--v=${arg.slice(3)}` : arg);
+    out.push(arg === '-v' ? '--v' : /^-v=?\d+$/.test(arg) ? `--v=${arg.replace(/^-v=?/, '')}` : arg);
   }
   return out;
 }

@@ -181,6 +181,8 @@ describe("kube-proxy's flags", () => {
     [[], 'info'],
     [['--v=2'], 'info'],
     [['-v', '3'], 'debug'],
+    [['-v4'], 'debug'],
+    [['-v=6'], 'trace'],
     [['--v', '4'], 'debug'],
     [['--v=5'], 'trace'],
     [['--v=9', '--log-level=warn'], 'warn'],

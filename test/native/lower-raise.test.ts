@@ -34,6 +34,17 @@ describe('lower/raise', () => {
     expect(raise(lower(b, 'ip'), 'ip')).toEqual(b);
   });
 
+  it("keeps nft's interface-name wildcard: a prefix compare of the prefix's bytes, and back", () => {
+    const stmts: Statement[] = [
+      { kind: 'match', left: { kind: 'meta', key: 'iifname' }, op: '!=', right: 'cali*' },
+      { kind: 'match', left: { kind: 'meta', key: 'iifname' }, op: '==', right: 'cbr0' },
+    ];
+    const exprs = lower(stmts, 'ip');
+    const cmps = exprs.filter((e) => e.name === 'cmp') as Array<{ data: Uint8Array }>;
+    expect(cmps.map((c) => c.data.length)).toEqual([4, 16]);
+    expect(raise(exprs, 'ip')).toEqual(stmts);
+  });
+
   it('refuses kernel expressions it does not write', () => {
     const foreign: KernelExpr[] = [{ name: 'log', prefix: 'x' }];
     expect(() => raise(foreign, 'ip')).toThrow(NftRaiseError);
