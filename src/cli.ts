@@ -65,20 +65,27 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   await applyNodeSettings(command, logger);
-  const agent = await startAgent(options, { logger, dataplane: new NetlinkDataplane({ netns: netnsPath(options.netns) }) });
-  const code = await new Promise<number>((resolve) => {
+  // Watched from before the start, which can take long on a big cluster: a fix
+  // to the file must restart us even then.
+  const configChanged = new Promise<number>((resolve) => {
+    const file = command.configFile;
+    if (file === undefined) return;
+    watchConfigFile(file, command.configText ?? '', (reason) => {
+      // kube-proxy exits likewise, so that the DaemonSet restarts it on the new file.
+      logger.error({ config: file, reason }, 'the configuration file changed; exiting so that the new one is read on restart');
+      resolve(1);
+    });
+  });
+  const stopped = new Promise<number>((resolve) => {
     // SIGTERM leaves the rules in place: a restarting agent adopts or replaces them atomically.
     process.once('SIGTERM', () => resolve(0));
     process.once('SIGINT', () => resolve(0));
-    if (command.configFile !== undefined) {
-      const file = command.configFile;
-      watchConfigFile(file, command.configText ?? '', (reason) => {
-        // kube-proxy exits likewise, so that the DaemonSet restarts it on the new file.
-        logger.error({ config: file, reason }, 'the configuration file changed; exiting so that the new one is read on restart');
-        resolve(1);
-      });
-    }
   });
+  const started = startAgent(options, { logger, dataplane: new NetlinkDataplane({ netns: netnsPath(options.netns) }) });
+  const early = await Promise.race([started.then(() => undefined), configChanged]);
+  if (early !== undefined) return early;
+  const agent = await started;
+  const code = await Promise.race([stopped, configChanged]);
   await agent.stop();
   return code;
 }
