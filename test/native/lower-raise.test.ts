@@ -40,7 +40,7 @@ describe('lower/raise', () => {
       { kind: 'match', left: { kind: 'meta', key: 'iifname' }, op: '==', right: 'cbr0' },
     ];
     const exprs = lower(stmts, 'ip');
-    expect(exprs.flatMap((e) => (e.name === 'cmp' ? [e.data.length] : []))).toEqual([4, 16]);
+    expect(exprs.flatMap((e) => (e.name === 'cmp' ? [(e.data as Uint8Array).length] : []))).toEqual([4, 16]);
     expect(raise(exprs, 'ip')).toEqual(stmts);
   });
 
