@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { netnsPath, startAgent } from './agent/agent.ts';
 import { dryRun } from './agent/dry-run.ts';
 import type { AgentOptions } from './agent/options.ts';
-import { applyOomScoreAdj, applySysctls, conntrackSysctls } from './agent/node-settings.ts';
+import { applyOomScoreAdj, applySysctls, conntrackSysctls, growConntrackHashsize } from './agent/node-settings.ts';
 import { watchConfigFile } from './cli/config-watch.ts';
 import { FlagError, parseCommandLine, type RunCommand, USAGE } from './cli/flags.ts';
 import { formatConfigFile } from './config/config-file.ts';
@@ -98,7 +98,14 @@ async function applyNodeSettings(command: RunCommand, logger: Logger): Promise<v
     logger.info({ netns: command.options.netns }, 'conntrack sysctls are left alone: we program another network namespace');
     return;
   }
-  const { changed, failed } = await applySysctls(conntrackSysctls(command.conntrack, availableParallelism()));
+  const plan = conntrackSysctls(command.conntrack, availableParallelism());
+  const { changed, failed } = await applySysctls(plan);
+  const max = plan.find((s) => s.path.endsWith('nf_conntrack_max'));
+  if (max !== undefined) {
+    const hash = await growConntrackHashsize(max.value);
+    if (hash.changed) changed.push(hash.changed);
+    if (hash.failed) failed.push(hash.failed);
+  }
   if (changed.length > 0) logger.info({ sysctls: changed }, 'set conntrack sysctls');
   if (failed.length > 0) logger.warn({ failed }, 'this node does not let us set these conntrack sysctls (read-only /proc/sys?); the kernel keeps its values');
 }

@@ -65,6 +65,23 @@ export async function applySysctls(sysctls: readonly Sysctl[], procSys = '/proc/
   return { changed, failed };
 }
 
+/**
+ * kube-proxy's companion to nf_conntrack_max: the hash table is grown to a
+ * quarter of the maximum when it is smaller (never shrunk). A module parameter
+ * under /sys, read-only in most containers: the failure is returned.
+ */
+export async function growConntrackHashsize(max: number, file = '/sys/module/nf_conntrack/parameters/hashsize'): Promise<{ changed?: Sysctl; failed?: SettingFailure }> {
+  const want = Math.floor(max / 4);
+  try {
+    const current = Number((await readFile(file, 'utf8')).trim());
+    if (current >= want) return {};
+    await writeFile(file, `${want}\n`);
+    return { changed: { path: file, value: want } };
+  } catch (e) {
+    return { failed: { path: file, wanted: want, reason: (e as NodeJS.ErrnoException).code ?? (e as Error).message } };
+  }
+}
+
 /** Sets this process's oom_score_adj; undefined on success, else the reason. */
 export async function applyOomScoreAdj(value: number, file = '/proc/self/oom_score_adj'): Promise<string | undefined> {
   try {

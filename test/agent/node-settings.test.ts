@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { applyOomScoreAdj, applySysctls, conntrackSysctls } from '../../src/agent/node-settings.ts';
+import { applyOomScoreAdj, applySysctls, conntrackSysctls, growConntrackHashsize } from '../../src/agent/node-settings.ts';
 
 const DEFAULTS = { maxPerCore: 32768, min: 131072, tcpEstablishedTimeout: 86_400_000, tcpCloseWaitTimeout: 3_600_000, tcpBeLiberal: false, udpTimeout: 0, udpStreamTimeout: 0 };
 
@@ -40,6 +40,20 @@ describe('applySysctls', () => {
       expect(r.changed.map((s) => s.path)).toEqual(['net/netfilter/nf_conntrack_max']);
       expect(readFileSync(join(root, 'net/netfilter/nf_conntrack_max'), 'utf8')).toBe('131072\n');
       expect(r.failed).toEqual([{ path: 'net/netfilter/nf_conntrack_tcp_timeout_close_wait', wanted: 3600, reason: 'ENOENT' }]);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('grows the conntrack hash table to a quarter of the maximum, never shrinks it', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'knp-hash-'));
+    try {
+      const file = join(root, 'hashsize');
+      writeFileSync(file, '16384\n');
+      expect((await growConntrackHashsize(131072, file)).changed).toEqual({ path: file, value: 32768 });
+      expect(readFileSync(file, 'utf8')).toBe('32768\n');
+      expect(await growConntrackHashsize(65536, file)).toEqual({});
+      expect((await growConntrackHashsize(131072, join(root, 'none'))).failed?.reason).toBe('ENOENT');
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
