@@ -101,7 +101,8 @@ async function applyNodeSettings(command: RunCommand, logger: Logger): Promise<v
   const plan = conntrackSysctls(command.conntrack, availableParallelism());
   const { changed, failed } = await applySysctls(plan);
   const max = plan.find((s) => s.path.endsWith('nf_conntrack_max'));
-  if (max !== undefined) {
+  // Only where the maximum itself could be set (the host's network namespace): the hash size is host-wide.
+  if (max !== undefined && !failed.some((f) => f.path === max.path)) {
     const hash = await growConntrackHashsize(max.value);
     if (hash.changed) changed.push(hash.changed);
     if (hash.failed) failed.push(hash.failed);
