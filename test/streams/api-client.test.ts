@@ -191,6 +191,23 @@ describe('bounds', () => {
   });
 });
 
+describe('--master', () => {
+  it("overrides the kubeconfig's server", async () => {
+    const api = await FakeApiServer.start();
+    try {
+      api.create('services', fixtures.service('demo', 'web'));
+      const doc = api.kubeconfig() as { clusters: Array<{ cluster: Record<string, unknown> }> };
+      doc.clusters[0]!.cluster.server = 'http://192.0.2.1:1'; // nothing answers there
+      const c = await connect(kubeconfigFile('master.json', doc), { server: api.url, env: {} });
+      opened.push(c);
+      expect(c.baseUrl).toBe(api.url);
+      expect((await list(c)).items).toHaveLength(1);
+    } finally {
+      await api.close();
+    }
+  });
+});
+
 describe('rate limit', () => {
   it('lets a burst through, then one request per 1/qps s, as client-go', () => {
     const b = new RateLimiter(5, 2);
