@@ -1,12 +1,16 @@
 // kube-nft-proxy's command line: run the agent, print a dry run, or remove our tables.
 
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { netnsPath, startAgent } from './agent/agent.ts';
 import { dryRun } from './agent/dry-run.ts';
 import type { AgentOptions } from './agent/options.ts';
-import { FlagError, parseCommandLine, USAGE } from './cli/flags.ts';
-import { FeatureGateError, parseFeatureGates } from './config/feature-gates.ts';
+import { applyOomScoreAdj, applySysctls, conntrackSysctls, growConntrackHashsize } from './agent/node-settings.ts';
+import { watchConfigFile } from './cli/config-watch.ts';
+import { FlagError, parseCommandLine, type RunCommand, USAGE } from './cli/flags.ts';
+import { formatConfigFile } from './config/config-file.ts';
+import { FeatureGateError } from './config/feature-gates.ts';
 import { NetlinkDataplane } from './nft/netlink/netlink-dataplane.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
 import { packageRoot } from './package-root.ts';
@@ -25,7 +29,6 @@ async function main(argv: string[]): Promise<number> {
   let command;
   try {
     command = parseCommandLine(argv);
-    if (command.command === 'run' || command.command === 'cleanup') parseFeatureGates(command.options.featureGates);
   } catch (e) {
     if (e instanceof FlagError || e instanceof FeatureGateError) {
       process.stderr.write(`kube-nft-proxy: ${e.message}\n`);
@@ -43,8 +46,16 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const { options } = command;
+  if (command.writeConfigTo !== undefined) {
+    // As kube-proxy: write the effective configuration and exit.
+    writeFileSync(command.writeConfigTo, formatConfigFile(command.configuration));
+    return 0;
+  }
   // In a dry run stdout carries the ruleset; logs go to stderr.
-  const logger = createLogger(options.logLevel, options.dryRun ? process.stderr : process.stdout);
+  const logger = createLogger(options.logLevel, options.dryRun ? process.stderr : process.stdout, command.logFormat);
+  if (command.ignoredFlags.length > 0) {
+    logger.warn({ flags: command.ignoredFlags, config: command.configFile }, 'these flags are ignored: --config wins over them (as in kube-proxy; only the logging flags and --hostname-override win over the file)');
+  }
   if (command.command === 'cleanup') {
     await cleanup(options, logger);
     return 0;
@@ -53,14 +64,51 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(await dryRun(options, logger));
     return 0;
   }
-  const agent = await startAgent(options, { logger, dataplane: new NetlinkDataplane({ netns: netnsPath(options.netns) }) });
-  await new Promise<void>((resolve) => {
-    // SIGTERM leaves the rules in place: a restarting agent adopts or replaces them atomically.
-    process.once('SIGTERM', resolve);
-    process.once('SIGINT', resolve);
+  await applyNodeSettings(command, logger);
+  // Watched from before the start, which can take long on a big cluster: a fix
+  // to the file must restart us even then.
+  const configChanged = new Promise<number>((resolve) => {
+    const file = command.configFile;
+    if (file === undefined) return;
+    watchConfigFile(file, command.configText ?? '', (reason) => {
+      // kube-proxy exits likewise, so that the DaemonSet restarts it on the new file.
+      logger.error({ config: file, reason }, 'the configuration file changed; exiting so that the new one is read on restart');
+      resolve(1);
+    });
   });
+  const stopped = new Promise<number>((resolve) => {
+    // SIGTERM leaves the rules in place: a restarting agent adopts or replaces them atomically.
+    process.once('SIGTERM', () => resolve(0));
+    process.once('SIGINT', () => resolve(0));
+  });
+  const started = startAgent(options, { logger, dataplane: new NetlinkDataplane({ netns: netnsPath(options.netns) }) });
+  const early = await Promise.race([started.then(() => undefined), configChanged]);
+  if (early !== undefined) return early;
+  const agent = await started;
+  const code = await Promise.race([stopped, configChanged]);
   await agent.stop();
-  return 0;
+  return code;
+}
+
+/** kube-proxy's conntrack sysctls and oom_score_adj: applied where this node allows, one warning otherwise. */
+async function applyNodeSettings(command: RunCommand, logger: Logger): Promise<void> {
+  const oom = await applyOomScoreAdj(command.oomScoreAdj);
+  if (oom !== undefined) logger.warn({ oomScoreAdj: command.oomScoreAdj, reason: oom }, 'cannot set our oom_score_adj');
+  if (command.options.netns !== undefined) {
+    logger.info({ netns: command.options.netns }, 'conntrack sysctls are left alone: we program another network namespace');
+    return;
+  }
+  const plan = conntrackSysctls(command.conntrack, availableParallelism());
+  const { changed, failed } = await applySysctls(plan);
+  const max = plan.find((s) => s.path.endsWith('nf_conntrack_max'));
+  // Only where the maximum itself could be set (the host's network namespace): the hash size is host-wide.
+  if (max !== undefined && !failed.some((f) => f.path === max.path)) {
+    const hash = await growConntrackHashsize(max.value);
+    if (hash.changed) changed.push(hash.changed);
+    if (hash.failed) failed.push(hash.failed);
+  }
+  if (changed.length > 0) logger.info({ sysctls: changed }, 'set conntrack sysctls');
+  if (failed.length > 0) logger.warn({ failed }, 'this node does not let us set these conntrack sysctls (read-only /proc/sys?); the kernel keeps its values');
 }
 
 main(process.argv.slice(2)).then(

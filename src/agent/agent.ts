@@ -71,6 +71,14 @@ function memoryMiB(): Record<string, number> {
   return { rss: mib(m.rss), heapUsed: mib(m.heapUsed), heapTotal: mib(m.heapTotal), external: mib(m.external), arrayBuffers: mib(m.arrayBuffers) };
 }
 
+/** Once, when the first sync finds no Node object of our name: NodePorts on 'primary' addresses and topology need it. */
+export function warnNodeNotFound(logger: Logger, nodeName: string): void {
+  logger.warn(
+    { nodeName },
+    'this node\'s Node object was not found: NodePorts on the primary addresses, NodeCIDR local detection and topology-aware routing wait for it (set --hostname-override to the Node\'s name)',
+  );
+}
+
 export function netnsPath(netns: string | undefined): string | undefined {
   if (netns === undefined) return undefined;
   return netns.includes('/') ? netns : `/var/run/netns/${netns}`;
@@ -79,7 +87,16 @@ export function netnsPath(netns: string | undefined): string | undefined {
 export function streamsOptions(options: AgentOptions, nodeName: string, logger: Logger): ClusterStreamsOptions {
   return options.manifests !== undefined
     ? { source: 'manifests', path: options.manifests, nodeName, serviceProxyName: options.serviceProxyName, logger }
-    : { source: 'apiserver', kubeConfig: options.kubeconfig, nodeName, serviceProxyName: options.serviceProxyName, logger };
+    : {
+        source: 'apiserver',
+        kubeConfig: options.kubeconfig,
+        nodeName,
+        serviceProxyName: options.serviceProxyName,
+        logger,
+        ...(options.apiClient
+          ? { connectionOptions: { qps: options.apiClient.qps, burst: options.apiClient.burst, ...(options.apiClient.server !== undefined ? { server: options.apiClient.server } : {}) } }
+          : {}),
+      };
 }
 
 function localAddresses(): LocalAddress[] {
@@ -126,9 +143,9 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   // figures next to kube-proxy's own (kube-proxy exports Go's process_* the same
   // way): the agent's memory after a large sync is visible without a shell.
   collectDefaultMetrics({ register: metrics.registry });
-  // kube-proxy's health timeout is 2 × its 30 s sync period: a change not
-  // programmed within a minute means the dataplane is stuck.
-  const health = new HealthState(Math.max(60_000, 2 * options.minSyncPeriodMs));
+  // kube-proxy's health timeout is 2 × its sync period (--sync-period, 30 s by
+  // default): a change not programmed within a minute means the dataplane is stuck.
+  const health = new HealthState(2 * options.syncPeriodMs);
   const subs = new Subscription();
   const syncs$ = new Subject<SyncResult>();
   const startedAt = Date.now();
@@ -263,11 +280,14 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
       changes$: merge(changes$),
       synced$: streams.synced$,
       sync: (request) => {
-        if (firstSync) logger.info({ services: streams.services.size, endpointSlices: streams.endpointSlices.size }, 'cluster state synced; programming the initial ruleset');
+        if (firstSync) {
+          logger.info({ services: streams.services.size, endpointSlices: streams.endpointSlices.size }, 'cluster state synced; programming the initial ruleset');
+          if (node === undefined) warnNodeNotFound(logger, nodeName);
+        }
         return reconciler.sync(request);
       },
       minSyncPeriodMs: options.minSyncPeriodMs,
-      syncPeriodMs: options.syncPeriodMs,
+      syncPeriodMs: options.fullSyncPeriodMs,
       scheduler: deps.scheduler,
     }).subscribe((result) => {
       const r = result.report;
@@ -315,9 +335,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
 
   const servers = operator.servers;
   if (servers.length > 0) {
-    // With port 0 (tests, several agents on one host) the log is the only place the real port shows.
-    const [healthz, metricsAddr] = servers.map((s) => (s.address.family === 'IPv6' ? `[${s.address.address}]:${s.address.port}` : `${s.address.address}:${s.address.port}`));
-    logger.info({ healthz, metrics: metricsAddr }, 'serving /healthz and /metrics');
+    logger.info(operator.listening, 'serving /healthz and /metrics');
   }
 
   return {

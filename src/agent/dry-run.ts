@@ -11,7 +11,7 @@ import type { Logger } from '../observability/logger.ts';
 import { rulesetListings } from '../reconciler/listing.ts';
 import { renderRuleset } from '../reconciler/ruleset.ts';
 import { createClusterStreams } from '../streams/cluster-streams.ts';
-import { streamsOptions } from './agent.ts';
+import { streamsOptions, warnNodeNotFound } from './agent.ts';
 import { rulesetConfigFor } from './ruleset-config.ts';
 
 export async function dryRun(options: AgentOptions, logger: Logger): Promise<string> {
@@ -27,6 +27,7 @@ export async function dryRun(options: AgentOptions, logger: Logger): Promise<str
     let node;
     streams.node$.subscribe((n) => (node = n)).unsubscribe();
     tracker.onNode(node, now);
+    if (node === undefined) warnNodeNotFound(logger, nodeName);
     const drained = tracker.drain();
     for (const w of drained.warnings) logger.warn({ warning: w }, 'service model warning');
 

@@ -42,6 +42,8 @@ export class OperatorEndpoints {
   readonly events: EventRecorder;
   readonly healthChecks: HealthCheckServers | undefined;
   readonly servers: ObservabilityServer[] = [];
+  /** Where each server listens, for the start-up log (with port 0 it is the only place the real port shows). */
+  readonly listening: { healthz?: string; metrics?: string } = {};
   readonly #o: OperatorEndpointsOptions;
 
   private constructor(o: OperatorEndpointsOptions) {
@@ -82,8 +84,17 @@ export class OperatorEndpoints {
     const self = new OperatorEndpoints(o);
     if (o.bind) {
       const refused = (server: string) => () => o.metrics.httpConnectionsRefused.inc({ server });
-      self.servers.push(await startObservabilityServer(o.bind.healthz, { health: o.health, metrics: o.metrics }, { now: o.now, onRefused: refused('healthz') }));
-      self.servers.push(await startObservabilityServer(o.bind.metrics, { metrics: o.metrics }, { now: o.now, onRefused: refused('metrics') }));
+      // An empty address disables that server, as kube-proxy's flags do.
+      if (o.bind.healthz !== '') {
+        const server = await startObservabilityServer(o.bind.healthz, { health: o.health, metrics: o.metrics }, { now: o.now, onRefused: refused('healthz') });
+        self.servers.push(server);
+        self.listening.healthz = hostPort(server);
+      }
+      if (o.bind.metrics !== '') {
+        const server = await startObservabilityServer(o.bind.metrics, { metrics: o.metrics }, { now: o.now, onRefused: refused('metrics') });
+        self.servers.push(server);
+        self.listening.metrics = hostPort(server);
+      }
     }
     return self;
   }
@@ -98,4 +109,8 @@ export class OperatorEndpoints {
   async close(): Promise<void> {
     await Promise.all([...this.servers.map((s) => s.close()), this.healthChecks?.close(), this.events.close()]);
   }
+}
+
+function hostPort(s: ObservabilityServer): string {
+  return s.address.family === 'IPv6' ? `[${s.address.address}]:${s.address.port}` : `${s.address.address}:${s.address.port}`;
 }

@@ -49,19 +49,61 @@ export function nodePortAddressesFor(family: IPFamily, flag: readonly string[], 
   return local.filter((a) => a.family === family && inCidrs(family, cidrs, a.address)).map((a) => a.address);
 }
 
-export function rulesetConfigFor(options: AgentOptions, node: NodeInfo | undefined, offload: OffloadState, local: readonly LocalAddress[] = []): RulesetConfig {
+/**
+ * The CIDRs of kube-proxy's CIDR detect-local modes in one family: ClusterCIDR
+ * takes --cluster-cidr; NodeCIDR the Node's spec.podCIDRs, so it follows the
+ * Node as it changes (none until the Node is known: nothing is then treated as
+ * local, as kube-proxy without a detector).
+ */
+export function localCIDRsFor(family: IPFamily, options: AgentOptions, node: NodeInfo | undefined): string[] {
+  const mode = options.detectLocal?.mode ?? 'ClusterCIDR';
+  switch (mode) {
+    case 'ClusterCIDR':
+      return options.clusterCIDRs.filter((c) => familyOf(c) === family);
+    case 'NodeCIDR':
+      return (node?.podCIDRs ?? []).filter((c) => familyOf(c) === family);
+    case 'BridgeInterface':
+    case 'InterfaceNamePrefix':
+      return [];
+    default:
+      return mode satisfies never;
+  }
+}
+
+/** The interface modes' `iifname` operand: the bridge, or the prefix with nft's wildcard. */
+export function localInterfaceFor(options: AgentOptions): string | undefined {
+  const d = options.detectLocal;
+  if (d?.mode === 'BridgeInterface') return d.bridgeInterface;
+  if (d?.mode === 'InterfaceNamePrefix') return d.interfaceNamePrefix === undefined ? undefined : `${d.interfaceNamePrefix}*`;
+  return undefined;
+}
+
+/** The Node's addresses, with --bind-address as the primary IP of its family when it names one (as kube-proxy). */
+function nodeWithBindAddress(options: AgentOptions, node: NodeInfo | undefined): NodeInfo | undefined {
+  const bind = options.bindAddress;
+  if (bind === undefined || node === undefined) return node;
+  const family = familyOf(bind);
+  const rest = node.addresses.filter((a) => !(a.type === 'InternalIP' && familyOf(a.address) === family));
+  return { ...node, addresses: [{ type: 'InternalIP', address: bind }, ...rest] };
+}
+
+export function rulesetConfigFor(options: AgentOptions, nodeObject: NodeInfo | undefined, offload: OffloadState, local: readonly LocalAddress[] = []): RulesetConfig {
+  const node = nodeWithBindAddress(options, nodeObject);
   const families: Partial<Record<IPFamily, FamilyConfig>> = {};
   for (const family of ['IPv4', 'IPv6'] as const) {
     families[family] = {
       nodePortAddresses: nodePortAddressesFor(family, options.nodePortAddresses, node, local),
       nodeIPs: (node?.addresses ?? []).filter((a) => familyOf(a.address) === family).map((a) => a.address),
-      clusterCIDRs: options.clusterCIDRs.filter((c) => familyOf(c) === family),
+      clusterCIDRs: localCIDRsFor(family, options, node),
       serviceCIDRs: options.serviceCIDRs.filter((c) => familyOf(c) === family),
     };
   }
+  const localInterface = localInterfaceFor(options);
   return defaultRulesetConfig({
     tableName: options.table,
     families,
+    ...(localInterface !== undefined ? { localInterface } : {}),
+    ...(options.masqueradeBit !== undefined ? { masqueradeBit: options.masqueradeBit } : {}),
     masqueradeAll: options.masqueradeAll,
     offloadPacketThreshold: offload.wanted ? options.offloadPacketThreshold : 0,
     flowtableSupported: offload.supported,

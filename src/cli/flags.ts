@@ -1,195 +1,210 @@
 // Command line of the agent, shaped like kube-proxy's so that an operator's
-// muscle memory carries over. Pure: argv in, options or a FlagError out.
+// muscle memory and kubeadm's DaemonSet carry over: kube-proxy's flags and
+// --config with kube-proxy's precedence (the file is the configuration, except
+// the logging flags and --hostname-override), our own flags beside them.
+// Pure but for reading the --config file through an injected reader.
 
-import { isIP } from 'node:net';
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { AgentOptions } from '../agent/options.ts';
-import { ENDPOINT_SHAPES, type EndpointShape } from '../reconciler/config.ts';
-import { parseDuration } from './duration.ts';
+import { parseConfigFile, type Configuration } from '../config/config-file.ts';
+import { FeatureGateError, featureGatesFromMap, formatFeatureGates } from '../config/feature-gates.ts';
+import { defaultedKubeProxyConfiguration } from '../config/kube-proxy-config.ts';
+import { defaultedOwnConfiguration, ownConfigProblems, type LogLevel } from '../config/own-config.ts';
+import { ConfigError } from '../config/schema.ts';
+import { isDetectLocalMode, kubeProxyConfigProblems } from '../config/validate-kube-proxy.ts';
+import type { EndpointShape } from '../reconciler/config.ts';
+import { FLAGS, FlagError, REFUSED_FLAGS } from './flag-table.ts';
+import { usage } from './usage.ts';
 
+export { FlagError };
+export const USAGE = usage();
 
-export type Command = { command: 'run'; options: AgentOptions } | { command: 'cleanup'; options: AgentOptions } | { command: 'help' } | { command: 'version' };
-
-export class FlagError extends Error {
-  readonly code = 'ERR_BAD_FLAG';
+export interface RunCommand {
+  command: 'run' | 'cleanup';
+  options: AgentOptions;
+  /** The effective configuration (what --write-config-to writes). */
+  configuration: Configuration;
+  logFormat: 'text' | 'json';
+  oomScoreAdj: number;
+  conntrack: Configuration['kubeProxy']['conntrack'];
+  configFile?: string;
+  /** The file's text as parsed: the watch compares against it, so that a change right after reading is not missed. */
+  configText?: string;
+  writeConfigTo?: string;
+  /** Flags given with --config that the file overrides (kube-proxy ignores them too); the CLI warns. */
+  ignoredFlags: string[];
 }
 
-const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
+export type Command = RunCommand | { command: 'help' } | { command: 'version' };
 
-// kube-proxy's NFT table names are short; ours must also fit the kernel's 256-byte
-// limit and nft's identifier grammar so that `nft list table` works by hand.
-const TABLE_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
-
-export const USAGE = `Usage: kube-nft-proxy [run] [flags]
-       kube-nft-proxy cleanup [--table NAME] [--netns NAME]
-
-Flags (kube-proxy compatible where the name matches):
-  --kubeconfig PATH                 kubeconfig file (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)
-  --manifests PATH                  read Services/EndpointSlices/Nodes from YAML files instead of an API server
-  --hostname-override NAME          this node's name (default: the host name)
-  --cluster-cidr CIDR[,CIDR]        pod CIDRs; traffic from outside them to ClusterIPs is masqueraded
-  --service-cluster-ip-range CIDR[,CIDR]
-                                    service CIDRs; unallocated ClusterIPs inside them are dropped
-  --nodeport-addresses CIDR[,CIDR]|primary
-                                    addresses that accept NodePorts (default: primary)
-  --masquerade-all                  masquerade all traffic to services
-  --min-sync-period DURATION        least time between two syncs (default 1s; 0 allowed)
-  --sync-period DURATION            interval of full resyncs that re-assert every rule (default 1h, as
-                                    kube-proxy's nftables mode; changes are synced as they come)
-  --feature-gates K=V[,K=V]         TopologyAwareProxying, LoadBalancerIPMode, KubeProxyAcceleration
-  --service-proxy-name NAME         serve only Services labelled service.kubernetes.io/service-proxy-name=NAME
-  --table NAME                      our nftables table (default kube-nft-proxy)
-  --offload-packet-threshold N      offload Service connections after N packets (default 20; 0 disables)
-  --offload-interfaces NAME[,NAME]  interfaces the flowtable may use (default: all but loopback)
-  --offload-exclude-interfaces NAME[,NAME]
-  --endpoint-shape map|chains       ports without affinity DNAT through slot ranges of shared endpoint maps
-                                    (default) or a cascade of per-endpoint chains (kube-proxy's shape; slower)
-  --metrics-bind-address ADDR:PORT  (default 127.0.0.1:10249)
-  --healthz-bind-address ADDR:PORT  (default 0.0.0.0:10256)
-  --netns NAME|PATH                 program another network namespace
-  --dry-run                         print the desired ruleset as nft text and exit
-  --log-level LEVEL                 trace|debug|info|warn|error (default info)
-  -h, --help                        this text
-  --version                         print the version
-`;
-
-function list(value: string | undefined): string[] {
-  if (value === undefined) return [];
-  return value
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s !== '');
-}
-
-function cidrs(flag: string, value: string | undefined): string[] {
-  const out = list(value);
-  for (const c of out) {
-    const slash = c.indexOf('/');
-    const addr = slash < 0 ? '' : c.slice(0, slash);
-    const bits = slash < 0 ? NaN : Number(c.slice(slash + 1));
-    const family = isIP(addr);
-    const max = family === 4 ? 32 : 128;
-    if (family === 0 || !Number.isInteger(bits) || bits < 0 || bits > max) {
-      throw new FlagError(`--${flag}: ${JSON.stringify(c)} is not a CIDR (expected e.g. 10.244.0.0/16 or fd00::/64)`);
+/** kube-proxy's pflag takes `--flag=true|false` for booleans and `-v N`; parseArgs takes neither. */
+function normalise(argv: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const arg of argv) {
+    const m = /^--?([a-z0-9-]+)(?:=(.*))?$/i.exec(arg);
+    const name = m?.[1];
+    if (name !== undefined && Object.hasOwn(REFUSED_FLAGS, name)) throw new FlagError(`--${name} is not supported: ${REFUSED_FLAGS[name]}`);
+    const spec = name !== undefined && Object.hasOwn(FLAGS, name) ? FLAGS[name] : undefined;
+    if (spec?.type === 'boolean' && m?.[2] !== undefined) {
+      if (/^(true|1|t)$/i.test(m[2])) out.push(`--${name}`);
+      else if (/^(false|0|f)$/i.test(m[2])) out.push(`--no-${name}`);
+      else throw new FlagError(`--${name}: ${JSON.stringify(m[2])} is not true or false`);
+      continue;
     }
+    out.push(arg === '-v' ? '--v' : /^-v=?\d+$/.test(arg) ? `--v=${arg.replace(/^-v=?/, '')}` : arg);
   }
   return out;
 }
 
-function duration(flag: string, value: string | undefined, fallbackMs: number): number {
-  if (value === undefined) return fallbackMs;
-  try {
-    return parseDuration(value);
-  } catch (e) {
-    throw new FlagError(`--${flag}: ${(e as Error).message}`);
+function parse(argv: readonly string[]) {
+  const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = {};
+  for (const [name, spec] of Object.entries(FLAGS)) {
+    options[name] = { type: spec.type, ...(name === 'help' ? { short: 'h' } : {}) };
+    if (spec.type === 'boolean') options[`no-${name}`] = { type: 'boolean' };
   }
-}
-
-function bindAddress(flag: string, value: string): string {
-  const colon = value.lastIndexOf(':');
-  const port = Number(value.slice(colon + 1));
-  const host = value.slice(0, colon).replace(/^\[(.*)\]$/, '$1');
-  if (colon < 0 || !Number.isInteger(port) || port < 0 || port > 65535 || (host !== '' && isIP(host) === 0)) {
-    throw new FlagError(`--${flag}: ${JSON.stringify(value)} is not ADDRESS:PORT`);
-  }
-  return value;
-}
-
-export function parseCommandLine(argv: readonly string[]): Command {
-  let parsed;
   try {
-    parsed = parseArgs({
-      args: [...argv],
-      allowPositionals: true,
-      strict: true,
-      options: {
-        kubeconfig: { type: 'string' },
-        manifests: { type: 'string' },
-        'hostname-override': { type: 'string' },
-        'cluster-cidr': { type: 'string' },
-        'service-cluster-ip-range': { type: 'string' },
-        'nodeport-addresses': { type: 'string' },
-        'masquerade-all': { type: 'boolean' },
-        'min-sync-period': { type: 'string' },
-        'sync-period': { type: 'string' },
-        'feature-gates': { type: 'string' },
-        'service-proxy-name': { type: 'string' },
-        table: { type: 'string' },
-        'offload-packet-threshold': { type: 'string' },
-        'offload-interfaces': { type: 'string' },
-        'offload-exclude-interfaces': { type: 'string' },
-        'endpoint-shape': { type: 'string' },
-        'metrics-bind-address': { type: 'string' },
-        'healthz-bind-address': { type: 'string' },
-        netns: { type: 'string' },
-        'dry-run': { type: 'boolean' },
-        'log-level': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-        version: { type: 'boolean' },
-      },
-    });
+    return parseArgs({ args: normalise(argv), allowPositionals: true, strict: true, options, tokens: true });
   } catch (e) {
+    if (e instanceof FlagError) throw e;
     throw new FlagError(`${(e as Error).message}\n\n${USAGE}`);
   }
-  const v = parsed.values;
-  if (v.help) return { command: 'help' };
-  if (v.version) return { command: 'version' };
+}
 
+/** Flags in the order given, last one winning, booleans' `--no-X` as false. */
+function givenFlags(parsed: ReturnType<typeof parse>): Map<string, string | boolean> {
+  const given = new Map<string, string | boolean>();
+  for (const t of parsed.tokens ?? []) {
+    if (t.kind !== 'option') continue;
+    const negated = t.name.startsWith('no-') && !Object.hasOwn(FLAGS, t.name);
+    given.set(negated ? t.name.slice(3) : t.name, negated ? false : (t.value ?? true));
+  }
+  return given;
+}
+
+function problemsToFlagError(problems: ConfigError[], source: string): void {
+  if (problems.length === 0) return;
+  throw new FlagError(`${source}: ${problems.map((p) => p.message).join('; ')}`);
+}
+
+/** The --config file's configuration, or the defaults; flags applied with kube-proxy's precedence. */
+function configurationFor(given: Map<string, string | boolean>, readConfig: (path: string) => string): { configuration: Configuration; ignoredFlags: string[]; text?: string } {
+  const configFile = given.get('config') as string | undefined;
+  let configuration: Configuration;
+  let text: string | undefined;
+  if (configFile !== undefined) {
+    try {
+      text = readConfig(configFile);
+    } catch (e) {
+      throw new FlagError(`--config: cannot read ${configFile}: ${(e as Error).message}`);
+    }
+    try {
+      configuration = parseConfigFile(text);
+    } catch (e) {
+      if (e instanceof ConfigError || e instanceof FeatureGateError) throw new FlagError(`--config ${configFile}: ${e.message}`);
+      throw e;
+    }
+  } else {
+    configuration = { kubeProxy: defaultedKubeProxyConfiguration(), own: defaultedOwnConfiguration(), hasOwnDocument: false };
+  }
+  const ignoredFlags: string[] = [];
+  for (const [name, value] of given) {
+    const spec = FLAGS[name]!;
+    if (!spec.apply) continue;
+    const fileWins = configFile !== undefined && (spec.group === 'kube-proxy' || (spec.group === 'ours' && configuration.hasOwnDocument)) && name !== 'hostname-override';
+    if (fileWins) ignoredFlags.push(`--${name}`);
+    else spec.apply(configuration, value);
+  }
+  problemsToFlagError([...kubeProxyConfigProblems(configuration.kubeProxy), ...ownConfigProblems(configuration.own)], configFile === undefined ? 'flags' : `--config ${configFile} with the flags`);
+  return { configuration, ignoredFlags, ...(text !== undefined ? { text } : {}) };
+}
+
+/** AgentOptions from a checked configuration and the command flags. */
+function agentOptions(configuration: Configuration, given: Map<string, string | boolean>): AgentOptions {
+  let gates;
+  try {
+    gates = featureGatesFromMap(configuration.kubeProxy.featureGates);
+  } catch (e) {
+    if (e instanceof FeatureGateError) throw new FlagError(`featureGates: ${e.message}`);
+    throw e;
+  }
+  const { kubeProxy: kp, own } = configuration;
+  if (own.manifests !== '' && kp.clientConnection.kubeconfig !== '') {
+    throw new FlagError('--manifests and --kubeconfig are exclusive: choose one source of cluster state');
+  }
+  const mode = kp.detectLocalMode === '' ? 'ClusterCIDR' : kp.detectLocalMode;
+  if (!isDetectLocalMode(mode)) throw new FlagError(`detectLocalMode ${JSON.stringify(mode)}`); // checked already; narrows the type
+  return {
+    kubeconfig: kp.clientConnection.kubeconfig || undefined,
+    manifests: own.manifests || undefined,
+    hostnameOverride: kp.hostnameOverride || undefined,
+    clusterCIDRs: kp.clusterCIDR === '' ? [] : kp.clusterCIDR.split(','),
+    serviceCIDRs: own.serviceCIDRs,
+    nodePortAddresses: kp.nodePortAddresses.length === 0 ? ['primary'] : kp.nodePortAddresses,
+    ...(kp.bindAddress !== '0.0.0.0' && kp.bindAddress !== '::' ? { bindAddress: kp.bindAddress } : {}),
+    masqueradeAll: kp.nftables.masqueradeAll,
+    masqueradeBit: kp.nftables.masqueradeBit,
+    detectLocal: {
+      mode,
+      ...(mode === 'BridgeInterface' ? { bridgeInterface: kp.detectLocal.bridgeInterface } : {}),
+      ...(mode === 'InterfaceNamePrefix' ? { interfaceNamePrefix: kp.detectLocal.interfaceNamePrefix } : {}),
+    },
+    minSyncPeriodMs: kp.nftables.minSyncPeriod,
+    syncPeriodMs: kp.nftables.syncPeriod,
+    fullSyncPeriodMs: own.fullSyncPeriod,
+    featureGates: formatFeatureGates(gates),
+    serviceProxyName: own.serviceProxyName || undefined,
+    table: own.table,
+    offloadPacketThreshold: own.offload.packetThreshold,
+    offloadInterfaces: own.offload.interfaces,
+    offloadExcludeInterfaces: own.offload.excludeInterfaces,
+    metricsBindAddress: kp.metricsBindAddress,
+    healthzBindAddress: kp.healthzBindAddress,
+    endpointShape: own.endpointShape as EndpointShape,
+    netns: given.get('netns') as string | undefined,
+    dryRun: given.get('dry-run') === true,
+    logLevel: logLevelFor(own.logLevel, kp.logging.verbosity),
+    apiClient: {
+      qps: kp.clientConnection.qps,
+      burst: kp.clientConnection.burst,
+      contentType: kp.clientConnection.contentType,
+      acceptContentTypes: kp.clientConnection.acceptContentTypes,
+      ...(given.has('master') ? { server: given.get('master') as string } : {}),
+    },
+  };
+}
+
+export function parseCommandLine(argv: readonly string[], readConfig: (path: string) => string = (p) => readFileSync(p, 'utf8')): Command {
+  const parsed = parse(argv);
+  const given = givenFlags(parsed);
+  if (given.get('help') === true) return { command: 'help' };
+  if (given.get('version') === true) return { command: 'version' };
   const [sub, ...rest] = parsed.positionals;
   if (rest.length > 0 || (sub !== undefined && sub !== 'run' && sub !== 'cleanup')) {
     throw new FlagError(`unexpected argument ${JSON.stringify(rest[0] ?? sub)}\n\n${USAGE}`);
   }
-
-  const table = v.table ?? 'kube-nft-proxy';
-  if (!TABLE_NAME.test(table)) {
-    throw new FlagError(`--table: ${JSON.stringify(table)} must start with a letter and hold only letters, digits, '-' and '_' (at most 64)`);
-  }
-  const logLevel = (v['log-level'] ?? 'info') as AgentOptions['logLevel'];
-  if (!LOG_LEVELS.includes(logLevel)) {
-    throw new FlagError(`--log-level: ${JSON.stringify(logLevel)} is not one of ${LOG_LEVELS.join(', ')}`);
-  }
-  const thresholdText = v['offload-packet-threshold'] ?? '20';
-  const offloadPacketThreshold = Number(thresholdText);
-  if (!/^\d+$/.test(thresholdText) || offloadPacketThreshold > 0xffffffff) {
-    throw new FlagError(`--offload-packet-threshold: ${JSON.stringify(thresholdText)} is not a whole number of packets (0 disables offload)`);
-  }
-  const endpointShape = (v['endpoint-shape'] ?? 'map') as EndpointShape;
-  if (!ENDPOINT_SHAPES.includes(endpointShape)) {
-    throw new FlagError(`--endpoint-shape: ${JSON.stringify(endpointShape)} is not ${ENDPOINT_SHAPES.join(' or ')}`);
-  }
-  const nodePortAddresses = v['nodeport-addresses'] === 'primary' || v['nodeport-addresses'] === undefined ? ['primary'] : cidrs('nodeport-addresses', v['nodeport-addresses']);
-  const minSyncPeriodMs = duration('min-sync-period', v['min-sync-period'], 1000);
-  const syncPeriodMs = duration('sync-period', v['sync-period'], 3_600_000);
-  if (syncPeriodMs <= 0) throw new FlagError('--sync-period must be greater than 0');
-  if (v.manifests !== undefined && v.kubeconfig !== undefined) {
-    throw new FlagError('--manifests and --kubeconfig are exclusive: choose one source of cluster state');
-  }
-  if (v['service-proxy-name'] !== undefined && !/^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/.test(v['service-proxy-name'])) {
-    throw new FlagError(`--service-proxy-name: ${JSON.stringify(v['service-proxy-name'])} is not a valid label value`);
-  }
-
-  const options: AgentOptions = {
-    kubeconfig: v.kubeconfig,
-    manifests: v.manifests,
-    hostnameOverride: v['hostname-override'],
-    clusterCIDRs: cidrs('cluster-cidr', v['cluster-cidr']),
-    serviceCIDRs: cidrs('service-cluster-ip-range', v['service-cluster-ip-range']),
-    nodePortAddresses,
-    masqueradeAll: v['masquerade-all'] ?? false,
-    minSyncPeriodMs,
-    syncPeriodMs,
-    featureGates: v['feature-gates'] ?? '',
-    serviceProxyName: v['service-proxy-name'],
-    table,
-    offloadPacketThreshold,
-    offloadInterfaces: list(v['offload-interfaces']),
-    offloadExcludeInterfaces: list(v['offload-exclude-interfaces']),
-    metricsBindAddress: bindAddress('metrics-bind-address', v['metrics-bind-address'] ?? '127.0.0.1:10249'),
-    healthzBindAddress: bindAddress('healthz-bind-address', v['healthz-bind-address'] ?? '0.0.0.0:10256'),
-    endpointShape,
-    netns: v.netns,
-    dryRun: v['dry-run'] ?? false,
-    logLevel,
+  const { configuration, ignoredFlags, text } = configurationFor(given, readConfig);
+  const configFile = given.get('config') as string | undefined;
+  const kp = configuration.kubeProxy;
+  return {
+    command: sub === 'cleanup' || given.get('cleanup') === true ? 'cleanup' : 'run',
+    options: agentOptions(configuration, given),
+    configuration,
+    logFormat: kp.logging.format === 'text' ? 'text' : 'json',
+    oomScoreAdj: kp.oomScoreAdj,
+    conntrack: kp.conntrack,
+    ...(configFile !== undefined ? { configFile, configText: text } : {}),
+    ...(given.has('write-config-to') ? { writeConfigTo: given.get('write-config-to') as string } : {}),
+    ignoredFlags,
   };
-  return { command: sub === 'cleanup' ? 'cleanup' : 'run', options };
+}
+
+/**
+ * klog verbosity onto pino levels: V(0)-V(2) are what kube-proxy logs in steady
+ * state (info), V(3)-V(4) its detail of changes (debug), V(5)+ trace. Our own
+ * --log-level, when given, wins.
+ */
+export function logLevelFor(logLevel: string, verbosity: number): LogLevel {
+  if (logLevel !== '') return logLevel as LogLevel;
+  return verbosity <= 2 ? 'info' : verbosity <= 4 ? 'debug' : 'trace';
 }

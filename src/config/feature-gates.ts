@@ -1,18 +1,19 @@
 // Feature gates, spelled as kube-proxy spells them: --feature-gates=A=true,B=false.
 //
-// Only gates this proxy implements are accepted. An unknown gate is an error
-// rather than a warning: an operator who sets a gate expects a behaviour, and
-// silently running without it is worse than refusing to start.
+// Accepted: the gates this proxy implements, and kube-proxy 1.32's gates that
+// concern a proxy, with their real 1.32 stage and default (pkg/features,
+// k8s.io/component-base/logs). A kube-proxy gate whose other value we cannot
+// honour is refused with the reason. An unknown gate is an error rather than a
+// warning: an operator who sets a gate expects a behaviour, and silently
+// running without it is worse than refusing to start. As in Kubernetes, alpha
+// gates are off and beta gates on unless turned the other way, and AllAlpha /
+// AllBeta set every alpha / beta gate that is not named explicitly.
 
 export interface FeatureGates {
   /**
    * KEP-2030: honour endpointslice.kubernetes.io/for-zone and for-region.
-   * Default true, unlike kube-proxy (which never implemented the alpha KEP):
-   * topology aware proxying is one of the things this proxy exists to do, and
-   * the default changes nothing where no producer labels its slices — the
-   * labels appear only where a controller deliberately subsets endpoints, and
-   * then honouring them is what that controller asked for. Set it to false to
-   * route exactly as kube-proxy does.
+   * Alpha, so off unless turned on (kube-proxy never implemented the KEP): off
+   * routes exactly as kube-proxy does.
    */
   readonly TopologyAwareProxying: boolean;
   /**
@@ -42,7 +43,7 @@ export interface FeatureGateSpec {
 }
 
 export const FEATURE_GATE_SPECS: Readonly<Record<FeatureGateName, FeatureGateSpec>> = {
-  TopologyAwareProxying: { default: true, stage: 'alpha', kep: 'KEP-2030' },
+  TopologyAwareProxying: { default: false, stage: 'alpha', kep: 'KEP-2030' },
   LoadBalancerIPMode: { default: true, stage: 'beta', kep: 'KEP-1860' },
   KubeProxyAcceleration: { default: true, stage: 'alpha', kep: 'KEP-4963' },
 };
@@ -67,12 +68,46 @@ export class FeatureGateError extends Error {
   }
 }
 
+/**
+ * kube-proxy 1.32's gates that concern a proxy but change nothing we decide:
+ * `fixed` is the only value we can honour (setting the other is refused with
+ * the reason); gates without `fixed` take either value and change nothing here.
+ */
+export interface AcceptedGateSpec {
+  default: boolean;
+  stage: 'alpha' | 'beta' | 'GA';
+  fixed?: { value: boolean; reason: string };
+}
+
+export const ACCEPTED_GATE_SPECS: Readonly<Record<string, AcceptedGateSpec>> = {
+  AllAlpha: { default: false, stage: 'alpha' },
+  AllBeta: { default: false, stage: 'beta' },
+  ContextualLogging: { default: true, stage: 'beta' },
+  LoggingAlphaOptions: { default: false, stage: 'alpha' },
+  LoggingBetaOptions: { default: true, stage: 'beta' },
+  KubeProxyDrainingTerminatingNodes: { default: true, stage: 'GA', fixed: { value: true, reason: 'GA and locked to true in 1.32; /healthz always reports a Node being deleted' } },
+  MultiCIDRServiceAllocator: { default: false, stage: 'beta', fixed: { value: false, reason: 'ServiceCIDR objects are not watched; give the service ranges with --service-cluster-ip-range' } },
+  NFTablesProxyMode: { default: true, stage: 'beta', fixed: { value: true, reason: 'kube-nft-proxy is the nftables proxy mode' } },
+  ServiceTrafficDistribution: { default: true, stage: 'beta', fixed: { value: true, reason: 'spec.trafficDistribution hints are always honoured' } },
+  TopologyAwareHints: { default: true, stage: 'beta', fixed: { value: true, reason: 'topology hints are always honoured' } },
+};
+
 function isGateName(name: string): name is FeatureGateName {
   return Object.hasOwn(FEATURE_GATE_SPECS, name);
 }
 
 function knownList(): string {
-  return Object.keys(FEATURE_GATE_SPECS).sort().join(', ');
+  return [...Object.keys(FEATURE_GATE_SPECS), ...Object.keys(ACCEPTED_GATE_SPECS)].sort().join(', ');
+}
+
+/** Checks a kube-proxy gate we accept; false when the name is none of them. */
+function acceptGate(name: string, value: boolean): boolean {
+  const spec = Object.hasOwn(ACCEPTED_GATE_SPECS, name) ? ACCEPTED_GATE_SPECS[name] : undefined;
+  if (!spec) return false;
+  if (spec.fixed && spec.fixed.value !== value) {
+    throw new FeatureGateError('ERR_FEATURE_GATE_VALUE', name, `feature gate ${name}=${value} cannot be honoured: ${spec.fixed.reason}`);
+  }
+  return true;
 }
 
 // The spellings Go's strconv.ParseBool takes, which Kubernetes' feature gate parser uses.
@@ -89,10 +124,20 @@ function parseBool(name: string, value: string): boolean {
   );
 }
 
-function withOverrides(overrides: Map<FeatureGateName, boolean>, base: FeatureGates): FeatureGates {
+function withOverrides(overrides: Map<FeatureGateName, boolean>, base: FeatureGates, all: { alpha?: boolean; beta?: boolean } = {}): FeatureGates {
   const gates: { -readonly [K in FeatureGateName]: boolean } = { ...base };
+  for (const name of Object.keys(FEATURE_GATE_SPECS) as FeatureGateName[]) {
+    const stage = FEATURE_GATE_SPECS[name].stage;
+    if (stage === 'alpha' && all.alpha !== undefined) gates[name] = all.alpha;
+    if (stage === 'beta' && all.beta !== undefined) gates[name] = all.beta;
+  }
   for (const [name, value] of overrides) gates[name] = value;
   return Object.freeze(gates);
+}
+
+function noteAll(all: { alpha?: boolean; beta?: boolean }, name: string, value: boolean): void {
+  if (name === 'AllAlpha') all.alpha = value;
+  if (name === 'AllBeta') all.beta = value;
 }
 
 /**
@@ -104,6 +149,7 @@ export function parseFeatureGates(text: string, base: FeatureGates = DEFAULT_FEA
   let s = text.trim();
   if (s.startsWith('--feature-gates=')) s = s.slice('--feature-gates='.length);
   const overrides = new Map<FeatureGateName, boolean>();
+  const all: { alpha?: boolean; beta?: boolean } = {};
   if (s.trim() === '') return withOverrides(overrides, base);
   for (const raw of s.split(',')) {
     const item = raw.trim();
@@ -116,28 +162,28 @@ export function parseFeatureGates(text: string, base: FeatureGates = DEFAULT_FEA
       );
     }
     const name = item.slice(0, eq).trim();
-    if (!isGateName(name)) {
-      throw new FeatureGateError('ERR_FEATURE_GATE_UNKNOWN', name, `unknown feature gate ${name} (known: ${knownList()})`);
-    }
-    overrides.set(name, parseBool(name, item.slice(eq + 1).trim()));
+    const value = parseBool(name, item.slice(eq + 1).trim());
+    if (isGateName(name)) overrides.set(name, value);
+    else if (acceptGate(name, value)) noteAll(all, name, value);
+    else throw new FeatureGateError('ERR_FEATURE_GATE_UNKNOWN', name, `unknown feature gate ${name} (known: ${knownList()})`);
   }
-  return withOverrides(overrides, base);
+  return withOverrides(overrides, base, all);
 }
 
 /** The config-file form (featureGates: {Name: true}); same checks as the flag. */
 export function featureGatesFromMap(map: Readonly<Record<string, unknown>>, base: FeatureGates = DEFAULT_FEATURE_GATES): FeatureGates {
   const overrides = new Map<FeatureGateName, boolean>();
-  for (const [name, value] of Object.entries(map)) {
-    if (!isGateName(name)) {
-      throw new FeatureGateError('ERR_FEATURE_GATE_UNKNOWN', name, `unknown feature gate ${name} (known: ${knownList()})`);
-    }
-    if (typeof value === 'boolean') overrides.set(name, value);
-    else if (typeof value === 'string') overrides.set(name, parseBool(name, value.trim()));
-    else {
-      throw new FeatureGateError('ERR_FEATURE_GATE_VALUE', name, `invalid value for feature gate ${name}: expected a boolean`);
-    }
+  const all: { alpha?: boolean; beta?: boolean } = {};
+  for (const [name, raw] of Object.entries(map)) {
+    let value: boolean;
+    if (typeof raw === 'boolean') value = raw;
+    else if (typeof raw === 'string') value = parseBool(name, raw.trim());
+    else throw new FeatureGateError('ERR_FEATURE_GATE_VALUE', name, `invalid value for feature gate ${name}: expected a boolean`);
+    if (isGateName(name)) overrides.set(name, value);
+    else if (acceptGate(name, value)) noteAll(all, name, value);
+    else throw new FeatureGateError('ERR_FEATURE_GATE_UNKNOWN', name, `unknown feature gate ${name} (known: ${knownList()})`);
   }
-  return withOverrides(overrides, base);
+  return withOverrides(overrides, base, all);
 }
 
 /** "A=true,B=false" with every gate, sorted: for logs and --help. */

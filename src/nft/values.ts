@@ -118,6 +118,8 @@ export function valueBytes(type: DataType, text: string): Uint8Array {
     }
     case 'ifname': {
       checkIfname(text);
+      // nft's wildcard: `iifname "veth*"` compares only the prefix's bytes (no NUL).
+      if (text.endsWith('*')) return UTF8_ENCODER.encode(text.slice(0, -1));
       const out = new Uint8Array(IFNAMSIZ);
       UTF8_ENCODER.encodeInto(text, out);
       return out;
@@ -166,9 +168,9 @@ export function valueFromBytes(type: DataType, bytes: Uint8Array): string {
   if (type === 'verdict') fail('verdicts have no byte form here');
   if (type === 'ifname') {
     if (bytes.length === 0 || bytes.length > IFNAMSIZ) fail(`expected 1 to ${IFNAMSIZ} bytes`);
-    let end = bytes.indexOf(0);
-    if (end < 0) end = bytes.length;
-    const name = UTF8_DECODER.decode(bytes.subarray(0, end));
+    const end = bytes.indexOf(0);
+    // Shorter than IFNAMSIZ without a NUL: a prefix compare, nft's `"veth*"`.
+    const name = end < 0 && bytes.length < IFNAMSIZ ? `${UTF8_DECODER.decode(bytes)}*` : UTF8_DECODER.decode(bytes.subarray(0, end < 0 ? bytes.length : end));
     checkIfname(name);
     return name;
   }

@@ -27,7 +27,12 @@ export interface FamilyConfig {
   nodePortAddresses: 'all' | string[];
   /** The node's own addresses: a LoadBalancer source range that holds one of them also admits the LB IPs (hairpin through a VIP-like LB). */
   nodeIPs: string[];
-  /** Pod CIDRs (`--cluster-cidr`): traffic to a ClusterIP from outside them is masqueraded; eTP Local short-circuits pod traffic. */
+  /**
+   * The CIDRs local (pod) traffic comes from: `--cluster-cidr` in kube-proxy's
+   * detect-local mode ClusterCIDR, the Node's spec.podCIDRs in NodeCIDR. Traffic
+   * to a ClusterIP from outside them is masqueraded; eTP Local short-circuits
+   * traffic from inside them. Empty in the interface modes (see localInterface).
+   */
   clusterCIDRs: string[];
   /** Service CIDRs: traffic to an address inside them that is no ClusterIP is dropped. */
   serviceCIDRs: string[];
@@ -51,6 +56,13 @@ export interface RulesetConfig {
   tableName: string;
   /** One table per configured family. */
   families: Partial<Record<IPFamily, FamilyConfig>>;
+  /**
+   * Detect-local modes BridgeInterface and InterfaceNamePrefix: local (pod)
+   * traffic is what arrives on this interface (`br0`) or on any whose name
+   * starts with the prefix (`veth*`, nft's wildcard), matched with `iifname`
+   * where the CIDR modes match `saddr`.
+   */
+  localInterface?: string;
   /** Masquerade all traffic to ClusterIPs (`--masquerade-all`). */
   masqueradeAll: boolean;
   /** Bit of the packet mark that asks for masquerading (kube-proxy: 14, i.e. 0x4000). */
@@ -114,6 +126,13 @@ export function validateRulesetConfig(c: RulesetConfig): RulesetConfig {
   const blocks = c.endpointMapBlocks;
   if (blocks !== undefined && (!Number.isInteger(blocks) || blocks < 1 || blocks > DEFAULT_ENDPOINT_MAP_BLOCKS)) {
     throw new RulesetConfigError('endpointMapBlocks', `must be 1-${DEFAULT_ENDPOINT_MAP_BLOCKS}, got ${blocks}`);
+  }
+  if (c.localInterface !== undefined) {
+    try {
+      canonicalValue('ifname', c.localInterface);
+    } catch (e) {
+      throw new RulesetConfigError('localInterface', (e as Error).message);
+    }
   }
   const families: Partial<Record<IPFamily, FamilyConfig>> = {};
   for (const family of ['IPv4', 'IPv6'] as const) {

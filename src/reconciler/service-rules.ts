@@ -114,6 +114,18 @@ function checkPort(id: string, what: string, port: number): string {
  * range collides in the shared endpoint map, so that they use a map of their
  * own; the fragment's `regions` say which ranges it wants (endpoint shape 'map').
  */
+const IIFNAME = { kind: 'meta', key: 'iifname' } as const;
+
+/**
+ * kube-proxy's local-traffic detector in nftables form: `ip saddr CIDR` in the
+ * CIDR modes (one match per CIDR; with '!=' all of them must hold), `iifname
+ * NAME` in the interface modes. Empty when no detector is configured.
+ */
+function localTraffic(config: RulesetConfig, fc: FamilyConfig, family: IPFamily, op: '==' | '!='): Statement[] {
+  if (config.localInterface !== undefined) return [match(IIFNAME, config.localInterface, op)];
+  return fc.clusterCIDRs.map((c) => match(saddr(family), c, op));
+}
+
 export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: RulesetConfig, privateLabels: ReadonlySet<string> = NO_LABELS): Fragment {
   const family: IPFamily = sp.family;
   const type = addrType(family);
@@ -275,7 +287,7 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
       if (clusterWide) {
         // Pods reaching an external destination behave as if they went out to
         // the load balancer and came back: no traffic policy applies.
-        for (const cidr of fc.clusterCIDRs) b.rule(externalChain, [match(saddr(family), cidr), goto(serviceChain)], 'short-circuit pod traffic');
+        for (const local of localTraffic(config, fc, family, '==')) b.rule(externalChain, [local, goto(serviceChain)], 'short-circuit pod traffic');
       }
       // The host's own traffic has a local address as source (maybe the LB IP itself): masquerade it.
       b.rule(externalChain, [fibLocal('saddr'), jumpMarkForMasquerade], 'masquerade local traffic');
@@ -295,7 +307,8 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
     if (config.masqueradeAll) return [...dest, jumpMarkForMasquerade];
     // Off-cluster sources (a static route to the service range via any node) may
     // be bounced to another node: masquerade so that the reply comes back here.
-    if (fc.clusterCIDRs.length > 0) return [...dest, ...fc.clusterCIDRs.map((c) => match(saddr(family), c, '!=')), jumpMarkForMasquerade];
+    const notLocal = localTraffic(config, fc, family, '!=');
+    if (notLocal.length > 0) return [...dest, ...notLocal, jumpMarkForMasquerade];
     return undefined;
   };
   if (usesService && clusterWide) policyChain(serviceChain, PREFIX.endpoints + base, clusterWide, iLocal ? undefined : clusterIPMasquerade());

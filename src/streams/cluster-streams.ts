@@ -28,7 +28,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { pino, type Logger } from 'pino';
 import { BehaviorSubject, combineLatest, distinctUntilChanged, firstValueFrom, filter, map, Observable } from 'rxjs';
-import { connect, type ApiConnection } from './api/api-connection.ts';
+import { connect, type ApiConnection, type ConnectionOptions } from './api/api-connection.ts';
 import type { EndpointSliceInfo, NodeInfo, ServiceInfo, StoreEvent } from '../k8s/types.ts';
 import { serviceProxySelector } from '../k8s/well-known.ts';
 import type { Clock } from './clock.ts';
@@ -56,6 +56,8 @@ export interface ApiServerSourceOptions {
   kubeConfig?: KubeConfig | string;
   /** Instead of kubeConfig: a ready connection (tests, embedding). */
   connection?: ApiConnection;
+  /** How to reach the server: --master, clientConnection's qps and burst (see api-connection.ts). */
+  connectionOptions?: ConnectionOptions;
   nodeName: string;
   serviceProxyName?: string;
   logger?: Logger;
@@ -146,7 +148,7 @@ export async function createClusterStreams(options: ClusterStreamsOptions): Prom
     let connection = options.connection;
     let owned = false;
     if (!connection) {
-      connection = await connect(options.kubeConfig);
+      connection = await connect(options.kubeConfig, options.connectionOptions);
       owned = true;
     }
     logger.info({ server: connection.baseUrl, via: connection.via }, 'API server');

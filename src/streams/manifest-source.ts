@@ -7,13 +7,16 @@
 // ConfigMap-style `..data` symlink swap) show up as events on the directory,
 // while a watch on the file itself would stay on the old inode. Every event
 // schedules one debounced re-read of everything; the informers then emit only
-// what changed. The watcher is re-armed when the directory's real path
-// changes (a symlinked directory swapped as a whole). A re-read that hits a
-// file vanishing mid-swap keeps the previous state and tries again.
+// what changed. A directory path is watched from its parent too, for its own
+// name: when it is a symlink swapped as a whole (`current -> v2`), nothing in
+// the old directory changes, and without that second watch the change would be
+// lost. The watcher is re-armed when the directory's real path changes. A
+// re-read that hits a file vanishing mid-swap keeps the previous state and
+// tries again.
 
 import { watch, type FSWatcher } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { basename, dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { matchesLabels, parseLabelSelector, type Requirement } from '../k8s/label-selector.ts';
 import type { EndpointSliceInfo, NodeInfo, ServiceInfo } from '../k8s/types.ts';
@@ -70,6 +73,8 @@ export class ManifestSource {
   private readonly selector: Requirement[];
   private readonly problems: ReportOnce;
   private watcher: FSWatcher | undefined;
+  /** On the parent of a directory path, for events on the path's own name. */
+  private parentWatcher: FSWatcher | undefined;
   private watchedDir = '';
   private timer: TimerHandle | undefined;
   private poll: TimerHandle | undefined;
@@ -103,6 +108,17 @@ export class ManifestSource {
   private async arm(): Promise<void> {
     const st = await stat(this.o.path);
     const dir = st.isDirectory() ? this.o.path : dirname(this.o.path);
+    if (st.isDirectory() && !this.parentWatcher) {
+      const name = basename(this.o.path);
+      this.parentWatcher = watch(dirname(this.o.path), { persistent: false }, (_event, file) => {
+        if (file === null || file === name) this.schedule();
+      });
+      this.parentWatcher.on('error', () => {
+        this.parentWatcher?.close();
+        this.parentWatcher = undefined;
+        this.schedule();
+      });
+    }
     const real = await realpath(dir);
     if (this.watcher && real === this.watchedDir) return;
     this.watcher?.close();
@@ -198,6 +214,7 @@ export class ManifestSource {
     this.timer?.cancel();
     this.poll?.cancel();
     this.watcher?.close();
+    this.parentWatcher?.close();
     await this.loading;
   }
 }

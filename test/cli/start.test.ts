@@ -1,8 +1,12 @@
 // `npm start`: the agent on its bundled example manifests, in a dry run. What
 // it prints must be what the examples ask for, KEPs included.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { parseConfigFile } from '../../src/config/config-file.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -51,7 +55,67 @@ describe('the dry run on the bundled examples', () => {
       expect.unreachable();
     } catch (e: any) {
       expect(e.status).toBe(2);
-      expect(String(e.stderr)).toMatch(/--cluster-cidr: "nope" is not a CIDR/);
+      expect(String(e.stderr)).toMatch(/clusterCIDR: "nope" must be a valid CIDR block/);
+    }
+  });
+});
+
+describe('first run', () => {
+  const run = (args: string[]) => spawnSync(process.execPath, ['src/cli.ts', ...args], { cwd: root, encoding: 'utf8', timeout: 20_000 });
+
+  it('`npm start` renders for the example node, without a warning about it', () => {
+    const script = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+    const args = script.split(' ').slice(2);
+    const r = run(args);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^# kube-nft-proxy --dry-run for node node-a:/);
+    expect(r.stderr).not.toMatch(/Node object was not found/);
+  });
+
+  it('says once, at warn level, when this node has no Node object', () => {
+    const r = run(['--manifests', 'examples/', '--dry-run', '--hostname-override', 'ghost']);
+    const warnings = r.stderr.split('\n').filter((l) => l.includes('Node object was not found'));
+    expect(warnings).toHaveLength(1);
+    expect(JSON.parse(warnings[0]!)).toMatchObject({ level: 40, nodeName: 'ghost' });
+  });
+
+  it('logs one readable line per event with --logging-format=text', () => {
+    const r = run(['--manifests', 'examples/', '--dry-run', '--hostname-override', 'ghost', '--logging-format=text']);
+    const line = r.stderr.split('\n').find((l) => l.includes('Node object was not found'))!;
+    expect(line).toMatch(/^W\d{4} \d\d:\d\d:\d\d\.\d{6} \d+ kube-nft-proxy\] "this node's Node object was not found.*" nodeName="ghost"$/);
+  });
+});
+
+describe('--config through the command line', () => {
+  const fixture = join(root, 'test/config/fixtures/kubeadm-v1.32-config.conf');
+
+  it("writes the effective configuration of kubeadm's file with --write-config-to, which reads back the same", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'knp-config-'));
+    try {
+      const out = join(dir, 'effective.yaml');
+      execFileSync(process.execPath, ['src/cli.ts', `--config=${fixture}`, `--write-config-to=${out}`, '--v=3'], { cwd: root });
+      const text = readFileSync(out, 'utf8');
+      const c = parseConfigFile(text);
+      expect(c.kubeProxy.nftables).toEqual({ masqueradeAll: false, masqueradeBit: 14, syncPeriod: 30_000, minSyncPeriod: 1000 });
+      expect(c.kubeProxy.logging.verbosity).toBe(3);
+      expect(c.kubeProxy.clusterCIDR).toBe('10.244.0.0/16');
+      expect(c.own.table).toBe('kube-nft-proxy');
+      expect(text).toContain('kind: KubeNftProxyConfiguration');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('exits 2 naming the field of a bad value', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'knp-config-'));
+    try {
+      const bad = join(dir, 'bad.conf');
+      execFileSync('sh', ['-c', `sed 's/^mode: ""/mode: ipvs/' ${fixture} > ${bad}`]);
+      const r = spawnSync(process.execPath, ['src/cli.ts', `--config=${bad}`, '--dry-run'], { cwd: root, encoding: 'utf8' });
+      expect(r.status).toBe(2);
+      expect(r.stderr).toMatch(/mode: "ipvs": kube-nft-proxy is an nftables proxy/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -10,7 +10,7 @@ import {
 describe('feature gates', () => {
   it('has the documented defaults', () => {
     expect(DEFAULT_FEATURE_GATES).toEqual({
-      TopologyAwareProxying: true,
+      TopologyAwareProxying: false,
       LoadBalancerIPMode: true,
       KubeProxyAcceleration: true,
     });
@@ -20,10 +20,15 @@ describe('feature gates', () => {
   it.each([
     ['TopologyAwareProxying=true', { TopologyAwareProxying: true, LoadBalancerIPMode: true, KubeProxyAcceleration: true }],
     ['TopologyAwareProxying=false', { TopologyAwareProxying: false, LoadBalancerIPMode: true, KubeProxyAcceleration: true }],
-    ['LoadBalancerIPMode=false,KubeProxyAcceleration=false', { TopologyAwareProxying: true, LoadBalancerIPMode: false, KubeProxyAcceleration: false }],
+    ['LoadBalancerIPMode=false,KubeProxyAcceleration=false', { TopologyAwareProxying: false, LoadBalancerIPMode: false, KubeProxyAcceleration: false }],
+    ['AllAlpha=true', { TopologyAwareProxying: true, LoadBalancerIPMode: true, KubeProxyAcceleration: true }],
+    ['AllAlpha=false', { TopologyAwareProxying: false, LoadBalancerIPMode: true, KubeProxyAcceleration: false }],
+    ['AllAlpha=true,TopologyAwareProxying=false', { TopologyAwareProxying: false, LoadBalancerIPMode: true, KubeProxyAcceleration: true }],
+    ['AllBeta=false', { TopologyAwareProxying: false, LoadBalancerIPMode: false, KubeProxyAcceleration: true }],
+    ['NFTablesProxyMode=true,ServiceTrafficDistribution=true,LoggingAlphaOptions=true', { TopologyAwareProxying: false, LoadBalancerIPMode: true, KubeProxyAcceleration: true }],
     ['--feature-gates=TopologyAwareProxying=True', { TopologyAwareProxying: true, LoadBalancerIPMode: true, KubeProxyAcceleration: true }],
     [' TopologyAwareProxying = 1 , LoadBalancerIPMode=F ', { TopologyAwareProxying: true, LoadBalancerIPMode: false, KubeProxyAcceleration: true }],
-    ['KubeProxyAcceleration=false,KubeProxyAcceleration=TRUE', { TopologyAwareProxying: true, LoadBalancerIPMode: true, KubeProxyAcceleration: true }],
+    ['KubeProxyAcceleration=false,KubeProxyAcceleration=TRUE', { TopologyAwareProxying: false, LoadBalancerIPMode: true, KubeProxyAcceleration: true }],
   ])('%j', (text, expected) => {
     expect(parseFeatureGates(text)).toEqual(expected);
   });
@@ -50,8 +55,16 @@ describe('feature gates', () => {
 
   it('names the known gates when one is unknown', () => {
     expect(() => parseFeatureGates('PreferSameTrafficDistribution=true')).toThrow(
-      /KubeProxyAcceleration, LoadBalancerIPMode, TopologyAwareProxying/,
+      /AllAlpha, AllBeta, ContextualLogging, KubeProxyAcceleration, KubeProxyDrainingTerminatingNodes, LoadBalancerIPMode, LoggingAlphaOptions, LoggingBetaOptions, MultiCIDRServiceAllocator, NFTablesProxyMode, ServiceTrafficDistribution, TopologyAwareHints, TopologyAwareProxying/,
     );
+  });
+
+  it.each([
+    ['MultiCIDRServiceAllocator=true', /ServiceCIDR objects are not watched/],
+    ['NFTablesProxyMode=false', /is the nftables proxy mode/],
+    ['KubeProxyDrainingTerminatingNodes=false', /locked to true/],
+  ])('refuses %s, which cannot be honoured, with the reason', (text, reason) => {
+    expect(() => parseFeatureGates(text)).toThrow(reason);
   });
 
   it('reads the config-file map form with the same checks', () => {

@@ -36,3 +36,29 @@ describe('deploy/kube-nft-proxy.yaml', () => {
     expect(c.startupProbe.periodSeconds * c.startupProbe.failureThreshold).toBeGreaterThanOrEqual(120);
   });
 });
+
+describe('deploy/kubeadm/kube-nft-proxy.yaml', () => {
+  const kubeadm = parseAllDocuments(readFileSync(new URL('../../deploy/kubeadm/kube-nft-proxy.yaml', import.meta.url), 'utf8')).map((d) => d.toJS());
+  const ds = kubeadm.find((d) => d.kind === 'DaemonSet');
+  const pod = ds.spec.template.spec;
+
+  it("runs on kube-proxy's own ServiceAccount and ConfigMap, as kubeadm runs kube-proxy", () => {
+    expect(kubeadm.map((d) => d.kind)).toEqual(['DaemonSet']);
+    expect(pod.serviceAccountName).toBe('kube-proxy');
+    expect(pod.volumes.find((v: { name: string }) => v.name === 'kube-proxy').configMap.name).toBe('kube-proxy');
+    expect(pod.containers[0].volumeMounts.find((m: { name: string }) => m.name === 'kube-proxy').mountPath).toBe('/var/lib/kube-proxy');
+  });
+
+  it("starts with kubeadm's generated config.conf unchanged", () => {
+    const fixture = readFileSync(new URL('../config/fixtures/kubeadm-v1.32-config.conf', import.meta.url), 'utf8');
+    const args: string[] = pod.containers[0].args.map((a: string) => a.replace('$(NODE_NAME)', 'node-a'));
+    const cmd = parseCommandLine(args, (path) => {
+      expect(path).toBe('/var/lib/kube-proxy/config.conf');
+      return fixture;
+    });
+    if (cmd.command !== 'run') throw new Error(cmd.command);
+    expect(cmd.options).toMatchObject({ hostnameOverride: 'node-a', kubeconfig: '/var/lib/kube-proxy/kubeconfig.conf', healthzBindAddress: '0.0.0.0:10256' });
+    expect(cmd.ignoredFlags).toEqual([]);
+    expect(pod.containers[0].livenessProbe.httpGet.port).toBe(10256);
+  });
+});

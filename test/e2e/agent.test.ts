@@ -26,7 +26,8 @@ describe('the agent with real packets', { timeout: 60_000 }, () => {
   const names = (outcomes: string[]) => [...new Set(outcomes.map((o) => o.split(' ')[0]))].sort();
 
   beforeAll(async () => {
-    env = await startAgentCluster(['b1', 'b2', 'b3', 'c1']);
+    // KEP-2030 is an alpha gate, off unless turned on.
+    env = await startAgentCluster(['b1', 'b2', 'b3', 'c1'], ['--feature-gates=TopologyAwareProxying=true']);
     ({ cluster, api, agent } = env);
   }, 60_000);
 

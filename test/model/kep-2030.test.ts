@@ -25,8 +25,10 @@ describe('KEP-2030 test plan', () => {
   it('"Ensure kube-proxy will continue to consume all EndpointSlices when this feature is disabled."', () => {
     const all = ['10.0.1.1:8080', '10.0.2.1:8080', '10.1.0.1:8080', '10.2.0.1:8080', '10.9.0.1:8080'];
     expect(clusterOf([zoneA, zoneB, region1, region2, unlabelled], node(), OFF)).toEqual(all);
-    // the default gate value is on: the same node with the defaults uses only its zone's slice
-    expect(show(only(buildServicePorts(service(), [zoneA, zoneB, region1, region2, unlabelled], node(), config()).ports).cluster)).not.toEqual(all);
+    // the gate is alpha, so off by default: the defaults consume every slice, as kube-proxy does
+    expect(show(only(buildServicePorts(service(), [zoneA, zoneB, region1, region2, unlabelled], node(), config()).ports).cluster)).toEqual(all);
+    // turned on, the same node uses only its zone's slice
+    expect(clusterOf([zoneA, zoneB, region1, region2, unlabelled], node(), ON)).not.toEqual(all);
   });
 
   it('"Ensure EndpointSlices delivered to a specific zone will be consumed by kube-proxy running in the same zone when this feature is enabled."', () => {

@@ -34,6 +34,16 @@ describe('lower/raise', () => {
     expect(raise(lower(b, 'ip'), 'ip')).toEqual(b);
   });
 
+  it("keeps nft's interface-name wildcard: a prefix compare of the prefix's bytes, and back", () => {
+    const stmts: Statement[] = [
+      { kind: 'match', left: { kind: 'meta', key: 'iifname' }, op: '!=', right: 'cali*' },
+      { kind: 'match', left: { kind: 'meta', key: 'iifname' }, op: '==', right: 'cbr0' },
+    ];
+    const exprs = lower(stmts, 'ip');
+    expect(exprs.flatMap((e) => (e.name === 'cmp' ? [(e.data as Uint8Array).length] : []))).toEqual([4, 16]);
+    expect(raise(exprs, 'ip')).toEqual(stmts);
+  });
+
   it('refuses kernel expressions it does not write', () => {
     const foreign: KernelExpr[] = [{ name: 'log', prefix: 'x' }];
     expect(() => raise(foreign, 'ip')).toThrow(NftRaiseError);

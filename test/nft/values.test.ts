@@ -42,6 +42,8 @@ const valid: Array<[DataType, string, string, number[] | null]> = [
   ['mark', '0', '0x0', [0, 0, 0, 0]],
   ['ifname', 'eth0', 'eth0', [101, 116, 104, 48, ...Array(12).fill(0)]],
   ['ifname', 'veth-0123456789', 'veth-0123456789', [...new TextEncoder().encode('veth-0123456789'), 0]],
+  // nft's wildcard: only the prefix's bytes, no NUL (a prefix compare)
+  ['ifname', 'cali*', 'cali*', [99, 97, 108, 105]],
 ];
 
 const invalid: Array<[DataType, string]> = [

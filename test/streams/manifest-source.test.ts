@@ -96,6 +96,24 @@ describe('manifest source', () => {
     expect(single.svcLog()).toEqual(['upsert demo/one', 'delete demo/one', 'upsert demo/two']);
   });
 
+  it('follows a --manifests path that is a symlink to a directory swapped as a whole', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'swapped-dir-'));
+    const version = (n: number, content: string) => {
+      mkdirSync(join(dir, `v${n}`));
+      writeFileSync(join(dir, `v${n}`, 'services.yaml'), content);
+    };
+    version(1, svcYaml('one'));
+    symlinkSync('v1', join(dir, 'current'));
+    const m = await open(join(dir, 'current'));
+    expect(m.svcLog()).toEqual(['upsert demo/one']);
+    // The old directory stays as it is: nothing inside it changes, only the link.
+    version(2, svcYaml('two'));
+    symlinkSync('v2', join(dir, 'current.tmp'));
+    renameSync(join(dir, 'current.tmp'), join(dir, 'current'));
+    await waitFor(() => m.s.services.has('demo/two'), 3000, 'the swapped directory to be read');
+    expect(m.svcLog()).toEqual(['upsert demo/one', 'delete demo/one', 'upsert demo/two']);
+  });
+
   it('reports a document that fails to parse and loads the others', async () => {
     dir = mkdtempSync(join(tmpdir(), 'manifests-'));
     writeFileSync(join(dir, 'a.yaml'), [svcYaml('good1'), 'metadata: { name: [unclosed\n', svcYaml('good2')].join('---\n'));

@@ -217,7 +217,8 @@ function writeMatch(out: ExprSink, st: Extract<Statement, { kind: 'match' }>): v
     out.end();
     return;
   }
-  if (t === 'nf_proto' || isHostOrder(s)) {
+  // An interface name with nft's wildcard (`"veth*"`) compares only its prefix's bytes.
+  if (t === 'nf_proto' || isHostOrder(s) || (t === 'ifname' && st.right.endsWith('*'))) {
     writeCmp(out, op, operandBytes(s, st.right));
     return;
   }

@@ -3,6 +3,10 @@
 // every request, so tokens that rotate (projected service-account tokens,
 // exec plugins) stay fresh.
 //
+// The dispatcher honours proxies (proxy-url, HTTPS_PROXY/NO_PROXY) and follows
+// rotated TLS files (dispatcher.ts); requests are spaced by clientConnection's
+// qps and burst, as client-go's token bucket spaces them.
+//
 // Two ways to get there (see src/streams/api/kubeconfig.ts for why):
 // - our own loader, for in-cluster and plain kubeconfig files: no
 //   @kubernetes/client-node at all;
@@ -15,7 +19,8 @@
 
 import type { KubeConfig } from '@kubernetes/client-node';
 import type https from 'node:https';
-import { Agent, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import { buildDispatcher, RotatingDispatcher } from './dispatcher.ts';
 import { authHeaders, KubeConfigError, loadClusterAccess, type ClusterAccess, type LoadOptions } from './kubeconfig.ts';
 
 export { KubeConfigError };
@@ -23,7 +28,9 @@ export { KubeConfigError };
 export interface ApiConnection {
   /** Origin plus any path prefix, without a trailing slash. */
   readonly baseUrl: string;
+  /** The dispatcher for the next request (it changes when TLS files rotate); read it after headers(). */
   readonly dispatcher: Dispatcher;
+  /** The next request's headers; waits for the rate limit, and picks up rotated TLS files. */
   headers(): Promise<Record<string, string>>;
   close(): Promise<void>;
   /** How it was configured, for logs: 'in-cluster', a kubeconfig path, or 'client-node (<why>)'. */
@@ -56,6 +63,43 @@ function headersOf(opts: https.RequestOptions): Record<string, string> {
 export interface ConnectionOptions {
   /** Keep-alive for idle pooled connections (lists between watches). */
   keepAliveTimeoutMs?: number;
+  /** --master: the API server's URL instead of the kubeconfig's. */
+  server?: string;
+  /** clientConnection.qps and burst (0 or absent: no limit). */
+  qps?: number;
+  burst?: number;
+  /** Environment for HTTPS_PROXY/NO_PROXY (default process.env). */
+  env?: Record<string, string | undefined>;
+}
+
+/** client-go's token bucket: `burst` requests at once, then one every 1/qps s. */
+export class RateLimiter {
+  #tokens: number;
+  #last: number | undefined;
+  readonly #qps: number;
+  readonly #burst: number;
+  constructor(qps: number, burst: number) {
+    this.#qps = qps;
+    this.#burst = Math.max(1, burst);
+    this.#tokens = this.#burst;
+  }
+  /** Milliseconds to wait before the next request may go (and takes its token). */
+  take(now = Date.now()): number {
+    if (!(this.#qps > 0)) return 0;
+    this.#tokens = Math.min(this.#burst, this.#tokens + ((now - (this.#last ?? now)) / 1000) * this.#qps);
+    this.#last = now;
+    this.#tokens -= 1;
+    return this.#tokens >= 0 ? 0 : Math.ceil((-this.#tokens / this.#qps) * 1000);
+  }
+}
+
+function limiter(o: ConnectionOptions): () => Promise<void> {
+  if (!(o.qps !== undefined && o.qps > 0)) return async () => {};
+  const bucket = new RateLimiter(o.qps, o.burst ?? 1);
+  return async () => {
+    const wait = bucket.take();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  };
 }
 
 function baseUrlOf(server: string): string {
@@ -71,19 +115,30 @@ function baseUrlOf(server: string): string {
 
 /** A connection from what our own loader read (no client-node). */
 export function connectionFromAccess(access: ClusterAccess, options: ConnectionOptions = {}): ApiConnection {
-  const connect: Record<string, unknown> = { rejectUnauthorized: !access.insecureSkipTLSVerify };
-  if (access.ca) connect.ca = access.ca;
-  if (access.cert) connect.cert = access.cert;
-  if (access.key) connect.key = access.key;
-  if (access.servername) connect.servername = access.servername;
-  const dispatcher = new Agent({ connect, keepAliveTimeout: options.keepAliveTimeoutMs ?? 30_000 });
+  const tls = {
+    rejectUnauthorized: !access.insecureSkipTLSVerify,
+    ...(access.ca ? { ca: access.ca } : {}),
+    ...(access.cert ? { cert: access.cert } : {}),
+    ...(access.key ? { key: access.key } : {}),
+    ...(access.servername ? { servername: access.servername } : {}),
+  };
+  const rotating = new RotatingDispatcher(tls, access.files ?? {}, {
+    ...(access.proxyUrl !== undefined ? { proxyUrl: access.proxyUrl, proxyUrlField: `${access.source}: cluster.proxy-url` } : {}),
+    ...(options.env ? { env: options.env } : {}),
+    keepAliveTimeoutMs: options.keepAliveTimeoutMs,
+  });
+  const wait = limiter(options);
   return {
-    baseUrl: baseUrlOf(access.server),
-    dispatcher,
+    baseUrl: baseUrlOf(options.server ?? access.server),
+    get dispatcher() {
+      return rotating.dispatcher;
+    },
     async headers() {
+      await wait();
+      await rotating.current();
       return { accept: 'application/json', ...(await authHeaders(access.credentials)) };
     },
-    close: () => dispatcher.close(),
+    close: () => rotating.close(),
     via: access.source,
   };
 }
@@ -106,19 +161,30 @@ export async function connect(kubeConfig?: KubeConfig | string, options: Connect
 export async function connectionFromKubeConfig(kc: KubeConfig, options: ConnectionOptions = {}): Promise<ApiConnection> {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new KubeConfigError('kubeconfig has no current cluster');
-  const baseUrl = baseUrlOf(cluster.server);
+  const baseUrl = baseUrlOf(options.server ?? cluster.server);
   const first = await requestOptions(kc);
-  const connect: Record<string, unknown> = {};
-  for (const k of ['ca', 'cert', 'key', 'pfx', 'passphrase', 'servername', 'rejectUnauthorized'] as const) {
-    if (first[k] !== undefined) connect[k] = first[k];
-  }
-  const dispatcher = new Agent({ connect, keepAliveTimeout: options.keepAliveTimeoutMs ?? 30_000 });
+  if (first.pfx !== undefined || first.passphrase !== undefined) throw new KubeConfigError('a PKCS#12 client certificate (pfx) is not supported');
+  const tls = {
+    rejectUnauthorized: first.rejectUnauthorized !== false,
+    ...(first.ca ? { ca: first.ca as Buffer } : {}),
+    ...(first.cert ? { cert: first.cert as Buffer } : {}),
+    ...(first.key ? { key: first.key as Buffer } : {}),
+    ...(first.servername ? { servername: first.servername } : {}),
+  };
+  // client-node builds its own proxy agent, which we do not use: honour proxy-url here.
+  const dispatcher = buildDispatcher(tls, {
+    ...(cluster.proxyUrl ? { proxyUrl: cluster.proxyUrl, proxyUrlField: 'cluster.proxy-url' } : {}),
+    ...(options.env ? { env: options.env } : {}),
+    keepAliveTimeoutMs: options.keepAliveTimeoutMs,
+  });
+  const wait = limiter(options);
   let fresh: Record<string, string> | undefined = headersOf(first);
   return {
     baseUrl,
     dispatcher,
     via: 'client-node',
     async headers() {
+      await wait();
       // The first call reuses what we computed while building the agent.
       if (fresh) {
         const h = fresh;

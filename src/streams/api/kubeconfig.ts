@@ -12,10 +12,12 @@
 // - a kubeconfig file (YAML or JSON): server, certificate-authority(-data),
 //   insecure-skip-tls-verify, tls-server-name; token, tokenFile (re-read),
 //   client-certificate(-data) + client-key(-data), username/password.
-// Anything else — exec plugins, auth-provider (oidc, gcp, azure),
-// impersonation, proxy-url, a KUBECONFIG list of several files to merge — is
-// handed to client-node (`needsClientNode`), imported only then, so its
-// semantics are client-node's and only those setups pay for it.
+// proxy-url is ours too (see dispatcher.ts). Exec plugins, auth-provider
+// (oidc, gcp, azure), impersonation and a KUBECONFIG list of several files to
+// merge are handed to client-node (`needsClientNode`), imported only then, so
+// their semantics are client-node's and only those setups pay for it. A field
+// of the cluster, user or context we do not know is refused with its path:
+// never silently ignored.
 
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
@@ -48,6 +50,10 @@ export interface ClusterAccess {
   insecureSkipTLSVerify: boolean;
   servername?: string;
   credentials: Credentials;
+  /** Files the CA, certificate and key were read from: re-read when they change (rotation). */
+  files?: { ca?: string; cert?: string; key?: string };
+  /** The cluster's proxy-url. */
+  proxyUrl?: string;
 }
 
 /** What client-node must load instead, and why. */
@@ -100,12 +106,33 @@ async function parseDocument(text: string, file: string): Promise<Doc> {
   return doc;
 }
 
-async function fileOrData(base: string, doc: Doc, fileKey: string, dataKey: string): Promise<Buffer | undefined> {
+async function fileOrData(base: string, doc: Doc, fileKey: string, dataKey: string, files?: Record<string, string>, as?: string): Promise<Buffer | undefined> {
   const data = str(doc, dataKey);
   if (data !== undefined) return Buffer.from(data, 'base64');
   const path = str(doc, fileKey);
   if (path === undefined) return undefined;
-  return readFile(isAbsolute(path) ? path : join(base, path));
+  const full = isAbsolute(path) ? path : join(base, path);
+  if (files && as) files[as] = full;
+  try {
+    return await readFile(full);
+  } catch (e) {
+    throw new KubeConfigError(`${fileKey} ${full}: ${(e as Error).message}`);
+  }
+}
+
+// What a kubeconfig's cluster, user and context may hold (k8s.io/client-go/tools/clientcmd/api/v1).
+// disable-compression is honoured as it stands: we never ask for compressed responses.
+const CLUSTER_FIELDS = new Set(['server', 'certificate-authority', 'certificate-authority-data', 'insecure-skip-tls-verify', 'tls-server-name', 'proxy-url', 'disable-compression', 'extensions']);
+const USER_FIELDS = new Set([
+  'token', 'tokenFile', 'username', 'password', 'client-certificate', 'client-certificate-data', 'client-key', 'client-key-data',
+  'exec', 'auth-provider', 'as', 'as-uid', 'as-groups', 'as-user-extra', 'extensions',
+]);
+const CONTEXT_FIELDS = new Set(['cluster', 'user', 'namespace', 'extensions']);
+
+function refuseUnknown(doc: Doc, known: Set<string>, where: string): void {
+  for (const k of Object.keys(doc)) {
+    if (!known.has(k)) throw new KubeConfigError(`${where}.${k}: not a kubeconfig field this client can honour`);
+  }
 }
 
 /** Reads one kubeconfig file's current context. */
@@ -127,11 +154,13 @@ export async function loadKubeConfigFile(file: string): Promise<ClusterAccess | 
   const cluster = named(doc.clusters, clusterName, 'cluster', 'cluster');
   const userName = str(context, 'user');
   const user = userName === undefined ? {} : named(doc.users, userName, 'user', 'user');
+  refuseUnknown(context, CONTEXT_FIELDS, `${path}: contexts[${current}].context`);
+  refuseUnknown(cluster, CLUSTER_FIELDS, `${path}: clusters[${clusterName}].cluster`);
+  refuseUnknown(user, USER_FIELDS, `${path}: users[${userName}].user`);
 
   for (const k of ['exec', 'auth-provider', 'as', 'as-uid', 'as-groups', 'as-user-extra']) {
     if (user[k] !== undefined && user[k] !== null) return { needsClientNode: `user.${k}`, file: path };
   }
-  if (str(cluster, 'proxy-url') !== undefined) return { needsClientNode: 'cluster.proxy-url', file: path };
 
   const server = str(cluster, 'server');
   if (server === undefined) throw new KubeConfigError(`${path}: cluster ${clusterName} has no server`);
@@ -149,10 +178,14 @@ export async function loadKubeConfigFile(file: string): Promise<ClusterAccess | 
     insecureSkipTLSVerify: cluster['insecure-skip-tls-verify'] === true,
     credentials,
   };
-  const ca = await fileOrData(base, cluster, 'certificate-authority', 'certificate-authority-data');
+  const files: Record<string, string> = {};
+  const ca = await fileOrData(base, cluster, 'certificate-authority', 'certificate-authority-data', files, 'ca');
   if (ca) access.ca = ca;
-  const cert = await fileOrData(base, user, 'client-certificate', 'client-certificate-data');
-  const key = await fileOrData(base, user, 'client-key', 'client-key-data');
+  const cert = await fileOrData(base, user, 'client-certificate', 'client-certificate-data', files, 'cert');
+  const key = await fileOrData(base, user, 'client-key', 'client-key-data', files, 'key');
+  if (Object.keys(files).length > 0) access.files = files;
+  const proxyUrl = str(cluster, 'proxy-url');
+  if (proxyUrl !== undefined) access.proxyUrl = proxyUrl;
   if ((cert === undefined) !== (key === undefined)) throw new KubeConfigError(`${path}: user ${userName} has a client certificate without a key, or a key without a certificate`);
   if (cert && key) {
     access.cert = cert;
@@ -180,6 +213,7 @@ export async function loadInCluster(o: LoadOptions = {}): Promise<ClusterAccess>
     source: 'in-cluster',
     server: `https://${host.includes(':') ? `[${host}]` : host}:${port}`,
     ca,
+    files: { ca: join(dir, 'ca.crt') },
     insecureSkipTLSVerify: false,
     credentials: { kind: 'token-file', path: join(dir, 'token') },
   };

@@ -22,10 +22,33 @@ export interface RequestTimeouts {
   bodyTimeoutMs: number;
 }
 
-async function failure(statusCode: number, headers: Record<string, string | string[] | undefined>, body: { text(): Promise<string> }): Promise<Error> {
+/** An error body is read up to this much: a Status is a few hundred bytes, and a server (or proxy) answering with megabytes must not cost them. */
+export const MAX_ERROR_BODY_BYTES = 64 * 1024;
+
+/**
+ * A list page larger than this is refused. Pages are asked for with a limit
+ * (500 items): at the largest EndpointSlices the API allows that is well under
+ * this, so only a broken or hostile server reaches it.
+ */
+export const MAX_LIST_PAGE_BYTES = 256 * 2 ** 20;
+
+async function cappedText(body: AsyncIterable<unknown> & { destroy(): unknown }, max: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  for await (const c of body) {
+    const chunk = c as Buffer;
+    chunks.push(chunk.subarray(0, max - bytes));
+    bytes += Math.min(chunk.length, max - bytes);
+    if (bytes >= max) break;
+  }
+  body.destroy();
+  return Buffer.concat(chunks, bytes).toString('utf8');
+}
+
+async function failure(statusCode: number, headers: Record<string, string | string[] | undefined>, body: AsyncIterable<unknown> & { destroy(): unknown }): Promise<Error> {
   let message = '';
   try {
-    const text = await body.text();
+    const text = await cappedText(body, MAX_ERROR_BODY_BYTES);
     try {
       const st = JSON.parse(text) as { message?: string; reason?: string };
       message = st.message ?? st.reason ?? text.slice(0, 200);
@@ -63,9 +86,11 @@ export class ScratchBuffer {
 
 /** A GET whose answer must be 200; any other status is thrown as the API server's error. */
 async function get(conn: ApiConnection, path: string, query: Query, t: RequestTimeouts, signal: AbortSignal) {
+  // headers() first: it may wait for the rate limit and switch to a dispatcher with rotated TLS material.
+  const headers = await conn.headers();
   const res = await request(buildUrl(conn, path, query), {
     dispatcher: conn.dispatcher,
-    headers: await conn.headers(),
+    headers,
     signal,
     headersTimeout: t.headersTimeoutMs,
     bodyTimeout: t.bodyTimeoutMs,
@@ -81,8 +106,15 @@ export async function listPage(
   t: RequestTimeouts,
   signal: AbortSignal,
   scratch?: ScratchBuffer,
+  maxBytes = MAX_LIST_PAGE_BYTES,
 ): Promise<ListPage> {
   const res = await get(conn, path, query, t, signal);
+  const declared = Number(res.headers['content-length']);
+  const tooLarge = () => {
+    res.body.destroy();
+    return new ApiStatusError(200, `list page larger than ${maxBytes} bytes refused`);
+  };
+  if (declared > maxBytes) throw tooLarge();
   let bytes = 0;
   let body: Buffer;
   if (scratch) {
@@ -90,6 +122,7 @@ export async function listPage(
     // concatenation buffer for malloc to keep around after the list.
     for await (const c of res.body) {
       const chunk = c as Buffer;
+      if (bytes + chunk.length > maxBytes) throw tooLarge();
       scratch.reserve(bytes + chunk.length, bytes);
       chunk.copy(scratch.buffer, bytes);
       bytes += chunk.length;
@@ -98,6 +131,7 @@ export async function listPage(
   } else {
     const chunks: Buffer[] = [];
     for await (const c of res.body) {
+      if (bytes + (c as Buffer).length > maxBytes) throw tooLarge();
       chunks.push(c as Buffer);
       bytes += (c as Buffer).length;
     }

@@ -23,3 +23,19 @@ export function parseDuration(text: string): number {
   }
   return total;
 }
+
+/** Go's time.Duration.String() of a whole number of milliseconds: "0s", "500ms", "30s", "15m0s", "24h0m0s". */
+export function formatDuration(ms: number): string {
+  if (ms === 0) return '0s';
+  const sign = ms < 0 ? '-' : '';
+  let rest = Math.abs(ms);
+  if (rest < 1000) return `${sign}${rest}ms`;
+  const h = Math.floor(rest / 3_600_000);
+  rest -= h * 3_600_000;
+  const m = Math.floor(rest / 60_000);
+  rest -= m * 60_000;
+  const s = `${rest / 1000}s`;
+  if (h > 0) return `${sign}${h}h${m}m${s}`;
+  if (m > 0) return `${sign}${m}m${s}`;
+  return `${sign}${s}`;
+}

@@ -1,0 +1,49 @@
+// kube-proxy's conntrack section applied by the real agent where the node
+// allows it, and one clear warning for the rest. Run inside a network namespace
+// (no --netns): there the timeouts are the namespace's own and writable, while
+// nf_conntrack_max is read-only, as on a node whose /proc/sys is not ours.
+
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createNetns, type NetNs } from '../helpers/netns.ts';
+import { eventually } from './agent-process.ts';
+
+const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
+const EXAMPLES = fileURLToPath(new URL('../../examples/', import.meta.url));
+
+describe('conntrack settings', { timeout: 60_000 }, () => {
+  let ns: NetNs;
+  beforeAll(() => {
+    ns = createNetns('knp-ct');
+  });
+  afterAll(() => ns?.destroy());
+
+  it('sets the timeouts it may set and warns once about nf_conntrack_max', async () => {
+    const sysctl = (name: string) => Number(ns.exec('sysctl', ['-n', `net.netfilter.${name}`]).trim());
+    // A rule with a ct match loads nf_conntrack, and with it these sysctls, where it is not loaded yet.
+    ns.exec('nft', ['-f', '-'], { input: 'table ip ct-probe {\n chain c {\n  type filter hook output priority 0\n  ct state new accept\n }\n}\n' });
+    ns.exec('nft', ['delete', 'table', 'ip', 'ct-probe']);
+    expect(sysctl('nf_conntrack_tcp_timeout_established')).not.toBe(7200);
+    const child = ns.spawn(process.execPath, [
+      CLI, `--manifests=${EXAMPLES}`, '--hostname-override=node-a', '--healthz-bind-address=', '--metrics-bind-address=',
+      '--offload-packet-threshold=0', '--conntrack-tcp-timeout-established=2h', '--conntrack-udp-timeout=45s', '--conntrack-tcp-be-liberal',
+    ], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    child.stderr!.on('data', (d) => (out += d));
+    try {
+      await eventually(async () => out, (o) => o.includes('synced nftables rules'), 20_000, 'a first sync');
+      const lines = out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, any>);
+      expect(sysctl('nf_conntrack_tcp_timeout_established')).toBe(7200);
+      expect(sysctl('nf_conntrack_udp_timeout')).toBe(45);
+      expect(sysctl('nf_conntrack_tcp_be_liberal')).toBe(1);
+      const warnings = lines.filter((l) => l.level === 40 && String(l.msg).includes('conntrack sysctls'));
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]!.failed.map((f: { path: string }) => f.path)).toEqual(['net/netfilter/nf_conntrack_max']);
+    } finally {
+      child.kill('SIGTERM');
+      if (child.exitCode === null) await once(child, 'exit');
+    }
+  });
+});
