@@ -5,7 +5,7 @@
 // not one we can program faithfully).
 
 import type { IPFamily, LoadBalancerIngress, Protocol, ServiceInfo, ServicePortSpec } from '../k8s/types.ts';
-import { ipFamilyOf, isCIDRLoose } from '../k8s/ip-syntax.ts';
+import { isCIDRText, textFamily } from '../net/ip.ts';
 import { digestOf, EMPTY_LIST, mix, type StringPool } from './intern.ts';
 import {
   asList,
@@ -31,7 +31,7 @@ export function parseProtocol(what: string, v: unknown): Protocol {
 }
 
 function checkIP(what: string, v: unknown): string {
-  if (typeof v !== 'string' || ipFamilyOf(v) === undefined) fail(`${what} is not an IP: ${JSON.stringify(v)}`);
+  if (typeof v !== 'string' || textFamily(v, 'lenient') === undefined) fail(`${what} is not an IP: ${JSON.stringify(v)}`);
   return v;
 }
 
@@ -190,7 +190,7 @@ function projectServiceUnchecked(raw: unknown, pool: StringPool): ServiceInfo {
   }
   if (clusterIPs.length > 2) fail('spec.clusterIPs has more than two addresses');
   if (clusterIPs.includes('None') && clusterIPs.length !== 1) fail('spec.clusterIPs mixes None with addresses');
-  if (clusterIPs.length === 2 && ipFamilyOf(clusterIPs[0]!) === ipFamilyOf(clusterIPs[1]!)) {
+  if (clusterIPs.length === 2 && textFamily(clusterIPs[0]!, 'lenient') === textFamily(clusterIPs[1]!, 'lenient')) {
     fail('spec.clusterIPs has two addresses of one family');
   }
 
@@ -200,7 +200,7 @@ function projectServiceUnchecked(raw: unknown, pool: StringPool): ServiceInfo {
     if (f !== 'IPv4' && f !== 'IPv6') fail(`spec.ipFamilies[${i}] unknown: ${JSON.stringify(f)}`);
   }
   if (ipFamilies.length === 0) {
-    ipFamilies = clusterIPs.filter((ip) => ip !== 'None').map((ip) => ipFamilyOf(ip)!);
+    ipFamilies = clusterIPs.filter((ip) => ip !== 'None').map((ip) => textFamily(ip, 'lenient')!);
   }
   ipFamilies = shareFamilies(ipFamilies);
 
@@ -208,7 +208,7 @@ function projectServiceUnchecked(raw: unknown, pool: StringPool): ServiceInfo {
 
   const externalIPs = mapList(asList('spec.externalIPs', spec.externalIPs), (ip, i) => checkIP(`spec.externalIPs[${i}]`, ip));
   const loadBalancerSourceRanges = mapList(asList('spec.loadBalancerSourceRanges', spec.loadBalancerSourceRanges), (r, i) => {
-    if (typeof r !== 'string' || !isCIDRLoose(r.trim())) fail(`spec.loadBalancerSourceRanges[${i}] is not a CIDR: ${JSON.stringify(r)}`);
+    if (typeof r !== 'string' || !isCIDRText(r.trim(), 'lenient')) fail(`spec.loadBalancerSourceRanges[${i}] is not a CIDR: ${JSON.stringify(r)}`);
     return r.trim();
   });
   const status = isObject(obj.status) ? obj.status : undefined;
