@@ -146,7 +146,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
       for (const c of drained.changes) pendingTriggers.push(c.triggeredAt);
       inFlightTriggers = pendingTriggers;
       pendingTriggers = [];
-      return [...tracker.servicePorts()];
+      return { ports: [...tracker.servicePorts()], changed: drained.changed };
     },
     // Between "programming the initial ruleset" and "synced", a large sync spends
     // seconds in the model and the planner and then seconds in the kernel: say
