@@ -55,7 +55,7 @@ function inCidrs(family: IPFamily, cidrs: readonly string[], address: string): b
  * - a zero-length prefix (0.0.0.0/0, ::/0): every local address ('all');
  * - other CIDRs: the local addresses inside them.
  */
-export function nodePortAddressesFor(family: IPFamily, flag: readonly string[], node: NodeInfo | undefined, local: readonly LocalAddress[]): 'all' | string[] {
+function nodePortAddressesFor(family: IPFamily, flag: readonly string[], node: NodeInfo | undefined, local: readonly LocalAddress[]): 'all' | string[] {
   if (flag.length === 1 && flag[0] === 'primary') {
     return nodeAddresses(node, family, 'InternalIP');
   }

@@ -124,7 +124,7 @@ export function readIPv6(text: string, from: number, to: number, out: Uint8Array
 }
 
 /** ::ffff:a.b.c.d: an IPv4 address in IPv6 clothing. */
-export function isIPv4Mapped(b: Uint8Array): boolean {
+function isIPv4Mapped(b: Uint8Array): boolean {
   if (b.length !== 16) return false;
   for (let i = 0; i < 10; i++) if (b[i] !== 0) return false;
   return b[10] === 0xff && b[11] === 0xff;

@@ -64,11 +64,11 @@ function operand(s: Selector, text: string): string {
   return s.kind === 'meta' && (s.key === 'iifname' || s.key === 'oifname') ? str(text) : text;
 }
 
-export function renderVerdict(v: Verdict): string {
+function renderVerdict(v: Verdict): string {
   return v.verdict === 'jump' || v.verdict === 'goto' ? `${v.verdict} ${renderName(v.chain)}` : v.verdict;
 }
 
-export function renderStatement(st: Statement, family: Rule['family']): string {
+function renderStatement(st: Statement, family: Rule['family']): string {
   switch (st.kind) {
     case 'match': {
       const left = renderSelector(st.left);
@@ -112,7 +112,7 @@ export function renderStatement(st: Statement, family: Rule['family']): string {
   }
 }
 
-export function renderRuleBody(r: Rule): string {
+function renderRuleBody(r: Rule): string {
   let s = '';
   for (const st of r.exprs) s += (s ? ' ' : '') + renderStatement(st, r.family);
   return s + comment(r.comment);

@@ -97,7 +97,7 @@ function checkFamily(family: Family, want: 'ip' | 'ip6' | undefined, what: strin
   if (want && family !== 'inet' && family !== want) fail(`${what} cannot be used in a ${family} table`);
 }
 
-export function checkSelector(s: Selector, family: Family): void {
+function checkSelector(s: Selector, family: Family): void {
   if (s.kind === 'numgen' && !(Number.isInteger(s.mod) && s.mod >= 1 && s.mod <= 0xffffffff)) {
     fail(`numgen mod must be an integer from 1, got ${s.mod}`);
   }
@@ -110,7 +110,7 @@ export function checkSelector(s: Selector, family: Family): void {
 }
 
 /** A value text valid for a selector's type; prefixes allowed where `prefix` is. */
-export function checkOperand(s: Selector, text: string, prefix: boolean): void {
+function checkOperand(s: Selector, text: string, prefix: boolean): void {
   if (typeof text !== 'string') fail(`${renderSelector(s)}: the value must be a string`);
   const type = selectorType(s);
   // Common operands first, without building the selector's description.
@@ -329,7 +329,7 @@ function checkStatement(st: Statement, family: Family, lookup: ContainerLookup):
 }
 
 /** The data a `dnat ... map` reads: an address of the family and a port. */
-export function natMapDataType(family: 'ip' | 'ip6'): DataType[] {
+function natMapDataType(family: 'ip' | 'ip6'): DataType[] {
   return [family === 'ip6' ? 'ipv6_addr' : 'ipv4_addr', 'inet_service'];
 }
 

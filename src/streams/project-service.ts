@@ -24,7 +24,7 @@ const SERVICE_TYPES = new Set(['ClusterIP', 'NodePort', 'LoadBalancer', 'Externa
 const IANA_SVC_NAME = /^[a-z0-9]([a-z0-9-]{0,13}[a-z0-9])?$/;
 const DEFAULT_AFFINITY_TIMEOUT = 10800;
 
-export function parseProtocol(what: string, v: unknown): Protocol {
+function parseProtocol(what: string, v: unknown): Protocol {
   if (v === undefined || v === null) return 'TCP';
   if (v === 'TCP' || v === 'UDP' || v === 'SCTP') return v;
   return fail(`${what} has unknown protocol ${JSON.stringify(v)}`);

@@ -59,9 +59,9 @@ export interface ReflectorOptions {
  * alive at a time (less for the young-generation GC to copy); much smaller
  * ones pay per-request overhead. Measured with bench/streams.ts (see there).
  */
-export const DEFAULT_PAGE_SIZE = 250;
+const DEFAULT_PAGE_SIZE = 250;
 
-export const DEFAULT_LIST_PROGRESS_MS = 5_000;
+const DEFAULT_LIST_PROGRESS_MS = 5_000;
 
 /**
  * "listing" lines while a large list is under way: a big cluster's first

@@ -23,7 +23,7 @@ export interface StoreView<T> {
   entries(): IterableIterator<[string, T]>;
 }
 
-export function sameIgnoringVersion(a: unknown, b: unknown): boolean {
+function sameIgnoringVersion(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
   if (Array.isArray(a)) {

@@ -41,7 +41,7 @@ const SCHEMA = {
 } as const satisfies Readonly<Record<string, Schema>>;
 
 export type ExprName = keyof typeof SCHEMA;
-export const EXPR_SCHEMA: Readonly<Record<string, Schema>> = SCHEMA;
+const EXPR_SCHEMA: Readonly<Record<string, Schema>> = SCHEMA;
 
 type FieldIds<S> = { readonly [F in keyof S]: S[F] extends readonly [infer Id, AttrType] ? Id : never };
 function fieldIds<N extends ExprName>(name: N): FieldIds<(typeof SCHEMA)[N]> {

@@ -40,7 +40,7 @@ const L4_NUMBER = { tcp: 6, udp: 17, sctp: 132 } as const;
 /** A dependency of key `index`: `meta nfproto|l4proto == value`, as an explicit statement would be. */
 export type Dependency = { key: 'nfproto' | 'l4proto'; value: number; index: number };
 
-export function selectorDependencies(s: Selector, family: Family, index = 0): Dependency[] {
+function selectorDependencies(s: Selector, family: Family, index = 0): Dependency[] {
   if (s.kind === 'payload') {
     const spec = PAYLOAD_FIELDS[s.field]!;
     if (spec.l4proto) return [{ key: 'l4proto', value: L4_NUMBER[spec.l4proto], index }];
@@ -348,7 +348,7 @@ function writeCore(out: ExprSink, st: Statement): void {
 }
 
 /** Writes one statement's kernel expressions, its protocol dependencies first. */
-export function lowerStatementInto(out: ExprSink, st: Statement, family: Family): void {
+function lowerStatementInto(out: ExprSink, st: Statement, family: Family): void {
   writeDependencies(out, st, family);
   writeCore(out, st);
 }

@@ -42,7 +42,7 @@ const LARGE_BATCH = 4 << 20;
 
 const ERRNO_NAME = new Map<number, string>(Object.entries(osConstants.errno).map(([k, v]) => [v, k]));
 
-export function errnoName(errno: number): string {
+function errnoName(errno: number): string {
   return ERRNO_NAME.get(errno) ?? `E${errno}`;
 }
 

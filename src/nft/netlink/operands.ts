@@ -57,7 +57,7 @@ export function selectorWidth(s: Selector): number {
 }
 
 /** Host-order bytes of an unsigned integer of width 4 or 8. */
-export function hostBytes(value: bigint, width: number): Uint8Array {
+function hostBytes(value: bigint, width: number): Uint8Array {
   const out = new Uint8Array(width);
   const view = new DataView(out.buffer);
   if (width === 8) view.setBigUint64(0, value, LITTLE);
@@ -147,7 +147,7 @@ export function operandBytes(s: Selector, text: string): Uint8Array {
 }
 
 /** Whether a key or data type is held in host byte order (nft's mark and integer types are). */
-export function isHostOrderType(type: DataType): boolean {
+function isHostOrderType(type: DataType): boolean {
   return type === 'mark' || type === 'integer';
 }
 

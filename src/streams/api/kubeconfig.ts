@@ -29,7 +29,7 @@ export class KubeConfigError extends Error {
   }
 }
 
-export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
 export type Credentials =
   | { kind: 'none' }
@@ -109,7 +109,7 @@ async function fileOrData(base: string, doc: Doc, fileKey: string, dataKey: stri
 }
 
 /** Reads one kubeconfig file's current context. */
-export async function loadKubeConfigFile(file: string): Promise<ClusterAccess | NeedsClientNode> {
+async function loadKubeConfigFile(file: string): Promise<ClusterAccess | NeedsClientNode> {
   const path = resolve(file);
   let text: string;
   try {
@@ -164,7 +164,7 @@ export async function loadKubeConfigFile(file: string): Promise<ClusterAccess | 
 }
 
 /** In-cluster access: the service account mounted into the pod. */
-export async function loadInCluster(o: LoadOptions = {}): Promise<ClusterAccess> {
+async function loadInCluster(o: LoadOptions = {}): Promise<ClusterAccess> {
   const env = o.env ?? process.env;
   const host = env.KUBERNETES_SERVICE_HOST;
   const port = env.KUBERNETES_SERVICE_PORT;
