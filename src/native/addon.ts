@@ -56,7 +56,7 @@ export interface NativeAddon {
    * to two commits at once). It stays alive by itself meanwhile.
    */
   commit(batch: Uint8Array, options?: NativeOptions): Promise<NativeCommitResult>;
-  /** The listing buffer of one table (src/nft/netlink/listing.ts), or null when it does not exist. */
+  /** The listing buffer of one table (src/nft/netlink/decode-listing.ts), or null when it does not exist. */
   list(family: number, table: string, options?: NativeOptions): Promise<Uint8Array | null>;
   /** The ruleset generation id. */
   generation(options?: NativeOptions): Promise<number>;

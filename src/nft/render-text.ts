@@ -245,7 +245,7 @@ function renderOperation(verb: Operation['verb'], o: Exclude<Operation['object']
   }
 }
 
-export interface RenderRulesetOptions {
+export interface RenderTableTextOptions {
   /** Print each rule's kernel handle as a trailing `# handle N` (nft -a style). */
   handles?: boolean;
 }
@@ -255,7 +255,7 @@ export interface RenderRulesetOptions {
  * `nft -f` reads: flowtables, sets and maps (with their elements), then chains
  * with their rules, each group in listing order.
  */
-export function renderRuleset(listing: TableListing, opts: RenderRulesetOptions = {}): string {
+export function renderTableText(listing: TableListing, opts: RenderTableTextOptions = {}): string {
   const t: Table = listing.table;
   const out: string[] = [`table ${t.family} ${renderName(t.name)} {`];
   if (t.comment !== undefined) out.push(`\tcomment ${str(t.comment)}`);

@@ -182,9 +182,9 @@ export function checkName(name: unknown, what: string): void {
 }
 
 /** Sets and maps the checks can look up by name (those known to the transaction). */
-export type ContainerLookup = (name: string) => NftSet | NftMap | undefined;
+export type TableContainerLookup = (name: string) => NftSet | NftMap | undefined;
 
-export function checkStatements(exprs: readonly Statement[], family: Family, lookup: ContainerLookup): void {
+export function checkStatements(exprs: readonly Statement[], family: Family, lookup: TableContainerLookup): void {
   if (!Array.isArray(exprs) || exprs.length === 0) fail('a rule needs at least one statement');
   let l4Known = false;
   for (let i = 0; i < exprs.length; i++) {
@@ -234,7 +234,7 @@ function checkKeys(keys: readonly Selector[], family: Family, container: NftSet 
   }
 }
 
-function checkStatement(st: Statement, family: Family, lookup: ContainerLookup): void {
+function checkStatement(st: Statement, family: Family, lookup: TableContainerLookup): void {
   switch (st.kind) {
     case 'match': {
       checkSelector(st.left, family);

@@ -41,7 +41,7 @@ export type ReflectorTuning = Partial<
   Pick<ReflectorOptions, 'pageSize' | 'progressIntervalMs' | 'watchList' | 'watchTimeoutSeconds' | 'readTimeoutMs' | 'headersTimeoutMs' | 'backoff'>
 >;
 
-export interface ApiServerSourceOptions {
+export interface ApiServerStreamsOptions {
   source: 'apiserver';
   /**
    * A kubeconfig file path, or undefined for in-cluster, then $KUBECONFIG,
@@ -58,7 +58,7 @@ export interface ApiServerSourceOptions {
   tuning?: ReflectorTuning;
 }
 
-export interface ManifestSourceOptions {
+export interface ManifestStreamsOptions {
   source: 'manifests';
   path: string;
   nodeName?: string;
@@ -69,7 +69,7 @@ export interface ManifestSourceOptions {
   pollIntervalMs?: number;
 }
 
-export type ClusterStreamsOptions = ApiServerSourceOptions | ManifestSourceOptions;
+export type ClusterStreamsOptions = ApiServerStreamsOptions | ManifestStreamsOptions;
 
 export interface ClusterStreams {
   services$: Observable<StoreEvent<ServiceInfo>>;

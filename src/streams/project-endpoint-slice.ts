@@ -10,7 +10,7 @@
 import type { EndpointHints, EndpointInfo, EndpointPortInfo, EndpointSliceInfo } from '../k8s/types.ts';
 import { readIPv4, readIPv6 } from '../net/ip.ts';
 import { LABEL_FOR_REGION, LABEL_FOR_ZONE, LABEL_SERVICE_NAME } from '../k8s/well-known.ts';
-import { digestOf, EMPTY_LIST, mix, type StringPool } from './intern.ts';
+import { digestOf, digestStep, EMPTY_LIST, type StringPool } from './intern.ts';
 import {
   asList,
   asObject,
@@ -28,7 +28,7 @@ const PORT_NAME = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$/;
 
 /** A port list's digest starts from its length and takes in each port this way. */
 function portDigest(digest: number, port: number, name: string): number {
-  return mix(mix(digest, port), digestOf(name));
+  return digestStep(digestStep(digest, port), digestOf(name));
 }
 
 /** Whether raw ports are exactly a pooled (valid) list: then they need no validation either. */

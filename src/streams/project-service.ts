@@ -6,7 +6,7 @@
 
 import type { IPFamily, LoadBalancerIngress, Protocol, ServiceInfo, ServicePortSpec } from '../k8s/types.ts';
 import { isCIDRText, textFamily } from '../net/ip.ts';
-import { digestOf, EMPTY_LIST, mix, type StringPool } from './intern.ts';
+import { digestOf, digestStep, EMPTY_LIST, type StringPool } from './intern.ts';
 import {
   asList,
   asObject,
@@ -112,7 +112,7 @@ function sameServicePorts(a: ServicePortSpec[], b: ServicePortSpec[]): boolean {
 
 function portDigest(digest: number, port: unknown, name: unknown, targetPort: unknown, nodePort: unknown): number {
   const tp = typeof targetPort === 'number' ? targetPort : typeof targetPort === 'string' && targetPort !== '' ? digestOf(targetPort) : -1;
-  return mix(mix(mix(mix(digest, typeof port === 'number' ? port : -1), typeof name === 'string' ? digestOf(name) : 0), tp), typeof nodePort === 'number' && nodePort !== 0 ? nodePort : -1);
+  return digestStep(digestStep(digestStep(digestStep(digest, typeof port === 'number' ? port : -1), typeof name === 'string' ? digestOf(name) : 0), tp), typeof nodePort === 'number' && nodePort !== 0 ? nodePort : -1);
 }
 
 function sharePorts(pool: StringPool, ports: ServicePortSpec[]): ServicePortSpec[] {
@@ -150,7 +150,7 @@ function projectPorts(list: unknown[], pool: StringPool): ServicePortSpec[] {
   let rawDigest = list.length;
   for (let i = 0; i < list.length; i++) {
     const p = list[i];
-    rawDigest = isObject(p) ? portDigest(rawDigest, p.port, absent(p.name) ? '' : p.name, p.targetPort, p.nodePort) : mix(rawDigest, -2);
+    rawDigest = isObject(p) ? portDigest(rawDigest, p.port, absent(p.name) ? '' : p.name, p.targetPort, p.nodePort) : digestStep(rawDigest, -2);
   }
   const seen = pool.lookup(rawDigest, list, rawPortsMatch);
   if (seen !== undefined) return seen;

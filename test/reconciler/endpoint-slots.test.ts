@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import type { Operation } from '../../src/nft/objects.ts';
-import { renderRuleset as renderText } from '../../src/nft/render-text.ts';
+import { renderTableText as renderText } from '../../src/nft/render-text.ts';
 import { validateOperations } from '../../src/nft/transaction.ts';
 import type { Endpoint, ServicePort } from '../../src/model/service-port.ts';
 import { RulesetConfigError, validateRulesetConfig, type RulesetConfig } from '../../src/reconciler/config.ts';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { renderRuleset as renderText } from '../../src/nft/render-text.ts';
+import { renderTableText as renderText } from '../../src/nft/render-text.ts';
 import { validateOperations } from '../../src/nft/transaction.ts';
 import { ENDPOINT_SHAPES, type RulesetConfig, RulesetConfigError, validateRulesetConfig } from '../../src/reconciler/config.ts';
 import { planFullSync } from '../../src/reconciler/full-sync.ts';

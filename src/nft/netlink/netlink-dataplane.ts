@@ -8,7 +8,7 @@ import { loadNative, type NativeAddon, type NativeCommitResult, type NativeCommi
 import { NftCommitError, type Dataplane, type OperationFailure, type TableListing } from '../dataplane.ts';
 import { encodeOperations } from './encode.ts';
 import { FAMILY_NUMBER } from './kernel-constants.ts';
-import { decodeListing, type DecodedListing } from './listing.ts';
+import { decodeListing, type DecodedListing } from './decode-listing.ts';
 import type { Family, NftMap, NftSet, Operation } from '../objects.ts';
 import { validateOperations } from '../transaction.ts';
 import { ByteWriter } from './wire.ts';
