@@ -5,6 +5,7 @@
 
 import type { Chain, DataType, Element, Flowtable, NftMap, NftSet, Operation, Rule, Selector, Statement, Table, Verdict } from './objects.ts';
 import type { TableListing } from './dataplane.ts';
+import { assertNever } from '../assert-never.ts';
 
 // Words nft 1.0.6 reads as keywords where a chain name is expected (measured:
 // `nft add chain inet t <word>` fails for each); a name spelled like one is
@@ -48,6 +49,8 @@ export function renderSelector(s: Selector): string {
       return `fib ${s.addr} type`;
     case 'numgen':
       return s.offset ? `numgen random mod ${s.mod} offset ${s.offset}` : `numgen random mod ${s.mod}`;
+    default:
+      assertNever(s);
   }
 }
 
@@ -109,6 +112,8 @@ function renderStatement(st: Statement, family: Rule['family']): string {
       return `flow add @${renderName(st.flowtable)}`;
     case 'notrack':
       return 'notrack';
+    default:
+      assertNever(st);
   }
 }
 
@@ -242,6 +247,8 @@ function renderOperation(verb: Operation['verb'], o: Exclude<Operation['object']
       if (verb === 'replace') return `${at} handle ${o.handle} ${renderRuleBody(o)}`;
       return `${at} ${renderRuleBody(o)}`;
     }
+    default:
+      assertNever(o);
   }
 }
 

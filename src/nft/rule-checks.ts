@@ -6,6 +6,7 @@
 import type { DataType, Family, NftMap, NftSet, Selector, Statement } from './objects.ts';
 import { renderSelector } from './render-text.ts';
 import { canonicalValue, NftValueError } from './values.ts';
+import { assertNever } from '../assert-never.ts';
 
 /**
  * The type of value a selector yields. Besides the set-key types:
@@ -27,8 +28,14 @@ export function selectorType(s: Selector): SelectorType {
         case 'ip protocol':
         case 'ip6 nexthdr':
           return 'inet_proto';
-        default:
+        case 'th sport':
+        case 'th dport':
+        case 'tcp dport':
+        case 'udp dport':
+        case 'sctp dport':
           return 'inet_service';
+        default:
+          return assertNever(s);
       }
     case 'meta':
       switch (s.key) {
@@ -41,8 +48,11 @@ export function selectorType(s: Selector): SelectorType {
         case 'iifname':
         case 'oifname':
           return 'ifname';
-        default:
+        case 'iif':
+        case 'oif':
           return 'integer';
+        default:
+          return assertNever(s);
       }
     case 'ct':
       switch (s.key) {
@@ -52,8 +62,11 @@ export function selectorType(s: Selector): SelectorType {
           return 'ct_status';
         case 'mark':
           return 'mark';
-        default:
+        case 'packets':
+        case 'bytes':
           return 'integer';
+        default:
+          return assertNever(s);
       }
     case 'ct-addr':
       return s.field.startsWith('ip6') ? 'ipv6_addr' : 'ipv4_addr';
@@ -61,6 +74,8 @@ export function selectorType(s: Selector): SelectorType {
       return 'fib_type';
     case 'numgen':
       return 'integer';
+    default:
+      assertNever(s);
   }
 }
 
@@ -136,9 +151,18 @@ function checkOperand(s: Selector, text: string, prefix: boolean): void {
       if (!/^(0|[1-9][0-9]{0,15})$/.test(text) || Number(text) > max) fail(`${what}: expected an integer 0-${max}, got ${JSON.stringify(text)}`);
       return;
     }
-    default:
+    case 'ipv4_addr':
+    case 'ipv6_addr':
+    case 'inet_proto':
+    case 'inet_service':
+    case 'ifname':
+    case 'mark':
+    case 'verdict':
       if (!prefix && text.includes('/')) fail(`${what}: a prefix is not allowed here: ${JSON.stringify(text)}`);
       checkCanonical(type, text, what);
+      return;
+    default:
+      assertNever(type);
   }
 }
 
@@ -324,7 +348,8 @@ function checkStatement(st: Statement, family: Family, lookup: TableContainerLoo
       checkName(st.flowtable, 'flowtable');
       return;
     default:
-      fail(`unknown statement kind ${JSON.stringify((st as { kind: unknown }).kind)}`);
+      // Rules arrive from embedders too: a kind outside the type is their mistake, reported like any other.
+      assertNever(st, (x) => fail(`unknown statement kind ${JSON.stringify((x as { kind: unknown }).kind)}`));
   }
 }
 

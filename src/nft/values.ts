@@ -13,6 +13,7 @@
 
 import { formatIPv4, formatIPv6, readIPv4, readIPv6 } from '../net/ip.ts';
 import type { DataType } from './objects.ts';
+import { assertNever } from '../assert-never.ts';
 
 /** A value text or byte string that is not a valid value of its type. */
 export class NftValueError extends Error {
@@ -45,6 +46,8 @@ export function typeLength(type: DataType): number {
       return 4;
     case 'verdict':
       throw new NftValueError(type, '', 'verdicts have no fixed byte form');
+    default:
+      assertNever(type);
   }
 }
 
@@ -91,6 +94,8 @@ export function canonicalValue(type: DataType, text: string): string {
       return text;
     case 'verdict':
       throw new NftValueError(type, text, 'verdicts are not value texts');
+    default:
+      assertNever(type);
   }
 }
 
@@ -126,6 +131,8 @@ export function valueBytes(type: DataType, text: string): Uint8Array {
     }
     case 'verdict':
       throw new NftValueError(type, text, 'verdicts have no byte form here');
+    default:
+      assertNever(type);
   }
 }
 
@@ -155,8 +162,14 @@ export function writeValueBytes(buf: Uint8Array, at: number, type: DataType, tex
       buf[at + 3] = n & 0xff;
       return;
     }
-    default:
+    case 'ipv6_addr':
+    case 'integer':
+    case 'ifname':
+    case 'verdict':
       buf.set(valueBytes(type, text), at);
+      return;
+    default:
+      assertNever(type);
   }
 }
 
@@ -165,7 +178,7 @@ export function valueFromBytes(type: DataType, bytes: Uint8Array): string {
   const fail = (reason: string): never => {
     throw new NftValueError(type, hex(bytes), reason);
   };
-  if (type === 'verdict') fail('verdicts have no byte form here');
+  if (type === 'verdict') return fail('verdicts have no byte form here');
   if (type === 'ifname') {
     if (bytes.length === 0 || bytes.length > IFNAMSIZ) fail(`expected 1 to ${IFNAMSIZ} bytes`);
     let end = bytes.indexOf(0);
@@ -187,9 +200,10 @@ export function valueFromBytes(type: DataType, bytes: Uint8Array): string {
       return String((bytes[0]! << 8) | bytes[1]!);
     case 'integer':
       return String(((bytes[0]! << 24) | (bytes[1]! << 16) | (bytes[2]! << 8) | bytes[3]!) >>> 0);
-    default:
-      // mark
+    case 'mark':
       return formatMark(((bytes[0]! << 24) | (bytes[1]! << 16) | (bytes[2]! << 8) | bytes[3]!) >>> 0);
+    default:
+      return assertNever(type);
   }
 }
 

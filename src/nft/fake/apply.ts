@@ -4,6 +4,12 @@
 import { isVerdictValue, type Chain, type Element, type Flowtable, type NftMap, type NftSet, type Operation, type Rule, type Table } from '../objects.ts';
 import { prefixRange } from '../values.ts';
 import { copyChain, copyContainer, copyElement, copyRule, elementKey, err, tableKey, type ChainState, type FakeKernelOptions, type SetState, type TableState } from './state.ts';
+import { assertNever, UnreachableError } from '../../assert-never.ts';
+
+/** A verb validateOperations refuses for this kind of object (VERBS_BY_KIND): it never reaches the fake's state. */
+function refusedVerb(kind: string, verb: string): never {
+  throw new UnreachableError(`${verb} of a ${kind}`);
+}
 
 /** The state a transaction builds: copied on first write, object by object. */
 export class Working {
@@ -46,6 +52,8 @@ export class Working {
         return this.#rule(op.verb, o, ts, index);
       case 'element':
         return this.#element(op.verb, o, ts, index);
+      default:
+        assertNever(o);
     }
   }
 
@@ -122,6 +130,11 @@ export class Working {
         for (const name of [...m.chains.keys()]) this.#dropRules(m, this.#mutChain(m, name)!, () => true);
         return;
       }
+      case 'insert':
+      case 'replace':
+        return refusedVerb('table', verb);
+      default:
+        assertNever(verb);
     }
   }
 
@@ -170,6 +183,11 @@ export class Working {
         if (!cs) err('ENOENT', `${what} does not exist`);
         this.#dropRules(ts, this.#mutChain(ts, c.name)!, () => true);
         return;
+      case 'insert':
+      case 'replace':
+        return refusedVerb('chain', verb);
+      default:
+        assertNever(verb);
     }
   }
 
@@ -204,6 +222,11 @@ export class Working {
         m.elements.clear();
         return;
       }
+      case 'insert':
+      case 'replace':
+        return refusedVerb('set', verb);
+      default:
+        assertNever(verb);
     }
   }
 
@@ -236,6 +259,12 @@ export class Working {
         if ((ts.flowtableUse.get(f.name) ?? 0) > 0) err('EBUSY', `${what} is used by a rule`);
         ts.flowtables.delete(f.name);
         return;
+      case 'insert':
+      case 'replace':
+      case 'flush':
+        return refusedVerb('flowtable', verb);
+      default:
+        assertNever(verb);
     }
   }
 
@@ -270,6 +299,11 @@ export class Working {
         }
         this.#dropRules(ts, cs, (x) => x.handle === r.handle);
         return;
+      case 'create':
+      case 'flush':
+        return refusedVerb('rule', verb);
+      default:
+        assertNever(verb);
     }
   }
 
@@ -303,6 +337,18 @@ export class Working {
         case 'flow-offload':
           if (!ts.flowtables.has(st.flowtable)) err('ENOENT', `flowtable ${st.flowtable} does not exist`);
           break;
+        case 'match':
+        case 'counter':
+        case 'dnat':
+        case 'snat':
+        case 'masquerade':
+        case 'reject':
+        case 'mark-set':
+        case 'mark-xor':
+        case 'notrack':
+          break; // no reference to another object
+        default:
+          assertNever(st);
       }
     }
     this.#ruleRefs(ts, r, +1);
@@ -379,6 +425,12 @@ export class Working {
         this.#elementRefs(ts, old, -1);
         ss.elements.delete(k);
         return;
+      case 'insert':
+      case 'replace':
+      case 'flush':
+        return refusedVerb('element', verb);
+      default:
+        assertNever(verb);
     }
   }
 }

@@ -20,6 +20,7 @@
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { assertNever } from '../../assert-never.ts';
 
 export class KubeConfigError extends Error {
   readonly code = 'ERR_KUBECONFIG';
@@ -219,5 +220,7 @@ export async function authHeaders(c: Credentials): Promise<Record<string, string
     }
     case 'basic':
       return { authorization: `Basic ${Buffer.from(`${c.username}:${c.password}`).toString('base64')}` };
+    default:
+      assertNever(c);
   }
 }
