@@ -17,7 +17,7 @@ import { typeLength } from '../values.ts';
 import { ByteWriter, type Attr } from './wire.ts';
 import { writeElements } from './encode-elements.ts';
 import { assertNever } from '../../assert-never.ts';
-import { comment, commentBytes, dataLength, dataTypeId, keyLength, keyTypeId, NftEncodeError, withId, type ContainerLookup } from './encode-parts.ts';
+import { comment, commentBytes, dataLength, dataTypeId, keyLength, keyTypeId, NftEncodeError, withId, type ContainerLookup, type RecordSink } from './encode-parts.ts';
 
 export { keyLength, keyTypeId, NftEncodeError, type ContainerLookup };
 
@@ -129,13 +129,6 @@ class RepeatedString {
     this.#at = start + 7;
     this.#len = w.position - this.#at;
   }
-}
-
-/** What the element writer needs of the encoder. */
-export interface RecordSink {
-  readonly w: ByteWriter;
-  container(family: Family, table: string, name: string): NftSet | NftMap | undefined;
-  record(kind: number, msg: number, flags: number, family: Family, index: number, attrs: Attr[]): void;
 }
 
 class BatchEncoder implements RecordSink {
