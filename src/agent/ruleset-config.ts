@@ -1,10 +1,10 @@
 // From flags, the Node object and what the kernel can do to the renderer's
 // RulesetConfig. Pure, so the mapping of every flag is table-tested.
 
-import { BlockList, isIPv4 } from 'node:net';
+import { BlockList } from 'node:net';
 import type { AgentOptions } from './options.ts';
 import type { IPFamily, NodeInfo } from '../k8s/types.ts';
-import { parseIP } from '../net/ip.ts';
+import { parseIP, textFamily } from '../net/ip.ts';
 import { defaultRulesetConfig, type FamilyConfig, type RulesetConfig } from '../reconciler/config.ts';
 
 export interface OffloadState {
@@ -21,7 +21,7 @@ export interface LocalAddress {
 }
 
 function familyOf(cidrOrIP: string): IPFamily {
-  return isIPv4(cidrOrIP.split('/')[0]!) ? 'IPv4' : 'IPv6';
+  return textFamily(cidrOrIP.split('/')[0]!, 'strict') === 'IPv4' ? 'IPv4' : 'IPv6';
 }
 
 /**

@@ -264,6 +264,9 @@ describe('ruleset problems are contained', () => {
       [{ offloadPacketThreshold: -1 }, 'offloadPacketThreshold'],
       [{ families: { IPv4: { ...V4, clusterCIDRs: ['fd00::/64'] } } }, 'families.IPv4.clusterCIDRs[0]'],
       [{ families: { IPv4: { ...V4, nodePortAddresses: ['10.0.0.0/8'] } } }, 'families.IPv4.nodePortAddresses[0]'],
+      // Read with the IP codec's strict syntax: no leading zeros, no zone index.
+      [{ families: { IPv4: { ...V4, nodeIPs: ['010.0.0.1'] } } }, 'families.IPv4.nodeIPs[0]'],
+      [{ families: { IPv6: { ...V4, nodeIPs: ['fd00::1%eth0'], nodePortAddresses: [], clusterCIDRs: [], serviceCIDRs: [] } } }, 'families.IPv6.nodeIPs[0]'],
     ];
     for (const [o, field] of bad) {
       let err: unknown;
