@@ -181,7 +181,9 @@ export interface ParsedIP {
  * when it is not an address.
  */
 export function readIP(text: string, syntax: IPSyntax): ParsedIP | undefined {
-  if (text.length === 0 || text.length > 45) return undefined;
+  // No length cap: the readers give up at the first group or octet too long, and
+  // zero padding makes lenient texts longer than the 45 characters of a strict one.
+  if (text.length === 0) return undefined;
   if (text.includes(':')) {
     const bytes = new Uint8Array(16);
     if (readIPv6(text, 0, text.length, bytes, syntax) !== undefined) return undefined;
