@@ -142,8 +142,9 @@ export class Reconciler {
   }
 
   /**
-   * Renders and plans without committing (`--dry-run`, tests). `ports`: the
-   * model's ServicePorts, read once per sync (reading them drains the model).
+   * Renders and plans without committing (`--dry-run`, tests). `read`: the
+   * model, read once per sync (reading drains the change tracker); the ids it
+   * names are rendered again, the other ports' renderings are kept.
    */
   plan(request: SyncRequest, read: ModelRead = this.#servicePorts()): { plan: SyncPlan; desired: Ruleset; kind: SyncReport['kind']; mode?: FullSyncMode } {
     if (read.changed === 'all') this.#unrendered = 'all';
