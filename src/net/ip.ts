@@ -23,8 +23,12 @@ import type { IPFamily } from '../k8s/types.ts';
 /** How leniently address texts are read (see the top of this file). */
 export type IPSyntax = 'lenient' | 'strict';
 
-/** Longest IPv4 octet spelling accepted leniently ("000000041"); past that it is garbage, not a zero-padded number. */
-const MAX_LENIENT_OCTET_DIGITS = 10;
+/**
+ * Longest octet or group spelling accepted leniently ("0000000041", and, as in
+ * Go's parser, "000000ff" for an IPv6 group); past that it is garbage, not a
+ * zero-padded number.
+ */
+const MAX_LENIENT_DIGITS = 10;
 
 /**
  * Reads text[from, to) as a dotted quad into out[at..at+4) (out may be null:
@@ -49,7 +53,7 @@ export function readIPv4(text: string, from: number, to: number, out: Uint8Array
     if (d < 0 || d > 9) return 'expected a dotted quad';
     if (digits === 0) lead0 = d === 0;
     else if (lead0 && syntax === 'strict') return 'leading zero in an octet';
-    if (++digits > MAX_LENIENT_OCTET_DIGITS) return 'expected a dotted quad';
+    if (++digits > MAX_LENIENT_DIGITS) return 'expected a dotted quad';
     value = value * 10 + d;
     if (value > 255) return 'octet over 255';
   }
@@ -87,7 +91,7 @@ export function readIPv6(text: string, from: number, to: number, out: Uint8Array
     while (i < to) {
       const h = hexValue(text.charCodeAt(i));
       if (h < 0) break;
-      value = (value << 4) | h;
+      value = value * 16 + h;
       i++;
     }
     if (i < to && text.charCodeAt(i) === 46) {
@@ -99,7 +103,7 @@ export function readIPv6(text: string, from: number, to: number, out: Uint8Array
       break;
     }
     const digits = i - groupStart;
-    if (digits === 0 || digits > 4) return 'expected 1 to 4 hex digits per group';
+    if (digits === 0 || digits > (syntax === 'strict' ? 4 : MAX_LENIENT_DIGITS) || value > 0xffff) return 'expected 1 to 4 hex digits per group';
     out[2 * count] = value >> 8;
     out[2 * count + 1] = value & 0xff;
     count++;

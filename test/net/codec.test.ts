@@ -21,6 +21,22 @@ describe('the IP codec: lenient and strict syntax', () => {
     expect(readIPv4(text, 0, text.length, null, 0, 'strict')).toBe(strict);
   });
 
+  it.each([
+    // Rows of the Go parser's tests that netutils.ParseIPSloppy keeps (leading zeros as decimal, zero-padded groups).
+    ['127.001.002.003', '127.1.2.3'],
+    ['::ffff:127.010.020.030', '127.10.20.30'],
+    ['0:0:0:0:000000:ffff:127.1.2.3', '127.1.2.3'],
+    ['2001:4860:0000:2001:0000:0000:0000:0068', '2001:4860:0:2001::68'],
+  ])('lenient %j is %s, as ParseIPSloppy reads it; strict refuses zero padding', (text, address) => {
+    expect(readIP(text, 'lenient')?.address).toBe(address);
+    if (text !== '2001:4860:0000:2001:0000:0000:0000:0068') expect(readIP(text, 'strict')).toBeUndefined();
+  });
+
+  it.each(['0:0:0:0:00000000000:ffff:127.1.2.3', '1:0:0:0:0:0:0:10000', 'fe80::1%lo0', '-0.0.0.0', '127.0.0.256'])('%j is no address in either syntax', (text) => {
+    expect(readIP(text, 'lenient')).toBeUndefined();
+    expect(readIP(text, 'strict')).toBeUndefined();
+  });
+
   it('reads exact texts: surrounding space and zone indexes are not addresses', () => {
     expect(readIP(' 10.0.0.1', 'lenient')).toBeUndefined();
     expect(readIP('fd00::1%eth0', 'lenient')).toBeUndefined();
