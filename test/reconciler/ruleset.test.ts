@@ -232,6 +232,17 @@ describe('ruleset problems are contained', () => {
     expect(r.problems.map((p) => p.code)).toEqual(['ERR_SERVICE_PORT_RENDER']);
   });
 
+  it('an address not in the IP codec\'s canonical form is a bug upstream: its port is left out, not rewritten', () => {
+    const r = renderRuleset([sp({ endpoints: [ep('10.244.01.5')] }), sp({ serviceName: 'ok', clusterIP: '10.96.0.20', endpoints: [ep('10.244.1.5')] })], config({ families: { IPv4: V4 } }));
+    expect([...r.services.keys()]).toEqual(['default/ok/TCP/http/IPv4']);
+    expect(r.problems.map((p) => p.message)).toEqual(['service port default/web/TCP/http/IPv4: "10.244.01.5" is not an IPv4 address in canonical form']);
+  });
+
+  it('a /32 source range (as the model writes a CIDR) is the single address in the firewall rule', () => {
+    const t = text([sp({ loadBalancerIPs: ['198.51.100.9'], loadBalancerSourceRanges: ['203.0.113.7/32'], endpoints: [ep('10.244.1.5')] })]);
+    expect(t).toContain('ip saddr != 203.0.113.7 drop');
+  });
+
   it('a port of an unconfigured family is reported, not rendered', () => {
     const r = renderRuleset([sp({ family: 'IPv6', endpoints: [ep('fd00::1')] })], config({ families: { IPv4: V4 } }));
     expect(r.services.size).toBe(0);
