@@ -71,7 +71,7 @@ async function main(): Promise<void> {
   // The agent's flowtable probe answers "unsupported" on this kernel, so no offload objects.
   const config = rulesetConfigFor(options, node, { wanted: gates.KubeProxyAcceleration && options.offloadPacketThreshold > 0, supported: false, devices: [] });
   const dataplane = new NetlinkDataplane({ netns });
-  const reconciler = new Reconciler({ dataplane, config, now: Date.now, servicePorts: () => [...tracker.servicePorts()] });
+  const reconciler = new Reconciler({ dataplane, config, now: Date.now, servicePorts: () => ({ ports: [...tracker.servicePorts()], changed: tracker.drain().changed }) });
   let t0 = performance.now();
   let planned: ReturnType<Reconciler['plan']> | undefined = reconciler.plan({ kind: 'full', mode: 'replace' });
   const planMs = performance.now() - t0;

@@ -16,7 +16,7 @@ export { NftCommitError, type Dataplane, type OperationFailure, type TableListin
 export { NetlinkDataplane, type NetlinkDataplaneOptions } from './nft/netlink/netlink-dataplane.ts';
 export { FakeKernel } from './nft/fake/fake-kernel.ts';
 export { Transaction, validateOperations, NftInvalidError } from './nft/transaction.ts';
-export { renderOperations, renderRuleset as renderTableText } from './nft/render-text.ts';
+export { renderOperations, renderTableText } from './nft/render-text.ts';
 export { probeFlowtables, type CapabilityAnswer } from './nft/capabilities.ts';
 export { LinkMonitor } from './links/link-monitor.ts';
 export { flowtableDevices } from './links/flowtable-devices.ts';
@@ -29,7 +29,7 @@ export type * from './k8s/types.ts';
 export * from './model/index.ts';
 
 // The reconciler
-export { Reconciler, SyncError, type SyncReport, type SyncRequest } from './reconciler/reconciler.ts';
+export { Reconciler, SyncError, type ModelRead, type ReconcilerOptions, type SyncReport, type SyncRequest } from './reconciler/reconciler.ts';
 export { syncRunner, type SyncResult } from './reconciler/sync-runner.ts';
 export { renderRuleset, type Ruleset } from './reconciler/ruleset.ts';
 export { defaultRulesetConfig, type RulesetConfig, type FamilyConfig } from './reconciler/config.ts';

@@ -188,7 +188,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
       for (const w of drained.warnings) logger.warn({ warning: w }, 'service model warning');
       changeMetrics.drained();
       lastPorts = [...tracker.servicePorts()];
-      return lastPorts;
+      return { ports: lastPorts, changed: drained.changed };
     },
     // Between "programming the initial ruleset" and "synced", a large sync spends
     // seconds in the model and the planner and then seconds in the kernel: say

@@ -6,7 +6,7 @@ import { hostname, networkInterfaces } from 'node:os';
 import type { AgentOptions } from './options.ts';
 import { parseFeatureGates } from '../config/feature-gates.ts';
 import { ServiceChangeTracker } from '../model/change-tracker.ts';
-import { renderRuleset as renderText } from '../nft/render-text.ts';
+import { renderTableText as renderText } from '../nft/render-text.ts';
 import type { Logger } from '../observability/logger.ts';
 import { rulesetListings } from '../reconciler/listing.ts';
 import { renderRuleset } from '../reconciler/ruleset.ts';

@@ -75,7 +75,7 @@ export function worthCollecting(ops: number | undefined, first: boolean): boolea
 /** How long the agent must have been without a sync before it looks at its memory again. */
 export const IDLE_RELEASE_QUIET_MS = 5_000;
 /** RSS grown past the level left by the last release that is worth a collection once idle. */
-export const IDLE_RELEASE_GROWTH_BYTES = 8 * 2 ** 20;
+const IDLE_RELEASE_GROWTH_BYTES = 8 * 2 ** 20;
 
 export type ReleaseReason = 'large sync' | 'idle';
 

@@ -1,9 +1,10 @@
 // From flags, the Node object and what the kernel can do to the renderer's
 // RulesetConfig. Pure, so the mapping of every flag is table-tested.
 
-import { BlockList, isIPv4 } from 'node:net';
+import { BlockList } from 'node:net';
 import type { AgentOptions } from './options.ts';
 import type { IPFamily, NodeInfo } from '../k8s/types.ts';
+import { parseIP, textFamily } from '../net/ip.ts';
 import { defaultRulesetConfig, type FamilyConfig, type RulesetConfig } from '../reconciler/config.ts';
 
 export interface OffloadState {
@@ -20,7 +21,21 @@ export interface LocalAddress {
 }
 
 function familyOf(cidrOrIP: string): IPFamily {
-  return isIPv4(cidrOrIP.split('/')[0]!) ? 'IPv4' : 'IPv6';
+  return textFamily(cidrOrIP.split('/')[0]!, 'strict') === 'IPv4' ? 'IPv4' : 'IPv6';
+}
+
+/**
+ * The Node's addresses of one family (of one type, when given), read as the
+ * model reads API addresses: the API stores them as written, leading zeros and all.
+ */
+function nodeAddresses(node: NodeInfo | undefined, family: IPFamily, type?: string): string[] {
+  const out: string[] = [];
+  for (const a of node?.addresses ?? []) {
+    if (type !== undefined && a.type !== type) continue;
+    const ip = parseIP(a.address);
+    if (ip?.family === family) out.push(ip.address);
+  }
+  return out;
 }
 
 function inCidrs(family: IPFamily, cidrs: readonly string[], address: string): boolean {
@@ -42,7 +57,7 @@ function inCidrs(family: IPFamily, cidrs: readonly string[], address: string): b
  */
 export function nodePortAddressesFor(family: IPFamily, flag: readonly string[], node: NodeInfo | undefined, local: readonly LocalAddress[]): 'all' | string[] {
   if (flag.length === 1 && flag[0] === 'primary') {
-    return (node?.addresses ?? []).filter((a) => a.type === 'InternalIP' && familyOf(a.address) === family).map((a) => a.address);
+    return nodeAddresses(node, family, 'InternalIP');
   }
   const cidrs = flag.filter((c) => familyOf(c) === family);
   if (cidrs.some((c) => c.endsWith('/0'))) return 'all';
@@ -93,7 +108,7 @@ export function rulesetConfigFor(options: AgentOptions, nodeObject: NodeInfo | u
   for (const family of ['IPv4', 'IPv6'] as const) {
     families[family] = {
       nodePortAddresses: nodePortAddressesFor(family, options.nodePortAddresses, node, local),
-      nodeIPs: (node?.addresses ?? []).filter((a) => familyOf(a.address) === family).map((a) => a.address),
+      nodeIPs: nodeAddresses(node, family),
       clusterCIDRs: localCIDRsFor(family, options, node),
       serviceCIDRs: options.serviceCIDRs.filter((c) => familyOf(c) === family),
     };

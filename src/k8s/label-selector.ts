@@ -1,3 +1,4 @@
+import { assertNever } from '../assert-never.ts';
 // Kubernetes label selectors in their string form (`a`, `!a`, `a=b`, `a==b`,
 // `a!=b`, `a in (x,y)`, `a notin (x,y)`, comma-joined = AND).
 //
@@ -99,6 +100,8 @@ export function matchesLabels(reqs: readonly Requirement[], labels: Labels): boo
         // As in Kubernetes: `k!=v` and `k notin (…)` match objects without the label.
         if (has && r.values.includes(labels![r.key]!)) return false;
         break;
+      default:
+        assertNever(r);
     }
   }
   return true;

@@ -1,7 +1,7 @@
 // Well-known label names and the KEP-31 selectors built from them.
 
-export const LABEL_SERVICE_PROXY_NAME = 'service.kubernetes.io/service-proxy-name';
-export const LABEL_HEADLESS = 'service.kubernetes.io/headless';
+const LABEL_SERVICE_PROXY_NAME = 'service.kubernetes.io/service-proxy-name';
+const LABEL_HEADLESS = 'service.kubernetes.io/headless';
 export const LABEL_SERVICE_NAME = 'kubernetes.io/service-name';
 export const LABEL_FOR_ZONE = 'endpointslice.kubernetes.io/for-zone';
 export const LABEL_FOR_REGION = 'endpointslice.kubernetes.io/for-region';

@@ -26,7 +26,7 @@ import type {
  * fits without an overrun; memory is only used while events queue up. Setting
  * more than net.core.rmem_max needs CAP_NET_ADMIN, which the agent has anyway.
  */
-export const DEFAULT_RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024;
+const DEFAULT_RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024;
 
 export interface LinkMonitorOptions {
   /** Network namespace path (e.g. /var/run/netns/NAME); default: this process's. */

@@ -68,7 +68,7 @@ export function toLinkInfo(rec: NativeLinkRecord): LinkInfo {
   };
 }
 
-export function sameLink(a: LinkInfo, b: LinkInfo): boolean {
+function sameLink(a: LinkInfo, b: LinkInfo): boolean {
   return (
     a.index === b.index &&
     a.name === b.name &&

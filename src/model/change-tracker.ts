@@ -4,8 +4,10 @@
 // Node) and, per service, the ServicePorts it last handed out ("previous").
 // Events only mark a service dirty and remember the earliest trigger time;
 // drain() recomputes the dirty services ("current") and reports the ports whose
-// value differs from previous. A change that cancels out (an update then its
-// revert, a slice re-sent unchanged, a node label flapping back) yields nothing.
+// value differs from previous, and their ids: the one source of "what changed"
+// (kube-proxy's UpdatedServices, at ServicePort grain) that the reconciler
+// renders from. A change that cancels out (an update then its revert, a slice
+// re-sent unchanged, a node label flapping back) yields nothing.
 //
 // No clock inside: callers pass the trigger time of every event (receipt time,
 // or the EndpointSlice's last-change-trigger-time), and get back, per change,
@@ -28,6 +30,8 @@ export type ServicePortChange =
 
 export interface DrainResult {
   changes: ServicePortChange[];
+  /** The ids of `changes`: the ServicePorts added, updated or removed since the previous drain. */
+  changed: ReadonlySet<string>;
   /** Warnings of every service recomputed in this drain. */
   warnings: ModelWarning[];
   /** How many services were recomputed (changed or not). */
@@ -169,7 +173,7 @@ export class ServiceChangeTracker {
         const previous = beforeById(id);
         if (previous === undefined) changes.push({ kind: 'added', id, current, triggeredAt });
         else if (!servicePortEqual(previous, current)) changes.push({ kind: 'updated', id, previous, current, triggeredAt });
-        else after[i] = previous; // keep the old object: identity tells consumers nothing moved
+        else after[i] = previous; // keep the old object: the equal new one can go
       }
       if (before.length > 0) {
         const afterById = indexById(after);
@@ -182,7 +186,9 @@ export class ServiceChangeTracker {
       else this.previous.delete(key);
     }
     this.dirty.clear();
-    return { changes, warnings, servicesEvaluated: evaluated };
+    const changed = new Set<string>();
+    for (const c of changes) changed.add(c.id);
+    return { changes, changed, warnings, servicesEvaluated: evaluated };
   }
 
   /** Every ServicePort as last handed out: the desired state for a full resync. */

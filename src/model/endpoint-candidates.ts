@@ -44,7 +44,7 @@ export interface Candidate extends EndpointView {
   slice: SliceView;
 }
 
-export function portKey(protocol: Protocol, name: string): string {
+function portKey(protocol: Protocol, name: string): string {
   return `${protocol}/${name}`;
 }
 

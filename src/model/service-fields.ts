@@ -14,7 +14,7 @@ const NO_ADDRESSES = Object.freeze([]) as unknown as string[];
 /** kube-proxy's default for sessionAffinityConfig.clientIP.timeoutSeconds (3 hours). */
 export const DEFAULT_AFFINITY_TIMEOUT_SECONDS = 10800;
 /** The API's upper bound for the timeout (one day). */
-export const MAX_AFFINITY_TIMEOUT_SECONDS = 86400;
+const MAX_AFFINITY_TIMEOUT_SECONDS = 86400;
 
 export interface FamilyFields {
   family: IPFamily;
@@ -50,7 +50,7 @@ export function isValidPort(n: unknown): n is number {
 }
 
 /** Headless and ExternalName services have nothing for a proxy to do. */
-export function isProxiable(service: ServiceInfo): boolean {
+function isProxiable(service: ServiceInfo): boolean {
   if (service.type === 'ExternalName') return false;
   if (service.clusterIPs.length === 0) return false;
   return !service.clusterIPs.some((ip) => ip.trim() === 'None');

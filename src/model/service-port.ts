@@ -54,8 +54,10 @@ export interface ServicePort {
   external: EndpointSelection;
   /**
    * Every endpoint that `cluster` or `external` uses (kube-proxy's
-   * allReachableEndpoints): the endpoint chains to create (hairpin, metrics,
-   * conntrack cleanup). Sorted by address, then port; shares objects with them.
+   * allReachableEndpoints). The renderer spreads over it when both traffic
+   * policies are Local: the short-circuit of pod and host traffic to the
+   * service's external addresses still goes cluster-wide. Sorted by address,
+   * then port; shares objects with them.
    */
   allEndpoints: Endpoint[];
 }

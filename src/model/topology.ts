@@ -29,6 +29,7 @@
 //   - else no hint filtering. A node without a zone label gets no zone filtering.
 
 import type { Candidate } from './endpoint-candidates.ts';
+import { assertNever } from '../assert-never.ts';
 
 export interface NodeTopology {
   nodeName: string;
@@ -93,5 +94,7 @@ export function allowedByHints(c: Candidate, mode: HintMode, node: NodeTopology)
       return c.nodeHints !== undefined && c.nodeHints.includes(node.nodeName);
     case 'zone':
       return c.zoneHints !== undefined && node.zone !== undefined && c.zoneHints.includes(node.zone);
+    default:
+      assertNever(mode);
   }
 }

@@ -91,7 +91,7 @@ export interface NativeAddon {
    * origin 'builder'). For tests and tools: it blocks the JS thread.
    */
   check(batch: Uint8Array): NativeCheckResult;
-  /** The listing buffer of one table (src/nft/netlink/listing.ts), or null when it does not exist. */
+  /** The listing buffer of one table (src/nft/netlink/decode-listing.ts), or null when it does not exist. */
   list(family: number, table: string, options?: NativeOptions): Promise<Uint8Array | null>;
   /** The ruleset generation id. */
   generation(options?: NativeOptions): Promise<number>;

@@ -23,7 +23,7 @@ export interface FlowtableProbeOptions {
   table?: string;
 }
 
-export function flowtableProbeOperations(family: Family, table: string): Operation[] {
+function flowtableProbeOperations(family: Family, table: string): Operation[] {
   return [
     { verb: 'add', object: { kind: 'table', family, name: table } },
     { verb: 'add', object: { kind: 'flowtable', family, table, name: 'probe', hook: 'ingress', priority: 0, devices: [] } },
@@ -34,7 +34,7 @@ export function flowtableProbeOperations(family: Family, table: string): Operati
 const FLOWTABLE_OP = 1;
 
 /** Interprets the outcome of flowtableProbeOperations (pure, for tests of every branch). */
-export function interpretFlowtableProbe(error: unknown): CapabilityAnswer {
+function interpretFlowtableProbe(error: unknown): CapabilityAnswer {
   if (error === undefined) return { status: 'supported', reason: 'the kernel created a flowtable' };
   if (!(error instanceof NftCommitError)) {
     return { status: 'unknown', reason: `flowtable probe could not run: ${(error as Error)?.message ?? String(error)}` };

@@ -1,3 +1,4 @@
+import { assertNever } from '../assert-never.ts';
 // The one representation of nftables objects in kube-nft-proxy.
 //
 // These plain records are what the reconciler renders and diffs, what the
@@ -229,5 +230,7 @@ export function objectKey(o: NftObject): string {
       return `element ${o.family} ${o.table} ${o.set} ${o.key.join(' . ')}`;
     case 'rule':
       return `rule ${o.family} ${o.table} ${o.chain} ${o.handle ?? '?'}`;
+    default:
+      assertNever(o);
   }
 }

@@ -5,6 +5,7 @@
 
 import type { Chain, DataType, Element, Flowtable, NftMap, NftSet, Operation, Rule, Selector, Statement, Table, Verdict } from './objects.ts';
 import type { TableListing } from './dataplane.ts';
+import { assertNever } from '../assert-never.ts';
 
 // Words nft 1.0.6 reads as keywords where a chain name is expected (measured:
 // `nft add chain inet t <word>` fails for each); a name spelled like one is
@@ -48,6 +49,8 @@ export function renderSelector(s: Selector): string {
       return `fib ${s.addr} type`;
     case 'numgen':
       return s.offset ? `numgen random mod ${s.mod} offset ${s.offset}` : `numgen random mod ${s.mod}`;
+    default:
+      assertNever(s);
   }
 }
 
@@ -64,11 +67,11 @@ function operand(s: Selector, text: string): string {
   return s.kind === 'meta' && (s.key === 'iifname' || s.key === 'oifname') ? str(text) : text;
 }
 
-export function renderVerdict(v: Verdict): string {
+function renderVerdict(v: Verdict): string {
   return v.verdict === 'jump' || v.verdict === 'goto' ? `${v.verdict} ${renderName(v.chain)}` : v.verdict;
 }
 
-export function renderStatement(st: Statement, family: Rule['family']): string {
+function renderStatement(st: Statement, family: Rule['family']): string {
   switch (st.kind) {
     case 'match': {
       const left = renderSelector(st.left);
@@ -109,10 +112,12 @@ export function renderStatement(st: Statement, family: Rule['family']): string {
       return `flow add @${renderName(st.flowtable)}`;
     case 'notrack':
       return 'notrack';
+    default:
+      assertNever(st);
   }
 }
 
-export function renderRuleBody(r: Rule): string {
+function renderRuleBody(r: Rule): string {
   let s = '';
   for (const st of r.exprs) s += (s ? ' ' : '') + renderStatement(st, r.family);
   return s + comment(r.comment);
@@ -242,10 +247,12 @@ function renderOperation(verb: Operation['verb'], o: Exclude<Operation['object']
       if (verb === 'replace') return `${at} handle ${o.handle} ${renderRuleBody(o)}`;
       return `${at} ${renderRuleBody(o)}`;
     }
+    default:
+      assertNever(o);
   }
 }
 
-export interface RenderRulesetOptions {
+export interface RenderTableTextOptions {
   /** Print each rule's kernel handle as a trailing `# handle N` (nft -a style). */
   handles?: boolean;
 }
@@ -255,7 +262,7 @@ export interface RenderRulesetOptions {
  * `nft -f` reads: flowtables, sets and maps (with their elements), then chains
  * with their rules, each group in listing order.
  */
-export function renderRuleset(listing: TableListing, opts: RenderRulesetOptions = {}): string {
+export function renderTableText(listing: TableListing, opts: RenderTableTextOptions = {}): string {
   const t: Table = listing.table;
   const out: string[] = [`table ${t.family} ${renderName(t.name)} {`];
   if (t.comment !== undefined) out.push(`\tcomment ${str(t.comment)}`);

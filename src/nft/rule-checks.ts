@@ -6,6 +6,7 @@
 import type { DataType, Family, NftMap, NftSet, Selector, Statement } from './objects.ts';
 import { renderSelector } from './render-text.ts';
 import { canonicalValue, NftValueError } from './values.ts';
+import { assertNever } from '../assert-never.ts';
 
 /**
  * The type of value a selector yields. Besides the set-key types:
@@ -27,8 +28,14 @@ export function selectorType(s: Selector): SelectorType {
         case 'ip protocol':
         case 'ip6 nexthdr':
           return 'inet_proto';
-        default:
+        case 'th sport':
+        case 'th dport':
+        case 'tcp dport':
+        case 'udp dport':
+        case 'sctp dport':
           return 'inet_service';
+        default:
+          return assertNever(s);
       }
     case 'meta':
       switch (s.key) {
@@ -41,8 +48,11 @@ export function selectorType(s: Selector): SelectorType {
         case 'iifname':
         case 'oifname':
           return 'ifname';
-        default:
+        case 'iif':
+        case 'oif':
           return 'integer';
+        default:
+          return assertNever(s);
       }
     case 'ct':
       switch (s.key) {
@@ -52,8 +62,11 @@ export function selectorType(s: Selector): SelectorType {
           return 'ct_status';
         case 'mark':
           return 'mark';
-        default:
+        case 'packets':
+        case 'bytes':
           return 'integer';
+        default:
+          return assertNever(s);
       }
     case 'ct-addr':
       return s.field.startsWith('ip6') ? 'ipv6_addr' : 'ipv4_addr';
@@ -61,6 +74,8 @@ export function selectorType(s: Selector): SelectorType {
       return 'fib_type';
     case 'numgen':
       return 'integer';
+    default:
+      assertNever(s);
   }
 }
 
@@ -97,7 +112,7 @@ function checkFamily(family: Family, want: 'ip' | 'ip6' | undefined, what: strin
   if (want && family !== 'inet' && family !== want) fail(`${what} cannot be used in a ${family} table`);
 }
 
-export function checkSelector(s: Selector, family: Family): void {
+function checkSelector(s: Selector, family: Family): void {
   if (s.kind === 'numgen' && !(Number.isInteger(s.mod) && s.mod >= 1 && s.mod <= 0xffffffff)) {
     fail(`numgen mod must be an integer from 1, got ${s.mod}`);
   }
@@ -110,7 +125,7 @@ export function checkSelector(s: Selector, family: Family): void {
 }
 
 /** A value text valid for a selector's type; prefixes allowed where `prefix` is. */
-export function checkOperand(s: Selector, text: string, prefix: boolean): void {
+function checkOperand(s: Selector, text: string, prefix: boolean): void {
   if (typeof text !== 'string') fail(`${renderSelector(s)}: the value must be a string`);
   const type = selectorType(s);
   // Common operands first, without building the selector's description.
@@ -136,9 +151,18 @@ export function checkOperand(s: Selector, text: string, prefix: boolean): void {
       if (!/^(0|[1-9][0-9]{0,15})$/.test(text) || Number(text) > max) fail(`${what}: expected an integer 0-${max}, got ${JSON.stringify(text)}`);
       return;
     }
-    default:
+    case 'ipv4_addr':
+    case 'ipv6_addr':
+    case 'inet_proto':
+    case 'inet_service':
+    case 'ifname':
+    case 'mark':
+    case 'verdict':
       if (!prefix && text.includes('/')) fail(`${what}: a prefix is not allowed here: ${JSON.stringify(text)}`);
       checkCanonical(type, text, what);
+      return;
+    default:
+      assertNever(type);
   }
 }
 
@@ -182,9 +206,9 @@ export function checkName(name: unknown, what: string): void {
 }
 
 /** Sets and maps the checks can look up by name (those known to the transaction). */
-export type ContainerLookup = (name: string) => NftSet | NftMap | undefined;
+export type TableContainerLookup = (name: string) => NftSet | NftMap | undefined;
 
-export function checkStatements(exprs: readonly Statement[], family: Family, lookup: ContainerLookup): void {
+export function checkStatements(exprs: readonly Statement[], family: Family, lookup: TableContainerLookup): void {
   if (!Array.isArray(exprs) || exprs.length === 0) fail('a rule needs at least one statement');
   let l4Known = false;
   for (let i = 0; i < exprs.length; i++) {
@@ -234,7 +258,7 @@ function checkKeys(keys: readonly Selector[], family: Family, container: NftSet 
   }
 }
 
-function checkStatement(st: Statement, family: Family, lookup: ContainerLookup): void {
+function checkStatement(st: Statement, family: Family, lookup: TableContainerLookup): void {
   switch (st.kind) {
     case 'match': {
       checkSelector(st.left, family);
@@ -324,12 +348,13 @@ function checkStatement(st: Statement, family: Family, lookup: ContainerLookup):
       checkName(st.flowtable, 'flowtable');
       return;
     default:
-      fail(`unknown statement kind ${JSON.stringify((st as { kind: unknown }).kind)}`);
+      // Rules arrive from embedders too: a kind outside the type is their mistake, reported like any other.
+      assertNever(st, (x) => fail(`unknown statement kind ${JSON.stringify((x as { kind: unknown }).kind)}`));
   }
 }
 
 /** The data a `dnat ... map` reads: an address of the family and a port. */
-export function natMapDataType(family: 'ip' | 'ip6'): DataType[] {
+function natMapDataType(family: 'ip' | 'ip6'): DataType[] {
   return [family === 'ip6' ? 'ipv6_addr' : 'ipv4_addr', 'inet_service'];
 }
 

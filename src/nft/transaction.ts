@@ -7,6 +7,7 @@
 import { isVerdictValue, type ChainHook, type ChainType, type DataType, type Element, type Family, type NftMap, type NftObject, type NftObjectKind, type NftSet, type Operation, type SetFlag, type Verb } from './objects.ts';
 import { checkCanonical, checkName, checkStatements, checkVerdict, isCanonical, RuleCheckFailure } from './rule-checks.ts';
 import { typeLength } from './values.ts';
+import { assertNever } from '../assert-never.ts';
 
 export { selectorType } from './rule-checks.ts';
 export type { SelectorType } from './rule-checks.ts';
@@ -257,6 +258,8 @@ function checkOperation(op: Operation, ctx: CheckContext): void {
       ctx.setName(o.set);
       checkElement(o, ctx.find(o.family, o.table, o.set), defining);
       return;
+    default:
+      assertNever(o);
   }
 }
 

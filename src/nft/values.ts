@@ -5,12 +5,15 @@
 // back from the kernel prints exactly as what was written. Bytes are what the
 // kernel stores: network byte order, no padding except ifname (NUL-padded to 16).
 //
-// This layer is strict: an IPv4 address with a leading zero ('010.0.0.1') is
-// refused, not guessed at (octal or decimal?). Normalising Kubernetes input is
-// the model's job. The parsers walk char codes by hand because they sit on hot
-// paths (100k elements per full sync).
+// Addresses are read and written by the one IP codec (src/net/ip.ts) in its
+// strict syntax: an IPv4 address with a leading zero ('010.0.0.1') is refused,
+// not guessed at (octal or decimal?). Normalising Kubernetes input is the
+// model's job, with the same codec's lenient syntax. The other parsers walk
+// char codes by hand too: they sit on hot paths (100k elements per full sync).
 
+import { formatIPv4, formatIPv6, readIPv4, readIPv6 } from '../net/ip.ts';
 import type { DataType } from './objects.ts';
+import { assertNever } from '../assert-never.ts';
 
 /** A value text or byte string that is not a valid value of its type. */
 export class NftValueError extends Error {
@@ -43,6 +46,8 @@ export function typeLength(type: DataType): number {
       return 4;
     case 'verdict':
       throw new NftValueError(type, '', 'verdicts have no fixed byte form');
+    default:
+      assertNever(type);
   }
 }
 
@@ -89,6 +94,8 @@ export function canonicalValue(type: DataType, text: string): string {
       return text;
     case 'verdict':
       throw new NftValueError(type, text, 'verdicts are not value texts');
+    default:
+      assertNever(type);
   }
 }
 
@@ -126,6 +133,8 @@ export function valueBytes(type: DataType, text: string): Uint8Array {
     }
     case 'verdict':
       throw new NftValueError(type, text, 'verdicts have no byte form here');
+    default:
+      assertNever(type);
   }
 }
 
@@ -155,8 +164,14 @@ export function writeValueBytes(buf: Uint8Array, at: number, type: DataType, tex
       buf[at + 3] = n & 0xff;
       return;
     }
-    default:
+    case 'ipv6_addr':
+    case 'integer':
+    case 'ifname':
+    case 'verdict':
       buf.set(valueBytes(type, text), at);
+      return;
+    default:
+      assertNever(type);
   }
 }
 
@@ -165,7 +180,7 @@ export function valueFromBytes(type: DataType, bytes: Uint8Array): string {
   const fail = (reason: string): never => {
     throw new NftValueError(type, hex(bytes), reason);
   };
-  if (type === 'verdict') fail('verdicts have no byte form here');
+  if (type === 'verdict') return fail('verdicts have no byte form here');
   if (type === 'ifname') {
     if (bytes.length === 0 || bytes.length > IFNAMSIZ) fail(`expected 1 to ${IFNAMSIZ} bytes`);
     const end = bytes.indexOf(0);
@@ -178,7 +193,7 @@ export function valueFromBytes(type: DataType, bytes: Uint8Array): string {
   if (bytes.length !== want) fail(`expected ${want} bytes, got ${bytes.length}`);
   switch (type) {
     case 'ipv4_addr':
-      return `${bytes[0]}.${bytes[1]}.${bytes[2]}.${bytes[3]}`;
+      return formatIPv4(bytes);
     case 'ipv6_addr':
       return formatIPv6(bytes);
     case 'inet_proto':
@@ -187,9 +202,10 @@ export function valueFromBytes(type: DataType, bytes: Uint8Array): string {
       return String((bytes[0]! << 8) | bytes[1]!);
     case 'integer':
       return String(((bytes[0]! << 24) | (bytes[1]! << 16) | (bytes[2]! << 8) | bytes[3]!) >>> 0);
-    default:
-      // mark
+    case 'mark':
       return formatMark(((bytes[0]! << 24) | (bytes[1]! << 16) | (bytes[2]! << 8) | bytes[3]!) >>> 0);
+    default:
+      return assertNever(type);
   }
 }
 
@@ -245,6 +261,24 @@ export function bytesMinusOne(b: Uint8Array): Uint8Array {
 // ---------------------------------------------------------------------------
 // Parsers
 
+/** Reads text[from, to) as a strict dotted quad into out[at..at+4) (when out is given). */
+function parseIPv4(text: string, from: number, to: number, out: Uint8Array | null, at: number): void {
+  const reason = readIPv4(text, from, to, out, at, 'strict');
+  if (reason !== undefined) throw new NftValueError('ipv4_addr', text, reason);
+}
+
+/** Reads text[0, to) as an IPv6 address (dotted tail strict) into out. */
+function parseIPv6(text: string, to: number, out: Uint8Array): void {
+  const reason = readIPv6(text, 0, to, out, 'strict');
+  if (reason !== undefined) throw new NftValueError('ipv6_addr', text, reason);
+}
+
+function parseIPv6Whole(text: string): Uint8Array {
+  const out = new Uint8Array(16);
+  parseIPv6(text, text.length, out);
+  return out;
+}
+
 /** Strict decimal without sign or leading zeros, 0..max. */
 function parseDecimal(type: DataType, text: string, max: number): number {
   const n = text.length;
@@ -258,154 +292,6 @@ function parseDecimal(type: DataType, text: string, max: number): number {
   }
   if (v > max) throw new NftValueError(type, text, `out of range 0-${max}`);
   return v;
-}
-
-/** Parses text[from, to) as a strict dotted quad into out[at..at+4) (when out is given). */
-function parseIPv4(text: string, from: number, to: number, out: Uint8Array | null, at: number): void {
-  let part = 0;
-  let v = 0;
-  let digits = 0;
-  let lead0 = false;
-  for (let i = from; i <= to; i++) {
-    const c = i < to ? text.charCodeAt(i) : 46; // a virtual trailing '.' closes the last part
-    if (c === 46) {
-      if (digits === 0 || part > 3) throw new NftValueError('ipv4_addr', text, 'expected a dotted quad');
-      if (out) out[at + part] = v;
-      part++;
-      v = 0;
-      digits = 0;
-      continue;
-    }
-    const d = c - 48;
-    if (d < 0 || d > 9) throw new NftValueError('ipv4_addr', text, 'expected a dotted quad');
-    if (digits === 0) lead0 = d === 0;
-    else if (lead0) throw new NftValueError('ipv4_addr', text, 'leading zero in an octet');
-    v = v * 10 + d;
-    digits++;
-    if (v > 255) throw new NftValueError('ipv4_addr', text, 'octet over 255');
-  }
-  if (part !== 4) throw new NftValueError('ipv4_addr', text, 'expected a dotted quad');
-}
-
-function parseIPv6Whole(text: string): Uint8Array {
-  const out = new Uint8Array(16);
-  parseIPv6(text, text.length, out);
-  return out;
-}
-
-/** Any RFC 4291 text form (hex groups, one '::', a trailing dotted quad), no zone. */
-function parseIPv6(text: string, to: number, out: Uint8Array): void {
-  const bad = (reason: string): never => {
-    throw new NftValueError('ipv6_addr', text, reason);
-  };
-  const words = new Array<number>(8);
-  let n = 0; // words written
-  let gap = -1; // index in words where '::' stands
-  let i = 0;
-  if (to >= 2 && text.charCodeAt(0) === 58 && text.charCodeAt(1) === 58) {
-    gap = 0;
-    i = 2;
-    if (i === to) {
-      out.fill(0);
-      return;
-    }
-  } else if (to > 0 && text.charCodeAt(0) === 58) {
-    bad('leading single colon');
-  }
-  for (;;) {
-    if (n === 8) bad('too many groups');
-    const start = i;
-    let v = 0;
-    while (i < to) {
-      const c = text.charCodeAt(i);
-      const h = c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : c >= 65 && c <= 70 ? c - 55 : -1;
-      if (h < 0) break;
-      v = (v << 4) | h;
-      i++;
-    }
-    if (i < to && text.charCodeAt(i) === 46) {
-      // Embedded IPv4 in the last 32 bits.
-      if (n > 6) bad('embedded IPv4 too late');
-      const q = new Uint8Array(4);
-      try {
-        parseIPv4(text, start, to, q, 0);
-      } catch {
-        bad('invalid embedded IPv4 address');
-      }
-      words[n++] = (q[0]! << 8) | q[1]!;
-      words[n++] = (q[2]! << 8) | q[3]!;
-      i = to;
-      break;
-    }
-    const len = i - start;
-    if (len === 0 || len > 4) bad('expected 1 to 4 hex digits per group');
-    words[n++] = v;
-    if (i === to) break;
-    if (text.charCodeAt(i) !== 58) bad('unexpected character');
-    i++;
-    if (i < to && text.charCodeAt(i) === 58) {
-      if (gap >= 0) bad('more than one "::"');
-      gap = n;
-      i++;
-      if (i === to) break;
-    } else if (i === to) {
-      bad('trailing colon');
-    }
-  }
-  if (gap < 0) {
-    if (n !== 8) bad('expected 8 groups');
-  } else if (n > 7) {
-    bad('"::" must stand for at least one group');
-  }
-  const tail = gap < 0 ? 0 : n - gap;
-  let w = 0;
-  for (let k = 0; k < 8; k++) {
-    let value: number;
-    if (gap < 0 || k < gap) value = words[w++]!;
-    else if (k < 8 - tail) value = 0;
-    else value = words[w++]!;
-    out[2 * k] = value >>> 8;
-    out[2 * k + 1] = value & 0xff;
-  }
-}
-
-/** RFC 5952 text, with the dotted tail glibc's inet_ntop (and so `nft`) prints for ::ffff:a.b.c.d and ::a.b.c.d. */
-function formatIPv6(b: Uint8Array): string {
-  const w = new Array<number>(8);
-  for (let k = 0; k < 8; k++) w[k] = (b[2 * k]! << 8) | b[2 * k + 1]!;
-  let bestStart = -1;
-  let bestLen = 0;
-  for (let k = 0; k < 8; ) {
-    if (w[k] !== 0) {
-      k++;
-      continue;
-    }
-    let e = k;
-    while (e < 8 && w[e] === 0) e++;
-    if (e - k > bestLen) {
-      bestStart = k;
-      bestLen = e - k;
-    }
-    k = e;
-  }
-  if (bestLen < 2) bestStart = -1;
-  const dottedTail = bestStart === 0 && (bestLen === 6 || (bestLen === 5 && w[5] === 0xffff));
-  let s = '';
-  const last = dottedTail ? 6 : 8;
-  for (let k = 0; k < last; k++) {
-    if (k === bestStart) {
-      s += '::';
-      k += bestLen - 1;
-      continue;
-    }
-    if (s.length > 0 && !s.endsWith(':')) s += ':';
-    s += w[k]!.toString(16);
-  }
-  if (dottedTail) {
-    if (!s.endsWith(':')) s += ':';
-    s += `${b[12]}.${b[13]}.${b[14]}.${b[15]}`;
-  }
-  return s;
 }
 
 function parsePrefix(type: 'ipv4_addr' | 'ipv6_addr', text: string, slash: number): { bytes: Uint8Array; len: number } {

@@ -13,8 +13,9 @@
 // - a family that is not configured simply has no table.
 // The cost is a second copy of the static skeleton (a few dozen objects).
 
-import { BlockList, isIPv4, isIPv6 } from 'node:net';
+import { BlockList } from 'node:net';
 import type { IPFamily } from '../k8s/types.ts';
+import { textFamily } from '../net/ip.ts';
 import { canonicalValue } from '../nft/values.ts';
 import { DEFAULT_ENDPOINT_MAP_BLOCKS } from './endpoint-slots.ts';
 
@@ -150,8 +151,7 @@ export function validateRulesetConfig(c: RulesetConfig): RulesetConfig {
 }
 
 function address(family: IPFamily, text: string, field: string): string {
-  const ok = family === 'IPv4' ? isIPv4(text) : isIPv6(text);
-  if (!ok) throw new RulesetConfigError(field, `${JSON.stringify(text)} is not an ${family} address`);
+  if (textFamily(text, 'strict') !== family) throw new RulesetConfigError(field, `${JSON.stringify(text)} is not an ${family} address`);
   return canonicalValue(family === 'IPv4' ? 'ipv4_addr' : 'ipv6_addr', text);
 }
 

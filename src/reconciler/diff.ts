@@ -2,8 +2,10 @@
 // incremental transaction. Pure: `now` comes from the caller.
 //
 // Only ServicePorts whose entry is not the very same object as before are
-// looked at (the renderer reuses unchanged ServicePorts' entries), so a change to one
-// service yields operations on that service's chains and elements only.
+// looked at: the renderer reuses the entries of the ports the change tracker
+// did not name, and lists the ids it rendered again (Ruleset.changes), so a
+// change to one service yields operations on that service's chains and
+// elements only, found without a pass over every port.
 // A changed chain is flushed and its rules re-added in the same transaction;
 // elements are added and deleted one by one.
 //

@@ -42,7 +42,7 @@ export function claimKeysOf(f: Fragment): readonly string[] {
   return f.claimKeys?.length === f.elements.length ? f.claimKeys : f.elements.map(claimKey);
 }
 
-export function emptyFragment(): Fragment {
+function emptyFragment(): Fragment {
   return { chains: [], sets: [], elements: [], flowtables: [] };
 }
 

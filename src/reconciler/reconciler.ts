@@ -12,7 +12,6 @@
 // as it changes, and by every full sync. Errors that say nothing about the
 // rules (out of memory, busy) are retried as a whole, as before.
 
-import { servicePortEqual } from '../model/equality.ts';
 import type { ServicePort } from '../model/service-port.ts';
 import { type Dataplane, NftCommitError } from '../nft/dataplane.ts';
 import type { RulesetConfig } from './config.ts';
@@ -55,6 +54,8 @@ export interface RejectedServicePort {
   message: string;
 }
 
+const NOTHING_CHANGED: ReadonlySet<string> = new Set();
+
 /** Refused commits traced to ServicePorts are planned again this many times in one sync. */
 const MAX_SET_ASIDE_PASSES = 4;
 
@@ -72,11 +73,23 @@ export class SyncError extends Error {
   }
 }
 
+/** The model as one sync reads it. */
+export interface ModelRead {
+  /** Every ServicePort this node must program. */
+  ports: readonly ServicePort[];
+  /**
+   * Ids of the ServicePorts added, updated or removed since the previous read
+   * (the change tracker's drain, kube-proxy's UpdatedServices); 'all' when the
+   * caller does not know. Only these are rendered again: nothing compares ports.
+   */
+  changed: ReadonlySet<string> | 'all';
+}
+
 export interface ReconcilerOptions {
   dataplane: Dataplane;
   config: RulesetConfig;
-  /** The current model: every ServicePort this node must program. */
-  servicePorts: () => readonly ServicePort[];
+  /** Reads the current model (reading drains the change tracker). */
+  servicePorts: () => ModelRead;
   /** Milliseconds on the clock the runner schedules with. */
   now: () => number;
   staleChainDelayMs?: number;
@@ -95,7 +108,7 @@ export interface PlannedSync {
 
 export class Reconciler {
   readonly #dataplane: Dataplane;
-  readonly #servicePorts: () => readonly ServicePort[];
+  readonly #servicePorts: () => ModelRead;
   readonly #now: () => number;
   readonly #staleDelay: number;
   readonly #onPlanned: ((planned: PlannedSync) => void) | undefined;
@@ -105,6 +118,10 @@ export class Reconciler {
   #lastRendered: Ruleset | undefined;
   /** By id: the version the kernel refused, so a changed port is tried again. */
   readonly #setAside = new Map<string, ServicePort>();
+  /** Ids changed since #lastRendered was rendered ('all': every one): the model's reads, kept until a render took them in. */
+  #unrendered: Set<string> | 'all' = new Set();
+  /** By id: what the last render got instead of the model's port (its last applied version, or nothing). */
+  #substituted = new Map<string, ServicePort | undefined>();
 
   constructor(o: ReconcilerOptions) {
     this.#dataplane = o.dataplane;
@@ -125,12 +142,18 @@ export class Reconciler {
   }
 
   /**
-   * Renders and plans without committing (`--dry-run`, tests). `ports`: the
-   * model's ServicePorts, read once per sync (reading them drains the model).
+   * Renders and plans without committing (`--dry-run`, tests). `read`: the
+   * model, read once per sync (reading drains the change tracker); the ids it
+   * names are rendered again, the other ports' renderings are kept.
    */
-  plan(request: SyncRequest, ports: readonly ServicePort[] = this.#servicePorts()): { plan: SyncPlan; desired: Ruleset; kind: SyncReport['kind']; mode?: FullSyncMode } {
-    const desired = renderRuleset(this.#programmable(ports), this.#config, this.#lastRendered ?? this.#state.applied);
+  plan(request: SyncRequest, read: ModelRead = this.#servicePorts()): { plan: SyncPlan; desired: Ruleset; kind: SyncReport['kind']; mode?: FullSyncMode } {
+    if (read.changed === 'all') this.#unrendered = 'all';
+    else if (this.#unrendered !== 'all') for (const id of read.changed) this.#unrendered.add(id);
+    const ports = this.#programmable(read.ports, this.#unrendered);
+    const changed = this.#unrendered === 'all' ? undefined : this.#unrendered;
+    const desired = renderRuleset(ports, this.#config, this.#lastRendered ?? this.#state.applied, changed);
     this.#lastRendered = desired;
+    this.#unrendered = new Set();
     if (request.kind === 'full' || this.#state.applied === undefined) {
       const mode = request.kind === 'full' ? request.mode : 'replace';
       return { plan: planFullSync(desired, mode, this.#state), desired, kind: 'full', mode };
@@ -139,24 +162,34 @@ export class Reconciler {
     return { plan, desired, kind: 'incremental' };
   }
 
-  /** The model's ServicePorts, with set-aside ones replaced by their last applied version (or left out). */
-  #programmable(all: readonly ServicePort[]): readonly ServicePort[] {
-    if (this.#setAside.size === 0) return all;
+  /**
+   * The model's ServicePorts, with set-aside ones replaced by their last
+   * applied version (or left out); a set-aside port that changed is the
+   * model's again. Adds to `changed` the ids whose substitution began or ended.
+   */
+  #programmable(all: readonly ServicePort[], changed: Set<string> | 'all'): readonly ServicePort[] {
+    const before = this.#substituted;
+    if (this.#setAside.size === 0 && before.size === 0) return all;
+    const now = new Map<string, ServicePort | undefined>();
     const seen = new Set<string>();
     const out: ServicePort[] = [];
     for (const sp of all) {
-      const refused = this.#setAside.get(sp.id);
       seen.add(sp.id);
-      if (!refused) out.push(sp);
-      else if (refused !== sp && !servicePortEqual(refused, sp)) {
-        this.#setAside.delete(sp.id);
+      if (changed === 'all' || changed.has(sp.id)) this.#setAside.delete(sp.id);
+      if (!this.#setAside.has(sp.id)) {
         out.push(sp);
-      } else {
-        const last = this.#state.applied?.services.get(sp.id)?.port;
-        if (last) out.push(last);
+        continue;
       }
+      const last = this.#state.applied?.services.get(sp.id)?.port;
+      now.set(sp.id, last);
+      if (last) out.push(last);
     }
     for (const id of this.#setAside.keys()) if (!seen.has(id)) this.#setAside.delete(id);
+    if (changed !== 'all') {
+      for (const [id, p] of now) if (!before.has(id) || before.get(id) !== p) changed.add(id);
+      for (const id of before.keys()) if (!now.has(id)) changed.add(id);
+    }
+    this.#substituted = now;
     return out;
   }
 
@@ -185,9 +218,11 @@ export class Reconciler {
     const rejected: RejectedServicePort[] = [];
     if (request.kind === 'full') this.#setAside.clear();
     const t0 = performance.now();
-    const ports = this.#servicePorts();
+    const read = this.#servicePorts();
+    const ports = read.ports;
     for (let pass = 0; ; pass++) {
-      const { plan, desired, kind, mode } = this.plan(request, ports);
+      // Later passes render again only what their set-aside ports change.
+      const { plan, desired, kind, mode } = this.plan(request, pass === 0 ? read : { ports, changed: NOTHING_CHANGED });
       if (plan.ops.length > 0) this.#onPlanned?.({ kind, servicePorts: desired.services.size, ops: plan.ops.length, planMs: performance.now() - t0 });
       try {
         return await this.#commit(plan, desired, kind, mode, rejected);

@@ -3,13 +3,13 @@
 // It is kept as fragments (each family's skeleton, each ServicePort) rather than
 // one flat list so that the diff can skip every ServicePort whose entry is the
 // very same object as in the last applied ruleset: rendering reuses the entry
-// when the ServicePort did not change, so an incremental sync costs what
-// changed, not what exists. A ServicePort's objects are not kept (see
+// of every ServicePort the caller does not name as changed (the change tracker
+// says which: nothing here compares ServicePorts), so an incremental sync costs
+// what changed, not what exists. A ServicePort's objects are not kept (see
 // rendered-service-port.ts); of its elements only those other fragments may
 // want too are (see element-claims.ts).
 
 import type { IPFamily } from '../k8s/types.ts';
-import { servicePortEqual } from '../model/equality.ts';
 import type { ServicePort } from '../model/service-port.ts';
 import type { Element, Table } from '../nft/objects.ts';
 import type { FamilyConfig, RulesetConfig } from './config.ts';
@@ -62,7 +62,12 @@ export interface Ruleset {
 
 const FAMILIES: readonly IPFamily[] = ['IPv4', 'IPv6'];
 
-export function renderRuleset(servicePorts: readonly ServicePort[], config: RulesetConfig, previous?: Ruleset): Ruleset {
+/**
+ * Renders the desired ruleset. With `previous`, the entry of every ServicePort
+ * not in `changed` (ids added, updated or removed since `previous` was
+ * rendered; undefined: every one) is taken over from it as it is.
+ */
+export function renderRuleset(servicePorts: readonly ServicePort[], config: RulesetConfig, previous?: Ruleset, changed?: ReadonlySet<string>): Ruleset {
   const reuse = previous !== undefined && sameConfig(previous.config, config) ? previous : undefined;
   const problems: RenderProblem[] = [];
   const tables: Table[] = [];
@@ -80,7 +85,7 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
   // Ids whose entry may differ from the previous ruleset's: what the rest of
   // the render (and the diff) looks at, so that a change costs itself, not
   // another pass over every port.
-  const changed = new Set<string>();
+  const rendered = new Set<string>();
   let inBoth = 0;
   for (const sp of servicePorts) {
     if (services.has(sp.id)) {
@@ -94,11 +99,11 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
     }
     const before = reuse?.services.get(sp.id);
     if (before) inBoth++;
-    if (before && (before.port === sp || servicePortEqual(before.port, sp))) {
+    if (before && changed !== undefined && !changed.has(sp.id)) {
       services.set(sp.id, before);
       continue;
     }
-    changed.add(sp.id);
+    rendered.add(sp.id);
     try {
       // Placed in the shared endpoint map for a start; placeEndpoints() re-renders the few whose ranges collide.
       services.set(sp.id, RenderedServicePort.render(sp, contextFor(sp.family, fc), NO_LABELS));
@@ -109,9 +114,9 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
   }
 
   // Ports that went: only looked for when some did.
-  if (reuse && inBoth < reuse.services.size) for (const id of reuse.services.keys()) if (!services.has(id)) changed.add(id);
+  if (reuse && inBoth < reuse.services.size) for (const id of reuse.services.keys()) if (!services.has(id)) rendered.add(id);
 
-  const slots = config.endpointShape === 'map' ? placeEndpoints(services, reuse, changed, (family) => contextFor(family, config.families[family]!)) : undefined;
+  const slots = config.endpointShape === 'map' ? placeEndpoints(services, reuse, rendered, (family) => contextFor(family, config.families[family]!)) : undefined;
 
   // The skeleton holds the shared endpoint maps that are in use: re-rendered when that changes.
   const skeletons = new Map<IPFamily, Fragment>();
@@ -135,14 +140,14 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
       claims.remove(skeletonOwner(family), s);
       claims.add(skeletonOwner(family), skeletons.get(family)!);
     }
-    for (const id of changed) {
+    for (const id of rendered) {
       const r = reuse.services.get(id);
       if (!r || services.get(id) === r) continue;
       const f = r.fragment;
       claims.remove(id, f);
       hairpin.remove(r.port.family, f);
     }
-    for (const id of changed) {
+    for (const id of rendered) {
       const r = services.get(id);
       if (!r || reuse.services.get(id) === r) continue;
       const f = r.fragment;
@@ -182,7 +187,7 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
     endpointShards,
     problems,
     generation: {},
-    ...(reuse ? { changes: { since: reuse.generation, ids: changed } } : {}),
+    ...(reuse ? { changes: { since: reuse.generation, ids: rendered } } : {}),
   };
 }
 
@@ -218,25 +223,25 @@ const NO_SHARDS: readonly number[] = [];
 
 /**
  * Updates the block index of the shared endpoint map for the ServicePorts that
- * changed (all of them without `reuse`), then re-renders every port whose
+ * were rendered (all of them without `reuse`), then re-renders every port whose
  * policy chains' placement (shared or private) is no longer what it was
  * rendered with: the changed ones, and those whose ranges share a block with a
- * range that came or went. Mutates `services`, and adds those it re-renders to `changed`.
+ * range that came or went. Mutates `services`, and adds those it re-renders to `rendered`.
  */
 function placeEndpoints(
   services: Map<string, RenderedServicePort>,
   reuse: Ruleset | undefined,
-  changed: Set<string>,
+  rendered: Set<string>,
   contextFor: (family: IPFamily) => RenderContext,
 ): EndpointSlots {
   const slots = new EndpointSlots(reuse?.endpointSlots);
   if (reuse) {
-    for (const id of changed) {
+    for (const id of rendered) {
       const r = reuse.services.get(id);
       if (r && services.get(id) !== r) slots.remove(r.port.family, id, r.regions);
     }
   }
-  for (const id of changed) {
+  for (const id of rendered) {
     const r = services.get(id);
     if (!r || reuse?.services.get(id) === r) continue;
     slots.add(r.port.family, id, r.regions);
@@ -249,7 +254,7 @@ function placeEndpoints(
     const wanted = slots.privateLabels(r.port.family, r.regions);
     if (sameLabels(wanted, r.privateLabels)) continue;
     services.set(id, RenderedServicePort.render(r.port, contextFor(r.port.family), wanted));
-    changed.add(id);
+    rendered.add(id);
   }
   return slots;
 }

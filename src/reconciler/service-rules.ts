@@ -34,7 +34,7 @@
 import type { IPFamily } from '../k8s/types.ts';
 import type { Endpoint, EndpointSelection, ServicePort } from '../model/service-port.ts';
 import type { Statement, Verdict } from '../nft/objects.ts';
-import { canonicalValue } from '../nft/values.ts';
+import { isCanonical } from '../nft/rule-checks.ts';
 import { cidrsContainAny, type FamilyConfig, type RulesetConfig } from './config.ts';
 import { DEFAULT_ENDPOINT_MAP_BLOCKS, type EndpointRegion, endpointRegion, NO_LABELS, regionOffset, shardMapName, shardOf } from './endpoint-slots.ts';
 import { type Fragment, FragmentBuilder } from './fragment.ts';
@@ -75,21 +75,23 @@ function endpointsOf(s: EndpointSelection): Endpoint[] | undefined {
   return s.kind === 'endpoints' && s.endpoints.length > 0 ? s.endpoints : undefined;
 }
 
-/** Distinct by ip/port and sorted, so the rendering does not depend on the order slices arrived in. */
-function distinctSorted(eps: readonly Endpoint[], canon: (ip: string) => string): readonly Endpoint[] {
-  // The model usually hands them over canonical, distinct and in this order already: then no copy.
+/**
+ * Distinct by ip/port and sorted, so the rendering does not depend on the order
+ * slices arrived in; `address` checks each address (and throws).
+ */
+function distinctSorted(eps: readonly Endpoint[], address: (ip: string) => string): readonly Endpoint[] {
+  // The model usually hands them over distinct and in this order already: then no copy.
   let ordered = true;
-  for (let i = 0; i < eps.length && ordered; i++) {
+  for (let i = 0; i < eps.length; i++) {
     const e = eps[i]!;
-    if (i > 0 && !keyLess(eps[i - 1]!, e)) ordered = false;
-    else if (canon(e.ip) !== e.ip) ordered = false;
+    address(e.ip);
+    if (i > 0 && ordered && !keyLess(eps[i - 1]!, e)) ordered = false;
   }
   if (ordered) return eps;
   const seen = new Map<string, Endpoint>();
   for (const e of eps) {
-    const ip = canon(e.ip);
-    const key = `${ip}/${e.port}`;
-    if (!seen.has(key)) seen.set(key, e.ip === ip ? e : { ...e, ip });
+    const key = `${e.ip}/${e.port}`;
+    if (!seen.has(key)) seen.set(key, e);
   }
   return [...seen.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, e]) => e);
 }
@@ -129,20 +131,21 @@ function localTraffic(config: RulesetConfig, fc: FamilyConfig, family: IPFamily,
 export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: RulesetConfig, privateLabels: ReadonlySet<string> = NO_LABELS): Fragment {
   const family: IPFamily = sp.family;
   const type = addrType(family);
-  const canon = (ip: string): string => {
-    try {
-      if (ip.includes('/')) throw new Error('a prefix is not an address');
-      return canonicalValue(type, ip);
-    } catch (e) {
-      throw new ServicePortRenderError(sp.id, `${JSON.stringify(ip)} is not an ${family} address (${(e as Error).message})`);
-    }
+  // The model writes addresses in the IP codec's canonical form (src/net/ip.ts),
+  // which is the nft layer's too: they are checked here, never rewritten. One
+  // that is not is a bug upstream, and sets aside this port only.
+  const address = (ip: string): string => {
+    if (!ip.includes('/') && isCanonical(type, ip)) return ip;
+    throw new ServicePortRenderError(sp.id, `${JSON.stringify(ip)} is not an ${family} address in canonical form`);
   };
-  const canonCidr = (c: string): string => {
-    try {
-      return canonicalValue(type, c);
-    } catch (e) {
-      throw new ServicePortRenderError(sp.id, `${JSON.stringify(c)} is not an ${family} range (${(e as Error).message})`);
-    }
+  // A CIDR as the model writes it (Go's IPNet.String: '192.0.2.7/32' too) is an
+  // interval set's value once a full-length prefix is dropped ('192.0.2.7').
+  const fullPrefix = family === 'IPv4' ? '/32' : '/128';
+  const range = (c: string): string => {
+    const slash = c.indexOf('/');
+    const value = slash >= 0 && c.length - slash === fullPrefix.length && c.endsWith(fullPrefix) ? c.slice(0, slash) : c;
+    if (slash >= 0 && isCanonical(type, value)) return value;
+    throw new ServicePortRenderError(sp.id, `${JSON.stringify(c)} is not an ${family} range in canonical form`);
   };
 
   const natFamily = tableFamily(family) as 'ip' | 'ip6';
@@ -152,10 +155,10 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
   const proto = protoText(sp.protocol);
   const port = checkPort(sp.id, 'port', sp.port);
   const nodePort = sp.nodePort === undefined ? undefined : checkPort(sp.id, 'nodePort', sp.nodePort);
-  const clusterIP = sp.clusterIP === undefined ? undefined : canon(sp.clusterIP);
-  const externalIPs = [...new Set(sp.externalIPs.map(canon))];
-  const lbIPs = [...new Set(sp.loadBalancerIPs.map(canon))];
-  const sourceRanges = [...new Set(sp.loadBalancerSourceRanges.map(canonCidr))];
+  const clusterIP = sp.clusterIP === undefined ? undefined : address(sp.clusterIP);
+  const externalIPs = [...new Set(sp.externalIPs.map(address))];
+  const lbIPs = [...new Set(sp.loadBalancerIPs.map(address))];
+  const sourceRanges = [...new Set(sp.loadBalancerSourceRanges.map(range))];
   const iLocal = sp.internalPolicyLocal;
   const eLocal = sp.externalPolicyLocal;
   const externallyAccessible = nodePort !== undefined || externalIPs.length > 0 || lbIPs.length > 0;
@@ -205,7 +208,7 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
    * own when that range collides with another (`label` is that map's name).
    */
   const mapPolicyChain = (name: string, label: string, eps: readonly Endpoint[], masquerade: Statement[] | undefined): void => {
-    const list = distinctSorted(eps, canon);
+    const list = distinctSorted(eps, address);
     const region = endpointRegion(label, list.length, mapBlocks);
     regions.push(region);
     const shared = !privateLabels.has(label);
@@ -229,7 +232,7 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
       mapPolicyChain(name, mapName, eps, masquerade);
       return;
     }
-    const list = distinctSorted(eps, canon).map(endpointFor);
+    const list = distinctSorted(eps, address).map(endpointFor);
     b.chain(name);
     if (masquerade) b.rule(name, masquerade);
     if (affinity !== undefined) {

@@ -42,7 +42,7 @@ interface BaseChainSpec {
   priority: number;
 }
 
-export const BASE_CHAINS: readonly BaseChainSpec[] = [
+const BASE_CHAINS: readonly BaseChainSpec[] = [
   { name: CHAIN.filterPrerouting, type: 'filter', hook: 'prerouting', priority: DSTNAT - 10 },
   { name: CHAIN.filterInput, type: 'filter', hook: 'input', priority: DSTNAT - 10 },
   { name: CHAIN.filterForward, type: 'filter', hook: 'forward', priority: DSTNAT - 10 },
@@ -60,7 +60,7 @@ interface JumpSpec {
   newOnly: boolean;
 }
 
-export const JUMPS: readonly JumpSpec[] = [
+const JUMPS: readonly JumpSpec[] = [
   // Rejecting is done from input/forward/output: older kernels refuse `reject` in prerouting.
   { from: CHAIN.filterInput, to: CHAIN.nodePortEndpointsCheck, newOnly: true },
   { from: CHAIN.filterInput, to: CHAIN.serviceEndpointsCheck, newOnly: true },

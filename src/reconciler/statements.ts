@@ -20,7 +20,7 @@ const SADDR: Record<IPFamily, Selector> = { IPv4: payload('ip saddr'), IPv6: pay
 const DADDR: Record<IPFamily, Selector> = { IPv4: payload('ip daddr'), IPv6: payload('ip6 daddr') };
 export const saddr = (f: IPFamily): Selector => SADDR[f];
 export const daddr = (f: IPFamily): Selector => DADDR[f];
-export const l4proto: Selector = { kind: 'meta', key: 'l4proto' };
+const l4proto: Selector = { kind: 'meta', key: 'l4proto' };
 export const thDport: Selector = payload('th dport');
 
 const PROTO_MATCH = new Map<string, Statement>();

@@ -40,7 +40,7 @@ export interface SyncResult {
   consecutiveFailures: number;
 }
 
-export interface BackoffOptions {
+export interface SyncBackoffOptions {
   initialMs: number;
   maxMs: number;
   /** Failures in a row after which the retry is a full replace. */
@@ -57,24 +57,24 @@ export interface SyncRunnerOptions {
   minSyncPeriodMs: number;
   /** `--sync-period`: interval of full reassert syncs; 0 disables them. */
   syncPeriodMs: number;
-  backoff?: Partial<BackoffOptions>;
+  backoff?: Partial<SyncBackoffOptions>;
   scheduler?: SchedulerLike;
 }
 
-export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 1000, maxMs: 30_000, fullResyncAfter: 3 };
+export const DEFAULT_BACKOFF: SyncBackoffOptions = { initialMs: 1000, maxMs: 30_000, fullResyncAfter: 3 };
 
 export class SyncRunnerConfigError extends Error {
   readonly code = 'ERR_SYNC_RUNNER_CONFIG';
 }
 
-export function backoffDelay(failures: number, b: BackoffOptions): number {
+export function backoffDelay(failures: number, b: SyncBackoffOptions): number {
   return Math.min(b.initialMs * 2 ** Math.max(0, failures - 1), b.maxMs);
 }
 
 export function syncRunner(options: SyncRunnerOptions): Observable<SyncResult> {
   const { minSyncPeriodMs, syncPeriodMs } = options;
   if (!(minSyncPeriodMs >= 0) || !(syncPeriodMs >= 0)) throw new SyncRunnerConfigError(`sync periods must be >= 0 (min ${minSyncPeriodMs}, full ${syncPeriodMs})`);
-  const backoff: BackoffOptions = { ...DEFAULT_BACKOFF, ...options.backoff };
+  const backoff: SyncBackoffOptions = { ...DEFAULT_BACKOFF, ...options.backoff };
   const scheduler = options.scheduler ?? asyncScheduler;
 
   return new Observable<SyncResult>((subscriber) => {

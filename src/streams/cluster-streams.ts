@@ -14,10 +14,6 @@
 //   streams.node$        // Observable<NodeInfo | undefined>, replays the latest
 //                        // (zone/region followed live; undefined while absent)
 //   streams.services / streams.endpointSlices   // StoreView snapshots, keyed namespace/name
-//   streams.endpointsByService  // EndpointSliceIndex: slices grouped by
-//                        // namespace/service-name, merged endpoint views
-//                        // (duplicates across slices once; see endpoint-index.ts).
-//                        // It is updated before endpointSlices$ subscribers run.
 //   await streams.whenSynced(); await streams.stop();
 //
 // Events are emitted synchronously as the store changes: after a relist
@@ -32,7 +28,6 @@ import { connect, type ApiConnection, type ConnectionOptions } from './api/api-c
 import type { EndpointSliceInfo, NodeInfo, ServiceInfo, StoreEvent } from '../k8s/types.ts';
 import { serviceProxySelector } from '../k8s/well-known.ts';
 import type { Clock } from './clock.ts';
-import { EndpointSliceIndex } from './endpoint-index.ts';
 import { Informer } from './informer.ts';
 import { StringPool } from './intern.ts';
 import { ManifestSource } from './manifest-source.ts';
@@ -46,7 +41,7 @@ export type ReflectorTuning = Partial<
   Pick<ReflectorOptions, 'pageSize' | 'progressIntervalMs' | 'watchList' | 'watchTimeoutSeconds' | 'readTimeoutMs' | 'headersTimeoutMs' | 'backoff'>
 >;
 
-export interface ApiServerSourceOptions {
+export interface ApiServerStreamsOptions {
   source: 'apiserver';
   /**
    * A kubeconfig file path, or undefined for in-cluster, then $KUBECONFIG,
@@ -65,7 +60,7 @@ export interface ApiServerSourceOptions {
   tuning?: ReflectorTuning;
 }
 
-export interface ManifestSourceOptions {
+export interface ManifestStreamsOptions {
   source: 'manifests';
   path: string;
   nodeName?: string;
@@ -76,7 +71,7 @@ export interface ManifestSourceOptions {
   pollIntervalMs?: number;
 }
 
-export type ClusterStreamsOptions = ApiServerSourceOptions | ManifestSourceOptions;
+export type ClusterStreamsOptions = ApiServerStreamsOptions | ManifestStreamsOptions;
 
 export interface ClusterStreams {
   services$: Observable<StoreEvent<ServiceInfo>>;
@@ -85,7 +80,6 @@ export interface ClusterStreams {
   synced$: Observable<boolean>;
   services: StoreView<ServiceInfo>;
   endpointSlices: StoreView<EndpointSliceInfo>;
-  endpointsByService: EndpointSliceIndex;
   node(): NodeInfo | undefined;
   /** The API server connection (undefined for manifests): what the agent posts Events through. */
   connection?: ApiConnection;
@@ -101,7 +95,7 @@ function withSnapshot<T extends { resourceVersion: string }>(store: Store<T>): O
   });
 }
 
-/** The informers and the slice index, wired as the streams use them (exported for bench/streams.ts). */
+/** The informers, wired as the streams use them (exported for bench/streams.ts). */
 export function makeInformers(logger: Logger) {
   const pool = new StringPool();
   const informers = {
@@ -114,16 +108,12 @@ export function makeInformers(logger: Logger) {
     }),
     node: new Informer<NodeInfo>({ kind: 'Node', project: projectNode, clusterScoped: true, pool, logger: logger.child({ kind: 'Node' }) }),
   };
-  const index = new EndpointSliceIndex();
-  // The store's listener: current before any endpointSlices$ subscriber runs.
-  informers.endpointSlices.store.listen(index);
-  const detachIndex = () => informers.endpointSlices.store.listen(undefined);
-  return { informers, index, detachIndex };
+  return { informers };
 }
 
 export async function createClusterStreams(options: ClusterStreamsOptions): Promise<ClusterStreams> {
   const logger = (options.logger ?? pino({ name: 'kube-nft-proxy' })).child({ component: 'streams' });
-  const { informers, index, detachIndex } = makeInformers(logger);
+  const { informers } = makeInformers(logger);
   const node = new BehaviorSubject<NodeInfo | undefined>(undefined);
   const nodeSub = informers.node.store.events$.subscribe((ev) => node.next(ev.type === 'delete' ? undefined : ev.object));
 
@@ -192,7 +182,6 @@ export async function createClusterStreams(options: ClusterStreamsOptions): Prom
     synced$,
     services: informers.services.store,
     endpointSlices: informers.endpointSlices.store,
-    endpointsByService: index,
     node: () => node.value,
     ...(apiConnection ? { connection: apiConnection } : {}),
     whenSynced: () => firstValueFrom(synced$.pipe(filter(Boolean))).then(() => undefined),
@@ -200,7 +189,6 @@ export async function createClusterStreams(options: ClusterStreamsOptions): Prom
       if (stopped) return;
       stopped = true;
       await stopSource();
-      detachIndex();
       nodeSub.unsubscribe();
       for (const inf of Object.values(informers)) inf.complete();
       node.complete();

@@ -72,7 +72,7 @@ export class StringPool {
 }
 
 /** A digest step for share(): mixes `x` (an integer) into `h`. */
-export function mix(h: number, x: number): number {
+export function digestStep(h: number, x: number): number {
   return (Math.imul(h, 31) + x) | 0;
 }
 

@@ -25,7 +25,7 @@ export interface ManifestRead {
 
 const MANIFEST_EXT = /\.(ya?ml|json)$/i;
 
-export async function manifestFiles(path: string): Promise<string[]> {
+async function manifestFiles(path: string): Promise<string[]> {
   const st = await stat(path);
   if (!st.isDirectory()) return [path];
   const names = (await readdir(path)).filter((n) => !n.startsWith('.') && MANIFEST_EXT.test(n)).sort();

@@ -8,10 +8,9 @@
 // IPv4 with leading zeros is kept as sent: the model normalises it.
 
 import type { EndpointHints, EndpointInfo, EndpointPortInfo, EndpointSliceInfo } from '../k8s/types.ts';
-import { ipv4Head, isUnroutableIPv4Head, isUnroutableIPv6 } from '../k8s/ip-syntax.ts';
-import { isIPv6 } from 'node:net';
+import { readIPv4, readIPv6 } from '../net/ip.ts';
 import { ANNOTATION_LAST_CHANGE_TRIGGER_TIME, LABEL_FOR_REGION, LABEL_FOR_ZONE, LABEL_SERVICE_NAME } from '../k8s/well-known.ts';
-import { digestOf, EMPTY_LIST, mix, type StringPool } from './intern.ts';
+import { digestOf, digestStep, EMPTY_LIST, type StringPool } from './intern.ts';
 import {
   asList,
   asObject,
@@ -30,7 +29,7 @@ const PORT_NAME = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$/;
 
 /** A port list's digest starts from its length and takes in each port this way. */
 function portDigest(digest: number, port: number, name: string): number {
-  return mix(mix(digest, port), digestOf(name));
+  return digestStep(digestStep(digest, port), digestOf(name));
 }
 
 /** Whether raw ports are exactly a pooled (valid) list: then they need no validation either. */
@@ -103,6 +102,26 @@ function names(list: unknown, pool: StringPool): string[] {
   return out;
 }
 
+/** Where each endpoint address is read into: checked, then dropped (the model reads the text again). */
+const ADDRESS = new Uint8Array(16);
+
+/**
+ * Addresses no pod can have: this network (0/8), loopback, link-local,
+ * multicast, and the reserved and broadcast space above it. The API server
+ * accepts some of these in an EndpointSlice; programming them would send
+ * service traffic nowhere useful.
+ */
+function isUnroutableIPv4(b: Uint8Array): boolean {
+  return b[0] === 0 || b[0] === 127 || b[0]! >= 224 || (b[0] === 169 && b[1] === 254);
+}
+
+/** Unspecified, loopback, link-local (fe80::/10), multicast (ff00::/8). */
+function isUnroutableIPv6(b: Uint8Array): boolean {
+  if (b[0] === 0xff || (b[0] === 0xfe && (b[1]! & 0xc0) === 0x80)) return true;
+  for (let i = 0; i < 15; i++) if (b[i] !== 0) return false;
+  return b[15]! <= 1;
+}
+
 /** Returns the endpoint, or a reason it was dropped. */
 function projectEndpoint(raw: unknown, i: number, addressType: string, pool: StringPool): EndpointInfo | string {
   if (!isObject(raw)) return `endpoints[${i}] is not an object`;
@@ -112,12 +131,11 @@ function projectEndpoint(raw: unknown, i: number, addressType: string, pool: Str
     const a: unknown = addrs[k];
     if (typeof a !== 'string') return `endpoints[${i}] has a non-string address`;
     if (addressType === 'IPv4') {
-      const head = ipv4Head(a);
-      if (head < 0) return `endpoints[${i}] address ${JSON.stringify(a)} is not IPv4`;
-      if (isUnroutableIPv4Head(head)) return `endpoints[${i}] address ${a} is not routable`;
+      if (readIPv4(a, 0, a.length, ADDRESS, 0, 'lenient') !== undefined) return `endpoints[${i}] address ${JSON.stringify(a)} is not IPv4`;
+      if (isUnroutableIPv4(ADDRESS)) return `endpoints[${i}] address ${a} is not routable`;
     } else if (addressType === 'IPv6') {
-      if (!isIPv6(a)) return `endpoints[${i}] address ${JSON.stringify(a)} is not IPv6`;
-      if (isUnroutableIPv6(a)) return `endpoints[${i}] address ${a} is not routable`;
+      if (readIPv6(a, 0, a.length, ADDRESS, 'lenient') !== undefined) return `endpoints[${i}] address ${JSON.stringify(a)} is not IPv6`;
+      if (isUnroutableIPv6(ADDRESS)) return `endpoints[${i}] address ${a} is not routable`;
     } else if (a === '' || a.length > 253) return `endpoints[${i}] has a bad FQDN`;
   }
   // One literal with every field, in one order: every endpoint shares one

@@ -1,7 +1,7 @@
 // Node → NodeInfo: the topology labels (KEP-2030), addresses and pod CIDRs.
 
 import type { NodeInfo } from '../k8s/types.ts';
-import { ipFamilyOf, isCIDRLoose } from '../k8s/ip-syntax.ts';
+import { isCIDRText, textFamily } from '../net/ip.ts';
 import { LABEL_REGION, LABEL_ZONE, TO_BE_DELETED_TAINT } from '../k8s/well-known.ts';
 import type { StringPool } from './intern.ts';
 import { asList, asObject, checkDnsSubdomain, fail, isObject, project, resourceVersionOf, type Projection } from './validate-common.ts';
@@ -17,13 +17,13 @@ function projectNodeUnchecked(raw: unknown, pool: StringPool): NodeInfo {
   for (const [i, a] of asList('status.addresses', status.addresses).entries()) {
     if (!isObject(a)) fail(`status.addresses[${i}] is not an object`);
     if (a.type !== 'InternalIP' && a.type !== 'ExternalIP') continue;
-    if (typeof a.address !== 'string' || ipFamilyOf(a.address) === undefined) fail(`status.addresses[${i}] is not an IP`);
+    if (typeof a.address !== 'string' || textFamily(a.address, 'lenient') === undefined) fail(`status.addresses[${i}] is not an IP`);
     addresses.push({ type: a.type, address: a.address });
   }
   let podCIDRs = asList('spec.podCIDRs', spec.podCIDRs);
   if (podCIDRs.length === 0 && typeof spec.podCIDR === 'string' && spec.podCIDR !== '') podCIDRs = [spec.podCIDR];
   for (const [i, c] of podCIDRs.entries()) {
-    if (typeof c !== 'string' || !isCIDRLoose(c)) fail(`spec.podCIDRs[${i}] is not a CIDR`);
+    if (typeof c !== 'string' || !isCIDRText(c, 'lenient')) fail(`spec.podCIDRs[${i}] is not a CIDR`);
   }
   const info: NodeInfo = { name, resourceVersion: resourceVersionOf(meta), addresses, podCIDRs: podCIDRs as string[] };
   if (meta.deletionTimestamp !== undefined && meta.deletionTimestamp !== null) info.deleting = true;

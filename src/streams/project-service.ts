@@ -5,8 +5,8 @@
 // not one we can program faithfully).
 
 import type { IPFamily, LoadBalancerIngress, Protocol, ServiceInfo, ServicePortSpec } from '../k8s/types.ts';
-import { ipFamilyOf, isCIDRLoose } from '../k8s/ip-syntax.ts';
-import { digestOf, EMPTY_LIST, mix, type StringPool } from './intern.ts';
+import { isCIDRText, textFamily } from '../net/ip.ts';
+import { digestOf, digestStep, EMPTY_LIST, type StringPool } from './intern.ts';
 import {
   asList,
   asObject,
@@ -24,14 +24,14 @@ const SERVICE_TYPES = new Set(['ClusterIP', 'NodePort', 'LoadBalancer', 'Externa
 const IANA_SVC_NAME = /^[a-z0-9]([a-z0-9-]{0,13}[a-z0-9])?$/;
 const DEFAULT_AFFINITY_TIMEOUT = 10800;
 
-export function parseProtocol(what: string, v: unknown): Protocol {
+function parseProtocol(what: string, v: unknown): Protocol {
   if (v === undefined || v === null) return 'TCP';
   if (v === 'TCP' || v === 'UDP' || v === 'SCTP') return v;
   return fail(`${what} has unknown protocol ${JSON.stringify(v)}`);
 }
 
 function checkIP(what: string, v: unknown): string {
-  if (typeof v !== 'string' || ipFamilyOf(v) === undefined) fail(`${what} is not an IP: ${JSON.stringify(v)}`);
+  if (typeof v !== 'string' || textFamily(v, 'lenient') === undefined) fail(`${what} is not an IP: ${JSON.stringify(v)}`);
   return v;
 }
 
@@ -112,7 +112,7 @@ function sameServicePorts(a: ServicePortSpec[], b: ServicePortSpec[]): boolean {
 
 function portDigest(digest: number, port: unknown, name: unknown, targetPort: unknown, nodePort: unknown): number {
   const tp = typeof targetPort === 'number' ? targetPort : typeof targetPort === 'string' && targetPort !== '' ? digestOf(targetPort) : -1;
-  return mix(mix(mix(mix(digest, typeof port === 'number' ? port : -1), typeof name === 'string' ? digestOf(name) : 0), tp), typeof nodePort === 'number' && nodePort !== 0 ? nodePort : -1);
+  return digestStep(digestStep(digestStep(digestStep(digest, typeof port === 'number' ? port : -1), typeof name === 'string' ? digestOf(name) : 0), tp), typeof nodePort === 'number' && nodePort !== 0 ? nodePort : -1);
 }
 
 function sharePorts(pool: StringPool, ports: ServicePortSpec[]): ServicePortSpec[] {
@@ -150,7 +150,7 @@ function projectPorts(list: unknown[], pool: StringPool): ServicePortSpec[] {
   let rawDigest = list.length;
   for (let i = 0; i < list.length; i++) {
     const p = list[i];
-    rawDigest = isObject(p) ? portDigest(rawDigest, p.port, absent(p.name) ? '' : p.name, p.targetPort, p.nodePort) : mix(rawDigest, -2);
+    rawDigest = isObject(p) ? portDigest(rawDigest, p.port, absent(p.name) ? '' : p.name, p.targetPort, p.nodePort) : digestStep(rawDigest, -2);
   }
   const seen = pool.lookup(rawDigest, list, rawPortsMatch);
   if (seen !== undefined) return seen;
@@ -190,7 +190,7 @@ function projectServiceUnchecked(raw: unknown, pool: StringPool): ServiceInfo {
   }
   if (clusterIPs.length > 2) fail('spec.clusterIPs has more than two addresses');
   if (clusterIPs.includes('None') && clusterIPs.length !== 1) fail('spec.clusterIPs mixes None with addresses');
-  if (clusterIPs.length === 2 && ipFamilyOf(clusterIPs[0]!) === ipFamilyOf(clusterIPs[1]!)) {
+  if (clusterIPs.length === 2 && textFamily(clusterIPs[0]!, 'lenient') === textFamily(clusterIPs[1]!, 'lenient')) {
     fail('spec.clusterIPs has two addresses of one family');
   }
 
@@ -200,7 +200,7 @@ function projectServiceUnchecked(raw: unknown, pool: StringPool): ServiceInfo {
     if (f !== 'IPv4' && f !== 'IPv6') fail(`spec.ipFamilies[${i}] unknown: ${JSON.stringify(f)}`);
   }
   if (ipFamilies.length === 0) {
-    ipFamilies = clusterIPs.filter((ip) => ip !== 'None').map((ip) => ipFamilyOf(ip)!);
+    ipFamilies = clusterIPs.filter((ip) => ip !== 'None').map((ip) => textFamily(ip, 'lenient')!);
   }
   ipFamilies = shareFamilies(ipFamilies);
 
@@ -208,7 +208,7 @@ function projectServiceUnchecked(raw: unknown, pool: StringPool): ServiceInfo {
 
   const externalIPs = mapList(asList('spec.externalIPs', spec.externalIPs), (ip, i) => checkIP(`spec.externalIPs[${i}]`, ip));
   const loadBalancerSourceRanges = mapList(asList('spec.loadBalancerSourceRanges', spec.loadBalancerSourceRanges), (r, i) => {
-    if (typeof r !== 'string' || !isCIDRLoose(r.trim())) fail(`spec.loadBalancerSourceRanges[${i}] is not a CIDR: ${JSON.stringify(r)}`);
+    if (typeof r !== 'string' || !isCIDRText(r.trim(), 'lenient')) fail(`spec.loadBalancerSourceRanges[${i}] is not a CIDR: ${JSON.stringify(r)}`);
     return r.trim();
   });
   const status = isObject(obj.status) ? obj.status : undefined;

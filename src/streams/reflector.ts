@@ -19,6 +19,7 @@ import { listPage, ScratchBuffer, watchStream, type Query, type RequestTimeouts,
 import { ANNOTATION_INITIAL_EVENTS_END } from '../k8s/well-known.ts';
 import { Backoff, defaultBackoff, type BackoffOptions } from './backoff.ts';
 import { sleep, systemClock, type Clock } from './clock.ts';
+import { assertNever } from '../assert-never.ts';
 import { ApiStatusError, ResourceExpiredError, WatchErrorEventError, WatchListIncompleteError } from './api/errors.ts';
 
 /** Where a reflector delivers what it reads; implemented by the informer. */
@@ -59,9 +60,9 @@ export interface ReflectorOptions {
  * alive at a time (less for the young-generation GC to copy); much smaller
  * ones pay per-request overhead. Measured with bench/streams.ts (see there).
  */
-export const DEFAULT_PAGE_SIZE = 250;
+const DEFAULT_PAGE_SIZE = 250;
 
-export const DEFAULT_LIST_PROGRESS_MS = 5_000;
+const DEFAULT_LIST_PROGRESS_MS = 5_000;
 
 /**
  * "listing" lines while a large list is under way: a big cluster's first
@@ -292,7 +293,9 @@ export class Reflector {
           this.o.logger.info({ rv: this.rv, items }, 'listed (WatchList)');
         }
         return;
-      default:
+      case 'ADDED':
+      case 'MODIFIED':
+      case 'DELETED':
         if (rv) this.rv = rv;
         if (this.initialProgress) {
           if (ev.type !== 'DELETED') {
@@ -303,6 +306,9 @@ export class Reflector {
         } else {
           this.o.sink.event(ev.type, ev.object);
         }
+        return;
+      default:
+        assertNever(ev.type); // watchStream lets no other type through
     }
   }
 }

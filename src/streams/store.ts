@@ -23,7 +23,7 @@ export interface StoreView<T> {
   entries(): IterableIterator<[string, T]>;
 }
 
-export function sameIgnoringVersion(a: unknown, b: unknown): boolean {
+function sameIgnoringVersion(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
   if (Array.isArray(a)) {
@@ -46,24 +46,11 @@ export function sameIgnoringVersion(a: unknown, b: unknown): boolean {
   return n === m;
 }
 
-/** The one synchronous listener a store tells of every change, before any events$ subscriber (the slice index). */
-export interface StoreListener<T> {
-  /** `previous` is the version it replaces; undefined for a new key. */
-  upserted(object: T, previous: T | undefined): void;
-  deleted(object: T): void;
-}
-
 export class Store<T extends Versioned> implements StoreView<T> {
   private map = new KeyedMap<T>();
   private readonly subject = new Subject<StoreEvent<T>>();
   /** Live changes only; see `changes$` on the streams for snapshot + changes. */
   readonly events$: Observable<StoreEvent<T>> = this.subject.asObservable();
-  private listener: StoreListener<T> | undefined;
-
-  /** Sets (or, with undefined, removes) the synchronous listener. */
-  listen(listener: StoreListener<T> | undefined): void {
-    this.listener = listener;
-  }
 
   get(key: string): T | undefined {
     const [namespace, name] = splitKey(key);
@@ -98,7 +85,7 @@ export class Store<T extends Versioned> implements StoreView<T> {
       }
     }
     this.map.set(namespace, name, object);
-    this.upserted(namespace, name, object, old);
+    this.upserted(namespace, name, object);
     return true;
   }
 
@@ -111,14 +98,12 @@ export class Store<T extends Versioned> implements StoreView<T> {
   remove(namespace: string, name: string): boolean {
     const old = this.map.delete(namespace, name);
     if (old === undefined) return false;
-    this.listener?.deleted(old);
     // An event (and its joined key) only for someone to receive it.
     if (this.subject.observed) this.subject.next({ type: 'delete', key: joinKey(namespace, name), object: old });
     return true;
   }
 
-  private upserted(namespace: string, name: string, object: T, previous: T | undefined): void {
-    this.listener?.upserted(object, previous);
+  private upserted(namespace: string, name: string, object: T): void {
     if (this.subject.observed) this.subject.next({ type: 'upsert', key: joinKey(namespace, name), object });
   }
 
@@ -127,7 +112,7 @@ export class Store<T extends Versioned> implements StoreView<T> {
     if (this.map.size === 0) {
       // The first list: adopt the map instead of copying it entry by entry.
       this.map = next;
-      if (this.listener !== undefined || this.subject.observed) next.forEach((object, namespace, name) => this.upserted(namespace, name, object, undefined));
+      if (this.subject.observed) next.forEach((object, namespace, name) => this.upserted(namespace, name, object));
       return next.size;
     }
     let changes = 0;

@@ -6,7 +6,8 @@ import { joinKey } from './keyed-map.ts';
 
 export type Projection<T> = { ok: true; value: T; dropped?: string[] } | { ok: false; reason: string };
 
-export class InvalidObject extends Error {
+/** A projection's refusal, thrown by fail() and turned into `{ ok: false }` by project(). */
+class InvalidObject extends Error {
   readonly code = 'ERR_INVALID_OBJECT';
   constructor(reason: string) {
     super(reason);
@@ -60,12 +61,6 @@ export function isPort(v: unknown): v is number {
 export function optionalString(what: string, v: unknown): string | undefined {
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'string') fail(`${what} is not a string`);
-  return v;
-}
-
-export function optionalBool(what: string, v: unknown): boolean | undefined {
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'boolean') fail(`${what} is not a boolean`);
   return v;
 }
 

@@ -58,3 +58,23 @@ describe("rulesetConfigFor: kube-proxy's detect-local modes", () => {
     expect(c.families.IPv4!.nodePortAddresses).toEqual(['192.0.2.99']);
   });
 });
+
+describe('rulesetConfigFor: the Node addresses', () => {
+  it('reads them as the API stores them (leading zeros, IPv6 spellings) and hands them on canonical, so the config validates', () => {
+    const node = {
+      name: 'n1',
+      resourceVersion: '1',
+      addresses: [
+        { type: 'InternalIP' as const, address: '010.000.001.007' },
+        { type: 'InternalIP' as const, address: 'FD00:0:0::7' },
+        { type: 'ExternalIP' as const, address: '::ffff:198.51.100.7' },
+      ],
+      podCIDRs: [],
+    };
+    const c = validateRulesetConfig(rulesetConfigFor(options([]), node, NO_OFFLOAD));
+    expect(c.families.IPv4?.nodeIPs).toEqual(['10.0.1.7', '198.51.100.7']);
+    expect(c.families.IPv6?.nodeIPs).toEqual(['fd00::7']);
+    expect(c.families.IPv4?.nodePortAddresses).toEqual(['10.0.1.7']);
+    expect(c.families.IPv6?.nodePortAddresses).toEqual(['fd00::7']);
+  });
+});

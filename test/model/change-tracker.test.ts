@@ -50,7 +50,7 @@ describe('ServiceChangeTracker', () => {
     ]);
     expect(r.servicesEvaluated).toBe(1);
     expect(t.pendingServices).toBe(0);
-    expect(t.drain()).toEqual({ changes: [], warnings: [], servicesEvaluated: 0 });
+    expect(t.drain()).toEqual({ changes: [], changed: new Set(), warnings: [], servicesEvaluated: 0 });
   });
 
   it('the earliest trigger time wins even when events arrive out of order', () => {
@@ -287,7 +287,10 @@ describe('ServiceChangeTracker agrees with building from scratch (property)', ()
               t.onNode(current, time);
             }
           }
-          for (const c of t.drain().changes) {
+          const drained = t.drain();
+          // The reconciler renders exactly these ids again: every change, and only those.
+          expect(drained.changed).toEqual(new Set(drained.changes.map((c) => c.id)));
+          for (const c of drained.changes) {
             if (c.kind === 'removed') {
               expect(applied.has(c.id)).toBe(true);
               applied.delete(c.id);

@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { countNoLocalEndpoints, healthCheckServices } from '../../src/model/local-endpoints.ts';
-import { renderRuleset as renderText } from '../../src/nft/render-text.ts';
+import { renderTableText as renderText } from '../../src/nft/render-text.ts';
 import { rulesetListings } from '../../src/reconciler/listing.ts';
 import { renderRuleset } from '../../src/reconciler/ruleset.ts';
 import { config, ep, local, sp } from '../reconciler/fixtures.ts';

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { TableListing } from '../../src/nft/dataplane.ts';
 import type { Element, NftMap, NftObject, NftSet, Operation, Rule } from '../../src/nft/objects.ts';
-import { renderOperations, renderRuleset } from '../../src/nft/render-text.ts';
+import { renderOperations, renderTableText } from '../../src/nft/render-text.ts';
 import { Transaction } from '../../src/nft/transaction.ts';
 import { withNetns, type NetNs } from '../helpers/netns.ts';
 import { chain, chains, el, elements, F, flowtable, representativeObjects, rule, rules, sets, T, table } from './fixtures.ts';
@@ -50,7 +50,7 @@ describe('render-text against nft (oracle)', () => {
   it('the table block form loads too and lists back the same', async () => {
     const objs = representativeObjects({ flowtable: false });
     await withNetns((ns) => {
-      load(ns, renderRuleset(listingOf(objs)));
+      load(ns, renderTableText(listingOf(objs)));
       expect(readBack(ns)).toEqual(asNftLists(listingOf(objs)));
     });
   });

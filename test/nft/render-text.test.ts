@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Element, NftMap, Operation } from '../../src/nft/objects.ts';
-import { renderName, renderOperations, renderRuleset } from '../../src/nft/render-text.ts';
+import { renderName, renderOperations, renderTableText } from '../../src/nft/render-text.ts';
 import { chain, el, F, flowtable, rule, T, table } from './fixtures.ts';
 
 const vmap: NftMap = { kind: 'map', family: F, table: T, name: 'service-ips', keyType: ['ipv4_addr', 'inet_proto', 'inet_service'], dataType: 'verdict' };
@@ -131,7 +131,7 @@ describe('renderOperations: golden', () => {
   });
 });
 
-describe('renderRuleset: golden', () => {
+describe('renderTableText: golden', () => {
   it('prints one table block, deterministic', () => {
     const elements: Element[] = [el('service-ips', ['10.96.0.1', 'tcp', '80'], { verdict: 'goto', chain: 'svc' }), el('service-ips', ['10.96.0.2', 'udp', '53'], { verdict: 'drop' })];
     const listing = {
@@ -174,8 +174,8 @@ describe('renderRuleset: golden', () => {
 	}
 }
 `;
-    expect(renderRuleset(listing)).toBe(want);
-    expect(renderRuleset(listing, { handles: true })).toContain('dnat ip to 10.180.0.1:8080 # handle 4\n');
-    expect(renderRuleset({ ...listing, table: { ...table, comment: undefined }, chains: [], rules: [], sets: [], elements: [], flowtables: [] })).toBe('table inet kube-nft-proxy {\n}\n');
+    expect(renderTableText(listing)).toBe(want);
+    expect(renderTableText(listing, { handles: true })).toContain('dnat ip to 10.180.0.1:8080 # handle 4\n');
+    expect(renderTableText({ ...listing, table: { ...table, comment: undefined }, chains: [], rules: [], sets: [], elements: [], flowtables: [] })).toBe('table inet kube-nft-proxy {\n}\n');
   });
 });

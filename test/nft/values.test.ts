@@ -20,6 +20,9 @@ const valid: Array<[DataType, string, string, number[] | null]> = [
   ['ipv6_addr', '1:0:0:1:0:0:0:0', '1:0:0:1::', [0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0]],
   ['ipv6_addr', '::ffff:192.0.2.1', '::ffff:192.0.2.1', [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 1]],
   ['ipv6_addr', '0:0:0:0:0:ffff:c000:201', '::ffff:192.0.2.1', [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 1]],
+  // IPv4-compatible (deprecated) is plain hex, as Go prints it; only IPv4-mapped keeps the dotted tail.
+  ['ipv6_addr', '::10.0.0.1', '::a00:1', [...Array(12).fill(0), 10, 0, 0, 1]],
+  ['ipv6_addr', '::ffff:0:0', '::ffff:0.0.0.0', [...Array(10).fill(0), 0xff, 0xff, 0, 0, 0, 0]],
   ['ipv6_addr', 'fd00::/8', 'fd00::/8', null],
   ['ipv6_addr', 'fd00:10::/64', 'fd00:10::/64', null],
   ['ipv6_addr', 'fd00::1/128', 'fd00::1', null],

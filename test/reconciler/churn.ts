@@ -11,7 +11,7 @@ import type { EndpointShape, RulesetConfig } from '../../src/reconciler/config.t
 import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, type SyncState } from '../../src/reconciler/diff.ts';
 import { planFullSync } from '../../src/reconciler/full-sync.ts';
 import { renderRuleset } from '../../src/reconciler/ruleset.ts';
-import { config, sp, V4, V6 } from './fixtures.ts';
+import { config, renderNext, sp, V4, V6 } from './fixtures.ts';
 
 const NAMES = ['a', 'b', 'c'] as const;
 const PORT_NAMES = ['', 'p'] as const;
@@ -151,7 +151,7 @@ export function churn(initial: RulesetConfig, steps: readonly ChurnStep[]) {
   k.commitSync(first.ops);
   let state: SyncState = first.next;
   const sync = (ports: ServicePort[]) => {
-    rendered = renderRuleset(ports, cfg, rendered);
+    rendered = renderNext(ports, cfg, rendered);
     const plan = diffRulesets(state.applied, rendered, { now }, state.staleChains);
     k.commitSync(plan.ops);
     state = plan.next;

@@ -10,7 +10,7 @@ import { DEFAULT_ENDPOINT_MAP_BLOCKS, endpointRegion, regionOffset, shardMapName
 import { servicePortNameBase, servicePortReadable } from '../../src/reconciler/names.ts';
 import { claimedElement, renderRuleset, type Ruleset } from '../../src/reconciler/ruleset.ts';
 import { churn, churnArbFor, servicePortsArb } from './churn.ts';
-import { config, ep, sp, V4, V6 } from './fixtures.ts';
+import { config, ep, renderNext, sp, V4, V6 } from './fixtures.ts';
 import { freshKernel, listingsWithoutHandles as listing } from './kernel-listing.ts';
 
 describe.each(ENDPOINT_SHAPES)('incremental syncs and a full sync agree (endpoint shape %s)', (shape) => {
@@ -55,7 +55,7 @@ describe.each(ENDPOINT_SHAPES)('incremental syncs and a full sync agree (endpoin
       fc.property(servicePortsArb, (ports) => {
         const cfg = config({ endpointShape: shape });
         const a = renderRuleset(ports, cfg);
-        const b = renderRuleset(ports.map((p) => structuredClone(p)), cfg, a);
+        const b = renderNext(ports.map((p) => structuredClone(p)), cfg, a);
         expect(diffRulesets(a, b, { now: 5 }).ops).toEqual([]);
       }),
       { numRuns: 50 },
@@ -84,7 +84,7 @@ describe('a change to one service touches only that service', () => {
         // Everything as before except the one port.
         const base = before.filter((p) => p.id !== changed.id);
         const a = renderRuleset(base.concat(before.filter((p) => p.id === changed.id)), cfg);
-        const b = renderRuleset(base.concat([changed]), cfg, a);
+        const b = renderNext(base.concat([changed]), cfg, a);
         const mine = servicePortReadable(changed);
         const owners = (r: Ruleset, key: string) => r.claims.get(key);
         for (const op of diffRulesets(a, b, { now: 1 }).ops) {
@@ -126,7 +126,7 @@ describe('a change to one service touches only that service', () => {
     const ports = many();
     const a = renderRuleset(ports, cfg);
     const changed = ports.map((p, i) => (i === 7 ? sp({ serviceName: 's7', clusterIP: '10.96.1.7', endpoints: [ep('10.244.0.8'), ep('10.244.9.9')] }) : p));
-    return diffRulesets(a, renderRuleset(changed, cfg, a), { now: 1 }).ops;
+    return diffRulesets(a, renderNext(changed, cfg, a), { now: 1 }).ops;
   };
 
   it('endpoint shape chains: one endpoint added to one of many services: its endpoint chain, its service chain, nothing else', () => {
@@ -166,7 +166,7 @@ describe('a change to one service touches only that service', () => {
     const ports = many();
     const a = renderRuleset(ports, cfg);
     const changed = ports.map((p, i) => (i === 7 ? sp({ serviceName: 's7', clusterIP: '10.96.1.7', endpoints: [ep('10.244.9.9')] }) : p));
-    const b = renderRuleset(changed, cfg, a);
+    const b = renderNext(changed, cfg, a);
     const ops = diffRulesets(a, b, { now: 1 }).ops;
     expect(opNames(ops)).toEqual([
       `delete element ${s7Map} ${s7}`,
@@ -186,12 +186,12 @@ describe('a change to one service touches only that service', () => {
     k.commitSync(planFullSync(a, 'replace').ops);
     const hairpin = () => k.listSync('ip', 'kube-nft-proxy')!.elements.filter((e) => e.set === 'hairpin-endpoints').map((e) => e.key.join(' . '));
     expect(hairpin()).toEqual(['10.244.5.5 . 10.244.5.5']);
-    const b = renderRuleset([y], cfg, a);
+    const b = renderNext([y], cfg, a);
     const p1 = diffRulesets(a, b, { now: 1 });
     expect(opNames(p1.ops)).not.toContain('delete element hairpin-endpoints 10.244.5.5 . 10.244.5.5');
     k.commitSync(p1.ops);
     expect(hairpin()).toEqual(['10.244.5.5 . 10.244.5.5']);
-    const c = renderRuleset([], cfg, b);
+    const c = renderNext([], cfg, b);
     k.commitSync(diffRulesets(b, c, { now: 2 }, p1.next.staleChains).ops);
     expect(hairpin()).toEqual([]);
   });
@@ -210,7 +210,7 @@ describe('stale chains and failed commits', () => {
     const k = new FakeKernel();
     const a = renderRuleset([web], cfg);
     k.commitSync(planFullSync(a, 'replace').ops);
-    const b = renderRuleset([], cfg, a);
+    const b = renderNext([], cfg, a);
     const p1 = diffRulesets(a, b, { now: 1000 }, EMPTY_SYNC_STATE.staleChains);
     k.commitSync(p1.ops);
     expect(p1.ops.filter((o) => o.verb === 'delete' && o.object.kind === 'chain')).toEqual([]);
@@ -233,10 +233,10 @@ describe('stale chains and failed commits', () => {
     const k = new FakeKernel();
     const a = renderRuleset([web], cfg);
     k.commitSync(planFullSync(a, 'replace').ops);
-    const b = renderRuleset([], cfg, a);
+    const b = renderNext([], cfg, a);
     const p1 = diffRulesets(a, b, { now: 1000 });
     k.commitSync(p1.ops);
-    const c = renderRuleset([web], cfg, b);
+    const c = renderNext([web], cfg, b);
     const p2 = diffRulesets(b, c, { now: 5000 }, p1.next.staleChains);
     k.commitSync(p2.ops);
     expect(p2.ops.some((o) => o.verb === 'delete' && o.object.kind === 'chain')).toBe(false);
@@ -249,7 +249,7 @@ describe('stale chains and failed commits', () => {
     const a = renderRuleset([web], cfg);
     k.commitSync(planFullSync(a, 'replace').ops);
     let state: SyncState = { applied: a, staleChains: new Map() };
-    const b = renderRuleset([web, sp({ serviceName: 'api', clusterIP: '10.96.0.20', endpoints: [ep('10.244.3.3')] })], cfg, a);
+    const b = renderNext([web, sp({ serviceName: 'api', clusterIP: '10.96.0.20', endpoints: [ep('10.244.3.3')] })], cfg, a);
     const failed = diffRulesets(state.applied, b, { now: 10 }, state.staleChains);
     k.faults.push({ code: 'ENOBUFS' });
     expect(() => k.commitSync(failed.ops)).toThrow(/ENOBUFS/);
@@ -301,7 +301,7 @@ it.each(ENDPOINT_SHAPES)('a ruleset rendered from the applied one is diffed thro
     fc.property(servicePortsArb, servicePortsArb, (before, after) => {
       const cfg = config({ endpointShape: shape });
       const a = renderRuleset(before, cfg);
-      const b = renderRuleset(after, cfg, a);
+      const b = renderNext(after, cfg, a);
       expect(b.changes?.since).toBe(a.generation);
       const { changes: _, ...everyPort } = b;
       expect(text(diffRulesets(a, b, { now: 1 }).ops)).toEqual(text(diffRulesets(a, everyPort, { now: 1 }).ops));

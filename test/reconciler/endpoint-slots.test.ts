@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import type { Operation } from '../../src/nft/objects.ts';
-import { renderRuleset as renderText } from '../../src/nft/render-text.ts';
+import { renderTableText as renderText } from '../../src/nft/render-text.ts';
 import { validateOperations } from '../../src/nft/transaction.ts';
 import type { Endpoint, ServicePort } from '../../src/model/service-port.ts';
 import { RulesetConfigError, validateRulesetConfig, type RulesetConfig } from '../../src/reconciler/config.ts';
@@ -17,7 +17,7 @@ import { rulesetListings } from '../../src/reconciler/listing.ts';
 import { servicePortNameBase } from '../../src/reconciler/names.ts';
 import { renderRuleset } from '../../src/reconciler/ruleset.ts';
 import { churn, churnArbFor, type ChurnStep, configArbFor, servicePortsArb } from './churn.ts';
-import { config, ep, local, sel, sp, V4 } from './fixtures.ts';
+import { config, ep, local, renderNext, sel, sp, V4 } from './fixtures.ts';
 import { freshKernel, listingWithoutHandles as listing, listingsWithoutHandles } from './kernel-listing.ts';
 
 const label = (name: string, prefix = 'endpoints-'): string =>
@@ -56,7 +56,7 @@ function steps(cfg: RulesetConfig, list: ServicePort[][]): Operation[][] {
   const out: Operation[][] = [first.ops];
   for (const ports of list.slice(1)) {
     now += DEFAULT_STALE_CHAIN_DELAY_MS;
-    r = renderRuleset(ports, cfg, r);
+    r = renderNext(ports, cfg, r);
     expect(r.problems).toEqual([]);
     const plan = diffRulesets(state.applied, r, { now }, state.staleChains);
     k.commitSync(plan.ops);

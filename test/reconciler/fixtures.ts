@@ -4,7 +4,10 @@
 import type { IPFamily, Protocol } from '../../src/k8s/types.ts';
 import type { Endpoint, EndpointSelection, ServicePort } from '../../src/model/service-port.ts';
 import { servicePortId } from '../../src/model/service-port.ts';
+import { servicePortEqual } from '../../src/model/equality.ts';
 import { defaultRulesetConfig, type FamilyConfig, type RulesetConfig } from '../../src/reconciler/config.ts';
+import type { ModelRead } from '../../src/reconciler/reconciler.ts';
+import { renderRuleset, type Ruleset } from '../../src/reconciler/ruleset.ts';
 
 export function ep(ip: string, port = 8080, extra: Partial<Endpoint> = {}): Endpoint {
   return { ip, port, isLocal: false, ready: true, serving: true, terminating: false, ...extra };
@@ -74,4 +77,37 @@ export const V6: FamilyConfig = {
 /** The reconciler tests' config: endpoint shape 'chains' unless asked (its goldens are kube-proxy's shape). */
 export function config(overrides: Partial<RulesetConfig> = {}): RulesetConfig {
   return defaultRulesetConfig({ families: { IPv4: V4, IPv6: V6 }, endpointShape: 'chains', ...overrides });
+}
+
+/**
+ * The reconciler's model reader over a list the test sets: each read says
+ * which ports changed since the previous one, as the change tracker's drain does.
+ */
+export function modelReads(current: () => readonly ServicePort[]): () => ModelRead {
+  let last: readonly ServicePort[] = [];
+  return () => {
+    const ports = current();
+    const changed = changedBetween(last, ports);
+    last = ports;
+    return { ports, changed };
+  };
+}
+
+/** The ids the change tracker would name going from one list of ports to another: added, removed, or not servicePortEqual. */
+export function changedBetween(before: readonly ServicePort[], after: readonly ServicePort[]): Set<string> {
+  const was = new Map(before.map((p) => [p.id, p]));
+  const changed = new Set<string>();
+  for (const p of after) {
+    const q = was.get(p.id);
+    if (q === undefined || !servicePortEqual(q, p)) changed.add(p.id);
+    was.delete(p.id);
+  }
+  for (const id of was.keys()) changed.add(id);
+  return changed;
+}
+
+/** renderRuleset from `previous`, naming as changed what the change tracker would (see changedBetween). */
+export function renderNext(ports: readonly ServicePort[], config: RulesetConfig, previous: Ruleset): Ruleset {
+  const before = [...previous.services.values()].map((s) => s.port);
+  return renderRuleset(ports, config, previous, changedBetween(before, ports));
 }

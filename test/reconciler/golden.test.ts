@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ServicePort } from '../../src/model/service-port.ts';
-import { renderRuleset as renderText } from '../../src/nft/render-text.ts';
+import { renderTableText as renderText } from '../../src/nft/render-text.ts';
 import { validateOperations } from '../../src/nft/transaction.ts';
 import { planFullSync } from '../../src/reconciler/full-sync.ts';
 import { rulesetListings } from '../../src/reconciler/listing.ts';

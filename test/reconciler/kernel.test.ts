@@ -15,7 +15,7 @@ import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, type SyncState } from '../.
 import { planFullSync } from '../../src/reconciler/full-sync.ts';
 import { renderRuleset, type Ruleset } from '../../src/reconciler/ruleset.ts';
 import { createNetns, type NetNs } from '../helpers/netns.ts';
-import { config, ep, local, sel, sp, V4, V6 } from './fixtures.ts';
+import { config, ep, local, renderNext, sel, sp, V4, V6 } from './fixtures.ts';
 import { GOLDENS } from './goldens.ts';
 
 // The 'map' goldens hold every golden port (the 'chains' ones are a subset); each id once.
@@ -104,7 +104,7 @@ async function churn(dp: Dataplane, cfg: RulesetConfig): Promise<Ruleset> {
   await dp.commit(first.ops);
   let state: SyncState = first.next;
   const step = async (ports: ServicePort[]) => {
-    rendered = renderRuleset(ports, cfg, rendered);
+    rendered = renderNext(ports, cfg, rendered);
     expect(rendered.problems).toEqual([]);
     const plan = diffRulesets(state.applied, rendered, { now }, state.staleChains);
     await dp.commit(plan.ops);

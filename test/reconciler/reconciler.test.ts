@@ -4,7 +4,7 @@ import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import { Reconciler, SyncError } from '../../src/reconciler/reconciler.ts';
 import { syncRunner } from '../../src/reconciler/sync-runner.ts';
 import type { ServicePort } from '../../src/model/service-port.ts';
-import { config, ep, sp, V4 } from './fixtures.ts';
+import { config, ep, modelReads, sp, V4 } from './fixtures.ts';
 import { afterFreshFullSync, listingWithoutHandles } from './kernel-listing.ts';
 
 const cfg = config({ families: { IPv4: V4 } });
@@ -15,7 +15,7 @@ function setup(initial: ServicePort[]) {
   const kernel = new FakeKernel();
   let ports = initial;
   let now = 0;
-  const r = new Reconciler({ dataplane: kernel, config: cfg, servicePorts: () => ports, now: () => now });
+  const r = new Reconciler({ dataplane: kernel, config: cfg, servicePorts: modelReads(() => ports), now: () => now });
   return {
     kernel,
     r,
@@ -56,7 +56,7 @@ describe('Reconciler', () => {
     const r = new Reconciler({
       dataplane: kernel,
       config: cfg,
-      servicePorts: () => ports,
+      servicePorts: modelReads(() => ports),
       now: () => 0,
       onPlanned: (p) => {
         expect(p.planMs).toBeGreaterThanOrEqual(0);
@@ -130,7 +130,7 @@ describe('sync runner driving a Reconciler on the fake kernel (real time, short 
   it('waits for synced, syncs, follows changes, cleans up stale chains', async () => {
     const kernel = new FakeKernel();
     let ports: ServicePort[] = [web, api];
-    const r = new Reconciler({ dataplane: kernel, config: cfg, servicePorts: () => ports, now: () => Date.now(), staleChainDelayMs: 30 });
+    const r = new Reconciler({ dataplane: kernel, config: cfg, servicePorts: modelReads(() => ports), now: () => Date.now(), staleChainDelayMs: 30 });
     const changes = new Subject<void>();
     const synced = new Subject<boolean>();
     const results = firstValueFrom(

@@ -8,7 +8,7 @@ import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import type { Family, Operation } from '../../src/nft/objects.ts';
 import type { ServicePort } from '../../src/model/service-port.ts';
 import { Reconciler, SyncError } from '../../src/reconciler/reconciler.ts';
-import { config, ep, sp, V4 } from './fixtures.ts';
+import { config, ep, modelReads, sp, V4 } from './fixtures.ts';
 import { afterFreshFullSync, listingWithoutHandles } from './kernel-listing.ts';
 
 const cfg = config({ families: { IPv4: V4 } });
@@ -48,7 +48,7 @@ function setup(initial: ServicePort[]) {
   const kernel = new RefusingKernel();
   let ports = initial;
   let now = 0;
-  const r = new Reconciler({ dataplane: kernel, config: cfg, servicePorts: () => ports, now: () => now });
+  const r = new Reconciler({ dataplane: kernel, config: cfg, servicePorts: modelReads(() => ports), now: () => now });
   /** Past the stale-chain delay, and a sync to delete what went stale: then the kernel can equal a fresh full sync. */
   const settle = async () => {
     now += 5000;
@@ -121,7 +121,7 @@ describe('a ServicePort the kernel refuses', () => {
     const kernel = new RefusingKernel();
     kernel.refusedAddresses = new Set(['10.244.3.3', '10.244.4.4']);
     let reads = 0;
-    const r = new Reconciler({ dataplane: kernel, config: cfg, servicePorts: () => (reads++, [web, api, db]), now: () => 0 });
+    const r = new Reconciler({ dataplane: kernel, config: cfg, servicePorts: modelReads(() => (reads++, [web, api, db])), now: () => 0 });
     const rep = await r.sync({ kind: 'incremental' });
     expect(rep.setAside).toBe(2);
     expect(reads).toBe(1);

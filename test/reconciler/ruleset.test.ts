@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { renderRuleset as renderText } from '../../src/nft/render-text.ts';
+import { renderTableText as renderText } from '../../src/nft/render-text.ts';
 import { validateOperations } from '../../src/nft/transaction.ts';
 import { ENDPOINT_SHAPES, type RulesetConfig, RulesetConfigError, validateRulesetConfig } from '../../src/reconciler/config.ts';
 import { planFullSync } from '../../src/reconciler/full-sync.ts';
@@ -232,6 +232,17 @@ describe('ruleset problems are contained', () => {
     expect(r.problems.map((p) => p.code)).toEqual(['ERR_SERVICE_PORT_RENDER']);
   });
 
+  it('an address not in the IP codec\'s canonical form is a bug upstream: its port is left out, not rewritten', () => {
+    const r = renderRuleset([sp({ endpoints: [ep('10.244.01.5')] }), sp({ serviceName: 'ok', clusterIP: '10.96.0.20', endpoints: [ep('10.244.1.5')] })], config({ families: { IPv4: V4 } }));
+    expect([...r.services.keys()]).toEqual(['default/ok/TCP/http/IPv4']);
+    expect(r.problems.map((p) => p.message)).toEqual(['service port default/web/TCP/http/IPv4: "10.244.01.5" is not an IPv4 address in canonical form']);
+  });
+
+  it('a /32 source range (as the model writes a CIDR) is the single address in the firewall rule', () => {
+    const t = text([sp({ loadBalancerIPs: ['198.51.100.9'], loadBalancerSourceRanges: ['203.0.113.7/32'], endpoints: [ep('10.244.1.5')] })]);
+    expect(t).toContain('ip saddr != 203.0.113.7 drop');
+  });
+
   it('a port of an unconfigured family is reported, not rendered', () => {
     const r = renderRuleset([sp({ family: 'IPv6', endpoints: [ep('fd00::1')] })], config({ families: { IPv4: V4 } }));
     expect(r.services.size).toBe(0);
@@ -264,6 +275,9 @@ describe('ruleset problems are contained', () => {
       [{ offloadPacketThreshold: -1 }, 'offloadPacketThreshold'],
       [{ families: { IPv4: { ...V4, clusterCIDRs: ['fd00::/64'] } } }, 'families.IPv4.clusterCIDRs[0]'],
       [{ families: { IPv4: { ...V4, nodePortAddresses: ['10.0.0.0/8'] } } }, 'families.IPv4.nodePortAddresses[0]'],
+      // Read with the IP codec's strict syntax: no leading zeros, no zone index.
+      [{ families: { IPv4: { ...V4, nodeIPs: ['010.0.0.1'] } } }, 'families.IPv4.nodeIPs[0]'],
+      [{ families: { IPv6: { ...V4, nodeIPs: ['fd00::1%eth0'], nodePortAddresses: [], clusterCIDRs: [], serviceCIDRs: [] } } }, 'families.IPv6.nodeIPs[0]'],
     ];
     for (const [o, field] of bad) {
       let err: unknown;

@@ -166,7 +166,7 @@ describe('selectors and topology', () => {
     s.api.patchLabels('services', 'default/svc-0', { 'service.kubernetes.io/headless': null });
     await waitFor(() => s!.streams.services.has('default/svc-0'));
     expect(s.svcLog()).toEqual(['upsert default/svc-0', 'delete default/svc-0', 'upsert default/svc-0']);
-    expect(s.streams.endpointsByService.endpointsFor('default/svc-0')).toEqual([]);
+    expect([...s.streams.endpointSlices.values()].filter((x) => x.serviceName === 'svc-0')).toEqual([]);
   });
 
   it('KEP-31 with --service-proxy-name: only Services labelled for us', async () => {

@@ -1,4 +1,4 @@
-// Our own kubeconfig/in-cluster loader (src/k8s/kubeconfig.ts) against the
+// Our own kubeconfig/in-cluster loader (src/streams/api/kubeconfig.ts) against the
 // fake API server over real HTTPS: CA by file and by data, bearer token,
 // token file re-read on rotation, in-cluster service account, client
 // certificates (mutual TLS), basic auth, insecure-skip-tls-verify; and the

@@ -46,7 +46,8 @@ describe('manifest source', () => {
       { ip: '198.51.100.10', ipMode: 'VIP' },
       { ip: '198.51.100.11', ipMode: 'Proxy' },
     ]);
-    expect(s.endpointsByService.endpointsFor('demo/web').map((g) => `${g.addressType}/${g.port.name}/${g.endpoints.length}`).sort()).toEqual([
+    const webSlices = [...s.endpointSlices.values()].filter((x) => x.serviceName === 'web');
+    expect(webSlices.flatMap((x) => x.ports.map((p) => `${x.addressType}/${p.name}/${x.endpoints.length}`)).sort()).toEqual([
       'IPv4/http/3',
       'IPv4/https/3',
       'IPv6/http/2',

@@ -151,6 +151,21 @@ describe('projectEndpointSlice', () => {
     expect(r.dropped).toHaveLength(7);
   });
 
+  it('reads IPv6 endpoint addresses with the IP codec: unroutable however spelled, no zone index', () => {
+    const raw = f.endpointSlice('default', 'web-v6', 'web', [{ ip: 'fd00::5' }, { ip: '0:0:0::1' }, { ip: 'FE80::1' }, { ip: 'fd00::6%eth0' }, { ip: '::ffff:010.0.0.7' }], {}, {
+      addressType: 'IPv6',
+    });
+    const r = projectEndpointSlice(raw, pool);
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.value.endpoints.map((e) => e.address)).toEqual(['fd00::5', '::ffff:010.0.0.7']);
+    expect(r.dropped).toEqual([
+      'endpoints[1] address 0:0:0::1 is not routable',
+      'endpoints[2] address FE80::1 is not routable',
+      'endpoints[3] address "fd00::6%eth0" is not IPv6',
+    ]);
+  });
+
   it('keeps only the first of the addresses of an endpoint (fungible, kube-proxy uses the first), after checking them all', () => {
     const raw = f.endpointSlice('default', 'web-abc', 'web', [{ ip: '10.244.1.5' }, { ip: '10.244.1.6' }]);
     const eps = (raw as unknown as { endpoints: Array<{ addresses: string[] }> }).endpoints;

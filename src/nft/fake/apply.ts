@@ -4,6 +4,13 @@
 import { isVerdictValue, type Chain, type Element, type Flowtable, type NftMap, type NftSet, type Operation, type Rule, type Table } from '../objects.ts';
 import { prefixRange } from '../values.ts';
 import { copyChain, copyContainer, copyElement, copyRule, elementKey, err, tableKey, type ChainState, type FakeKernelOptions, type SetState, type TableState } from './state.ts';
+import { assertNever, UnreachableError } from '../../assert-never.ts';
+import { checkJumpTarget, checkRuleReferences, countElementReferences, countRuleReferences } from './references.ts';
+
+/** A verb validateOperations refuses for this kind of object (VERBS_BY_KIND): it never reaches the fake's state. */
+function refusedVerb(kind: string, verb: string): never {
+  throw new UnreachableError(`${verb} of a ${kind}`);
+}
 
 /** The state a transaction builds: copied on first write, object by object. */
 export class Working {
@@ -46,6 +53,8 @@ export class Working {
         return this.#rule(op.verb, o, ts, index);
       case 'element':
         return this.#element(op.verb, o, ts, index);
+      default:
+        assertNever(o);
     }
   }
 
@@ -122,6 +131,11 @@ export class Working {
         for (const name of [...m.chains.keys()]) this.#dropRules(m, this.#mutChain(m, name)!, () => true);
         return;
       }
+      case 'insert':
+      case 'replace':
+        return refusedVerb('table', verb);
+      default:
+        assertNever(verb);
     }
   }
 
@@ -170,6 +184,11 @@ export class Working {
         if (!cs) err('ENOENT', `${what} does not exist`);
         this.#dropRules(ts, this.#mutChain(ts, c.name)!, () => true);
         return;
+      case 'insert':
+      case 'replace':
+        return refusedVerb('chain', verb);
+      default:
+        assertNever(verb);
     }
   }
 
@@ -194,16 +213,21 @@ export class Working {
           err('ENOENT', `${what} does not exist`);
         }
         if ((ts.setUse.get(s.name) ?? 0) > 0) err('EBUSY', `${what} is used by a rule`);
-        for (const e of ss.elements.values()) this.#elementRefs(ts, e, -1);
+        for (const e of ss.elements.values()) countElementReferences(ts, e, -1);
         ts.sets.delete(s.name);
         return;
       case 'flush': {
         if (!ss) err('ENOENT', `${what} does not exist`);
         const m = this.#mutSet(ts, s.name)!;
-        for (const e of m.elements.values()) this.#elementRefs(ts, e, -1);
+        for (const e of m.elements.values()) countElementReferences(ts, e, -1);
         m.elements.clear();
         return;
       }
+      case 'insert':
+      case 'replace':
+        return refusedVerb('set', verb);
+      default:
+        assertNever(verb);
     }
   }
 
@@ -236,6 +260,12 @@ export class Working {
         if ((ts.flowtableUse.get(f.name) ?? 0) > 0) err('EBUSY', `${what} is used by a rule`);
         ts.flowtables.delete(f.name);
         return;
+      case 'insert':
+      case 'replace':
+      case 'flush':
+        return refusedVerb('flowtable', verb);
+      default:
+        assertNever(verb);
     }
   }
 
@@ -270,75 +300,31 @@ export class Working {
         }
         this.#dropRules(ts, cs, (x) => x.handle === r.handle);
         return;
+      case 'create':
+      case 'flush':
+        return refusedVerb('rule', verb);
+      default:
+        assertNever(verb);
     }
   }
 
   /** Checks a rule's references and counts them; returns the rule as stored. */
   #newRule(ts: TableState, r: Rule, handle: number, index: number): Rule {
-    for (const st of r.exprs) {
-      switch (st.kind) {
-        case 'verdict':
-          if (st.verdict === 'jump' || st.verdict === 'goto') this.#checkTarget(ts, st.chain);
-          break;
-        case 'lookup':
-        case 'vmap':
-        case 'set-update':
-        case 'dnat-map': {
-          const name = st.kind === 'vmap' || st.kind === 'dnat-map' ? st.map : st.set;
-          const ss = ts.sets.get(name);
-          if (!ss) err('ENOENT', `set ${name} does not exist`);
-          const c = ss.set;
-          const keys = st.keys.length;
-          if (keys !== c.keyType.length) err('EINVAL', `key length does not match ${c.kind} ${name}`);
-          if (st.kind === 'vmap' && (c.kind !== 'map' || c.dataType !== 'verdict')) err('EINVAL', `${name} is not a verdict map`);
-          if (st.kind === 'lookup' && c.kind !== 'set') err('EINVAL', `${name} is a map`);
-          // A lookup with a data register needs a map (the kernel checks no more: the types are ours to get right).
-          if (st.kind === 'dnat-map' && (c.kind !== 'map' || c.dataType === 'verdict')) err('EINVAL', `${name} is not a data map`);
-          if (st.kind === 'set-update') {
-            if (c.kind !== 'set' || c.flags?.includes('interval')) err('EOPNOTSUPP', `${name} cannot be updated from the packet path`);
-            if (st.timeout !== undefined && !c.flags?.includes('timeout')) err('EOPNOTSUPP', `${name} has no timeout flag`);
-          }
-          break;
-        }
-        case 'flow-offload':
-          if (!ts.flowtables.has(st.flowtable)) err('ENOENT', `flowtable ${st.flowtable} does not exist`);
-          break;
-      }
-    }
-    this.#ruleRefs(ts, r, +1);
+    checkRuleReferences(ts, r);
+    countRuleReferences(ts, r, +1);
     this.needsValidation = true;
     const stored: Rule = { ...copyRule(r), handle };
     this.origin.set(stored, index);
     return stored;
   }
 
-  #checkTarget(ts: TableState, chain: string): void {
-    const target = ts.chains.get(chain);
-    if (!target) err('ENOENT', `chain ${chain} does not exist`);
-    if (target.chain.base) err('EOPNOTSUPP', `cannot jump to base chain ${chain}`);
-  }
-
   #dropRules(ts: TableState, cs: ChainState, which: (r: Rule) => boolean): void {
     const keep: Rule[] = [];
     for (const r of cs.rules) {
-      if (which(r)) this.#ruleRefs(ts, r, -1);
+      if (which(r)) countRuleReferences(ts, r, -1);
       else keep.push(r);
     }
     cs.rules = keep;
-  }
-
-  #ruleRefs(ts: TableState, r: Rule, delta: number): void {
-    for (const st of r.exprs) {
-      if (st.kind === 'verdict' && (st.verdict === 'jump' || st.verdict === 'goto')) bump(ts.chainUse, st.chain, delta);
-      else if (st.kind === 'lookup' || st.kind === 'set-update') bump(ts.setUse, st.set, delta);
-      else if (st.kind === 'vmap' || st.kind === 'dnat-map') bump(ts.setUse, st.map, delta);
-      else if (st.kind === 'flow-offload') bump(ts.flowtableUse, st.flowtable, delta);
-    }
-  }
-
-  #elementRefs(ts: TableState, e: Element, delta: number): void {
-    const v = e.value;
-    if (isVerdictValue(v) && (v.verdict === 'jump' || v.verdict === 'goto')) bump(ts.chainUse, v.chain, delta);
   }
 
   #element(verb: Operation['verb'], e: Element, ts: TableState, index: number): void {
@@ -360,13 +346,13 @@ export class Working {
         }
         const v = e.value;
         if (isVerdictValue(v) && (v.verdict === 'jump' || v.verdict === 'goto')) {
-          this.#checkTarget(ts, v.chain);
+          checkJumpTarget(ts, v.chain);
           this.needsValidation = true;
         }
         if (ss.set.flags?.includes('interval') && ss.set.keyType.length === 1) checkOverlap(ss, e);
         const stored = copyElement(e);
         this.origin.set(stored, index);
-        this.#elementRefs(ts, stored, +1);
+        countElementReferences(ts, stored, +1);
         ss.elements.set(k, stored);
         return;
       }
@@ -376,17 +362,17 @@ export class Working {
           if (verb === 'destroy') return;
           err('ENOENT', `element ${e.key.join(' . ')} does not exist in ${what}`);
         }
-        this.#elementRefs(ts, old, -1);
+        countElementReferences(ts, old, -1);
         ss.elements.delete(k);
         return;
+      case 'insert':
+      case 'replace':
+      case 'flush':
+        return refusedVerb('element', verb);
+      default:
+        assertNever(verb);
     }
   }
-}
-
-function bump(m: Map<string, number>, name: string, delta: number): void {
-  const n = (m.get(name) ?? 0) + delta;
-  if (n === 0) m.delete(name);
-  else m.set(name, n);
 }
 
 function sameContainer(a: NftSet | NftMap, b: NftSet | NftMap): boolean {

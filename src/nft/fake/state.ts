@@ -2,6 +2,7 @@
 // its model throws. See fake-kernel.ts for what the model does.
 
 import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Rule, Statement, Table } from '../objects.ts';
+import { assertNever } from '../../assert-never.ts';
 
 export const ERRNO: Readonly<Record<string, number>> = {
   EIO: 5, ENOENT: 2, EEXIST: 17, EBUSY: 16, EINVAL: 22, EMLINK: 31, EOPNOTSUPP: 95, ENOBUFS: 105, ENOMEM: 12, EPERM: 1,
@@ -82,7 +83,18 @@ function copyStatement(s: Statement): Statement {
     case 'set-update':
     case 'dnat-map':
       return { ...s, keys: s.keys.map((k) => ({ ...k })) };
+    case 'verdict':
+    case 'counter':
+    case 'dnat':
+    case 'snat':
+    case 'masquerade':
+    case 'reject':
+    case 'mark-set':
+    case 'mark-xor':
+    case 'flow-offload':
+    case 'notrack':
+      return { ...s }; // flat: a shallow copy is a deep one
     default:
-      return { ...s };
+      return assertNever(s);
   }
 }

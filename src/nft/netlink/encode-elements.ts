@@ -7,8 +7,7 @@ import { AT, ELEM_ATTR, ELEM_FLAG_INTERVAL_END, KIND, MSG, NLM_F, SET_ATTR, UDAT
 import { dataBytes, keyBytes, writeKeyBytes } from './operands.ts';
 import { bytesMinusOne, prefixRange, typeLength } from '../values.ts';
 import type { Attr } from './wire.ts';
-import type { RecordSink } from './encode.ts';
-import { comment, keyLength, le32, NftEncodeError, padTo4, withId } from './encode-parts.ts';
+import { comment, keyLength, le32, NftEncodeError, padTo4, withId, type RecordSink } from './encode-parts.ts';
 
 function partBytes(type: import('../objects.ts').DataType, text: string, interval: boolean): { start: Uint8Array; last: Uint8Array; endExclusive: Uint8Array | null } {
   if (!interval || type === 'ifname') {

@@ -3,7 +3,7 @@
 import type { DataType, Family, NftMap, NftSet } from '../objects.ts';
 import { TYPE_BITS, TYPE_ID } from './kernel-constants.ts';
 import { typeLength } from '../values.ts';
-import type { Attr } from './wire.ts';
+import type { Attr, ByteWriter } from './wire.ts';
 
 /** An operation that cannot be encoded (unknown set, bad value...), found before sending. */
 export class NftEncodeError extends Error {
@@ -66,4 +66,11 @@ export function dataLength(dataType: DataType | readonly DataType[]): number {
 
 export function dataTypeId(dataType: DataType | readonly DataType[]): number {
   return Array.isArray(dataType) ? keyTypeId(dataType) : TYPE_ID[dataType as DataType];
+}
+
+/** What the element writer needs of the encoder. */
+export interface RecordSink {
+  readonly w: ByteWriter;
+  container(family: Family, table: string, name: string): NftSet | NftMap | undefined;
+  record(kind: number, msg: number, flags: number, family: Family, index: number, attrs: Attr[]): void;
 }

@@ -16,7 +16,8 @@ import { lowerInto } from './lower.ts';
 import { typeLength } from '../values.ts';
 import { ByteWriter, type Attr } from './wire.ts';
 import { writeElements } from './encode-elements.ts';
-import { comment, commentBytes, dataLength, dataTypeId, keyLength, keyTypeId, NftEncodeError, withId, type ContainerLookup } from './encode-parts.ts';
+import { assertNever } from '../../assert-never.ts';
+import { comment, commentBytes, dataLength, dataTypeId, keyLength, keyTypeId, NftEncodeError, withId, type ContainerLookup, type RecordSink } from './encode-parts.ts';
 
 export { keyLength, keyTypeId, NftEncodeError, type ContainerLookup };
 
@@ -128,13 +129,6 @@ class RepeatedString {
     this.#at = start + 7;
     this.#len = w.position - this.#at;
   }
-}
-
-/** What the element writer needs of the encoder. */
-export interface RecordSink {
-  readonly w: ByteWriter;
-  container(family: Family, table: string, name: string): NftSet | NftMap | undefined;
-  record(kind: number, msg: number, flags: number, family: Family, index: number, attrs: Attr[]): void;
 }
 
 class BatchEncoder implements RecordSink {
@@ -378,12 +372,19 @@ export function encodeOperations(ops: readonly Operation[], lookup: ContainerLoo
             case 'destroy':
               enc.rule(MSG.DESTROYRULE, 0, o, i, false);
               break;
-            default:
+            case 'create':
+            case 'flush':
               throw new NftEncodeError(i, `rule does not take the verb ${verb}`);
+            default:
+              assertNever(verb, () => {
+                throw new NftEncodeError(i, `rule does not take the verb ${verb}`);
+              });
           }
           break;
         default:
-          throw new NftEncodeError(i, `unknown object kind ${JSON.stringify((o as { kind: unknown }).kind)}`);
+          assertNever(o, (x) => {
+            throw new NftEncodeError(i, `unknown object kind ${JSON.stringify((x as { kind: unknown }).kind)}`);
+          });
       }
     } catch (e) {
       if (e instanceof NftEncodeError) throw e;

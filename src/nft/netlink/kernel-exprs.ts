@@ -4,6 +4,7 @@
 // maps their fields to libnftnl attribute ids, both ways.
 
 import { AT, type AttrType } from './kernel-constants.ts';
+import { assertNever } from '../../assert-never.ts';
 import { rawStr, rawU32, rawU64, rawU8, type ByteWriter, type RawAttrs } from './wire.ts';
 
 export type FieldValue = number | bigint | string | Uint8Array;
@@ -195,8 +196,13 @@ export function exprFromAttrs(name: string, attrs: RawAttrs): KernelExpr {
       case 'str':
         e[field] = rawStr(raw)!;
         break;
-      default:
+      case 'u16':
+      case 'bytes':
+      case 'strArray':
         e[field] = raw.slice();
+        break;
+      default:
+        assertNever(type);
     }
   }
   return e;

@@ -30,6 +30,7 @@ import { ByteWriter } from './wire.ts';
 import {
   hostValue, hostValue32, isHostOrder, keyBytes, networkBytes, NftLowerError, operandBytes, PAYLOAD_FIELDS, selectorWidth, writeHost32,
 } from './operands.ts';
+import { assertNever } from '../../assert-never.ts';
 
 // raise.ts and the encoder read these from here too.
 export { isHostOrder, keyBytes, networkBytes, NftLowerError, PAYLOAD_FIELDS, selectorWidth };
@@ -40,7 +41,7 @@ const L4_NUMBER = { tcp: 6, udp: 17, sctp: 132 } as const;
 /** A dependency of key `index`: `meta nfproto|l4proto == value`, as an explicit statement would be. */
 export type Dependency = { key: 'nfproto' | 'l4proto'; value: number; index: number };
 
-export function selectorDependencies(s: Selector, family: Family, index = 0): Dependency[] {
+function selectorDependencies(s: Selector, family: Family, index = 0): Dependency[] {
   if (s.kind === 'payload') {
     const spec = PAYLOAD_FIELDS[s.field]!;
     if (spec.l4proto) return [{ key: 'l4proto', value: L4_NUMBER[spec.l4proto], index }];
@@ -63,8 +64,18 @@ export function statementDependencies(st: Statement, family: Family): Dependency
       return st.keys.flatMap((k, i) => selectorDependencies(k, family, i));
     case 'reject':
       return st.with === 'tcp reset' ? [{ key: 'l4proto', value: L4_NUMBER.tcp, index: 0 }] : [];
-    default:
+    case 'verdict':
+    case 'counter':
+    case 'dnat':
+    case 'snat':
+    case 'masquerade':
+    case 'mark-set':
+    case 'mark-xor':
+    case 'flow-offload':
+    case 'notrack':
       return [];
+    default:
+      return assertNever(st);
   }
 }
 
@@ -108,6 +119,18 @@ function writeDependencies(out: ExprSink, st: Statement, family: Family): void {
     case 'reject':
       if (st.with === 'tcp reset') writeDependency(out, 'l4proto', L4_NUMBER.tcp, 0);
       return;
+    case 'verdict':
+    case 'counter':
+    case 'dnat':
+    case 'snat':
+    case 'masquerade':
+    case 'mark-set':
+    case 'mark-xor':
+    case 'flow-offload':
+    case 'notrack':
+      return; // nothing they read needs a protocol match first
+    default:
+      assertNever(st);
   }
 }
 
@@ -141,6 +164,8 @@ function writeLoad(out: ExprSink, s: Selector, dreg: number): void {
       out.begin('numgen').u32(f.dreg, dreg).u32(f.modulus, s.mod).u32(f.type, NUMGEN_RANDOM).u32(f.offset, s.offset ?? 0).end();
       return;
     }
+    default:
+      assertNever(s);
   }
 }
 
@@ -319,6 +344,8 @@ function writeCore(out: ExprSink, st: Statement): void {
         case 'icmpx port-unreachable':
           out.begin('reject').u32(F.reject.type, REJECT_TYPE.icmpx).u8(F.reject.code, 1).end();
           return;
+        default:
+          assertNever(st.with);
       }
       throw new NftLowerError(`unknown reject type ${JSON.stringify((st as { with: unknown }).with)}`);
     case 'mark-set': {
@@ -344,12 +371,14 @@ function writeCore(out: ExprSink, st: Statement): void {
     case 'notrack':
       out.begin('notrack').end();
       return;
+    default:
+      assertNever(st);
   }
   throw new NftLowerError(`unknown statement kind ${JSON.stringify((st as { kind: unknown }).kind)}`);
 }
 
 /** Writes one statement's kernel expressions, its protocol dependencies first. */
-export function lowerStatementInto(out: ExprSink, st: Statement, family: Family): void {
+function lowerStatementInto(out: ExprSink, st: Statement, family: Family): void {
   writeDependencies(out, st, family);
   writeCore(out, st);
 }

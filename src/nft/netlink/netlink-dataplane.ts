@@ -8,7 +8,7 @@ import { loadNative, type NativeAddon, type NativeCommitResult, type NativeCommi
 import { NftCommitError, type Dataplane, type OperationFailure, type TableListing } from '../dataplane.ts';
 import { encodeOperations } from './encode.ts';
 import { FAMILY_NUMBER } from './kernel-constants.ts';
-import { decodeListing, type DecodedListing } from './listing.ts';
+import { decodeListing, type DecodedListing } from './decode-listing.ts';
 import type { Family, NftMap, NftSet, Operation } from '../objects.ts';
 import { validateOperations } from '../transaction.ts';
 import { ByteWriter } from './wire.ts';
@@ -42,7 +42,7 @@ const LARGE_BATCH = 4 << 20;
 
 const ERRNO_NAME = new Map<number, string>(Object.entries(osConstants.errno).map(([k, v]) => [v, k]));
 
-export function errnoName(errno: number): string {
+function errnoName(errno: number): string {
   return ERRNO_NAME.get(errno) ?? `E${errno}`;
 }
 

@@ -6,6 +6,7 @@ import type { DataType, Selector } from '../objects.ts';
 import { CT_STATE_BIT, CT_STATUS_BIT, NFPROTO, PAYLOAD_BASE } from './kernel-constants.ts';
 import { FIB_TYPES, selectorType } from '../rule-checks.ts';
 import { typeLength, valueBytes, writeValueBytes } from '../values.ts';
+import { assertNever } from '../../assert-never.ts';
 
 export class NftLowerError extends Error {
   readonly code = 'ERR_NFT_LOWER';
@@ -53,11 +54,13 @@ export function selectorWidth(s: Selector): number {
     case 'fib-type':
     case 'numgen':
       return 4;
+    default:
+      assertNever(s);
   }
 }
 
 /** Host-order bytes of an unsigned integer of width 4 or 8. */
-export function hostBytes(value: bigint, width: number): Uint8Array {
+function hostBytes(value: bigint, width: number): Uint8Array {
   const out = new Uint8Array(width);
   const view = new DataView(out.buffer);
   if (width === 8) view.setBigUint64(0, value, LITTLE);
@@ -103,9 +106,10 @@ function decimal(text: string, max: number): number {
   return v;
 }
 
-/** The numeric value of an operand of a host-order selector of 4 bytes or less. */
+/** The numeric value of an operand of a host-order selector (isHostOrder) of 4 bytes or less. */
 export function hostValue32(s: Selector, text: string): number {
-  switch (selectorType(s)) {
+  const type = selectorType(s);
+  switch (type) {
     case 'mark':
       return Number.parseInt(text.slice(2), 16) >>> 0;
     case 'fib_type': {
@@ -117,8 +121,18 @@ export function hostValue32(s: Selector, text: string): number {
       return flagBits(text, CT_STATE_BIT);
     case 'ct_status':
       return flagBits(text, CT_STATUS_BIT);
-    default:
+    case 'integer':
       return decimal(text, 0xffffffff);
+    case 'ipv4_addr':
+    case 'ipv6_addr':
+    case 'inet_proto':
+    case 'inet_service':
+    case 'ifname':
+    case 'verdict':
+    case 'nf_proto':
+      throw new NftLowerError(`${type} operands are not host-order numbers`);
+    default:
+      return assertNever(type);
   }
 }
 
@@ -147,7 +161,7 @@ export function operandBytes(s: Selector, text: string): Uint8Array {
 }
 
 /** Whether a key or data type is held in host byte order (nft's mark and integer types are). */
-export function isHostOrderType(type: DataType): boolean {
+function isHostOrderType(type: DataType): boolean {
   return type === 'mark' || type === 'integer';
 }
 

@@ -3,6 +3,7 @@
 // are little-endian on the wire; the addon converts to host order.
 
 import { AT, type AttrType } from './kernel-constants.ts';
+import { assertNever } from '../../assert-never.ts';
 
 export type AttrValue = number | bigint | string | Uint8Array | readonly string[];
 
@@ -238,6 +239,8 @@ export class ByteWriter {
         this.patchU32(lenAt, this.#pos - start);
         return;
       }
+      default:
+        assertNever(a.type);
     }
   }
 

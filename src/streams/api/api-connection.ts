@@ -38,7 +38,7 @@ export interface ApiConnection {
 }
 
 /** Loads client-node's KubeConfig: an explicit file, else in-cluster, else its default chain. */
-export async function loadKubeConfig(file?: string): Promise<KubeConfig> {
+async function loadKubeConfig(file?: string): Promise<KubeConfig> {
   const { KubeConfig } = await import('@kubernetes/client-node');
   const kc = new KubeConfig();
   if (file) kc.loadFromFile(file);
@@ -158,7 +158,7 @@ export async function connect(kubeConfig?: KubeConfig | string, options: Connect
 }
 
 /** A connection configured by client-node's KubeConfig (its auth and TLS helpers). */
-export async function connectionFromKubeConfig(kc: KubeConfig, options: ConnectionOptions = {}): Promise<ApiConnection> {
+async function connectionFromKubeConfig(kc: KubeConfig, options: ConnectionOptions = {}): Promise<ApiConnection> {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new KubeConfigError('kubeconfig has no current cluster');
   const baseUrl = baseUrlOf(options.server ?? cluster.server);

@@ -22,6 +22,7 @@
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { assertNever } from '../../assert-never.ts';
 
 export class KubeConfigError extends Error {
   readonly code = 'ERR_KUBECONFIG';
@@ -31,7 +32,7 @@ export class KubeConfigError extends Error {
   }
 }
 
-export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
 export type Credentials =
   | { kind: 'none' }
@@ -136,7 +137,7 @@ function refuseUnknown(doc: Doc, known: Set<string>, where: string): void {
 }
 
 /** Reads one kubeconfig file's current context. */
-export async function loadKubeConfigFile(file: string): Promise<ClusterAccess | NeedsClientNode> {
+async function loadKubeConfigFile(file: string): Promise<ClusterAccess | NeedsClientNode> {
   const path = resolve(file);
   let text: string;
   try {
@@ -197,7 +198,7 @@ export async function loadKubeConfigFile(file: string): Promise<ClusterAccess | 
 }
 
 /** In-cluster access: the service account mounted into the pod. */
-export async function loadInCluster(o: LoadOptions = {}): Promise<ClusterAccess> {
+async function loadInCluster(o: LoadOptions = {}): Promise<ClusterAccess> {
   const env = o.env ?? process.env;
   const host = env.KUBERNETES_SERVICE_HOST;
   const port = env.KUBERNETES_SERVICE_PORT;
@@ -253,5 +254,7 @@ export async function authHeaders(c: Credentials): Promise<Record<string, string
     }
     case 'basic':
       return { authorization: `Basic ${Buffer.from(`${c.username}:${c.password}`).toString('base64')}` };
+    default:
+      assertNever(c);
   }
 }

@@ -8,7 +8,7 @@ import type { ApiConnection } from './api-connection.ts';
 
 export type Query = Record<string, string | number | boolean | undefined>;
 
-export function buildUrl(conn: ApiConnection, path: string, query: Query): string {
+function buildUrl(conn: ApiConnection, path: string, query: Query): string {
   const qs = new URLSearchParams();
   for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== '') qs.set(k, String(v));
   const s = qs.toString();
