@@ -38,7 +38,7 @@ import { canonicalValue } from '../nft/values.ts';
 import { cidrsContainAny, type FamilyConfig, type RulesetConfig } from './config.ts';
 import { DEFAULT_ENDPOINT_MAP_BLOCKS, type EndpointRegion, endpointRegion, NO_LABELS, regionOffset, shardMapName, shardOf } from './endpoint-slots.ts';
 import { type Fragment, FragmentBuilder } from './fragment.ts';
-import { CHAIN, endpointNameBase, MAP, PREFIX, SET, servicePortNameBase, servicePortReadable } from './names.ts';
+import { CHAIN, endpointNameBase, MAP, PREFIX, SET, servicePortComment, servicePortNameBase, servicePortReadable } from './names.ts';
 import {
   addrType,
   daddr,
@@ -137,6 +137,7 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
   const b = new FragmentBuilder(natFamily, config.tableName);
   const base = servicePortNameBase(sp);
   const readable = servicePortReadable(sp);
+  const comment = servicePortComment(readable);
   const proto = protoText(sp.protocol);
   const port = checkPort(sp.id, 'port', sp.port);
   const nodePort = sp.nodePort === undefined ? undefined : checkPort(sp.id, 'nodePort', sp.nodePort);
@@ -240,7 +241,7 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
       if (iLocal) usesLocal = true;
       else usesService = true;
     } else {
-      b.element(MAP.noEndpointServices, [clusterIP, proto, port], sp.cluster.kind === 'drop' ? DROP : REJECT, readable);
+      b.element(MAP.noEndpointServices, [clusterIP, proto, port], sp.cluster.kind === 'drop' ? DROP : REJECT, comment);
     }
   }
 
@@ -249,11 +250,11 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
   const noExternal: Verdict | undefined = externalEps ? undefined : hasAny && sp.external.kind === 'drop' ? DROP : REJECT;
   for (const ip of [...externalIPs, ...lbIPs]) {
     if (hasAny) b.element(MAP.serviceIPs, [ip, proto, port], externalVerdict);
-    if (noExternal) b.element(MAP.noEndpointServices, [ip, proto, port], noExternal, readable);
+    if (noExternal) b.element(MAP.noEndpointServices, [ip, proto, port], noExternal, comment);
   }
   if (nodePort !== undefined) {
     if (hasAny) b.element(MAP.serviceNodePorts, [proto, nodePort], externalVerdict);
-    if (noExternal) b.element(MAP.noEndpointNodePorts, [proto, nodePort], noExternal, readable);
+    if (noExternal) b.element(MAP.noEndpointNodePorts, [proto, nodePort], noExternal, comment);
   }
   if (lbIPs.length > 0 && sourceRanges.length > 0) {
     for (const ip of lbIPs) b.element(MAP.firewallIPs, [ip, proto, port], { verdict: 'goto', chain: firewallChain });
