@@ -58,6 +58,8 @@ export const PREFIX = {
   external: 'external-',
   /** loadBalancerSourceRanges check. */
   firewall: 'firewall-',
+  /** The interval set of the sources the firewall chain lets through (see source-ranges.ts). */
+  firewallSources: 'firewall-allow-',
   endpoint: 'endpoint-',
   affinity: 'affinity-',
   /**

@@ -38,6 +38,7 @@ import { canonicalValue } from '../nft/values.ts';
 import { cidrsContainAny, type FamilyConfig, type RulesetConfig } from './config.ts';
 import { DEFAULT_ENDPOINT_MAP_BLOCKS, type EndpointRegion, endpointRegion, NO_LABELS, regionOffset, shardMapName, shardOf } from './endpoint-slots.ts';
 import { type Fragment, FragmentBuilder } from './fragment.ts';
+import { outermostPrefixes } from './source-ranges.ts';
 import { CHAIN, endpointNameBase, MAP, PREFIX, SET, servicePortComment, servicePortNameBase, servicePortReadable } from './names.ts';
 import {
   addrType,
@@ -261,7 +262,11 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
     // A VIP-like LB often makes its VIP a local address: a node's request to it
     // then loops back with the VIP as source, and must pass too.
     const allowed = cidrsContainAny(family, sourceRanges, fc.nodeIPs) ? [...sourceRanges, ...lbIPs] : sourceRanges;
-    b.rule(firewallChain, [...allowed.map((r) => match(saddr(family), r, '!=')), { kind: 'verdict', verdict: 'drop' }]);
+    // One lookup in a set of the port's own, whatever the number of ranges (see source-ranges.ts).
+    const sources = PREFIX.firewallSources + base;
+    b.set({ name: sources, keyType: [type], flags: ['interval'] });
+    for (const r of outermostPrefixes(type, allowed)) b.ownElement(sources, [r]);
+    b.rule(firewallChain, [lookup([saddr(family)], sources, true), { kind: 'verdict', verdict: 'drop' }]);
   }
 
   if (externallyAccessible && hasAny) {
