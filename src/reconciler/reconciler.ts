@@ -4,21 +4,24 @@
 // only when the commit succeeded — so a failed commit is retried as the same
 // diff (plus whatever changed meanwhile).
 //
-// A commit the kernel refuses names the failing operations. When they belong
-// to ServicePorts, those ports are set aside — their last applied version
-// stays in force, or they stay out if they never applied — and the sync is
-// planned again without them at once: one port the kernel will not take must
-// not hold back every other change. A set-aside port is tried again as soon
-// as it changes, and by every full sync. Errors that say nothing about the
-// rules (out of memory, busy) are retried as a whole, as before.
+// No ServicePort costs more than itself: when a transaction fails, whatever
+// the failure (the transaction's checks, the batch builder, the kernel, with
+// or without naming an operation), the ports responsible are set aside —
+// their last applied version stays in force, or they stay out if they never
+// applied — and the rest commits in the same sync (isolation.ts). A set-aside
+// port is tried again as soon as it changes, and by every full sync. A sync
+// fails only when the skeleton itself cannot be programmed, or for errors that
+// say nothing about the rules (out of memory, busy), which are retried whole.
 
 import { servicePortEqual } from '../model/equality.ts';
 import type { ServicePort } from '../model/service-port.ts';
 import { type Dataplane, NftCommitError } from '../nft/dataplane.ts';
+import type { NftInvalidError } from '../nft/transaction.ts';
 import type { RulesetConfig } from './config.ts';
 import { validateRulesetConfig } from './config.ts';
 import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, EMPTY_SYNC_STATE, staleDeletionDueAt, type SyncPlan, type SyncState, type SyncStats } from './diff.ts';
 import { type FullSyncMode, planFullSync } from './full-sync.ts';
+import { type Attempt, type Blame, commitIsolating, IsolationFailed, type Refusal } from './isolation.ts';
 import { OperationOwners } from './operation-owner.ts';
 import { type RenderProblem, renderRuleset, type Ruleset } from './ruleset.ts';
 
@@ -45,28 +48,36 @@ export interface SyncReport {
   setAside: number;
 }
 
-/** A ServicePort whose operations the kernel refused. */
-export interface RejectedServicePort {
+/** A ServicePort set aside: its operations failed (see the top of this file). */
+export interface RejectedServicePort extends Refusal {
   servicePortId: string;
+  namespace: string;
+  serviceName: string;
+  portName: string;
   /** Its last applied version is still programmed (false: it is not in the kernel at all). */
   keptLastApplied: boolean;
-  errno: number;
-  code: string;
-  message: string;
 }
 
-/** Refused commits traced to ServicePorts are planned again this many times in one sync. */
-const MAX_SET_ASIDE_PASSES = 4;
+/**
+ * Commits one sync may try while setting ports aside: each attempt either
+ * sets aside at least one port or halves a bisection's group, so this only
+ * bounds a pathological kernel (what was set aside by then stays aside, and
+ * the next sync goes on from there).
+ */
+const MAX_ATTEMPTS = 64;
 
 /** Errnos about the moment, not the rules: retrying the same transaction may well succeed. */
 const TRANSIENT = new Set(['ENOMEM', 'ENOBUFS', 'EBUSY', 'EAGAIN', 'EINTR', 'ENOSPC', 'EPERM', 'EACCES', 'ETIMEDOUT']);
+
+const NO_HELD: ReadonlySet<string> = new Set();
 
 /** A sync whose transaction the dataplane refused (or that failed before committing); nothing changed. */
 export class SyncError extends Error {
   readonly code = 'ERR_SYNC';
   readonly report: SyncReport;
   constructor(report: SyncReport, cause: unknown) {
-    super(`${report.kind} sync of ${report.ops} operations failed: ${(cause as Error)?.message ?? String(cause)}`, { cause });
+    const why = cause instanceof IsolationFailed ? cause.cause : cause;
+    super(`${report.kind} sync of ${report.ops} operations failed: ${(cause as Error)?.message ?? String(cause)}`, { cause: why });
     this.name = 'SyncError';
     this.report = report;
   }
@@ -126,10 +137,15 @@ export class Reconciler {
 
   /**
    * Renders and plans without committing (`--dry-run`, tests). `ports`: the
-   * model's ServicePorts, read once per sync (reading them drains the model).
+   * model's ServicePorts, read once per sync (reading them drains the model);
+   * `held`: ports to hold back at their last applied version (or out).
    */
-  plan(request: SyncRequest, ports: readonly ServicePort[] = this.#servicePorts()): { plan: SyncPlan; desired: Ruleset; kind: SyncReport['kind']; mode?: FullSyncMode } {
-    const desired = renderRuleset(this.#programmable(ports), this.#config, this.#lastRendered ?? this.#state.applied);
+  plan(
+    request: SyncRequest,
+    ports: readonly ServicePort[] = this.#servicePorts(),
+    held: ReadonlySet<string> = NO_HELD,
+  ): { plan: SyncPlan; desired: Ruleset; kind: SyncReport['kind']; mode?: FullSyncMode } {
+    const desired = renderRuleset(this.#programmable(ports, held), this.#config, this.#lastRendered ?? this.#state.applied);
     this.#lastRendered = desired;
     if (request.kind === 'full' || this.#state.applied === undefined) {
       const mode = request.kind === 'full' ? request.mode : 'replace';
@@ -139,19 +155,17 @@ export class Reconciler {
     return { plan, desired, kind: 'incremental' };
   }
 
-  /** The model's ServicePorts, with set-aside ones replaced by their last applied version (or left out). */
-  #programmable(all: readonly ServicePort[]): readonly ServicePort[] {
-    if (this.#setAside.size === 0) return all;
+  /** The model's ServicePorts, with set-aside and held ones replaced by their last applied version (or left out). */
+  #programmable(all: readonly ServicePort[], held: ReadonlySet<string>): readonly ServicePort[] {
+    if (this.#setAside.size === 0 && held.size === 0) return all;
     const seen = new Set<string>();
     const out: ServicePort[] = [];
     for (const sp of all) {
       const refused = this.#setAside.get(sp.id);
       seen.add(sp.id);
-      if (!refused) out.push(sp);
-      else if (refused !== sp && !servicePortEqual(refused, sp)) {
-        this.#setAside.delete(sp.id);
-        out.push(sp);
-      } else {
+      if (refused && refused !== sp && !servicePortEqual(refused, sp)) this.#setAside.delete(sp.id);
+      if (!held.has(sp.id) && !this.#setAside.has(sp.id)) out.push(sp);
+      else {
         const last = this.#state.applied?.services.get(sp.id)?.port;
         if (last) out.push(last);
       }
@@ -160,72 +174,120 @@ export class Reconciler {
     return out;
   }
 
-  /** Sets aside the ServicePorts a refused commit names; true when there is something new to leave out. */
-  #setAsideRefused(error: unknown, plan: SyncPlan, desired: Ruleset, ports: readonly ServicePort[], rejected: RejectedServicePort[]): boolean {
-    if (!(error instanceof NftCommitError) || error.failures.length === 0) return false;
-    const owners = new OperationOwners([desired, this.#state.applied]);
-    const current = new Map<string, ServicePort>();
-    for (const sp of ports) current.set(sp.id, sp);
-    let found = false;
-    for (const f of error.failures) {
-      if (TRANSIENT.has(f.code)) continue;
-      const op = plan.ops[f.index];
-      const id = op ? owners.servicePortOf(op) : undefined;
-      const sp = id === undefined ? undefined : current.get(id);
-      if (!sp || this.#setAside.has(sp.id)) continue;
-      this.#setAside.set(sp.id, sp);
-      const keptLastApplied = this.#state.applied?.services.has(sp.id) === true;
-      rejected.push({ servicePortId: sp.id, keptLastApplied, errno: f.errno, code: f.code, message: f.message });
-      found = true;
-    }
-    return found;
-  }
-
   async sync(request: SyncRequest): Promise<SyncReport> {
     const rejected: RejectedServicePort[] = [];
     if (request.kind === 'full') this.#setAside.clear();
     const t0 = performance.now();
     const ports = this.#servicePorts();
-    for (let pass = 0; ; pass++) {
-      const { plan, desired, kind, mode } = this.plan(request, ports);
+    const current = new Map<string, ServicePort>();
+    for (const sp of ports) current.set(sp.id, sp);
+    // Once an attempt has committed, the next ones are incremental: a full sync's replace is done.
+    let request_ = request;
+    let done: { kind: SyncReport['kind']; mode?: FullSyncMode } | undefined;
+    let last: { plan: SyncPlan; desired: Ruleset; kind: SyncReport['kind']; mode?: FullSyncMode } | undefined;
+    let ops = 0;
+    const attempt = async (held: ReadonlySet<string>): Promise<Attempt> => {
+      last = this.plan(request_, ports, held);
+      const { plan, desired, kind } = last;
       if (plan.ops.length > 0) this.#onPlanned?.({ kind, servicePorts: desired.services.size, ops: plan.ops.length, planMs: performance.now() - t0 });
-      try {
-        return await this.#commit(plan, desired, kind, mode, rejected);
-      } catch (e) {
-        const cause = e instanceof SyncError ? e.cause : e;
-        if (pass + 1 < MAX_SET_ASIDE_PASSES && this.#setAsideRefused(cause, plan, desired, ports, rejected)) continue;
-        throw e;
-      }
+      const failed = await this.#commit(plan, desired, current);
+      if (failed) return failed;
+      ops += plan.ops.length;
+      done ??= { kind, ...(last.mode ? { mode: last.mode } : {}) };
+      request_ = { kind: 'incremental' };
+      return { ok: true };
+    };
+    const setAside = (id: string, why: Refusal): void => {
+      const sp = current.get(id);
+      if (!sp || this.#setAside.has(id)) return;
+      this.#setAside.set(id, sp);
+      const keptLastApplied = this.#state.applied?.services.has(id) === true;
+      rejected.push({ servicePortId: id, namespace: sp.namespace, serviceName: sp.serviceName, portName: sp.portName, keptLastApplied, ...why });
+    };
+    try {
+      await commitIsolating({ attempt, setAside, maxAttempts: MAX_ATTEMPTS });
+    } catch (e) {
+      const l = last!;
+      throw new SyncError(this.#report(l.plan, l.desired, { kind: done?.kind ?? l.kind, ...(l.mode ? { mode: l.mode } : {}) }, ops || l.plan.ops.length, rejected), e);
     }
+    const l = last!;
+    return this.#report(l.plan, l.desired, done ?? l, ops, rejected);
   }
 
-  async #commit(plan: SyncPlan, desired: Ruleset, kind: SyncReport['kind'], mode: FullSyncMode | undefined, rejected: RejectedServicePort[]): Promise<SyncReport> {
-    const report = (state: SyncState): SyncReport => {
-      const due = staleDeletionDueAt(state, this.#staleDelay);
-      let endpointChains = 0;
-      for (const s of desired.services.values()) endpointChains += s.endpointChains;
-      return {
-        kind,
-        ...(mode ? { mode } : {}),
-        ops: plan.ops.length,
-        stats: plan.stats,
-        servicePorts: desired.services.size,
-        endpointChains,
-        problems: desired.problems,
-        staleChains: state.staleChains.size,
-        ...(due !== undefined ? { followUpMs: Math.max(1, due - this.#now()) } : {}),
-        rejected,
-        setAside: this.#setAside.size,
-      };
-    };
+  /** Checks and commits one plan; undefined when it landed (the state advanced), else the failed attempt with its blame. */
+  async #commit(plan: SyncPlan, desired: Ruleset, current: ReadonlyMap<string, ServicePort>): Promise<Attempt | undefined> {
     if (plan.ops.length > 0) {
+      const tx = this.#dataplane.begin().queueAll(plan.ops);
+      if (tx.errors.length > 0) return { ok: false, error: tx.error, blame: this.#blameInvalid(tx.errors, plan, desired, current) };
       try {
-        await this.#dataplane.commit(plan.ops);
+        await this.#dataplane.commit(tx);
       } catch (e) {
-        throw new SyncError(report(this.#state), e);
+        return { ok: false, error: e, blame: this.#blame(e, plan, desired, current) };
       }
     }
     this.#state = plan.next;
-    return report(this.#state);
+    return undefined;
+  }
+
+  /** The ServicePorts (present in the model) whose operations are in the plan. */
+  #suspects(plan: SyncPlan, desired: Ruleset, current: ReadonlyMap<string, ServicePort>): () => string[] {
+    return () => {
+      const owners = new OperationOwners([desired, this.#state.applied]);
+      const out = new Set<string>();
+      for (const op of plan.ops) {
+        const id = owners.servicePortOf(op);
+        if (id !== undefined && current.has(id) && !this.#setAside.has(id)) out.add(id);
+      }
+      return [...out].sort();
+    };
+  }
+
+  #blameInvalid(errors: readonly NftInvalidError[], plan: SyncPlan, desired: Ruleset, current: ReadonlyMap<string, ServicePort>): Blame {
+    const owners = new OperationOwners([desired, this.#state.applied]);
+    const found = new Map<string, Refusal>();
+    for (const e of errors) {
+      const op = plan.ops[e.index];
+      const id = op ? owners.servicePortOf(op) : undefined;
+      if (id === undefined || !current.has(id) || found.has(id)) continue;
+      found.set(id, { stage: 'validation', errno: 0, code: e.code, message: `${op!.verb} ${op!.object.kind}: ${e.reason}` });
+    }
+    return found.size > 0 ? { kind: 'owners', owners: found } : { kind: 'unattributed', suspects: this.#suspects(plan, desired, current) };
+  }
+
+  #blame(error: unknown, plan: SyncPlan, desired: Ruleset, current: ReadonlyMap<string, ServicePort>): Blame {
+    const suspects = this.#suspects(plan, desired, current);
+    if (!(error instanceof NftCommitError) || error.failures.length === 0) return { kind: 'unattributed', suspects };
+    const owners = new OperationOwners([desired, this.#state.applied]);
+    const found = new Map<string, Refusal>();
+    let transientOnly = true;
+    for (const f of error.failures) {
+      if (TRANSIENT.has(f.code)) continue;
+      transientOnly = false;
+      const op = plan.ops[f.index];
+      const id = op ? owners.servicePortOf(op) : undefined;
+      if (id === undefined || !current.has(id) || found.has(id)) continue;
+      found.set(id, { stage: 'kernel', errno: f.errno, code: f.code, message: f.message });
+    }
+    if (found.size > 0) return { kind: 'owners', owners: found };
+    return transientOnly ? { kind: 'transient' } : { kind: 'unattributed', suspects };
+  }
+
+  #report(plan: SyncPlan, desired: Ruleset, what: { kind: SyncReport['kind']; mode?: FullSyncMode }, ops: number, rejected: RejectedServicePort[]): SyncReport {
+    const due = staleDeletionDueAt(this.#state, this.#staleDelay);
+    let endpointChains = 0;
+    for (const s of desired.services.values()) endpointChains += s.endpointChains;
+    return {
+      kind: what.kind,
+      ...(what.mode ? { mode: what.mode } : {}),
+      ops,
+      stats: plan.stats,
+      servicePorts: desired.services.size,
+      endpointChains,
+      problems: desired.problems,
+      staleChains: this.#state.staleChains.size,
+      ...(due !== undefined ? { followUpMs: Math.max(1, due - this.#now()) } : {}),
+      rejected,
+      setAside: this.#setAside.size,
+    };
   }
 }

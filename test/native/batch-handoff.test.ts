@@ -43,8 +43,8 @@ describe('the batch handed to the addon', () => {
   it('is not overwritten by a commit that the same dataplane starts meanwhile', async () => {
     const { ns, dp } = kernel();
     // Not awaited: the second commit is encoded while the first one's worker reads its batch.
-    const first = dp.commit(verdictMapOps('a', 100_000, '80'));
-    const second = dp.commit(verdictMapOps('b', 2_000, '443'));
+    const first = dp.commit(dp.begin().queueAll(verdictMapOps('a', 100_000, '80')));
+    const second = dp.commit(dp.begin().queueAll(verdictMapOps('b', 2_000, '443')));
     await Promise.all([first, second]);
     const a = mapKeys(ns, 'a');
     expect(a).toHaveLength(100_000);
@@ -53,7 +53,7 @@ describe('the batch handed to the addon', () => {
     expect(b).toHaveLength(2_000);
     expect(b.every((k) => k.endsWith(' . tcp . 443'))).toBe(true);
     // And routine commits still share one writer afterwards.
-    await dp.commit([{ verb: 'delete', object: { kind: 'element', family: 'ip', table: 'b', set: 'm', key: ['10.0.0.1', 'tcp', '443'] } }]);
+    await dp.commit(dp.begin().queueAll([{ verb: 'delete', object: { kind: 'element', family: 'ip', table: 'b', set: 'm', key: ['10.0.0.1', 'tcp', '443'] } }]));
     expect(mapKeys(ns, 'b')).toHaveLength(1_999);
   }, 120_000);
 });
