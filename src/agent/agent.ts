@@ -4,7 +4,7 @@
 
 import { hostname, networkInterfaces } from 'node:os';
 import { collectDefaultMetrics } from 'prom-client';
-import { merge, Subject, Subscription, type SchedulerLike } from 'rxjs';
+import { merge, type Observable, Subject, Subscription, type SchedulerLike } from 'rxjs';
 import type { AgentOptions } from './options.ts';
 import { parseFeatureGates, type FeatureGates } from '../config/feature-gates.ts';
 import type { NodeInfo } from '../k8s/types.ts';
@@ -17,7 +17,7 @@ import { HealthState } from '../observability/health.ts';
 import { startObservabilityServer, type ObservabilityServer } from '../observability/http-server.ts';
 import type { Logger } from '../observability/logger.ts';
 import { ProxyMetrics } from '../observability/metrics.ts';
-import { Reconciler } from '../reconciler/reconciler.ts';
+import { Reconciler, type RejectedServicePort } from '../reconciler/reconciler.ts';
 import { syncRunner, type SyncResult } from '../reconciler/sync-runner.ts';
 import { createClusterStreams, type ClusterStreams, type ClusterStreamsOptions } from '../streams/cluster-streams.ts';
 import { DEFAULT_DEVICE_MAX_WAIT_MS, DEFAULT_DEVICE_SETTLE_MS, followFlowtableDevices } from './flowtable-device-follower.ts';
@@ -50,6 +50,16 @@ export interface Agent {
   readonly offload: Readonly<OffloadState> & { reason: string };
   /** Every sync's outcome, for tests and embedders. */
   readonly syncs$: Subject<SyncResult>;
+  /**
+   * Each Service port set aside, once per refusal, with the reason: its rules
+   * failed (the transaction's checks, the batch builder or the kernel), so
+   * its last applied rules stay in force, or it is not programmed, until it
+   * changes or a full sync runs (see reconciler.ts). The hook for a Warning
+   * Event on the Service (`namespace`/`serviceName`): the subscriber decides
+   * how often to tell. Already logged at error level and counted in
+   * kube_nft_proxy_refused_service_ports.
+   */
+  readonly refused$: Observable<RejectedServicePort>;
   readonly servers: ObservabilityServer[];
   /** Stops watching and syncing; the programmed rules stay in place. */
   stop(): Promise<void>;
@@ -121,6 +131,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   const health = new HealthState(Math.max(60_000, 2 * options.minSyncPeriodMs));
   const subs = new Subscription();
   const syncs$ = new Subject<SyncResult>();
+  const refused$ = new Subject<RejectedServicePort>();
   const servers: ObservabilityServer[] = [];
 
   logger.info({ nodeName, table: options.table, featureGates: gates, netns: options.netns }, 'starting kube-nft-proxy');
@@ -267,12 +278,14 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
         for (const p of r?.problems ?? []) logger.warn({ problem: p }, 'service port left out of the ruleset');
         for (const x of r?.rejected ?? []) {
           logger.error(
-            { servicePort: x.servicePortId, errno: x.code, kernelMessage: x.message, keptLastApplied: x.keptLastApplied },
+            { service: `${x.namespace}/${x.serviceName}`, servicePort: x.servicePortId, stage: x.stage, code: x.code, reason: x.message, keptLastApplied: x.keptLastApplied },
             x.keptLastApplied
-              ? 'the kernel refused the rules of this service port; its previous rules stay until it changes'
-              : 'the kernel refused the rules of this service port; it is not programmed until it changes',
+              ? 'service port set aside: its rules were refused; its previous rules stay until it changes'
+              : 'service port set aside: its rules were refused; it is not programmed until it changes',
           );
+          refused$.next(x);
         }
+        metrics.refusedServicePorts.set(r?.setAside ?? 0);
         logger.info({ ...fields, ...(r?.setAside ? { servicePortsSetAside: r.setAside } : {}) }, 'synced nftables rules');
       } else {
         pendingTriggers = inFlightTriggers.concat(pendingTriggers);
@@ -297,12 +310,14 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
     health,
     offload,
     syncs$,
+    refused$: refused$.asObservable(),
     servers,
     async stop() {
       subs.unsubscribe();
       releaser.stop();
       monitor?.stop();
       syncs$.complete();
+      refused$.complete();
       await Promise.all(servers.map((s) => s.close()));
       if (!deps.streams) await streams.stop();
       logger.info('stopped; the programmed rules stay in place');
