@@ -19,7 +19,10 @@ const EXAMPLES = new URL('../../examples/', import.meta.url).pathname;
 /** The fake kernel, failing (with an error that names no operation) any transaction that touches one endpoint address. */
 class RefusingKernel implements Dataplane {
   readonly inner = new FakeKernel();
-  constructor(private readonly address: string) {}
+  readonly address: string;
+  constructor(address: string) {
+    this.address = address;
+  }
   begin(): Transaction {
     return this.inner.begin();
   }
