@@ -15,7 +15,7 @@ export { objectKey } from './nft/objects.ts';
 export { NftCommitError, type Dataplane, type OperationFailure, type TableListing } from './nft/dataplane.ts';
 export { NetlinkDataplane, type NetlinkDataplaneOptions } from './nft/netlink/netlink-dataplane.ts';
 export { FakeKernel } from './nft/fake/fake-kernel.ts';
-export { Transaction, validateOperations, NftInvalidError } from './nft/transaction.ts';
+export { Transaction, validateOperations, NftInvalidError, type ContainerLookup } from './nft/transaction.ts';
 export { renderOperations, renderRuleset as renderTableText } from './nft/render-text.ts';
 export { probeFlowtables, type CapabilityAnswer } from './nft/capabilities.ts';
 export { LinkMonitor } from './links/link-monitor.ts';
@@ -29,7 +29,7 @@ export type * from './k8s/types.ts';
 export * from './model/index.ts';
 
 // The reconciler
-export { Reconciler, SyncError, type SyncReport, type SyncRequest } from './reconciler/reconciler.ts';
+export { Reconciler, SyncError, type RejectedServicePort, type SyncReport, type SyncRequest } from './reconciler/reconciler.ts';
 export { syncRunner, type SyncResult } from './reconciler/sync-runner.ts';
 export { renderRuleset, type Ruleset } from './reconciler/ruleset.ts';
 export { defaultRulesetConfig, type RulesetConfig, type FamilyConfig } from './reconciler/config.ts';
