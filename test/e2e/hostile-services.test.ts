@@ -78,8 +78,12 @@ describe('hostile Services next to plain ones, with real packets', { timeout: 90
     expect(await probe('10.96.0.10', 80, BLOCKED)).toEqual([expect.stringMatching(/^b1 /)]);
   });
 
-  it('never failed a sync, and set nothing aside', () => {
+  it('never failed a sync, set nothing aside, and is healthy', async () => {
     expect(agent.logs()).not.toContain('nftables sync failed');
     expect(agent.logs()).not.toContain('set aside');
+    const served = agent.entries().find((l) => l.msg === 'serving /healthz and /metrics') as { healthz: string; metrics: string } | undefined;
+    expect(served).toBeDefined();
+    expect((await fetch(`http://${served!.healthz}/healthz`)).status).toBe(200);
+    expect(await (await fetch(`http://${served!.metrics}/metrics`)).text()).toMatch(/^kube_nft_proxy_refused_service_ports 0$/m);
   });
 });

@@ -70,8 +70,21 @@ function servicePortArb(names: fc.Arbitrary<string>, portNames: fc.Arbitrary<str
     );
 }
 
-/** Distinct ids: the model never hands over one port twice. */
-const ports = (one: fc.Arbitrary<ServicePort>) => fc.uniqueArray(one, { minLength: 1, maxLength: 6, selector: (p) => p.id });
+/** Each port its own addresses and NodePort: two ports wanting one ClusterIP:port is a conflict the renderer reports, not a naming question. */
+function distinctAddresses(p: ServicePort, i: number): ServicePort {
+  const v4 = p.family === 'IPv4';
+  const n = i + 1;
+  return {
+    ...p,
+    clusterIP: v4 ? `10.96.7.${n}` : `fd00:96::7:${n.toString(16)}`,
+    ...(p.nodePort !== undefined ? { nodePort: 30000 + n } : {}),
+    loadBalancerIPs: p.loadBalancerIPs.map(() => (v4 ? `203.0.113.${n}` : `2001:db8:113::${n.toString(16)}`)),
+    externalIPs: p.externalIPs.map(() => (v4 ? `198.51.100.${n}` : `2001:db8:100::${n.toString(16)}`)),
+  };
+}
+
+/** Distinct ids (the model never hands over one port twice), up to 12 ports. */
+const ports = (one: fc.Arbitrary<ServicePort>) => fc.uniqueArray(one, { minLength: 1, maxLength: 12, selector: (p) => p.id }).map((list) => list.map(distinctAddresses));
 
 function checkRendered(list: readonly ServicePort[], shape: (typeof ENDPOINT_SHAPES)[number]): void {
   const r = renderRuleset(list, config({ families: { IPv4: V4, IPv6: V6 }, endpointShape: shape }));
