@@ -42,7 +42,7 @@ export interface SyncReport {
   staleChains: number;
   /** Run a sync in this many ms to delete stale chains (undefined: none). */
   followUpMs?: number;
-  /** ServicePorts the kernel refused in this sync, now set aside (see the top of this file). */
+  /** ServicePorts whose operations failed in this sync, now set aside (see the top of this file). */
   rejected: RejectedServicePort[];
   /** ServicePorts set aside, this sync's and earlier ones'. */
   setAside: number;
@@ -71,7 +71,12 @@ const TRANSIENT = new Set(['ENOMEM', 'ENOBUFS', 'EBUSY', 'EAGAIN', 'EINTR', 'ENO
 
 const NO_HELD: ReadonlySet<string> = new Set();
 
-/** A sync whose transaction the dataplane refused (or that failed before committing); nothing changed. */
+/**
+ * A sync that could not be committed: the skeleton cannot be programmed, or
+ * the kernel refused for the moment (ENOMEM...). What an earlier attempt of
+ * the same sync committed (with some ports held back) is applied and known;
+ * the rest is retried by the next sync.
+ */
 export class SyncError extends Error {
   readonly code = 'ERR_SYNC';
   readonly report: SyncReport;
@@ -114,7 +119,7 @@ export class Reconciler {
   #state: SyncState = EMPTY_SYNC_STATE;
   /** Last rendered ruleset, applied or not: its fragments are reused by the next render. */
   #lastRendered: Ruleset | undefined;
-  /** By id: the version the kernel refused, so a changed port is tried again. */
+  /** By id: the version whose operations failed, so a changed port is tried again. */
   readonly #setAside = new Map<string, ServicePort>();
 
   constructor(o: ReconcilerOptions) {
@@ -179,8 +184,9 @@ export class Reconciler {
     if (request.kind === 'full') this.#setAside.clear();
     const t0 = performance.now();
     const ports = this.#servicePorts();
-    const current = new Map<string, ServicePort>();
-    for (const sp of ports) current.set(sp.id, sp);
+    // By id, made only when something failed: most syncs never need it.
+    let byId: Map<string, ServicePort> | undefined;
+    const current = (): ReadonlyMap<string, ServicePort> => (byId ??= new Map(ports.map((sp) => [sp.id, sp])));
     // Once an attempt has committed, the next ones are incremental: a full sync's replace is done.
     let request_ = request;
     let done: { kind: SyncReport['kind']; mode?: FullSyncMode } | undefined;
@@ -198,7 +204,7 @@ export class Reconciler {
       return { ok: true };
     };
     const setAside = (id: string, why: Refusal): void => {
-      const sp = current.get(id);
+      const sp = current().get(id);
       if (!sp || this.#setAside.has(id)) return;
       this.#setAside.set(id, sp);
       const keptLastApplied = this.#state.applied?.services.has(id) === true;
@@ -215,7 +221,7 @@ export class Reconciler {
   }
 
   /** Checks and commits one plan; undefined when it landed (the state advanced), else the failed attempt with its blame. */
-  async #commit(plan: SyncPlan, desired: Ruleset, current: ReadonlyMap<string, ServicePort>): Promise<Attempt | undefined> {
+  async #commit(plan: SyncPlan, desired: Ruleset, current: () => ReadonlyMap<string, ServicePort>): Promise<Attempt | undefined> {
     if (plan.ops.length > 0) {
       const tx = this.#dataplane.begin().queueAll(plan.ops);
       if (tx.errors.length > 0) return { ok: false, error: tx.error, blame: this.#blameInvalid(tx.errors, plan, desired, current) };
@@ -230,34 +236,37 @@ export class Reconciler {
   }
 
   /** The ServicePorts (present in the model) whose operations are in the plan. */
-  #suspects(plan: SyncPlan, desired: Ruleset, current: ReadonlyMap<string, ServicePort>): () => string[] {
+  #suspects(plan: SyncPlan, desired: Ruleset, current: () => ReadonlyMap<string, ServicePort>): () => string[] {
     return () => {
+      const present = current();
       const owners = new OperationOwners([desired, this.#state.applied]);
       const out = new Set<string>();
       for (const op of plan.ops) {
         const id = owners.servicePortOf(op);
-        if (id !== undefined && current.has(id) && !this.#setAside.has(id)) out.add(id);
+        if (id !== undefined && present.has(id) && !this.#setAside.has(id)) out.add(id);
       }
       return [...out].sort();
     };
   }
 
-  #blameInvalid(errors: readonly NftInvalidError[], plan: SyncPlan, desired: Ruleset, current: ReadonlyMap<string, ServicePort>): Blame {
+  #blameInvalid(errors: readonly NftInvalidError[], plan: SyncPlan, desired: Ruleset, current: () => ReadonlyMap<string, ServicePort>): Blame {
+    const present = current();
     const owners = new OperationOwners([desired, this.#state.applied]);
     const found = new Map<string, Refusal>();
     for (const e of errors) {
       const op = plan.ops[e.index];
       const id = op ? owners.servicePortOf(op) : undefined;
-      if (id === undefined || !current.has(id) || found.has(id)) continue;
+      if (id === undefined || !present.has(id) || found.has(id)) continue;
       found.set(id, { stage: 'validation', errno: 0, code: e.code, message: `${op!.verb} ${op!.object.kind}: ${e.reason}` });
     }
     return found.size > 0 ? { kind: 'owners', owners: found } : { kind: 'unattributed', suspects: this.#suspects(plan, desired, current) };
   }
 
-  #blame(error: unknown, plan: SyncPlan, desired: Ruleset, current: ReadonlyMap<string, ServicePort>): Blame {
+  #blame(error: unknown, plan: SyncPlan, desired: Ruleset, current: () => ReadonlyMap<string, ServicePort>): Blame {
     const suspects = this.#suspects(plan, desired, current);
     if (!(error instanceof NftCommitError) || error.failures.length === 0) return { kind: 'unattributed', suspects };
     const owners = new OperationOwners([desired, this.#state.applied]);
+    const present = current();
     const found = new Map<string, Refusal>();
     let transientOnly = true;
     for (const f of error.failures) {
@@ -265,7 +274,7 @@ export class Reconciler {
       transientOnly = false;
       const op = plan.ops[f.index];
       const id = op ? owners.servicePortOf(op) : undefined;
-      if (id === undefined || !current.has(id) || found.has(id)) continue;
+      if (id === undefined || !present.has(id) || found.has(id)) continue;
       found.set(id, { stage: 'kernel', errno: f.errno, code: f.code, message: f.message });
     }
     if (found.size > 0) return { kind: 'owners', owners: found };
