@@ -85,6 +85,8 @@ export interface ClusterStreams {
   endpointSlices: StoreView<EndpointSliceInfo>;
   endpointsByService: EndpointSliceIndex;
   node(): NodeInfo | undefined;
+  /** Objects left out as invalid (or with invalid parts left out), by kind, as logged: each key and reason once while it lasts. */
+  invalidObjects(): { services: number; endpointSlices: number; nodes: number };
   whenSynced(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -188,6 +190,11 @@ export async function createClusterStreams(options: ClusterStreamsOptions): Prom
     endpointSlices: informers.endpointSlices.store,
     endpointsByService: index,
     node: () => node.value,
+    invalidObjects: () => ({
+      services: informers.services.invalidReported,
+      endpointSlices: informers.endpointSlices.invalidReported,
+      nodes: informers.node.invalidReported,
+    }),
     whenSynced: () => firstValueFrom(synced$.pipe(filter(Boolean))).then(() => undefined),
     async stop() {
       if (stopped) return;
