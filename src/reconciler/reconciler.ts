@@ -121,6 +121,8 @@ export class Reconciler {
   #lastRendered: Ruleset | undefined;
   /** By id: the version whose operations failed, so a changed port is tried again. */
   readonly #setAside = new Map<string, ServicePort>();
+  /** Set-aside ports whose last applied version failed too: left out until they change or a full sync runs. */
+  readonly #out = new Set<string>();
 
   constructor(o: ReconcilerOptions) {
     this.#dataplane = o.dataplane;
@@ -160,28 +162,43 @@ export class Reconciler {
     return { plan, desired, kind: 'incremental' };
   }
 
-  /** The model's ServicePorts, with set-aside and held ones replaced by their last applied version (or left out). */
+  /**
+   * The model's ServicePorts, with set-aside and held ones replaced by their
+   * last applied version or left out: left out when they never applied, when
+   * that version failed too, or when a set-aside port is held (bisection then
+   * tries its last applied version as a suspect like any other).
+   */
   #programmable(all: readonly ServicePort[], held: ReadonlySet<string>): readonly ServicePort[] {
     if (this.#setAside.size === 0 && held.size === 0) return all;
     const seen = new Set<string>();
     const out: ServicePort[] = [];
     for (const sp of all) {
-      const refused = this.#setAside.get(sp.id);
-      seen.add(sp.id);
-      if (refused && refused !== sp && !servicePortEqual(refused, sp)) this.#setAside.delete(sp.id);
-      if (!held.has(sp.id) && !this.#setAside.has(sp.id)) out.push(sp);
-      else {
-        const last = this.#state.applied?.services.get(sp.id)?.port;
+      const id = sp.id;
+      const refused = this.#setAside.get(id);
+      seen.add(id);
+      if (refused && refused !== sp && !servicePortEqual(refused, sp)) this.#forget(id);
+      const aside = this.#setAside.has(id);
+      if (!held.has(id) && !aside) out.push(sp);
+      else if (!this.#out.has(id) && !(aside && held.has(id))) {
+        const last = this.#state.applied?.services.get(id)?.port;
         if (last) out.push(last);
       }
     }
-    for (const id of this.#setAside.keys()) if (!seen.has(id)) this.#setAside.delete(id);
+    for (const id of this.#setAside.keys()) if (!seen.has(id)) this.#forget(id);
     return out;
+  }
+
+  #forget(id: string): void {
+    this.#setAside.delete(id);
+    this.#out.delete(id);
   }
 
   async sync(request: SyncRequest): Promise<SyncReport> {
     const rejected: RejectedServicePort[] = [];
-    if (request.kind === 'full') this.#setAside.clear();
+    if (request.kind === 'full') {
+      this.#setAside.clear();
+      this.#out.clear();
+    }
     const t0 = performance.now();
     const ports = this.#servicePorts();
     // By id, made only when something failed: most syncs never need it.
@@ -205,10 +222,18 @@ export class Reconciler {
     };
     const setAside = (id: string, why: Refusal): void => {
       const sp = current().get(id);
-      if (!sp || this.#setAside.has(id)) return;
+      if (!sp || this.#out.has(id)) return;
+      const entry = { servicePortId: id, namespace: sp.namespace, serviceName: sp.serviceName, portName: sp.portName, ...why };
+      if (this.#setAside.has(id)) {
+        // Its last applied version failed too: out, and said once.
+        this.#out.add(id);
+        const earlier = rejected.find((x) => x.servicePortId === id);
+        if (earlier) Object.assign(earlier, { keptLastApplied: false });
+        else rejected.push({ ...entry, keptLastApplied: false });
+        return;
+      }
       this.#setAside.set(id, sp);
-      const keptLastApplied = this.#state.applied?.services.has(id) === true;
-      rejected.push({ servicePortId: id, namespace: sp.namespace, serviceName: sp.serviceName, portName: sp.portName, keptLastApplied, ...why });
+      rejected.push({ ...entry, keptLastApplied: this.#state.applied?.services.has(id) === true });
     };
     try {
       await commitIsolating({ attempt, setAside, maxAttempts: MAX_ATTEMPTS });
@@ -243,7 +268,7 @@ export class Reconciler {
       const out = new Set<string>();
       for (const op of plan.ops) {
         const id = owners.servicePortOf(op);
-        if (id !== undefined && present.has(id) && !this.#setAside.has(id)) out.add(id);
+        if (id !== undefined && present.has(id) && !this.#out.has(id)) out.add(id);
       }
       return [...out].sort();
     };
@@ -256,7 +281,7 @@ export class Reconciler {
     for (const e of errors) {
       const op = plan.ops[e.index];
       const id = op ? owners.servicePortOf(op) : undefined;
-      if (id === undefined || !present.has(id) || found.has(id)) continue;
+      if (id === undefined || !present.has(id) || this.#out.has(id) || found.has(id)) continue;
       found.set(id, { stage: 'validation', errno: 0, code: e.code, message: `${op!.verb} ${op!.object.kind}: ${e.reason}` });
     }
     return found.size > 0 ? { kind: 'owners', owners: found } : { kind: 'unattributed', suspects: this.#suspects(plan, desired, current) };
@@ -274,7 +299,7 @@ export class Reconciler {
       transientOnly = false;
       const op = plan.ops[f.index];
       const id = op ? owners.servicePortOf(op) : undefined;
-      if (id === undefined || !present.has(id) || found.has(id)) continue;
+      if (id === undefined || !present.has(id) || this.#out.has(id) || found.has(id)) continue;
       found.set(id, { stage: 'kernel', errno: f.errno, code: f.code, message: f.message });
     }
     if (found.size > 0) return { kind: 'owners', owners: found };

@@ -9,9 +9,9 @@ import { type Dataplane, NftCommitError } from '../../src/nft/dataplane.ts';
 import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import type { Family, Operation } from '../../src/nft/objects.ts';
 import type { Transaction } from '../../src/nft/transaction.ts';
-import type { ServicePort } from '../../src/model/service-port.ts';
+import type { Endpoint, ServicePort } from '../../src/model/service-port.ts';
 import { Reconciler, SyncError } from '../../src/reconciler/reconciler.ts';
-import { config, ep, sp, V4 } from './fixtures.ts';
+import { config, ep, type PortSpec, sp, V4 } from './fixtures.ts';
 import { afterFreshFullSync, listingWithoutHandles } from './kernel-listing.ts';
 
 const cfg = config({ families: { IPv4: V4 } });
@@ -45,7 +45,7 @@ const plainErrorFor =
   (ops) =>
     ops.some((op) => op.object.kind === 'rule' && addresses.some((a) => mentions(op, a))) ? Object.assign(new Error('netlink: message too long'), { errno: 90 }) : undefined;
 
-const port = (i: number, extra: Partial<ServicePort> = {}) => sp({ serviceName: `s${i}`, clusterIP: `10.96.1.${i}`, endpoints: [ep(`10.244.1.${i}`)], ...extra });
+const port = (i: number, extra: PortSpec & { endpoints?: Endpoint[] } = {}) => sp({ serviceName: `s${i}`, clusterIP: `10.96.1.${i}`, endpoints: [ep(`10.244.1.${i}`)], ...extra });
 
 function setup(ports: ServicePort[]) {
   const kernel = new ChoosyKernel();
@@ -143,6 +143,26 @@ describe('failure isolation', () => {
     expect(rep).toMatchObject({ kind: 'full', mode: 'replace', setAside: 1 });
     expect(rep.rejected.map((x) => x.serviceName)).toEqual(['s4']);
     expect(strip(t.kernel.inner)).toEqual(expected(ports.filter((p) => p.serviceName !== 's4')));
+  });
+
+  it('a set-aside port whose last applied version fails too is left out, and said once', async () => {
+    const t = setup([port(1), port(2)]);
+    await t.r.sync({ kind: 'incremental' });
+    // The kernel now refuses the old and the new rules of s2 alike (naming the operation), in a full replace.
+    t.kernel.refuse = (ops) => {
+      const index = ops.findIndex((op) => op.object.kind === 'rule' && (mentions(op, '10.244.1.2') || mentions(op, '10.244.7.7')));
+      return index < 0 ? undefined : new NftCommitError([{ index, errno: 22, code: 'EINVAL', message: 'refused' }], ops);
+    };
+    t.set([port(1), port(2, { endpoints: [ep('10.244.7.7')] })]);
+    const rep = await t.r.sync({ kind: 'full', mode: 'replace' });
+    expect(rep.rejected.map((x) => [x.serviceName, x.keptLastApplied, x.stage])).toEqual([['s2', false, 'kernel']]);
+    expect(rep.setAside).toBe(1);
+    expect(strip(t.kernel.inner)).toEqual(expected([port(1)]));
+    // Fixed and changed: back in.
+    t.kernel.refuse = () => undefined;
+    t.set([port(1), port(2, { endpoints: [ep('10.244.7.8')] })]);
+    expect(await t.r.sync({ kind: 'incremental' })).toMatchObject({ rejected: [], setAside: 0 });
+    expect(strip(t.kernel.inner)).toEqual(expected([port(1), port(2, { endpoints: [ep('10.244.7.8')] })]));
   });
 
   it('a skeleton that cannot be programmed fails the sync after one more commit, without blaming a port', async () => {
