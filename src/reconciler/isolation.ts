@@ -20,8 +20,8 @@
 
 /** Why a ServicePort was set aside. */
 export interface Refusal {
-  /** Who refused: the transaction's checks, the batch builder or kernel naming its operation, or bisection of a refusal that named none. */
-  stage: 'validation' | 'kernel' | 'bisection';
+  /** Who refused: the transaction's checks, the dataplane (encoder, batch builder or kernel) naming its operation, or bisection of a refusal that named none. */
+  stage: 'validation' | 'dataplane' | 'bisection';
   /** The kernel's errno (0 for the transaction's checks). */
   errno: number;
   /** Symbolic errno, or the error's code. */

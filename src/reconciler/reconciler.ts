@@ -300,7 +300,7 @@ export class Reconciler {
       const op = plan.ops[f.index];
       const id = op ? owners.servicePortOf(op) : undefined;
       if (id === undefined || !present.has(id) || this.#out.has(id) || found.has(id)) continue;
-      found.set(id, { stage: 'kernel', errno: f.errno, code: f.code, message: f.message });
+      found.set(id, { stage: 'dataplane', errno: f.errno, code: f.code, message: f.message });
     }
     if (found.size > 0) return { kind: 'owners', owners: found };
     return transientOnly ? { kind: 'transient' } : { kind: 'unattributed', suspects };

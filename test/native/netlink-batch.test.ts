@@ -141,6 +141,14 @@ describe('message splitting', () => {
     expect(err.failures).toEqual([{ index: 2, errno: 22, code: 'EINVAL', message: "the rule's expressions exceed 64 KiB" }]);
     expect(nftList(ns, 'table')).toEqual([]);
   });
+
+  it('an operation the encoder cannot encode (an element of a set it does not know) is named the same way', async () => {
+    const { ns, dp } = kernel();
+    const ops: Operation[] = add({ kind: 'table', family: 'ip', name: T }, { kind: 'element', family: 'ip', table: T, set: 'nowhere', key: ['10.0.0.1'] });
+    const err = await commitError(() => dp.commit(dp.begin().queueAll(ops)));
+    expect(err.failures).toEqual([{ index: 1, errno: 22, code: 'EINVAL', message: expect.stringContaining('nowhere') }]);
+    expect(nftList(ns, 'table')).toEqual([]);
+  });
 });
 
 describe('bad input from JS', () => {

@@ -155,7 +155,7 @@ describe('failure isolation', () => {
     };
     t.set([port(1), port(2, { endpoints: [ep('10.244.7.7')] })]);
     const rep = await t.r.sync({ kind: 'full', mode: 'replace' });
-    expect(rep.rejected.map((x) => [x.serviceName, x.keptLastApplied, x.stage])).toEqual([['s2', false, 'kernel']]);
+    expect(rep.rejected.map((x) => [x.serviceName, x.keptLastApplied, x.stage])).toEqual([['s2', false, 'dataplane']]);
     expect(rep.setAside).toBe(1);
     expect(strip(t.kernel.inner)).toEqual(expected([port(1)]));
     // Fixed and changed: back in.

@@ -79,7 +79,7 @@ describe('a ServicePort the kernel refuses', () => {
         serviceName: 'api',
         portName: 'http',
         keptLastApplied: false,
-        stage: 'kernel',
+        stage: 'dataplane',
         errno: 22,
         code: 'EINVAL',
         message: 'refused by the test kernel',

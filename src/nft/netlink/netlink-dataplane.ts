@@ -47,10 +47,10 @@ function key(family: Family, table: string, name: string): string {
 }
 
 /**
- * The addon's batch builder refuses an operation libnftnl cannot build (a
- * rule's expressions over 64 KiB...) with an error naming the operation:
- * `operation N: why`. As an NftCommitError it is traced to its owner like a
- * kernel refusal; undefined for any other error.
+ * The encoder (an element of a set it does not know...) and the addon's batch
+ * builder (a rule's expressions over 64 KiB...) refuse an operation with an
+ * error naming it: an `index`, or `operation N: why`. As an NftCommitError it
+ * is traced to its owner like a kernel refusal; undefined for any other error.
  */
 function builderFailure(e: unknown, ops: readonly Operation[]): NftCommitError | undefined {
   const err = e as { message?: unknown; errno?: unknown; index?: unknown };
@@ -98,7 +98,11 @@ export class NetlinkDataplane implements Dataplane {
     let t1: number;
     let t2: number;
     try {
-      ({ bytes } = encodeOperations(ops, (f, t, n) => this.#containers.get(key(f, t, n)), writer));
+      try {
+        ({ bytes } = encodeOperations(ops, (f, t, n) => this.#containers.get(key(f, t, n)), writer));
+      } catch (e) {
+        throw builderFailure(e, ops) ?? e;
+      }
       t1 = performance.now();
       const pending = this.#addon.commit(bytes, this.#options);
       t2 = performance.now();
