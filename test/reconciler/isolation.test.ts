@@ -4,6 +4,7 @@
 // (bisected over the ports in O(log n) commits). Only a skeleton that cannot
 // be programmed fails the sync.
 
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type Dataplane, NftCommitError } from '../../src/nft/dataplane.ts';
 import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
@@ -163,6 +164,30 @@ describe('failure isolation', () => {
     t.set([port(1), port(2, { endpoints: [ep('10.244.7.8')] })]);
     expect(await t.r.sync({ kind: 'incremental' })).toMatchObject({ rejected: [], setAside: 0 });
     expect(strip(t.kernel.inner)).toEqual(expected([port(1), port(2, { endpoints: [ep('10.244.7.8')] })]));
+  });
+
+  it('any culprits among any ports, refused without a name: exactly they are set aside, the rest is programmed, in about log2(n) + 2 commits each', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 24 }).chain((n) => fc.tuple(fc.constant(n), fc.uniqueArray(fc.integer({ min: 1, max: n }), { maxLength: 3 }), fc.boolean())),
+        async ([n, culprits, fromScratch]) => {
+          const ports = Array.from({ length: n }, (_, i) => port(i + 1));
+          const t = setup(fromScratch ? ports : []);
+          if (!fromScratch) {
+            await t.r.sync({ kind: 'incremental' });
+            t.set(ports);
+          }
+          t.kernel.refuse = plainErrorFor(...culprits.map((c) => `10.244.1.${c}`));
+          const before = t.kernel.attempts;
+          const rep = await t.r.sync({ kind: 'incremental' });
+          expect(rep.rejected.map((x) => x.serviceName).sort()).toEqual(culprits.map((c) => `s${c}`).sort());
+          expect(strip(t.kernel.inner)).toEqual(expected(ports.filter((_, i) => !culprits.includes(i + 1))));
+          const perCulprit = Math.ceil(Math.log2(n)) + 2;
+          expect(t.kernel.attempts - before).toBeLessThanOrEqual(1 + culprits.length * perCulprit + 1);
+        },
+      ),
+      { numRuns: 60 },
+    );
   });
 
   it('a skeleton that cannot be programmed fails the sync after one more commit, without blaming a port', async () => {
