@@ -80,9 +80,11 @@ export async function commitIsolating(o: IsolationOptions): Promise<void> {
   let released: string[] = [];
   let cause: unknown;
   let held: ReadonlySet<string> = NONE;
+  let lastError: unknown;
   for (let n = 0; ; n++) {
-    if (n >= o.maxAttempts) throw new IsolationFailed(cause, `gave up after ${n} attempts; what was set aside stays aside`);
+    if (n >= o.maxAttempts) throw new IsolationFailed(lastError, `gave up after ${n} attempts; what was set aside stays aside`);
     const a = await o.attempt(held);
+    if (!a.ok) lastError = a.error;
     if (a.ok) {
       if (pending.length === 0) return;
       const good = new Set(released);

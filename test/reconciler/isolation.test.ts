@@ -190,6 +190,30 @@ describe('failure isolation', () => {
     );
   });
 
+  it('more culprits than one sync may bisect: the sync fails with what it found set aside, and the next ones go on from there', async () => {
+    const ports = Array.from({ length: 40 }, (_, i) => port(i + 1));
+    const t = setup([port(41)]);
+    await t.r.sync({ kind: 'incremental' });
+    t.kernel.refuse = plainErrorFor(...ports.map((_, i) => `10.244.1.${i + 1}`));
+    t.set([port(41), ...ports]);
+    const asideAfter: number[] = [];
+    let ended = false;
+    for (let i = 0; i < 10 && !ended; i++) {
+      const outcome = await t.r.sync({ kind: 'incremental' }).catch((e: unknown) => e);
+      if (outcome instanceof SyncError) asideAfter.push(outcome.report.setAside);
+      else {
+        expect(outcome).toMatchObject({ setAside: 40 });
+        ended = true;
+      }
+    }
+    // It failed at least once (64 commits do not find 40 culprits), each failure set more aside, and it ended.
+    expect(ended).toBe(true);
+    expect(asideAfter.length).toBeGreaterThan(0);
+    expect(asideAfter).toEqual([...asideAfter].sort((a, b) => a - b));
+    expect(new Set(asideAfter).size).toBe(asideAfter.length);
+    expect(strip(t.kernel.inner)).toEqual(expected([port(41)]));
+  });
+
   it('a skeleton that cannot be programmed fails the sync after one more commit, without blaming a port', async () => {
     const t = setup([port(1), port(2)]);
     t.kernel.refuse = (ops) => (ops.some((op) => mentions(op, 'nat-prerouting')) ? new Error('netlink: the skeleton') : undefined);
