@@ -267,6 +267,17 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
         // Full syncs build the whole ruleset at once: where memory stands after one (MiB) shows what it cost.
         ...(r?.kind === 'full' ? { memoryMiB: memoryMiB() } : {}),
       };
+      // A failed sync may have set ports aside before it gave up (see reconciler.ts): told either way.
+      for (const x of r?.rejected ?? []) {
+        logger.error(
+          { service: `${x.namespace}/${x.serviceName}`, servicePort: x.servicePortId, stage: x.stage, code: x.code, reason: x.message, keptLastApplied: x.keptLastApplied },
+          x.keptLastApplied
+            ? 'service port set aside: its rules were refused; its previous rules stay until it changes'
+            : 'service port set aside: its rules were refused; it is not programmed until it changes',
+        );
+        refused$.next(x);
+      }
+      if (r) metrics.refusedServicePorts.set(r.setAside);
       if (result.ok) {
         releaser.synced(r?.ops, firstSync);
         firstSync = false;
@@ -276,16 +287,6 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
         for (const t of inFlightTriggers) metrics.networkProgrammingDuration.observe(Math.max(0, now - t) / 1000);
         inFlightTriggers = [];
         for (const p of r?.problems ?? []) logger.warn({ problem: p }, 'service port left out of the ruleset');
-        for (const x of r?.rejected ?? []) {
-          logger.error(
-            { service: `${x.namespace}/${x.serviceName}`, servicePort: x.servicePortId, stage: x.stage, code: x.code, reason: x.message, keptLastApplied: x.keptLastApplied },
-            x.keptLastApplied
-              ? 'service port set aside: its rules were refused; its previous rules stay until it changes'
-              : 'service port set aside: its rules were refused; it is not programmed until it changes',
-          );
-          refused$.next(x);
-        }
-        metrics.refusedServicePorts.set(r?.setAside ?? 0);
         logger.info({ ...fields, ...(r?.setAside ? { servicePortsSetAside: r.setAside } : {}) }, 'synced nftables rules');
       } else {
         pendingTriggers = inFlightTriggers.concat(pendingTriggers);
