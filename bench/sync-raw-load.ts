@@ -82,7 +82,7 @@ async function main(): Promise<void> {
   const afterPlan = heap();
 
   t0 = performance.now();
-  await dataplane.commit(ops);
+  await dataplane.commit(dataplane.begin().queueAll(ops));
   const commitMs = performance.now() - t0;
   const mem = process.memoryUsage();
   const externalAfterCommitMiB = (mem.external + mem.arrayBuffers) / MiB;

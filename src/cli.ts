@@ -18,10 +18,8 @@ import { packageRoot } from './package-root.ts';
 async function cleanup(options: AgentOptions, logger: Logger): Promise<void> {
   const dataplane = new NetlinkDataplane({ netns: netnsPath(options.netns) });
   // destroy: absent tables are fine, so cleanup is idempotent.
-  await dataplane.commit([
-    { verb: 'destroy', object: { kind: 'table', family: 'ip', name: options.table } },
-    { verb: 'destroy', object: { kind: 'table', family: 'ip6', name: options.table } },
-  ]);
+  const tx = dataplane.begin().destroy({ kind: 'table', family: 'ip', name: options.table }).destroy({ kind: 'table', family: 'ip6', name: options.table });
+  await dataplane.commit(tx);
   logger.info({ table: options.table }, 'removed our nftables tables');
 }
 

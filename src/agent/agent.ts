@@ -4,7 +4,7 @@
 
 import { hostname, networkInterfaces } from 'node:os';
 import { collectDefaultMetrics } from 'prom-client';
-import { merge, Subject, Subscription, type SchedulerLike } from 'rxjs';
+import { merge, type Observable, Subject, Subscription, type SchedulerLike } from 'rxjs';
 import type { AgentOptions } from './options.ts';
 import { parseFeatureGates, type FeatureGates } from '../config/feature-gates.ts';
 import type { NodeInfo } from '../k8s/types.ts';
@@ -18,7 +18,7 @@ import { HealthState } from '../observability/health.ts';
 import type { ObservabilityServer } from '../observability/http-server.ts';
 import type { Logger } from '../observability/logger.ts';
 import { ProxyMetrics } from '../observability/metrics.ts';
-import { Reconciler } from '../reconciler/reconciler.ts';
+import { Reconciler, type RejectedServicePort } from '../reconciler/reconciler.ts';
 import { syncRunner, type SyncResult } from '../reconciler/sync-runner.ts';
 import { createClusterStreams, type ClusterStreams, type ClusterStreamsOptions } from '../streams/cluster-streams.ts';
 import { DEFAULT_DEVICE_MAX_WAIT_MS, DEFAULT_DEVICE_SETTLE_MS, followFlowtableDevices } from './flowtable-device-follower.ts';
@@ -56,6 +56,16 @@ export interface Agent {
   readonly offload: Readonly<OffloadState> & { reason: string };
   /** Every sync's outcome, for tests and embedders. */
   readonly syncs$: Subject<SyncResult>;
+  /**
+   * Each Service port set aside, once per refusal, with the reason: its rules
+   * failed (the transaction's checks, the batch builder or the kernel), so
+   * its last applied rules stay in force, or it is not programmed, until it
+   * changes or a full sync runs (see reconciler.ts). The hook for a Warning
+   * Event on the Service (`namespace`/`serviceName`): the subscriber decides
+   * how often to tell. Already logged at error level and counted in
+   * kube_nft_proxy_refused_service_ports.
+   */
+  readonly refused$: Observable<RejectedServicePort>;
   readonly servers: ObservabilityServer[];
   /** Health-check node ports (undefined when not served: no HTTP, or --netns). */
   readonly healthChecks: HealthCheckServers | undefined;
@@ -149,6 +159,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   const subs = new Subscription();
   const syncs$ = new Subject<SyncResult>();
   const startedAt = Date.now();
+  const refused$ = new Subject<RejectedServicePort>();
 
   logger.info({ nodeName, table: options.table, featureGates: gates, netns: options.netns }, 'starting kube-nft-proxy');
   const offload = await decideOffload(options, gates, dataplane, logger);
@@ -302,6 +313,18 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
         // Full syncs build the whole ruleset at once: where memory stands after one (MiB) shows what it cost.
         ...(r?.kind === 'full' ? { memoryMiB: memoryMiB() } : {}),
       };
+      // A failed sync may have set ports aside before it gave up (see reconciler.ts): told either way.
+      for (const x of r?.rejected ?? []) {
+        logger.error(
+          { service: `${x.namespace}/${x.serviceName}`, servicePort: x.servicePortId, stage: x.stage, code: x.code, reason: x.message, keptLastApplied: x.keptLastApplied },
+          x.keptLastApplied
+            ? 'service port set aside: its rules were refused; its previous rules stay until it changes'
+            : 'service port set aside: its rules were refused; it is not programmed until it changes',
+        );
+        refused$.next(x);
+        operator.events.recordServiceWarning({ namespace: x.namespace, name: x.serviceName }, 'FailedToProgramServiceRules', `rules of ${x.servicePortId} refused (${x.stage}): ${x.code} ${x.message}`);
+      }
+      if (r) metrics.refusedServicePorts.set(r.setAside);
       if (result.ok) {
         releaser.synced(r?.ops, firstSync);
         firstSync = false;
@@ -311,16 +334,6 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
         changeMetrics.landed(now);
         operator.synced(lastPorts);
         for (const p of r?.problems ?? []) logger.warn({ problem: p }, 'service port left out of the ruleset');
-        for (const x of r?.rejected ?? []) {
-          logger.error(
-            { servicePort: x.servicePortId, errno: x.code, kernelMessage: x.message, keptLastApplied: x.keptLastApplied },
-            x.keptLastApplied
-              ? 'the kernel refused the rules of this service port; its previous rules stay until it changes'
-              : 'the kernel refused the rules of this service port; it is not programmed until it changes',
-          );
-          const [namespace = '', name = ''] = x.servicePortId.split('/');
-          operator.events.recordServiceWarning({ namespace, name }, 'FailedToProgramServiceRules', `the kernel refused the rules of ${x.servicePortId}: ${x.code} ${x.message}`);
-        }
         logger.info({ ...fields, ...(r?.setAside ? { servicePortsSetAside: r.setAside } : {}) }, 'synced nftables rules');
       } else {
         // In flight triggers stay: the retry carries the same changes.
@@ -343,6 +356,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
     health,
     offload,
     syncs$,
+    refused$: refused$.asObservable(),
     servers,
     healthChecks: operator.healthChecks,
     events: operator.events,
@@ -351,6 +365,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
       releaser.stop();
       monitor?.stop();
       syncs$.complete();
+      refused$.complete();
       await operator.close();
       if (!deps.streams) await streams.stop();
       logger.info('stopped; the programmed rules stay in place');

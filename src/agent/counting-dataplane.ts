@@ -3,14 +3,15 @@
 // transaction changed nothing, so it adds nothing).
 
 import type { Dataplane } from '../nft/dataplane.ts';
-import type { Operation } from '../nft/objects.ts';
+import type { Transaction } from '../nft/transaction.ts';
 
 export function countingDataplane(inner: Dataplane, count: (verb: string, kind: string, n: number) => void): Dataplane {
   const counted: Dataplane = {
-    async commit(ops: readonly Operation[]): Promise<void> {
-      await inner.commit(ops);
+    begin: () => inner.begin(),
+    async commit(tx: Transaction): Promise<void> {
+      await inner.commit(tx);
       const byKey = new Map<string, number>();
-      for (const op of ops) {
+      for (const op of tx.ops()) {
         const key = `${op.verb} ${op.object.kind}`;
         byKey.set(key, (byKey.get(key) ?? 0) + 1);
       }

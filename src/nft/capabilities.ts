@@ -57,7 +57,7 @@ export async function probeFlowtables(dp: Dataplane, options: FlowtableProbeOpti
   const family = options.family ?? 'inet';
   const table = options.table ?? `knp-probe-${process.pid}`;
   try {
-    await dp.commit(flowtableProbeOperations(family, table));
+    await dp.commit(dp.begin().queueAll(flowtableProbeOperations(family, table)));
     return interpretFlowtableProbe(undefined);
   } catch (e) {
     return interpretFlowtableProbe(e);

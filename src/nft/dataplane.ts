@@ -1,8 +1,12 @@
 // The reconciler's view of the kernel: commit a transaction, list a table.
 // Injected by the agent: the netlink addon in production, the kernel-modelling
 // fake in pure tests. Only src/native/addon.ts loads the addon.
+//
+// One door: commit takes a Transaction, whose operations were checked as they
+// were queued, so no dataplane can forget to validate and none validates twice.
 
 import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from './objects.ts';
+import type { Transaction } from './transaction.ts';
 
 /** One operation the kernel (or the fake) refused. */
 export interface OperationFailure {
@@ -45,8 +49,18 @@ export interface TableListing {
 }
 
 export interface Dataplane {
-  /** Applies all operations as one atomic transaction or throws NftCommitError. */
-  commit(ops: readonly Operation[]): Promise<void>;
+  /**
+   * A new, empty transaction that checks elements and rules against the sets
+   * and maps this dataplane knows the kernel to hold.
+   */
+  begin(): Transaction;
+  /**
+   * Applies the transaction's operations as one atomic transaction; throws
+   * NftInvalidError for a transaction with an invalid operation (nothing is
+   * sent) and NftCommitError naming the operations the kernel (or the batch
+   * builder) refused.
+   */
+  commit(tx: Transaction): Promise<void>;
   /** Reads one table back; undefined when it does not exist. */
   list(family: Family, table: string): Promise<TableListing | undefined>;
   /** Gives native memory the process no longer uses back to the OS; where there is any (the netlink addon's). */

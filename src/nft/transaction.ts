@@ -1,8 +1,10 @@
 // A transaction: an ordered list of (verb, object) operations that the kernel
-// applies atomically. Each operation is checked as it is queued; the first
-// failure is remembered and later operations are ignored, because a
-// transaction known to be broken must never be applied (the kernel would
-// refuse it anyway, only later and with less to say about why).
+// applies atomically, and the only thing a Dataplane commits. Each operation
+// is checked as it is queued; a transaction with an invalid operation can
+// never be applied (the kernel would refuse it anyway, only later and with
+// less to say about why). Every operation is checked, not only those before
+// the first invalid one, so that a caller learns at once every operation that
+// would fail and whose it is (the reconciler sets those owners aside).
 
 import { isVerdictValue, type ChainHook, type ChainType, type DataType, type Element, type Family, type NftMap, type NftObject, type NftObjectKind, type NftSet, type Operation, type SetFlag, type Verb } from './objects.ts';
 import { checkCanonical, checkName, checkStatements, checkVerdict, isCanonical, RuleCheckFailure } from './rule-checks.ts';
@@ -59,13 +61,25 @@ function containerKey(family: Family, table: string, name: string): string {
   return `${family}\0${table}\0${name}`;
 }
 
+/** Looks up a set or map that exists outside the transaction (the dataplane's knowledge of the kernel). */
+export type ContainerLookup = (family: Family, table: string, name: string) => NftSet | NftMap | undefined;
+
 export class Transaction {
   readonly #ops: Operation[] = [];
   readonly #containers = new Map<string, NftSet | NftMap>();
-  readonly #context = new CheckContext((family, table, name) => this.#containers.get(containerKey(family, table, name)));
-  #error: NftInvalidError | undefined;
+  readonly #known: ContainerLookup | undefined;
+  readonly #context = new CheckContext((family, table, name) => this.#containers.get(containerKey(family, table, name)) ?? this.#known?.(family, table, name));
+  readonly #errors: NftInvalidError[] = [];
+  /** Operations queued, valid or not: the next one's index. */
+  #queued = 0;
 
-  /** Registers a set or map that already exists, so that elements and rules using it are checked against its types. */
+  /** `known`: sets and maps that already exist, so that elements and rules using them are checked against their types. */
+  constructor(known?: ContainerLookup | ReadonlyArray<NftSet | NftMap>) {
+    if (typeof known === 'function') this.#known = known;
+    else for (const c of known ?? []) this.#containers.set(containerKey(c.family, c.table, c.name), c);
+  }
+
+  /** Registers a set or map that already exists (see the constructor). */
   knownContainer(c: NftSet | NftMap): this {
     this.#containers.set(containerKey(c.family, c.table, c.name), c);
     this.#context.forget();
@@ -95,62 +109,61 @@ export class Transaction {
   }
 
   queue(verb: Verb, object: NftObject): this {
-    if (this.#error) return this;
-    const op: Operation = { verb, object };
-    const index = this.#ops.length;
+    this.#check({ verb, object });
+    return this;
+  }
+
+  /** Queues operations made elsewhere (a planned sync), as they are: one check each, no copy. */
+  queueAll(ops: readonly Operation[]): this {
+    for (let i = 0; i < ops.length; i++) this.#check(ops[i]!);
+    return this;
+  }
+
+  #check(op: Operation): void {
+    const index = this.#queued++;
     try {
+      if (!op || typeof op !== 'object') fail('no operation');
       checkOperation(op, this.#context);
     } catch (e) {
       if (!(e instanceof RuleCheckFailure)) throw e;
-      this.#error = new NftInvalidError(index, op, e.message);
-      return this;
+      this.#errors.push(new NftInvalidError(index, op, e.message));
+      return;
     }
-    if ((object.kind === 'set' || object.kind === 'map') && (verb === 'add' || verb === 'create')) this.knownContainer(object);
+    const o = op.object;
+    if ((o.kind === 'set' || o.kind === 'map') && (op.verb === 'add' || op.verb === 'create')) this.knownContainer(o);
     this.#ops.push(op);
-    return this;
   }
 
   /** The first invalid operation, if any. */
   get error(): NftInvalidError | undefined {
-    return this.#error;
+    return this.#errors[0];
   }
 
-  /** Operations queued (and valid) so far. */
+  /** Every invalid operation, in order (indexes count every operation queued). */
+  get errors(): readonly NftInvalidError[] {
+    return this.#errors;
+  }
+
+  /** Operations queued and valid so far. */
   get length(): number {
     return this.#ops.length;
   }
 
   /** The operations to commit; throws the first error if any operation was invalid. */
   ops(): readonly Operation[] {
-    if (this.#error) throw this.#error;
+    if (this.#errors.length > 0) throw this.#errors[0];
     return this.#ops;
   }
 }
 
 /**
- * Checks a whole operation list (as a Dataplane receives it); throws
- * NftInvalidError for the first bad one. The same checks as Transaction#queue,
- * in one loop (a full sync passes 100k operations through here).
+ * Checks a whole operation list; throws NftInvalidError for the first bad one.
+ * A Transaction's checks (the one loop there is), for callers that only want
+ * to know.
  */
 export function validateOperations(ops: readonly Operation[], known: ReadonlyArray<NftSet | NftMap> = []): void {
-  const containers = new Map<string, NftSet | NftMap>();
-  for (const c of known) containers.set(containerKey(c.family, c.table, c.name), c);
-  const context = new CheckContext((family, table, name) => containers.get(containerKey(family, table, name)));
-  for (let i = 0; i < ops.length; i++) {
-    const op = ops[i];
-    try {
-      if (!op || typeof op !== 'object') fail('no operation');
-      checkOperation(op, context);
-    } catch (e) {
-      if (!(e instanceof RuleCheckFailure)) throw e;
-      throw new NftInvalidError(i, op as Operation, e.message);
-    }
-    const o = op.object;
-    if ((o.kind === 'set' || o.kind === 'map') && (op.verb === 'add' || op.verb === 'create')) {
-      containers.set(containerKey(o.family, o.table, o.name), o);
-      context.forget();
-    }
-  }
+  const tx = new Transaction(known).queueAll(ops);
+  if (tx.error) throw tx.error;
 }
 
 type FindContainer = (family: Family, table: string, name: string) => NftSet | NftMap | undefined;

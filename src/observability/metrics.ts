@@ -147,6 +147,11 @@ export class ProxyMetrics {
     labelNames: ['type', 'outcome'],
     registers: [this.registry],
   });
+  readonly refusedServicePorts = new Gauge({
+    name: 'kube_nft_proxy_refused_service_ports',
+    help: 'Service ports set aside because their rules were refused (by validation, the batch builder or the kernel): their last applied rules stay in force, or they are not programmed, until they change or a full sync runs',
+    registers: [this.registry],
+  });
   readonly offloadEnabled = new Gauge({
     name: 'kube_nft_proxy_flowtable_offload_enabled',
     help: '1 when Service connections are offloaded to a flowtable (KEP-4963), 0 when off (disabled, or the kernel lacks flowtables)',

@@ -95,8 +95,10 @@ export class FragmentBuilder {
   }
 
   /** An element only this fragment can want (see Fragment.ownElements). */
-  ownElement(set: string, key: string[], value: Element['value']): void {
-    (this.fragment.ownElements ??= []).push({ kind: 'element', family: this.family, table: this.table, set, key, value });
+  ownElement(set: string, key: string[], value?: Element['value']): void {
+    const e: Element = { kind: 'element', family: this.family, table: this.table, set, key };
+    if (value !== undefined) e.value = value;
+    (this.fragment.ownElements ??= []).push(e);
   }
 
   flowtable(f: Omit<Flowtable, 'kind' | 'family' | 'table'>): void {

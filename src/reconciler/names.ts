@@ -58,6 +58,8 @@ export const PREFIX = {
   external: 'external-',
   /** loadBalancerSourceRanges check. */
   firewall: 'firewall-',
+  /** The interval set of the sources the firewall chain lets through (see source-ranges.ts). */
+  firewallSources: 'firewall-allow-',
   endpoint: 'endpoint-',
   affinity: 'affinity-',
   /**
@@ -118,12 +120,59 @@ export function mix(h: number): number {
   return (h ^ (h >>> 16)) >>> 0;
 }
 
-/** `HASH-readable`, cut to fit under any of our prefixes; the hash keeps cut names unique. */
+/**
+ * The longest comment the kernel keeps on a rule, set or element (its userdata
+ * holds 128 bytes with the NUL... nft refuses longer ones; so do our checks).
+ */
+export const COMMENT_MAX = 128;
+
+/** Characters nft cannot print inside quotes (NUL, double quote) and other control characters. */
+// eslint-disable-next-line no-control-regex
+const UNPRINTABLE = /[\u0000-\u001f"\u007f]/g;
+
+/** `text` with what nft cannot print replaced by '_'. */
+function printable(text: string): string {
+  UNPRINTABLE.lastIndex = 0;
+  return UNPRINTABLE.test(text) ? text.replace(UNPRINTABLE, '_') : text;
+}
+
+/**
+ * `text` made printable (see UNPRINTABLE) and at most `maxBytes` of UTF-8: a
+ * text that does not fit keeps a short hash of the whole text in front of
+ * its cut start, so that long texts differing only in their tails stay
+ * different. Never splits a character.
+ */
+export function boundedText(text: string, maxBytes: number): string {
+  const clean = printable(text);
+  if (clean.length * 3 <= maxBytes || Buffer.byteLength(clean) <= maxBytes) return clean;
+  const head = `${shortHash(text)}-`;
+  return `${head}${cutBytes(clean, maxBytes - head.length - 3)}...`;
+}
+
+/** The longest start of `text` of at most `maxBytes` UTF-8 bytes, whole characters only. */
+export function cutBytes(text: string, maxBytes: number): string {
+  let bytes = 0;
+  let i = 0;
+  while (i < text.length) {
+    const c = text.codePointAt(i)!;
+    const n = c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+    if (bytes + n > maxBytes) break;
+    bytes += n;
+    i += c >= 0x10000 ? 2 : 1;
+  }
+  return text.slice(0, i);
+}
+
+/** `HASH-readable`, printable and cut to fit under any of our prefixes; the hash (of the whole text) keeps cut names unique. */
 function hashed(readable: string): string {
-  const name = `${shortHash(readable)}-${readable}`;
-  if (Buffer.byteLength(name) <= BASE_MAX) return name;
-  // Names are ASCII (namespace, service and port names are DNS labels), so bytes are characters.
-  return `${name.slice(0, BASE_MAX - 3)}...`;
+  const name = `${shortHash(readable)}-${printable(readable)}`;
+  if (name.length * 3 <= BASE_MAX || Buffer.byteLength(name) <= BASE_MAX) return name;
+  return `${cutBytes(name, BASE_MAX - 3)}...`;
+}
+
+/** A comment naming a service port (`ns/svc/proto/port`), cut to the kernel's limit. */
+export function servicePortComment(readable: string): string {
+  return boundedText(readable, COMMENT_MAX);
 }
 
 export interface ServicePortName {

@@ -4,20 +4,23 @@
 // only when the commit succeeded — so a failed commit is retried as the same
 // diff (plus whatever changed meanwhile).
 //
-// A commit the kernel refuses names the failing operations. When they belong
-// to ServicePorts, those ports are set aside — their last applied version
-// stays in force, or they stay out if they never applied — and the sync is
-// planned again without them at once: one port the kernel will not take must
-// not hold back every other change. A set-aside port is tried again as soon
-// as it changes, and by every full sync. Errors that say nothing about the
-// rules (out of memory, busy) are retried as a whole, as before.
+// No ServicePort costs more than itself: when a transaction fails, whatever
+// the failure (the transaction's checks, the batch builder, the kernel, with
+// or without naming an operation), the ports responsible are set aside —
+// their last applied version stays in force, or they stay out if they never
+// applied — and the rest commits in the same sync (isolation.ts). A set-aside
+// port is tried again as soon as it changes, and by every full sync. A sync
+// fails only when the skeleton itself cannot be programmed, or for errors that
+// say nothing about the rules (out of memory, busy), which are retried whole.
 
 import type { ServicePort } from '../model/service-port.ts';
 import { type Dataplane, NftCommitError } from '../nft/dataplane.ts';
+import type { NftInvalidError } from '../nft/transaction.ts';
 import type { RulesetConfig } from './config.ts';
 import { validateRulesetConfig } from './config.ts';
 import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, EMPTY_SYNC_STATE, staleDeletionDueAt, type SyncPlan, type SyncState, type SyncStats } from './diff.ts';
 import { type FullSyncMode, planFullSync } from './full-sync.ts';
+import { type Attempt, type Blame, commitIsolating, IsolationFailed, type Refusal } from './isolation.ts';
 import { OperationOwners } from './operation-owner.ts';
 import { type RenderProblem, renderRuleset, type Ruleset } from './ruleset.ts';
 
@@ -38,36 +41,48 @@ export interface SyncReport {
   staleChains: number;
   /** Run a sync in this many ms to delete stale chains (undefined: none). */
   followUpMs?: number;
-  /** ServicePorts the kernel refused in this sync, now set aside (see the top of this file). */
+  /** ServicePorts whose operations failed in this sync, now set aside (see the top of this file). */
   rejected: RejectedServicePort[];
   /** ServicePorts set aside, this sync's and earlier ones'. */
   setAside: number;
 }
 
-/** A ServicePort whose operations the kernel refused. */
-export interface RejectedServicePort {
+/** A ServicePort set aside: its operations failed (see the top of this file). */
+export interface RejectedServicePort extends Refusal {
   servicePortId: string;
+  namespace: string;
+  serviceName: string;
+  portName: string;
   /** Its last applied version is still programmed (false: it is not in the kernel at all). */
   keptLastApplied: boolean;
-  errno: number;
-  code: string;
-  message: string;
 }
 
-const NOTHING_CHANGED: ReadonlySet<string> = new Set();
-
-/** Refused commits traced to ServicePorts are planned again this many times in one sync. */
-const MAX_SET_ASIDE_PASSES = 4;
+/**
+ * Commits one sync may try while setting ports aside: each attempt either
+ * sets aside at least one port or halves a bisection's group, so this only
+ * bounds a pathological kernel (what was set aside by then stays aside, and
+ * the next sync goes on from there).
+ */
+const MAX_ATTEMPTS = 64;
 
 /** Errnos about the moment, not the rules: retrying the same transaction may well succeed. */
 const TRANSIENT = new Set(['ENOMEM', 'ENOBUFS', 'EBUSY', 'EAGAIN', 'EINTR', 'ENOSPC', 'EPERM', 'EACCES', 'ETIMEDOUT']);
 
-/** A sync whose transaction the dataplane refused (or that failed before committing); nothing changed. */
+const NO_HELD: ReadonlySet<string> = new Set();
+const NOTHING_CHANGED: ReadonlySet<string> = new Set();
+
+/**
+ * A sync that could not be committed: the skeleton cannot be programmed, or
+ * the kernel refused for the moment (ENOMEM...). What an earlier attempt of
+ * the same sync committed (with some ports held back) is applied and known;
+ * the rest is retried by the next sync.
+ */
 export class SyncError extends Error {
   readonly code = 'ERR_SYNC';
   readonly report: SyncReport;
   constructor(report: SyncReport, cause: unknown) {
-    super(`${report.kind} sync of ${report.ops} operations failed: ${(cause as Error)?.message ?? String(cause)}`, { cause });
+    const why = cause instanceof IsolationFailed ? cause.cause : cause;
+    super(`${report.kind} sync of ${report.ops} operations failed: ${(cause as Error)?.message ?? String(cause)}`, { cause: why });
     this.name = 'SyncError';
     this.report = report;
   }
@@ -88,7 +103,7 @@ export interface ModelRead {
 export interface ReconcilerOptions {
   dataplane: Dataplane;
   config: RulesetConfig;
-  /** Reads the current model (reading drains the change tracker). */
+  /** The current model: every ServicePort this node must program. */
   servicePorts: () => ModelRead;
   /** Milliseconds on the clock the runner schedules with. */
   now: () => number;
@@ -116,8 +131,10 @@ export class Reconciler {
   #state: SyncState = EMPTY_SYNC_STATE;
   /** Last rendered ruleset, applied or not: its fragments are reused by the next render. */
   #lastRendered: Ruleset | undefined;
-  /** By id: the version the kernel refused, so a changed port is tried again. */
+  /** By id: the version whose operations failed, so a changed port is tried again. */
   readonly #setAside = new Map<string, ServicePort>();
+  /** Set-aside ports whose last applied version failed too: left out until they change or a full sync runs. */
+  readonly #out = new Set<string>();
   /** Ids changed since #lastRendered was rendered ('all': every one): the model's reads, kept until a render took them in. */
   #unrendered: Set<string> | 'all' = new Set();
   /** By id: what the last render got instead of the model's port (its last applied version, or nothing). */
@@ -144,12 +161,17 @@ export class Reconciler {
   /**
    * Renders and plans without committing (`--dry-run`, tests). `read`: the
    * model, read once per sync (reading drains the change tracker); the ids it
-   * names are rendered again, the other ports' renderings are kept.
+   * names are rendered again, the other ports' renderings are kept. `held`:
+   * ports to hold back at their last applied version (or out).
    */
-  plan(request: SyncRequest, read: ModelRead = this.#servicePorts()): { plan: SyncPlan; desired: Ruleset; kind: SyncReport['kind']; mode?: FullSyncMode } {
+  plan(
+    request: SyncRequest,
+    read: ModelRead = this.#servicePorts(),
+    held: ReadonlySet<string> = NO_HELD,
+  ): { plan: SyncPlan; desired: Ruleset; kind: SyncReport['kind']; mode?: FullSyncMode } {
     if (read.changed === 'all') this.#unrendered = 'all';
     else if (this.#unrendered !== 'all') for (const id of read.changed) this.#unrendered.add(id);
-    const ports = this.#programmable(read.ports, this.#unrendered);
+    const ports = this.#programmable(read.ports, held, this.#unrendered);
     const changed = this.#unrendered === 'all' ? undefined : this.#unrendered;
     const desired = renderRuleset(ports, this.#config, this.#lastRendered ?? this.#state.applied, changed);
     this.#lastRendered = desired;
@@ -163,28 +185,33 @@ export class Reconciler {
   }
 
   /**
-   * The model's ServicePorts, with set-aside ones replaced by their last
-   * applied version (or left out); a set-aside port that changed is the
-   * model's again. Adds to `changed` the ids whose substitution began or ended.
+   * The model's ServicePorts, with set-aside and held ones replaced by their
+   * last applied version or left out: left out when they never applied, when
+   * that version failed too, or when a set-aside port is held (bisection then
+   * tries its last applied version as a suspect like any other). A set-aside
+   * port that changed is the model's again. Adds to `changed` the ids whose
+   * substitution began, ended or switched, so only those are rendered again.
    */
-  #programmable(all: readonly ServicePort[], changed: Set<string> | 'all'): readonly ServicePort[] {
+  #programmable(all: readonly ServicePort[], held: ReadonlySet<string>, changed: Set<string> | 'all'): readonly ServicePort[] {
     const before = this.#substituted;
-    if (this.#setAside.size === 0 && before.size === 0) return all;
+    if (this.#setAside.size === 0 && held.size === 0 && before.size === 0) return all;
     const now = new Map<string, ServicePort | undefined>();
     const seen = new Set<string>();
     const out: ServicePort[] = [];
     for (const sp of all) {
-      seen.add(sp.id);
-      if (changed === 'all' || changed.has(sp.id)) this.#setAside.delete(sp.id);
-      if (!this.#setAside.has(sp.id)) {
+      const id = sp.id;
+      seen.add(id);
+      if (changed === 'all' || changed.has(id)) this.#forget(id);
+      const aside = this.#setAside.has(id);
+      if (!held.has(id) && !aside) {
         out.push(sp);
         continue;
       }
-      const last = this.#state.applied?.services.get(sp.id)?.port;
-      now.set(sp.id, last);
+      const last = this.#out.has(id) || (aside && held.has(id)) ? undefined : this.#state.applied?.services.get(id)?.port;
+      now.set(id, last);
       if (last) out.push(last);
     }
-    for (const id of this.#setAside.keys()) if (!seen.has(id)) this.#setAside.delete(id);
+    for (const id of this.#setAside.keys()) if (!seen.has(id)) this.#forget(id);
     if (changed !== 'all') {
       for (const [id, p] of now) if (!before.has(id) || before.get(id) !== p) changed.add(id);
       for (const id of before.keys()) if (!now.has(id)) changed.add(id);
@@ -193,74 +220,142 @@ export class Reconciler {
     return out;
   }
 
-  /** Sets aside the ServicePorts a refused commit names; true when there is something new to leave out. */
-  #setAsideRefused(error: unknown, plan: SyncPlan, desired: Ruleset, ports: readonly ServicePort[], rejected: RejectedServicePort[]): boolean {
-    if (!(error instanceof NftCommitError) || error.failures.length === 0) return false;
-    const owners = new OperationOwners([desired, this.#state.applied]);
-    const current = new Map<string, ServicePort>();
-    for (const sp of ports) current.set(sp.id, sp);
-    let found = false;
-    for (const f of error.failures) {
-      if (TRANSIENT.has(f.code)) continue;
-      const op = plan.ops[f.index];
-      const id = op ? owners.servicePortOf(op) : undefined;
-      const sp = id === undefined ? undefined : current.get(id);
-      if (!sp || this.#setAside.has(sp.id)) continue;
-      this.#setAside.set(sp.id, sp);
-      const keptLastApplied = this.#state.applied?.services.has(sp.id) === true;
-      rejected.push({ servicePortId: sp.id, keptLastApplied, errno: f.errno, code: f.code, message: f.message });
-      found = true;
-    }
-    return found;
+  #forget(id: string): void {
+    this.#setAside.delete(id);
+    this.#out.delete(id);
   }
 
   async sync(request: SyncRequest): Promise<SyncReport> {
     const rejected: RejectedServicePort[] = [];
-    if (request.kind === 'full') this.#setAside.clear();
+    if (request.kind === 'full') {
+      this.#setAside.clear();
+      this.#out.clear();
+    }
     const t0 = performance.now();
     const read = this.#servicePorts();
     const ports = read.ports;
-    for (let pass = 0; ; pass++) {
-      // Later passes render again only what their set-aside ports change.
-      const { plan, desired, kind, mode } = this.plan(request, pass === 0 ? read : { ports, changed: NOTHING_CHANGED });
+    // By id, made only when something failed: most syncs never need it.
+    let byId: Map<string, ServicePort> | undefined;
+    const current = (): ReadonlyMap<string, ServicePort> => (byId ??= new Map(ports.map((sp) => [sp.id, sp])));
+    // Once an attempt has committed, the next ones are incremental: a full sync's replace is done.
+    let request_ = request;
+    let done: { kind: SyncReport['kind']; mode?: FullSyncMode } | undefined;
+    let last: { plan: SyncPlan; desired: Ruleset; kind: SyncReport['kind']; mode?: FullSyncMode } | undefined;
+    let ops = 0;
+    const attempt = async (held: ReadonlySet<string>): Promise<Attempt> => {
+      // Later attempts render again only what their set-aside and held ports change.
+      last = this.plan(request_, last === undefined ? read : { ports, changed: NOTHING_CHANGED }, held);
+      const { plan, desired, kind } = last;
       if (plan.ops.length > 0) this.#onPlanned?.({ kind, servicePorts: desired.services.size, ops: plan.ops.length, planMs: performance.now() - t0 });
-      try {
-        return await this.#commit(plan, desired, kind, mode, rejected);
-      } catch (e) {
-        const cause = e instanceof SyncError ? e.cause : e;
-        if (pass + 1 < MAX_SET_ASIDE_PASSES && this.#setAsideRefused(cause, plan, desired, ports, rejected)) continue;
-        throw e;
+      const failed = await this.#commit(plan, desired, current);
+      if (failed) return failed;
+      ops += plan.ops.length;
+      done ??= { kind, ...(last.mode ? { mode: last.mode } : {}) };
+      request_ = { kind: 'incremental' };
+      return { ok: true };
+    };
+    const setAside = (id: string, why: Refusal): void => {
+      const sp = current().get(id);
+      if (!sp || this.#out.has(id)) return;
+      const entry = { servicePortId: id, namespace: sp.namespace, serviceName: sp.serviceName, portName: sp.portName, ...why };
+      if (this.#setAside.has(id)) {
+        // Its last applied version failed too: out, and said once.
+        this.#out.add(id);
+        const earlier = rejected.find((x) => x.servicePortId === id);
+        if (earlier) Object.assign(earlier, { keptLastApplied: false });
+        else rejected.push({ ...entry, keptLastApplied: false });
+        return;
       }
+      this.#setAside.set(id, sp);
+      rejected.push({ ...entry, keptLastApplied: this.#state.applied?.services.has(id) === true });
+    };
+    try {
+      await commitIsolating({ attempt, setAside, maxAttempts: MAX_ATTEMPTS });
+    } catch (e) {
+      const l = last!;
+      throw new SyncError(this.#report(l.plan, l.desired, { kind: done?.kind ?? l.kind, ...(l.mode ? { mode: l.mode } : {}) }, ops || l.plan.ops.length, rejected), e);
     }
+    const l = last!;
+    return this.#report(l.plan, l.desired, done ?? l, ops, rejected);
   }
 
-  async #commit(plan: SyncPlan, desired: Ruleset, kind: SyncReport['kind'], mode: FullSyncMode | undefined, rejected: RejectedServicePort[]): Promise<SyncReport> {
-    const report = (state: SyncState): SyncReport => {
-      const due = staleDeletionDueAt(state, this.#staleDelay);
-      let endpointChains = 0;
-      for (const s of desired.services.values()) endpointChains += s.endpointChains;
-      return {
-        kind,
-        ...(mode ? { mode } : {}),
-        ops: plan.ops.length,
-        stats: plan.stats,
-        servicePorts: desired.services.size,
-        endpointChains,
-        problems: desired.problems,
-        staleChains: state.staleChains.size,
-        ...(due !== undefined ? { followUpMs: Math.max(1, due - this.#now()) } : {}),
-        rejected,
-        setAside: this.#setAside.size,
-      };
-    };
+  /** Checks and commits one plan; undefined when it landed (the state advanced), else the failed attempt with its blame. */
+  async #commit(plan: SyncPlan, desired: Ruleset, current: () => ReadonlyMap<string, ServicePort>): Promise<Attempt | undefined> {
     if (plan.ops.length > 0) {
+      const tx = this.#dataplane.begin().queueAll(plan.ops);
+      if (tx.errors.length > 0) return { ok: false, error: tx.error, blame: this.#blameInvalid(tx.errors, plan, desired, current) };
       try {
-        await this.#dataplane.commit(plan.ops);
+        await this.#dataplane.commit(tx);
       } catch (e) {
-        throw new SyncError(report(this.#state), e);
+        return { ok: false, error: e, blame: this.#blame(e, plan, desired, current) };
       }
     }
     this.#state = plan.next;
-    return report(this.#state);
+    return undefined;
+  }
+
+  /** The ServicePorts (present in the model) whose operations are in the plan. */
+  #suspects(plan: SyncPlan, desired: Ruleset, current: () => ReadonlyMap<string, ServicePort>): () => string[] {
+    return () => {
+      const present = current();
+      const owners = new OperationOwners([desired, this.#state.applied]);
+      const out = new Set<string>();
+      for (const op of plan.ops) {
+        const id = owners.servicePortOf(op);
+        if (id !== undefined && present.has(id) && !this.#out.has(id)) out.add(id);
+      }
+      return [...out].sort();
+    };
+  }
+
+  #blameInvalid(errors: readonly NftInvalidError[], plan: SyncPlan, desired: Ruleset, current: () => ReadonlyMap<string, ServicePort>): Blame {
+    const present = current();
+    const owners = new OperationOwners([desired, this.#state.applied]);
+    const found = new Map<string, Refusal>();
+    for (const e of errors) {
+      const op = plan.ops[e.index];
+      const id = op ? owners.servicePortOf(op) : undefined;
+      if (id === undefined || !present.has(id) || this.#out.has(id) || found.has(id)) continue;
+      found.set(id, { stage: 'validation', errno: 0, code: e.code, message: `${op!.verb} ${op!.object.kind}: ${e.reason}` });
+    }
+    return found.size > 0 ? { kind: 'owners', owners: found } : { kind: 'unattributed', suspects: this.#suspects(plan, desired, current) };
+  }
+
+  #blame(error: unknown, plan: SyncPlan, desired: Ruleset, current: () => ReadonlyMap<string, ServicePort>): Blame {
+    const suspects = this.#suspects(plan, desired, current);
+    if (!(error instanceof NftCommitError) || error.failures.length === 0) return { kind: 'unattributed', suspects };
+    const owners = new OperationOwners([desired, this.#state.applied]);
+    const present = current();
+    const found = new Map<string, Refusal>();
+    let transientOnly = true;
+    for (const f of error.failures) {
+      if (TRANSIENT.has(f.code)) continue;
+      transientOnly = false;
+      const op = plan.ops[f.index];
+      const id = op ? owners.servicePortOf(op) : undefined;
+      if (id === undefined || !present.has(id) || this.#out.has(id) || found.has(id)) continue;
+      found.set(id, { stage: 'dataplane', errno: f.errno, code: f.code, message: f.message });
+    }
+    if (found.size > 0) return { kind: 'owners', owners: found };
+    return transientOnly ? { kind: 'transient' } : { kind: 'unattributed', suspects };
+  }
+
+  #report(plan: SyncPlan, desired: Ruleset, what: { kind: SyncReport['kind']; mode?: FullSyncMode }, ops: number, rejected: RejectedServicePort[]): SyncReport {
+    const due = staleDeletionDueAt(this.#state, this.#staleDelay);
+    let endpointChains = 0;
+    for (const s of desired.services.values()) endpointChains += s.endpointChains;
+    return {
+      kind: what.kind,
+      ...(what.mode ? { mode: what.mode } : {}),
+      ops,
+      stats: plan.stats,
+      servicePorts: desired.services.size,
+      endpointChains,
+      problems: desired.problems,
+      staleChains: this.#state.staleChains.size,
+      ...(due !== undefined ? { followUpMs: Math.max(1, due - this.#now()) } : {}),
+      rejected,
+      setAside: this.#setAside.size,
+    };
   }
 }

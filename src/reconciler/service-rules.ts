@@ -38,7 +38,8 @@ import { isCanonical } from '../nft/rule-checks.ts';
 import { cidrsContainAny, type FamilyConfig, type RulesetConfig } from './config.ts';
 import { DEFAULT_ENDPOINT_MAP_BLOCKS, type EndpointRegion, endpointRegion, NO_LABELS, regionOffset, shardMapName, shardOf } from './endpoint-slots.ts';
 import { type Fragment, FragmentBuilder } from './fragment.ts';
-import { CHAIN, endpointNameBase, MAP, PREFIX, SET, servicePortNameBase, servicePortReadable } from './names.ts';
+import { outermostPrefixes } from './source-ranges.ts';
+import { CHAIN, endpointNameBase, MAP, PREFIX, SET, servicePortComment, servicePortNameBase, servicePortReadable } from './names.ts';
 import {
   addrType,
   daddr,
@@ -152,6 +153,7 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
   const b = new FragmentBuilder(natFamily, config.tableName);
   const base = servicePortNameBase(sp);
   const readable = servicePortReadable(sp);
+  const comment = servicePortComment(readable);
   const proto = protoText(sp.protocol);
   const port = checkPort(sp.id, 'port', sp.port);
   const nodePort = sp.nodePort === undefined ? undefined : checkPort(sp.id, 'nodePort', sp.nodePort);
@@ -255,7 +257,7 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
       if (iLocal) usesLocal = true;
       else usesService = true;
     } else {
-      b.element(MAP.noEndpointServices, [clusterIP, proto, port], sp.cluster.kind === 'drop' ? DROP : REJECT, readable);
+      b.element(MAP.noEndpointServices, [clusterIP, proto, port], sp.cluster.kind === 'drop' ? DROP : REJECT, comment);
     }
   }
 
@@ -264,18 +266,22 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
   const noExternal: Verdict | undefined = externalEps ? undefined : hasAny && sp.external.kind === 'drop' ? DROP : REJECT;
   for (const ip of [...externalIPs, ...lbIPs]) {
     if (hasAny) b.element(MAP.serviceIPs, [ip, proto, port], externalVerdict);
-    if (noExternal) b.element(MAP.noEndpointServices, [ip, proto, port], noExternal, readable);
+    if (noExternal) b.element(MAP.noEndpointServices, [ip, proto, port], noExternal, comment);
   }
   if (nodePort !== undefined) {
     if (hasAny) b.element(MAP.serviceNodePorts, [proto, nodePort], externalVerdict);
-    if (noExternal) b.element(MAP.noEndpointNodePorts, [proto, nodePort], noExternal, readable);
+    if (noExternal) b.element(MAP.noEndpointNodePorts, [proto, nodePort], noExternal, comment);
   }
   if (lbIPs.length > 0 && sourceRanges.length > 0) {
     for (const ip of lbIPs) b.element(MAP.firewallIPs, [ip, proto, port], { verdict: 'goto', chain: firewallChain });
     // A VIP-like LB often makes its VIP a local address: a node's request to it
     // then loops back with the VIP as source, and must pass too.
     const allowed = cidrsContainAny(family, sourceRanges, fc.nodeIPs) ? [...sourceRanges, ...lbIPs] : sourceRanges;
-    b.rule(firewallChain, [...allowed.map((r) => match(saddr(family), r, '!=')), { kind: 'verdict', verdict: 'drop' }]);
+    // One lookup in a set of the port's own, whatever the number of ranges (see source-ranges.ts).
+    const sources = PREFIX.firewallSources + base;
+    b.set({ name: sources, keyType: [type], flags: ['interval'] });
+    for (const r of outermostPrefixes(type, allowed)) b.ownElement(sources, [r]);
+    b.rule(firewallChain, [lookup([saddr(family)], sources, true), { kind: 'verdict', verdict: 'drop' }]);
   }
 
   if (externallyAccessible && hasAny) {

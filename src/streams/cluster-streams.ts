@@ -83,6 +83,8 @@ export interface ClusterStreams {
   node(): NodeInfo | undefined;
   /** The API server connection (undefined for manifests): what the agent posts Events through. */
   connection?: ApiConnection;
+  /** Objects left out as invalid (or with invalid parts left out), by kind, as logged: each key and reason once while it lasts. */
+  invalidObjects(): { services: number; endpointSlices: number; nodes: number };
   whenSynced(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -184,6 +186,11 @@ export async function createClusterStreams(options: ClusterStreamsOptions): Prom
     endpointSlices: informers.endpointSlices.store,
     node: () => node.value,
     ...(apiConnection ? { connection: apiConnection } : {}),
+    invalidObjects: () => ({
+      services: informers.services.invalidReported,
+      endpointSlices: informers.endpointSlices.invalidReported,
+      nodes: informers.node.invalidReported,
+    }),
     whenSynced: () => firstValueFrom(synced$.pipe(filter(Boolean))).then(() => undefined),
     async stop() {
       if (stopped) return;

@@ -48,6 +48,11 @@ export class Informer<T extends Versioned & { name: string }> implements Reflect
     return this.synced.value;
   }
 
+  /** Invalid objects (and invalid parts left out of valid ones) reported since the start, each key and reason once while it lasts. */
+  get invalidReported(): number {
+    return this.reports.reported;
+  }
+
   private namespaceOf(value: T): string {
     return this.o.clusterScoped ? '' : (value as unknown as { namespace: string }).namespace;
   }

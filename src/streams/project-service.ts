@@ -10,6 +10,7 @@ import { digestOf, digestStep, EMPTY_LIST, type StringPool } from './intern.ts';
 import {
   asList,
   asObject,
+  checkDns1035Label,
   checkDnsLabel,
   fail,
   isObject,
@@ -38,6 +39,8 @@ function checkIP(what: string, v: unknown): string {
 function projectPort(raw: unknown, i: number, pool: StringPool): ServicePortSpec {
   const p = asObject(`spec.ports[${i}]`, raw);
   const name = optionalString(`spec.ports[${i}].name`, p.name) ?? '';
+  // It names chains and comments: a DNS label, as the API server requires (empty only for a lone port, see projectPorts).
+  if (name !== '') checkDnsLabel(`spec.ports[${i}].name`, name);
   if (!isPort(p.port)) fail(`spec.ports[${i}].port out of range: ${JSON.stringify(p.port)}`);
   const tp = p.targetPort;
   let targetPort: number | string | undefined;
@@ -177,7 +180,7 @@ function projectServiceUnchecked(raw: unknown, pool: StringPool): ServiceInfo {
   const obj = asObject('object', raw);
   const meta = asObject('metadata', obj.metadata);
   const namespace = pool.intern(checkDnsLabel('metadata.namespace', meta.namespace));
-  const name = checkDnsLabel('metadata.name', meta.name);
+  const name = checkDns1035Label('metadata.name', meta.name);
   const spec = asObject('spec', obj.spec);
   const type = spec.type ?? 'ClusterIP';
   if (typeof type !== 'string' || !SERVICE_TYPES.has(type)) fail(`spec.type unknown: ${JSON.stringify(type)}`);

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 export class ReportOnce {
   private readonly seen = new Map<string, Set<string>>();
   private readonly logger: Logger;
+  #reported = 0;
 
   constructor(logger: Logger) {
     this.logger = logger;
@@ -17,6 +18,7 @@ export class ReportOnce {
     if (!reasons) this.seen.set(key, (reasons = new Set()));
     if (reasons.has(reason)) return;
     reasons.add(reason);
+    this.#reported++;
     this.logger.warn({ ...fields, key, reason }, msg);
   }
 
@@ -27,5 +29,10 @@ export class ReportOnce {
 
   get size(): number {
     return this.seen.size;
+  }
+
+  /** Reports logged since the start: each (key, reason) once while it lasts. */
+  get reported(): number {
+    return this.#reported;
   }
 }

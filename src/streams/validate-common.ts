@@ -19,15 +19,23 @@ export function fail(reason: string): never {
   throw new InvalidObject(reason);
 }
 
-// RFC 1123 label (namespaces, Service names are RFC 1035 but the API server
-// enforces that; we only bound what we store) and subdomain.
+// RFC 1123 label (namespaces, port names), RFC 1035 label (Service names: a
+// letter first) and subdomain, as the API server's validation checks them.
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 
 export function checkDnsLabel(what: string, v: unknown): string {
   if (typeof v !== 'string' || v === '') fail(`${what} missing`);
   if (v.length > 63) fail(`${what} longer than 63 characters`);
   if (!DNS_LABEL.test(v)) fail(`${what} is not a DNS label`);
+  return v;
+}
+
+export function checkDns1035Label(what: string, v: unknown): string {
+  if (typeof v !== 'string' || v === '') fail(`${what} missing`);
+  if (v.length > 63) fail(`${what} longer than 63 characters`);
+  if (!DNS1035_LABEL.test(v)) fail(`${what} is not a DNS-1035 label`);
   return v;
 }
 

@@ -12,7 +12,7 @@ import { parseCommandLine } from '../../src/cli/flags.ts';
 import type { EndpointSliceInfo, NodeInfo, ServiceInfo, StoreEvent } from '../../src/k8s/types.ts';
 import { NftCommitError } from '../../src/nft/dataplane.ts';
 import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
-import type { Operation } from '../../src/nft/objects.ts';
+import type { Transaction } from '../../src/nft/transaction.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import type { ClusterStreams } from '../../src/streams/cluster-streams.ts';
 import { connectionFromAccess, type ApiConnection } from '../../src/streams/api/api-connection.ts';
@@ -44,13 +44,14 @@ class HandStreams {
 class Kernel extends FakeKernel {
   refuseDeletes = false;
   refuseChains: string | undefined;
-  override async commit(ops: readonly Operation[]): Promise<void> {
+  override async commit(tx: Transaction): Promise<void> {
+    const ops = tx.ops();
     const i = ops.findIndex((o) => o.verb === 'delete' && o.object.kind === 'chain');
     if (this.refuseDeletes && i >= 0) throw new NftCommitError([{ index: i, errno: 16, code: 'EBUSY', message: 'refused by the test' }], ops);
     const needle = this.refuseChains;
     const j = needle === undefined ? -1 : ops.findIndex((o) => o.verb === 'add' && o.object.kind === 'chain' && o.object.name.includes(needle));
     if (j >= 0) throw new NftCommitError([{ index: j, errno: 22, code: 'EINVAL', message: 'refused by the test' }], ops);
-    return super.commit(ops);
+    return super.commit(tx);
   }
 }
 

@@ -1,13 +1,13 @@
 // A test client: makes COUNT connections (TCP) or exchanges (UDP) to a target and
 // prints one JSON array of outcomes: the backend's answer ("b1 192.0.2.10"),
 // "refused", "timeout", "unreachable" or another error code.
-// Usage: node probe.ts tcp|udp ADDRESS PORT [COUNT] [TIMEOUT_MS]
+// Usage: node probe.ts tcp|udp ADDRESS PORT [COUNT] [TIMEOUT_MS] [SOURCE_ADDRESS]
 
 import { createSocket } from 'node:dgram';
 import { isIPv6 } from 'node:net';
 import { connect } from 'node:net';
 
-const [proto, address, portText, countText = '1', timeoutText = '1000'] = process.argv.slice(2);
+const [proto, address, portText, countText = '1', timeoutText = '1000', source] = process.argv.slice(2);
 const port = Number(portText);
 const count = Number(countText);
 const timeoutMs = Number(timeoutText);
@@ -15,7 +15,7 @@ const timeoutMs = Number(timeoutText);
 function tcpOnce(): Promise<string> {
   return new Promise((resolve) => {
     let data = '';
-    const sock = connect({ host: address!, port });
+    const sock = connect({ host: address!, port, ...(source ? { localAddress: source } : {}) });
     const timer = setTimeout(() => {
       sock.destroy();
       resolve('timeout');

@@ -32,8 +32,8 @@ export interface Cluster {
   pods: Map<string, Pod>;
   nodeIPv4: string;
   clientIPv4: string;
-  /** Runs a probe (test/e2e/probe.ts) from a namespace and returns its outcomes. */
-  probe(from: NetNs, proto: 'tcp' | 'udp', address: string, port: number, count?: number, timeoutMs?: number): Promise<string[]>;
+  /** Runs a probe (test/e2e/probe.ts) from a namespace and returns its outcomes; `source`: the local address to use (TCP). */
+  probe(from: NetNs, proto: 'tcp' | 'udp', address: string, port: number, count?: number, timeoutMs?: number, source?: string): Promise<string[]>;
   destroy(): Promise<void>;
 }
 
@@ -147,8 +147,9 @@ export async function createCluster(podNames: string[], backendPorts: number[] =
     for (const pod of pods.values()) children.push(await startBackend(pod.ns, pod.name, backendPorts));
     children.push(await startBackend(lb, 'lb', backendPorts.concat([80, 443]).filter((p, i, a) => a.indexOf(p) === i)));
 
-    const probe = async (from: NetNs, proto: 'tcp' | 'udp', address: string, port: number, count = 1, timeoutMs = 1000) => {
-      const child = from.spawn(NODE_BIN, [`${here}probe.ts`, proto, address, String(port), String(count), String(timeoutMs)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const probe = async (from: NetNs, proto: 'tcp' | 'udp', address: string, port: number, count = 1, timeoutMs = 1000, source?: string) => {
+      const args = [`${here}probe.ts`, proto, address, String(port), String(count), String(timeoutMs), ...(source ? [source] : [])];
+      const child = from.spawn(NODE_BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
       let out = '';
       let err = '';
       child.stdout!.on('data', (d) => (out += d));

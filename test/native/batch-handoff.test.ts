@@ -39,8 +39,8 @@ describe('the batch handed to the addon', () => {
   it('the dataplane reuses its writer for a commit started while the last one is still sent', async () => {
     const { ns, dp } = kernel();
     // Not awaited: the second commit is encoded while the first one's worker sends its batch.
-    const first = dp.commit(verdictMapOps('a', 100_000, '80'));
-    const second = dp.commit(verdictMapOps('b', 2_000, '443'));
+    const first = dp.commit(dp.begin().queueAll(verdictMapOps('a', 100_000, '80')));
+    const second = dp.commit(dp.begin().queueAll(verdictMapOps('b', 2_000, '443')));
     await Promise.all([first, second]);
     const a = mapKeys(ns, 'a');
     expect(a).toHaveLength(100_000);
@@ -48,7 +48,7 @@ describe('the batch handed to the addon', () => {
     const b = mapKeys(ns, 'b');
     expect(b).toHaveLength(2_000);
     expect(b.every((k) => k.endsWith(' . tcp . 443'))).toBe(true);
-    await dp.commit([{ verb: 'delete', object: { kind: 'element', family: 'ip', table: 'b', set: 'm', key: ['10.0.0.1', 'tcp', '443'] } }]);
+    await dp.commit(dp.begin().queueAll([{ verb: 'delete', object: { kind: 'element', family: 'ip', table: 'b', set: 'm', key: ['10.0.0.1', 'tcp', '443'] } }]));
     expect(mapKeys(ns, 'b')).toHaveLength(1_999);
   }, 120_000);
 });

@@ -17,14 +17,14 @@ describe('atomicity', () => {
   it('one bad operation in the middle applies nothing and is named with errno and message', async () => {
     const { ns, dp } = kernel();
     const table: Table = { kind: 'table', family: 'ip', name: T };
-    await dp.commit(add(table));
+    await dp.commit(dp.begin().queueAll(add(table)));
     const before = nftText(ns);
     const ops: Operation[] = [
       ...add({ kind: 'chain', family: 'ip', table: T, name: 'a' }, { kind: 'set', family: 'ip', table: T, name: 's', keyType: ['ipv4_addr'] }),
       { verb: 'delete', object: { kind: 'chain', family: 'ip', table: T, name: 'missing' } },
       ...add({ kind: 'chain', family: 'ip', table: T, name: 'b' }),
     ];
-    const err = await commitError(() => dp.commit(ops));
+    const err = await commitError(() => dp.commit(dp.begin().queueAll(ops)));
     expect(err.code).toBe('ERR_NFT_COMMIT');
     expect(err.failures).toEqual([{ index: 2, errno: 2, code: 'ENOENT', message: expect.any(String) }]);
     expect(err.failures[0]!.message.length).toBeGreaterThan(0);
@@ -40,7 +40,7 @@ describe('atomicity', () => {
       const chain = i === 1100 ? 'no-such-chain' : 'c';
       ops.push({ verb: 'add', object: { kind: 'element', family: 'ip', table: T, set: 'm', key: [`10.0.${i >> 8}.${i & 255}`], value: { verdict: 'goto', chain } } });
     }
-    const err = await commitError(() => dp.commit(ops));
+    const err = await commitError(() => dp.commit(dp.begin().queueAll(ops)));
     expect(err.failures).toEqual([expect.objectContaining({ index: 3 + 1100, code: 'ENOENT' })]);
     expect(nftList(ns, 'table')).toEqual([]);
   });
@@ -51,8 +51,8 @@ describe('elements', () => {
     const { ns, dp } = kernel();
     const set: NftSet = { kind: 'set', family: 'ip6', table: T, name: 'eps', keyType: ['ipv6_addr', 'inet_service'] };
     const el = (a: string, p: string): Element => ({ kind: 'element', family: 'ip6', table: T, set: 'eps', key: [a, p] });
-    await dp.commit([...add({ kind: 'table', family: 'ip6', name: T }, set), ...add(el('fd00::1', '80'), el('fd00::2', '80'))]);
-    await dp.commit([{ verb: 'delete', object: el('fd00::1', '80') }, { verb: 'add', object: el('fd00::3', '8080') }]);
+    await dp.commit(dp.begin().queueAll([...add({ kind: 'table', family: 'ip6', name: T }, set), ...add(el('fd00::1', '80'), el('fd00::2', '80'))]));
+    await dp.commit(dp.begin().queueAll([{ verb: 'delete', object: el('fd00::1', '80') }, { verb: 'add', object: el('fd00::3', '8080') }]));
     expect((await dp.list('ip6', T))!.elements.map((e) => e.key.join(' ')).sort()).toEqual(['fd00::2 80', 'fd00::3 8080']);
     expect(JSON.stringify(nftList(ns, 'set')[0]!.elem)).toBe(JSON.stringify([{ concat: ['fd00::2', 80] }, { concat: ['fd00::3', 8080] }]));
   });
@@ -92,14 +92,14 @@ describe('elements of several sets, interleaved', () => {
       object: { kind: 'element', family: 'ip', table: T, set: sets[i % 3]!.name, key: [`10.0.${i >> 8}.${i & 255}`], value: { verdict: 'goto', chain } },
     });
     const elements = Array.from({ length: 300 }, (_, i) => el(i));
-    await dp.commit([...head, ...elements]);
+    await dp.commit(dp.begin().queueAll([...head, ...elements]));
     // Table, chain, three maps, then one element message per map (not 300).
     expect(dp.lastCommit!.messages).toBe(5 + 3);
     for (const s of sets) expect((await dp.list('ip', T))!.elements.filter((e) => e.set === s.name)).toHaveLength(100);
 
     const { ns: ns2, dp: dp2 } = kernel();
     const bad = [...head, ...elements.slice(0, 200), el(200, 'missing'), ...elements.slice(201)];
-    const err = await commitError(() => dp2.commit(bad));
+    const err = await commitError(() => dp2.commit(dp2.begin().queueAll(bad)));
     expect(err.failures).toEqual([expect.objectContaining({ index: head.length + 200, code: 'ENOENT' })]);
     expect(nftList(ns2, 'table')).toEqual([]);
     expect(nftList(ns, 'map')).toHaveLength(3);
@@ -131,6 +131,23 @@ describe('message splitting', () => {
     const ops: Operation[] = add({ kind: 'table', family: 'ip', name: T }, { kind: 'chain', family: 'ip', table: T, name: 'c' }, { kind: 'rule', family: 'ip', table: T, chain: 'c', exprs: counters });
     const result = await addon.commit(encodeOperations(ops).bytes, { netns: ns.path });
     expect(result.failures).toEqual([{ index: 2, errno: 90, origin: 'builder', message: "operation 2: the rule's expressions exceed 64 KiB" }]);
+    expect(nftList(ns, 'table')).toEqual([]);
+  });
+
+  it("through the dataplane, the batch builder's refusal names its operation like a kernel refusal (so it can be traced to its owner)", async () => {
+    const { ns, dp } = kernel();
+    const counters: Statement[] = Array.from({ length: 4000 }, () => ({ kind: 'counter' }));
+    const ops: Operation[] = add({ kind: 'table', family: 'ip', name: T }, { kind: 'chain', family: 'ip', table: T, name: 'c' }, { kind: 'rule', family: 'ip', table: T, chain: 'c', exprs: counters });
+    const err = await commitError(() => dp.commit(dp.begin().queueAll(ops)));
+    expect(err.failures).toEqual([{ index: 2, errno: 22, code: 'EINVAL', message: "the rule's expressions exceed 64 KiB" }]);
+    expect(nftList(ns, 'table')).toEqual([]);
+  });
+
+  it('an operation the encoder cannot encode (an element of a set it does not know) is named the same way', async () => {
+    const { ns, dp } = kernel();
+    const ops: Operation[] = add({ kind: 'table', family: 'ip', name: T }, { kind: 'element', family: 'ip', table: T, set: 'nowhere', key: ['10.0.0.1'] });
+    const err = await commitError(() => dp.commit(dp.begin().queueAll(ops)));
+    expect(err.failures).toEqual([{ index: 1, errno: 22, code: 'EINVAL', message: expect.stringContaining('nowhere') }]);
     expect(nftList(ns, 'table')).toEqual([]);
   });
 });
@@ -229,7 +246,7 @@ describe('statements', () => {
       const chain = (name: string): Chain => ({ kind: 'chain', family, table: T, name });
       const cases = statementCases(family);
       const rules: Rule[] = cases.map((c) => ({ kind: 'rule', family, table: T, chain: 'stmts', exprs: c.exprs }));
-      await dp.commit(
+      await dp.commit(dp.begin().queueAll(
         add(
           { kind: 'table', family, name: T },
           chain('stmts'),
@@ -240,7 +257,7 @@ describe('statements', () => {
           { kind: 'map', family, table: T, name: 'endpoints', keyType: ['integer'], dataType: [keyAddr, 'inet_service'] },
           ...rules,
         ),
-      );
+      ));
       const printed = ns.exec('nft', ['list', 'chain', family, T, 'stmts']).split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('chain') && l !== '}' && !l.startsWith('table'));
       expect(printed).toEqual(cases.map((c) => c.text));
       const listed = (await dp.list(family, T))!;
@@ -252,7 +269,7 @@ describe('statements', () => {
   it('flow offload needs a flowtable, which this kernel cannot make', async () => {
     const { dp } = kernel();
     const err = await commitError(() =>
-      dp.commit(add({ kind: 'table', family: 'inet', name: T }, { kind: 'chain', family: 'inet', table: T, name: 'fwd' }, { kind: 'rule', family: 'inet', table: T, chain: 'fwd', exprs: [{ kind: 'flow-offload', flowtable: 'ft' }] })),
+      dp.commit(dp.begin().queueAll(add({ kind: 'table', family: 'inet', name: T }, { kind: 'chain', family: 'inet', table: T, name: 'fwd' }, { kind: 'rule', family: 'inet', table: T, chain: 'fwd', exprs: [{ kind: 'flow-offload', flowtable: 'ft' }] }))),
     );
     expect(err.failures[0]).toMatchObject({ index: 2, code: 'ENOENT' });
   });

@@ -33,15 +33,15 @@ const op = (verb: Verb, object: Operation['object']): Operation => ({ verb, obje
 describe('tables', () => {
   it('add is idempotent, create refuses an existing table, both list back', async () => {
     const { ns, dp } = kernel();
-    await dp.commit([op('add', table)]);
-    await dp.commit([op('add', table)]);
+    await dp.commit(dp.begin().queueAll([op('add', table)]));
+    await dp.commit(dp.begin().queueAll([op('add', table)]));
     cover('table', 'add');
     expect(nftList(ns, 'table')).toMatchObject([{ family: 'ip', name: T }]);
     expect(nftText(ns)).toContain('comment "test table"');
-    const err = await commitError(() => dp.commit([op('create', table)]));
+    const err = await commitError(() => dp.commit(dp.begin().queueAll([op('create', table)])));
     expect(err.failures[0]).toMatchObject({ index: 0, code: 'EEXIST' });
     const t6: Table = { kind: 'table', family: 'ip6', name: 'knp6' };
-    await dp.commit([op('create', t6)]);
+    await dp.commit(dp.begin().queueAll([op('create', t6)]));
     cover('table', 'create');
     expect((await dp.list('ip', T))!.table).toEqual(table);
     expect((await dp.list('ip6', 'knp6'))!.table).toEqual(t6);
@@ -49,22 +49,22 @@ describe('tables', () => {
 
   it('delete removes, refuses a missing table; destroy does not', async () => {
     const { ns, dp } = kernel();
-    await dp.commit(add(table, regular, accept));
-    await dp.commit([op('delete', table)]);
+    await dp.commit(dp.begin().queueAll(add(table, regular, accept)));
+    await dp.commit(dp.begin().queueAll([op('delete', table)]));
     cover('table', 'delete');
     expect(nftList(ns, 'table')).toEqual([]);
     expect(await dp.list('ip', T)).toBeUndefined();
-    expect((await commitError(() => dp.commit([op('delete', table)]))).failures[0]).toMatchObject({ index: 0, code: 'ENOENT' });
-    await dp.commit([op('destroy', table)]);
-    await dp.commit([...add(table), op('destroy', table)]);
+    expect((await commitError(() => dp.commit(dp.begin().queueAll([op('delete', table)])))).failures[0]).toMatchObject({ index: 0, code: 'ENOENT' });
+    await dp.commit(dp.begin().queueAll([op('destroy', table)]));
+    await dp.commit(dp.begin().queueAll([...add(table), op('destroy', table)]));
     cover('table', 'destroy');
     expect(nftList(ns, 'table')).toEqual([]);
   });
 
   it('flush removes every rule and keeps chains and sets', async () => {
     const { ns, dp } = kernel();
-    await dp.commit(add(table, regular, base, accept, drop, rule([{ kind: 'verdict', verdict: 'accept' }], base.name), intervalSet, el('cidrs', ['10.0.0.0/8'])));
-    await dp.commit([op('flush', table)]);
+    await dp.commit(dp.begin().queueAll(add(table, regular, base, accept, drop, rule([{ kind: 'verdict', verdict: 'accept' }], base.name), intervalSet, el('cidrs', ['10.0.0.0/8']))));
+    await dp.commit(dp.begin().queueAll([op('flush', table)]));
     cover('table', 'flush');
     expect(nftList(ns, 'rule')).toEqual([]);
     expect(nftList(ns, 'chain').map((c) => c.name).sort()).toEqual(['nat-pre', 'svc-a']);
@@ -77,13 +77,13 @@ describe('tables', () => {
 describe('chains', () => {
   it('add and create, base and regular, list back as written', async () => {
     const { ns, dp } = kernel();
-    await dp.commit(add(table, regular, base));
-    await dp.commit(add(regular));
+    await dp.commit(dp.begin().queueAll(add(table, regular, base)));
+    await dp.commit(dp.begin().queueAll(add(regular)));
     cover('chain', 'add');
     const out: Chain = { kind: 'chain', family: fam, table: T, name: 'out', base: { type: 'filter', hook: 'output', priority: 0, policy: 'drop' } };
-    await dp.commit([op('create', out)]);
+    await dp.commit(dp.begin().queueAll([op('create', out)]));
     cover('chain', 'create');
-    expect((await commitError(() => dp.commit([op('create', regular)]))).failures[0]).toMatchObject({ index: 0, code: 'EEXIST' });
+    expect((await commitError(() => dp.commit(dp.begin().queueAll([op('create', regular)])))).failures[0]).toMatchObject({ index: 0, code: 'EEXIST' });
     const chains = nftList(ns, 'chain');
     expect(chains.find((c) => c.name === 'nat-pre')).toMatchObject({ type: 'nat', hook: 'prerouting', prio: -100, policy: 'accept' });
     expect(chains.find((c) => c.name === 'out')).toMatchObject({ type: 'filter', hook: 'output', prio: 0, policy: 'drop' });
@@ -92,14 +92,14 @@ describe('chains', () => {
 
   it('delete, destroy and flush', async () => {
     const { ns, dp } = kernel();
-    await dp.commit(add(table, regular, base, accept, drop));
-    await dp.commit([op('flush', regular)]);
+    await dp.commit(dp.begin().queueAll(add(table, regular, base, accept, drop)));
+    await dp.commit(dp.begin().queueAll([op('flush', regular)]));
     cover('chain', 'flush');
     expect(nftList(ns, 'rule')).toEqual([]);
-    await dp.commit([op('delete', regular)]);
+    await dp.commit(dp.begin().queueAll([op('delete', regular)]));
     cover('chain', 'delete');
-    expect((await commitError(() => dp.commit([op('delete', regular)]))).failures[0]).toMatchObject({ code: 'ENOENT' });
-    await dp.commit([op('destroy', regular), op('destroy', base)]);
+    expect((await commitError(() => dp.commit(dp.begin().queueAll([op('delete', regular)])))).failures[0]).toMatchObject({ code: 'ENOENT' });
+    await dp.commit(dp.begin().queueAll([op('destroy', regular), op('destroy', base)]));
     cover('chain', 'destroy');
     expect(nftList(ns, 'chain')).toEqual([]);
   });
@@ -109,9 +109,9 @@ describe('rules', () => {
   it('add appends, insert prepends, replace and delete go by handle, destroy tolerates a missing one', async () => {
     const { ns, dp } = kernel();
     const r1 = rule([{ kind: 'match', left: { kind: 'payload', field: 'ip daddr' }, op: '==', right: '10.96.0.1' }, { kind: 'verdict', verdict: 'accept' }]);
-    await dp.commit([...add(table, regular), op('add', r1), op('add', drop)]);
+    await dp.commit(dp.begin().queueAll([...add(table, regular), op('add', r1), op('add', drop)]));
     cover('rule', 'add');
-    await dp.commit([op('insert', accept)]);
+    await dp.commit(dp.begin().queueAll([op('insert', accept)]));
     cover('rule', 'insert');
     let l = (await dp.list('ip', T))!;
     expect(l.rules.map((r) => r.exprs)).toEqual([accept.exprs, r1.exprs, drop.exprs]);
@@ -119,30 +119,30 @@ describe('rules', () => {
     expect(nftRules.map((r) => r.handle)).toEqual(l.rules.map((r) => r.handle));
     const h = l.rules[1]!.handle!;
     const replacement = rule([{ kind: 'verdict', verdict: 'return' }], regular.name, h);
-    await dp.commit([op('replace', replacement)]);
+    await dp.commit(dp.begin().queueAll([op('replace', replacement)]));
     cover('rule', 'replace');
     l = (await dp.list('ip', T))!;
     expect(l.rules.map((r) => r.exprs)).toEqual([accept.exprs, replacement.exprs, drop.exprs]);
-    await dp.commit([op('delete', rule([], regular.name, l.rules[0]!.handle))]);
+    await dp.commit(dp.begin().queueAll([op('delete', rule([], regular.name, l.rules[0]!.handle))]));
     cover('rule', 'delete');
     expect(nftList(ns, 'rule')).toHaveLength(2);
-    await dp.commit([op('destroy', rule([], regular.name, 99999)), op('destroy', rule([], regular.name, l.rules[2]!.handle))]);
+    await dp.commit(dp.begin().queueAll([op('destroy', rule([], regular.name, 99999)), op('destroy', rule([], regular.name, l.rules[2]!.handle))]));
     cover('rule', 'destroy');
     expect((await dp.list('ip', T))!.rules).toEqual([{ ...replacement, handle: h }]);
-    expect((await commitError(() => dp.commit([op('delete', rule([], regular.name, 99999))]))).failures[0]).toMatchObject({ code: 'ENOENT' });
+    expect((await commitError(() => dp.commit(dp.begin().queueAll([op('delete', rule([], regular.name, 99999))])))).failures[0]).toMatchObject({ code: 'ENOENT' });
   });
 });
 
 describe('sets and maps', () => {
   it('add and create every shape; nft and list() agree', async () => {
     const { ns, dp } = kernel();
-    await dp.commit(add(table, regular, vmap, intervalSet, affinity));
+    await dp.commit(dp.begin().queueAll(add(table, regular, vmap, intervalSet, affinity)));
     cover('set', 'add');
     cover('map', 'add');
-    await dp.commit([op('create', dataMap), op('create', concatInterval)]);
+    await dp.commit(dp.begin().queueAll([op('create', dataMap), op('create', concatInterval)]));
     cover('set', 'create');
     cover('map', 'create');
-    expect((await commitError(() => dp.commit([op('create', intervalSet)]))).failures[0]).toMatchObject({ code: 'EEXIST' });
+    expect((await commitError(() => dp.commit(dp.begin().queueAll([op('create', intervalSet)])))).failures[0]).toMatchObject({ code: 'EEXIST' });
     const sets = nftList(ns, 'set');
     const maps = nftList(ns, 'map');
     expect(maps.find((m) => m.name === 'service-ips')).toMatchObject({ type: ['ipv4_addr', 'inet_proto', 'inet_service'], map: 'verdict', comment: 'vips' });
@@ -155,16 +155,16 @@ describe('sets and maps', () => {
 
   it('flush empties, delete and destroy remove', async () => {
     const { ns, dp } = kernel();
-    await dp.commit([...add(table, regular, vmap, intervalSet, dataMap), ...add(el('service-ips', ['10.96.0.1', 'tcp', '80'], { verdict: 'goto', chain: 'svc-a' }), el('cidrs', ['10.0.0.0/8']), el('marks', ['eth0'], '0x4000'))]);
-    await dp.commit([op('flush', vmap), op('flush', intervalSet)]);
+    await dp.commit(dp.begin().queueAll([...add(table, regular, vmap, intervalSet, dataMap), ...add(el('service-ips', ['10.96.0.1', 'tcp', '80'], { verdict: 'goto', chain: 'svc-a' }), el('cidrs', ['10.0.0.0/8']), el('marks', ['eth0'], '0x4000'))]));
+    await dp.commit(dp.begin().queueAll([op('flush', vmap), op('flush', intervalSet)]));
     cover('map', 'flush');
     cover('set', 'flush');
     expect((await dp.list('ip', T))!.elements).toEqual([el('marks', ['eth0'], '0x4000')]);
-    await dp.commit([op('delete', intervalSet), op('delete', dataMap)]);
+    await dp.commit(dp.begin().queueAll([op('delete', intervalSet), op('delete', dataMap)]));
     cover('set', 'delete');
     cover('map', 'delete');
-    expect((await commitError(() => dp.commit([op('delete', intervalSet)]))).failures[0]).toMatchObject({ code: 'ENOENT' });
-    await dp.commit([op('destroy', intervalSet), op('destroy', vmap)]);
+    expect((await commitError(() => dp.commit(dp.begin().queueAll([op('delete', intervalSet)])))).failures[0]).toMatchObject({ code: 'ENOENT' });
+    await dp.commit(dp.begin().queueAll([op('destroy', intervalSet), op('destroy', vmap)]));
     cover('set', 'destroy');
     cover('map', 'destroy');
     expect(nftList(ns, 'set')).toEqual([]);
@@ -184,7 +184,7 @@ describe('elements', () => {
       el('marks', ['eth0'], '0x4000'),
       el('affinity', ['203.0.113.5'], undefined, { timeout: 60 }),
     ];
-    await dp.commit([...add(table, regular, vmap, intervalSet, concatInterval, dataMap, affinity), ...add(...elements)]);
+    await dp.commit(dp.begin().queueAll([...add(table, regular, vmap, intervalSet, concatInterval, dataMap, affinity), ...add(...elements)]));
     cover('element', 'add');
     const l = (await dp.list('ip', T))!;
     const sortKey = (e: Element) => `${e.set} ${e.key.join(' ')}`;
@@ -197,14 +197,14 @@ describe('elements', () => {
     expect(vips).toContain('"comment":"dns"');
 
     const dup = el('cidrs', ['192.0.2.7']);
-    const err = await commitError(() => dp.commit([op('create', el('cidrs', ['192.0.2.9'])), op('create', dup)]));
+    const err = await commitError(() => dp.commit(dp.begin().queueAll([op('create', el('cidrs', ['192.0.2.9'])), op('create', dup)])));
     expect(err.failures[0]).toMatchObject({ index: 1, code: 'EEXIST' });
-    await dp.commit([op('create', el('service-ips', ['10.96.0.3', 'tcp', '8080'], { verdict: 'accept' }))]);
+    await dp.commit(dp.begin().queueAll([op('create', el('service-ips', ['10.96.0.3', 'tcp', '8080'], { verdict: 'accept' }))]));
     cover('element', 'create');
 
-    await dp.commit([op('delete', el('cidrs', ['10.0.0.0/8'])), op('delete', el('service-ips', ['10.96.0.1', 'tcp', '443']))]);
+    await dp.commit(dp.begin().queueAll([op('delete', el('cidrs', ['10.0.0.0/8'])), op('delete', el('service-ips', ['10.96.0.1', 'tcp', '443']))]));
     cover('element', 'delete');
-    await dp.commit([op('destroy', el('cidrs', ['10.9.9.9'])), op('destroy', el('ranges', ['198.51.100.0/24', '80']))]);
+    await dp.commit(dp.begin().queueAll([op('destroy', el('cidrs', ['10.9.9.9'])), op('destroy', el('ranges', ['198.51.100.0/24', '80']))]));
     cover('element', 'destroy');
     const after = (await dp.list('ip', T))!.elements.map(sortKey).sort();
     expect(after).toEqual(['affinity 203.0.113.5', 'cidrs 192.0.2.7', 'marks eth0', 'service-ips 10.96.0.2 udp 53', 'service-ips 10.96.0.3 tcp 8080']);
@@ -218,7 +218,7 @@ describe('elements', () => {
     const c6: Chain = { kind: 'chain', family: 'ip6', table: 'knp6', name: 'svc-b' };
     const e1: Element = { kind: 'element', family: 'ip6', table: 'knp6', set: 'service-ips', key: ['fd00:10:96::1', 'tcp', '80'], value: { verdict: 'jump', chain: 'svc-b' } };
     const e2: Element = { kind: 'element', family: 'ip6', table: 'knp6', set: 'cidrs', key: ['2001:db8::/32'] };
-    await dp.commit(add(t6, c6, m6, s6, e1, e2));
+    await dp.commit(dp.begin().queueAll(add(t6, c6, m6, s6, e1, e2)));
     const l = (await dp.list('ip6', 'knp6'))!;
     expect(l.sets).toEqual([s6, m6]);
     expect(l.elements).toEqual([e2, e1]);
@@ -234,7 +234,7 @@ describe('maps with concatenated data (dnat ... map)', () => {
   it('integer keys and address . port values round-trip; nft reads them as written', async () => {
     const { ns, dp } = kernel();
     const elements = [ep(0, '10.244.0.11', '8080'), ep(1, '10.244.0.12', '80'), ep(4294967295, '192.0.2.1', '65535')];
-    await dp.commit([...add(table, endpoints), ...add(...elements)]);
+    await dp.commit(dp.begin().queueAll([...add(table, endpoints), ...add(...elements)]));
     const l = (await dp.list('ip', T))!;
     expect(l.sets).toEqual([endpoints]);
     const byKey = (a: Element, b: Element) => Number(a.key[0]) - Number(b.key[0]);
@@ -243,7 +243,7 @@ describe('maps with concatenated data (dnat ... map)', () => {
     expect(m).toMatchObject({ name: 'endpoints', type: 'integer', map: 'ipv4_addr . inet_service' });
     expect(JSON.stringify(m.elem)).toBe(JSON.stringify([[0, { concat: ['10.244.0.11', 8080] }], [1, { concat: ['10.244.0.12', 80] }], [4294967295, { concat: ['192.0.2.1', 65535] }]]));
     // Replacing one element's value is delete + add in one transaction; the key stays.
-    await dp.commit([op('delete', ep(1, '10.244.0.12', '80')), op('add', ep(1, '10.244.0.13', '80'))]);
+    await dp.commit(dp.begin().queueAll([op('delete', ep(1, '10.244.0.12', '80')), op('add', ep(1, '10.244.0.13', '80'))]));
     expect((await dp.list('ip', T))!.elements.sort(byKey).map((e) => e.value)).toEqual([['10.244.0.11', '8080'], ['10.244.0.13', '80'], ['192.0.2.1', '65535']]);
   });
 
@@ -252,7 +252,7 @@ describe('maps with concatenated data (dnat ... map)', () => {
     const t6: Table = { kind: 'table', family: 'ip6', name: 'knp6' };
     const m6: NftMap = { kind: 'map', family: 'ip6', table: 'knp6', name: 'endpoints', keyType: ['integer'], dataType: ['ipv6_addr', 'inet_service'] };
     const e: Element = { kind: 'element', family: 'ip6', table: 'knp6', set: 'endpoints', key: ['0'], value: ['fd00:10:244::11', '8080'] };
-    await dp.commit(add(t6, m6, e));
+    await dp.commit(dp.begin().queueAll(add(t6, m6, e)));
     const l = (await dp.list('ip6', 'knp6'))!;
     expect(l.sets).toEqual([m6]);
     expect(l.elements).toEqual([e]);
@@ -261,15 +261,15 @@ describe('maps with concatenated data (dnat ... map)', () => {
 
   it('dnat reads only a map to address . port; the kernel refuses a verdict map as data', async () => {
     const { ns, dp } = kernel();
-    await dp.commit(add(table, regular, endpoints, vmap));
+    await dp.commit(dp.begin().queueAll(add(table, regular, endpoints, vmap)));
     const l4: Rule['exprs'][number] = { kind: 'match', left: { kind: 'meta', key: 'l4proto' }, op: '==', right: 'tcp' };
     const bad = rule([l4, { kind: 'dnat-map', family: 'ip', keys: [{ kind: 'numgen', mod: 2 }], map: 'service-ips' }]);
     // The dataplane knows the table's maps and refuses before sending...
-    await expect(dp.commit([op('add', bad)])).rejects.toMatchObject({ code: 'ERR_NFT_INVALID', reason: expect.stringContaining('not a map to ipv4_addr . inet_service') });
+    await expect(dp.commit(dp.begin().queueAll([op('add', bad)]))).rejects.toMatchObject({ code: 'ERR_NFT_INVALID', reason: expect.stringContaining('not a map to ipv4_addr . inet_service') });
     // ... and the kernel would too (a lookup of a verdict map cannot fill a data register).
     const r = ns.tryExec('nft', ['add', 'rule', 'ip', T, 'svc-a', 'meta', 'l4proto', 'tcp', 'dnat', 'ip', 'addr', '.', 'port', 'to', 'numgen', 'random', 'mod', '2', 'map', '@service-ips']);
     expect(r.status).not.toBe(0);
-    await dp.commit([op('add', rule([l4, { kind: 'dnat-map', family: 'ip', keys: [{ kind: 'numgen', mod: 2 }], map: 'endpoints' }]))]);
+    await dp.commit(dp.begin().queueAll([op('add', rule([l4, { kind: 'dnat-map', family: 'ip', keys: [{ kind: 'numgen', mod: 2 }], map: 'endpoints' }]))]));
     expect((await dp.list('ip', T))!.rules.map((x) => x.exprs[1]!.kind)).toEqual(['dnat-map']);
   });
 });
@@ -281,7 +281,7 @@ describe('flowtables', () => {
   it('add and create fail with ENOENT on this kernel (no CONFIG_NF_FLOW_TABLE), and nothing is applied', async () => {
     const { ns, dp } = kernel();
     for (const verb of ['add', 'create'] as const) {
-      const err = await commitError(() => dp.commit([op('add', tf), op(verb, ft)]));
+      const err = await commitError(() => dp.commit(dp.begin().queueAll([op('add', tf), op(verb, ft)])));
       expect(err.failures).toEqual([expect.objectContaining({ index: 1, errno: 2, code: 'ENOENT' })]);
       cover('flowtable', verb);
     }
@@ -290,10 +290,10 @@ describe('flowtables', () => {
 
   it('delete answers ENOENT, destroy of a missing flowtable succeeds', async () => {
     const { ns, dp } = kernel();
-    await dp.commit([op('add', tf)]);
-    expect((await commitError(() => dp.commit([op('delete', ft)]))).failures[0]).toMatchObject({ index: 0, code: 'ENOENT' });
+    await dp.commit(dp.begin().queueAll([op('add', tf)]));
+    expect((await commitError(() => dp.commit(dp.begin().queueAll([op('delete', ft)])))).failures[0]).toMatchObject({ index: 0, code: 'ENOENT' });
     cover('flowtable', 'delete');
-    await dp.commit([op('destroy', ft)]);
+    await dp.commit(dp.begin().queueAll([op('destroy', ft)]));
     cover('flowtable', 'destroy');
     expect((await dp.list('inet', 'knpf'))!.flowtables).toEqual([]);
     expect(nftList(ns, 'flowtable')).toEqual([]);

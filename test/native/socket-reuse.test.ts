@@ -23,23 +23,23 @@ afterEach(() => {
 describe('commit socket reuse', () => {
   it('many commits to one namespace all land, failed ones in between change nothing', async () => {
     const { ns, dp } = kernel();
-    await dp.commit([table()]);
+    await dp.commit(dp.begin().queueAll([table()]));
     for (let i = 0; i < 20; i++) {
-      await dp.commit([chain(`c${i}`)]);
+      await dp.commit(dp.begin().queueAll([chain(`c${i}`)]));
       // An operation the kernel refuses: its error must be read with this commit, not the next.
       const bad: Operation[] = [chain(`never${i}`), { verb: 'delete', object: { kind: 'chain', family: 'ip', table: T, name: 'missing' } }];
-      await expect(dp.commit(bad)).rejects.toBeInstanceOf(NftCommitError);
+      await expect(dp.commit(dp.begin().queueAll(bad))).rejects.toBeInstanceOf(NftCommitError);
     }
     expect(nftList(ns, 'chain').map((c) => c.name).sort()).toEqual(Array.from({ length: 20 }, (_, i) => `c${i}`).sort());
   });
 
   it('a namespace deleted and re-created under the same path is programmed, not the old one', async () => {
     const { ns, dp } = kernel();
-    await dp.commit([table(), chain('old')]);
+    await dp.commit(dp.begin().queueAll([table(), chain('old')]));
     ns.destroy();
     execFileSync('ip', ['netns', 'add', ns.name]);
     recreated.push(ns.name);
-    await dp.commit([table(), chain('new')]);
+    await dp.commit(dp.begin().queueAll([table(), chain('new')]));
     // ns lists by name, so this is the re-created namespace.
     expect(nftList(ns, 'chain').map((c) => c.name)).toEqual(['new']);
   });
@@ -47,7 +47,7 @@ describe('commit socket reuse', () => {
   it('commits to several namespaces in turn each land in their own', async () => {
     const spaces = Array.from({ length: 6 }, () => kernel());
     for (let round = 0; round < 3; round++) {
-      for (let i = 0; i < spaces.length; i++) await spaces[i]!.dp.commit(round === 0 ? [table(), chain(`ns${i}-r0`)] : [chain(`ns${i}-r${round}`)]);
+      for (let i = 0; i < spaces.length; i++) await spaces[i]!.dp.commit(spaces[i]!.dp.begin().queueAll(round === 0 ? [table(), chain(`ns${i}-r0`)] : [chain(`ns${i}-r${round}`)]));
     }
     spaces.forEach(({ ns }, i) => expect(nftList(ns, 'chain').map((c) => c.name).sort()).toEqual([`ns${i}-r0`, `ns${i}-r1`, `ns${i}-r2`]));
   });

@@ -45,13 +45,13 @@ describe('FakeKernel against the kernel through the netlink dataplane (oracle)',
     ns.exec('nft', ['flush', 'ruleset']);
     const kernel = new NetlinkDataplane({ netns: ns.path });
     const fake = new FakeKernel({ flowtables: s.flowtables ?? false });
-    await kernel.commit(s.setup);
+    await kernel.commit(kernel.begin().queueAll(s.setup));
     fake.commitSync(s.setup);
     const before = await kernel.list(F, T);
     const hk: HandleOf = (c, i) => before!.rules.filter((r) => r.chain === c)[i]!.handle!;
     const hf: HandleOf = (c, i) => fake.listSync(F, T)!.rules.filter((r) => r.chain === c)[i]!.handle!;
-    const k = await outcome(kernel.commit(s.tx(hk) as Operation[]));
-    const m = await outcome(fake.commit(s.tx(hf)));
+    const k = await outcome(kernel.commit(kernel.begin().queueAll(s.tx(hk) as Operation[])));
+    const m = await outcome(fake.commit(fake.begin().queueAll(s.tx(hf))));
     expect(m.code).toBe(k.code);
     expect(k.code).toBe(s.expect);
     if (s.index !== undefined) {

@@ -135,12 +135,12 @@ describe('FakeKernel: invalid operations, faults, counters, listing', () => {
 
   it('an injected fault fails the next commit only, leaving the state alone', async () => {
     const fake = new FakeKernel();
-    await fake.commit(world);
+    await fake.commit(fake.begin().queueAll(world));
     fake.faults.push({ code: 'ENOBUFS', index: 1 });
     const tx: Operation[] = [add(chain('a')), add(chain('b'))];
-    await expect(fake.commit(tx)).rejects.toMatchObject({ code: 'ERR_NFT_COMMIT', failures: [{ index: 1, errno: 105, code: 'ENOBUFS', message: 'injected ENOBUFS' }] });
+    await expect(fake.commit(fake.begin().queueAll(tx))).rejects.toMatchObject({ code: 'ERR_NFT_COMMIT', failures: [{ index: 1, errno: 105, code: 'ENOBUFS', message: 'injected ENOBUFS' }] });
     expect(fake.listSync(F, T)!.chains.map((c) => c.name)).not.toContain('a');
-    await fake.commit(tx);
+    await fake.commit(fake.begin().queueAll(tx));
     expect(fake.listSync(F, T)!.chains.map((c) => c.name)).toContain('a');
     expect([fake.commits, fake.attempts]).toEqual([2, 3]);
   });

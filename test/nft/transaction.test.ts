@@ -84,13 +84,23 @@ describe('transaction: the representative ruleset is valid', () => {
   });
 });
 
-describe('transaction: first error wins', () => {
-  it('remembers the first error, ignores what follows, refuses to hand out ops', () => {
+describe('transaction: every error is found, the first is thrown', () => {
+  it('checks every operation, remembers each error with its index, refuses to hand out ops', () => {
     const tx = new Transaction().add(table).add(chain('')).add(chain('ok')).add({ ...table, family: 'bridge' as never });
     expect(tx.error?.index).toBe(1);
     expect(tx.error?.reason).toBe('chain name must be a non-empty string');
-    expect(tx.length).toBe(1);
+    expect(tx.errors.map((e) => e.index)).toEqual([1, 3]);
+    expect(tx.errors[1]!.reason).toContain('unknown family "bridge"');
+    expect(tx.length).toBe(2);
     expect(() => tx.ops()).toThrow(/operation 1 \(add chain\)/);
+  });
+
+  it('queueAll checks operations made elsewhere with the same index, and knows sets through a lookup', () => {
+    const s: NftSet = { kind: 'set', family: F, table: T, name: 's', keyType: ['ipv4_addr'] };
+    const known = new Transaction((family, t, name) => (family === F && t === T && name === 's' ? s : undefined));
+    known.queueAll([{ verb: 'add', object: el('s', ['10.0.0.1']) }, { verb: 'add', object: el('s', ['010.0.0.1']) }]);
+    expect(known.errors.map((e) => [e.index, e.reason])).toEqual([[1, expect.stringContaining('leading zero')]]);
+    expect(new Transaction().queueAll([{ verb: 'add', object: el('s', ['010.0.0.1']) }]).error).toBeUndefined();
   });
 
   it('validateOperations throws for the first bad operation', () => {

@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Dataplane } from '../../src/nft/dataplane.ts';
 import { NetlinkDataplane } from '../../src/nft/netlink/netlink-dataplane.ts';
-import type { Operation } from '../../src/nft/objects.ts';
+import { Transaction } from '../../src/nft/transaction.ts';
 import { renderOperations } from '../../src/nft/render-text.ts';
 import type { ServicePort } from '../../src/model/service-port.ts';
 import { ENDPOINT_SHAPES, type RulesetConfig } from '../../src/reconciler/config.ts';
@@ -52,8 +52,9 @@ function netns(): NetNs {
 /** Applies through `nft -f` (render-text), the oracle's own parser. */
 function nftApplier(ns: NetNs): Dataplane {
   return {
-    async commit(ops: readonly Operation[]) {
-      ns.exec('nft', ['-f', '-'], { input: renderOperations(ops) });
+    begin: () => new Transaction(),
+    async commit(tx: Transaction) {
+      ns.exec('nft', ['-f', '-'], { input: renderOperations(tx.ops()) });
     },
     async list() {
       throw new Error('not used');
@@ -101,13 +102,13 @@ async function churn(dp: Dataplane, cfg: RulesetConfig): Promise<Ruleset> {
   let now = 1_000_000;
   let rendered = renderRuleset(STEPS[0]!, cfg);
   const first = planFullSync(rendered, 'replace');
-  await dp.commit(first.ops);
+  await dp.commit(dp.begin().queueAll(first.ops));
   let state: SyncState = first.next;
   const step = async (ports: ServicePort[]) => {
     rendered = renderNext(ports, cfg, rendered);
     expect(rendered.problems).toEqual([]);
     const plan = diffRulesets(state.applied, rendered, { now }, state.staleChains);
-    await dp.commit(plan.ops);
+    await dp.commit(dp.begin().queueAll(plan.ops));
     state = plan.next;
   };
   for (const ports of STEPS.slice(1)) {
@@ -128,7 +129,7 @@ describe.each(ENDPOINT_SHAPES)('reconciler transactions in a real kernel (endpoi
     const b = netns();
     // A leftover table from "a previous run" that the replace must remove atomically.
     b.exec('nft', ['-f', '-'], { input: 'add table ip kube-nft-proxy\nadd chain ip kube-nft-proxy leftover\n' });
-    await nftApplier(b).commit(planFullSync(desired, 'replace').ops);
+    await nftApplier(b).commit(nftApplier(b).begin().queueAll(planFullSync(desired, 'replace').ops));
     const fresh = listTables(b);
     const text = b.exec('nft', ['list', 'table', 'ip', 'kube-nft-proxy']);
     expect(text).toContain('chain services {');
@@ -147,7 +148,7 @@ describe.each(ENDPOINT_SHAPES)('reconciler transactions in a real kernel (endpoi
     const desired = await churn(dp, cfg);
     expect(listTables(viaNetlink)).toEqual(listTables(viaNft));
     // And a replace over it through netlink changes nothing.
-    await dp.commit(planFullSync(desired, 'replace').ops);
+    await dp.commit(dp.begin().queueAll(planFullSync(desired, 'replace').ops));
     expect(listTables(viaNetlink)).toEqual(listTables(viaNft));
   });
 });
@@ -166,7 +167,7 @@ describe('reconciler transactions in a real kernel (endpoint shape map, collidin
     const privateMaps = [...desired.services.values()].filter((s) => s.privateLabels.size > 0);
     expect(privateMaps.length).toBeGreaterThan(0);
     const fresh = netns();
-    await nftApplier(fresh).commit(planFullSync(desired, 'replace').ops);
+    await nftApplier(fresh).commit(nftApplier(fresh).begin().queueAll(planFullSync(desired, 'replace').ops));
     expect(listTables(viaNetlink)).toEqual(listTables(fresh));
   });
 });

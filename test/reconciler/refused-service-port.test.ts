@@ -5,7 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { NftCommitError, type Dataplane } from '../../src/nft/dataplane.ts';
 import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
-import type { Family, Operation } from '../../src/nft/objects.ts';
+import type { Family } from '../../src/nft/objects.ts';
+import type { Transaction } from '../../src/nft/transaction.ts';
 import type { ServicePort } from '../../src/model/service-port.ts';
 import { Reconciler, SyncError } from '../../src/reconciler/reconciler.ts';
 import { config, ep, modelReads, sp, V4 } from './fixtures.ts';
@@ -23,7 +24,11 @@ class RefusingKernel implements Dataplane {
   refusedAddresses = new Set<string>();
   errno = { code: 'EINVAL', errno: 22 };
   refusals = 0;
-  async commit(ops: readonly Operation[]): Promise<void> {
+  begin(): Transaction {
+    return this.inner.begin();
+  }
+  async commit(tx: Transaction): Promise<void> {
+    const ops = tx.ops();
     const failures = ops.flatMap((op, index) => {
       if (op.verb !== 'add' || op.object.kind !== 'rule') return [];
       const text = JSON.stringify(op.object.exprs);
@@ -67,7 +72,19 @@ describe('a ServicePort the kernel refuses', () => {
     t.kernel.refusedAddresses.add('10.244.3.3');
     t.set([web, api, db]);
     const rep = await t.r.sync({ kind: 'incremental' });
-    expect(rep.rejected).toEqual([{ servicePortId: api.id, keptLastApplied: false, errno: 22, code: 'EINVAL', message: 'refused by the test kernel' }]);
+    expect(rep.rejected).toEqual([
+      {
+        servicePortId: api.id,
+        namespace: 'default',
+        serviceName: 'api',
+        portName: 'http',
+        keptLastApplied: false,
+        stage: 'dataplane',
+        errno: 22,
+        code: 'EINVAL',
+        message: 'refused by the test kernel',
+      },
+    ]);
     expect(rep.setAside).toBe(1);
     expect(strip(t.kernel.inner)).toEqual(expected([web, db]));
   });

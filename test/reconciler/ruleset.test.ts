@@ -104,8 +104,25 @@ describe('ruleset features', () => {
     {
       name: 'source ranges without the node: the LB IP itself is not admitted',
       ports: [sp({ loadBalancerIPs: ['198.51.100.9'], loadBalancerSourceRanges: ['203.0.113.0/24'], endpoints: [ep('10.244.1.5')] })],
-      present: ['ip saddr != 203.0.113.0/24 drop', `198.51.100.9 . tcp . 80 : goto firewall-${SVC}`],
-      absent: ['ip saddr != 203.0.113.0/24 ip saddr != 198.51.100.9 drop'],
+      present: [`ip saddr != @firewall-allow-${SVC} drop`, `198.51.100.9 . tcp . 80 : goto firewall-${SVC}`, 'elements = { 203.0.113.0/24 }'],
+      absent: ['198.51.100.9 }', '198.51.100.9,'],
+    },
+    {
+      name: 'source ranges with the node: the LB IP is admitted too, in the same set',
+      ports: [sp({ loadBalancerIPs: ['198.51.100.9'], loadBalancerSourceRanges: ['192.0.2.0/24'], endpoints: [ep('10.244.1.5')] })],
+      present: [`ip saddr != @firewall-allow-${SVC} drop`, '192.0.2.0/24', '198.51.100.9'],
+    },
+    {
+      name: 'source ranges inside another of the list are left out of the set (an interval set refuses overlaps); the rule stays one lookup',
+      ports: [
+        sp({
+          loadBalancerIPs: ['198.51.100.9'],
+          loadBalancerSourceRanges: ['203.0.113.0/24', '10.1.0.0/16', '10.0.0.0/8', '203.0.113.7', '0.0.0.0/1', '203.0.113.128/25'],
+          endpoints: [ep('10.244.1.5')],
+        }),
+      ],
+      present: [`ip saddr != @firewall-allow-${SVC} drop`, '0.0.0.0/1', '203.0.113.0/24'],
+      absent: ['10.0.0.0/8', '10.1.0.0/16', '203.0.113.7', '203.0.113.128/25'],
     },
     {
       name: 'source ranges apply to LB IPs only: NodePort and externalIPs are not filtered',

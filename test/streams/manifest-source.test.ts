@@ -55,6 +55,16 @@ describe('manifest source', () => {
     ]);
   });
 
+  it('leaves out a Service whose port name is not a DNS label, alone: logged with the reason and counted', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'knp-manifests-'));
+    const bad = svcYaml('bad', 81).replace('name: p,', 'name: "Ünïcode-Port",');
+    writeFileSync(join(dir, 'services.yaml'), [svcYaml('good', 80), bad, svcYaml('also-good', 82)].join('---\n'));
+    const { s, log } = await open(dir);
+    expect([...s.services.entries()].map(([k]) => k).sort()).toEqual(['demo/also-good', 'demo/good']);
+    expect(s.invalidObjects()).toEqual({ services: 1, endpointSlices: 0, nodes: 0 });
+    expect(log.lines.some((l) => l.key === 'demo/bad' && String(l.reason).includes('spec.ports[0].name is not a DNS label'))).toBe(true);
+  });
+
   it('with a service-proxy-name serves only what is labelled for it', async () => {
     const { s } = await open(examples, { serviceProxyName: 'other-proxy', nodeName: 'node-a' });
     expect([...s.services.entries()].map(([k]) => k)).toEqual(['demo/legacy']);

@@ -79,7 +79,19 @@ describe('projectService', () => {
     ['namespace too long', {}, { namespace: 'n'.repeat(64) }, /metadata.namespace longer than 63/],
     ['missing name', {}, { name: undefined }, /metadata.name missing/],
     ['two unnamed ports', { ports: [{ port: 80 }, { port: 81 }] }, {}, /unnamed port/],
+    ['a port name with NUL', { ports: [{ port: 80, name: 'a\0b' }] }, {}, /spec.ports\[0\].name is not a DNS label/],
+    ['a port name of 200 multibyte characters', { ports: [{ port: 80, name: 'é'.repeat(200) }] }, {}, /spec.ports\[0\].name longer than 63/],
+    ['a port name of 30 multibyte characters', { ports: [{ port: 80, name: 'ü'.repeat(30) }] }, {}, /spec.ports\[0\].name is not a DNS label/],
+    ['a port name with capitals', { ports: [{ port: 80, name: 'Http' }, { port: 81, name: 'b' }] }, {}, /spec.ports\[0\].name is not a DNS label/],
+    ['a port name of 64 characters', { ports: [{ port: 80, name: 'p'.repeat(64) }] }, {}, /longer than 63/],
+    ['a port name that is not a string', { ports: [{ port: 80, name: 7 }] }, {}, /name is not a string/],
+    ['a Service name starting with a digit', {}, { name: '1web' }, /metadata.name is not a DNS-1035 label/],
   ];
+  it('accepts port names of 63 characters and a lone unnamed port, as the API server does', () => {
+    const r = projectService(svc({ ports: [{ port: 80, name: `a${'-'.repeat(61)}z` }, { port: 81, name: '9' }] }), pool);
+    expect(r.ok && r.value.ports.map((p) => p.name)).toEqual([`a${'-'.repeat(61)}z`, '9']);
+    expect(projectService(svc({ ports: [{ port: 80 }] }), pool).ok).toBe(true);
+  });
   it.each(bad)('rejects %s', (_what, spec, meta, reason) => {
     const r = projectService(svc(spec, meta), pool);
     expect(r.ok).toBe(false);

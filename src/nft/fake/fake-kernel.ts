@@ -19,14 +19,14 @@
 //   a cycle or 16 nested jumps → EMLINK; NAT statements outside
 //   their chain type and hooks, flow offload outside forward → EOPNOTSUPP.
 //
-// Operations the transaction checks refuse throw NftInvalidError before
+// A transaction with an invalid operation throws NftInvalidError before
 // anything applies, as the netlink dataplane does. Only the first failing
 // operation is reported (the kernel may report more).
 
 import { NftCommitError } from '../dataplane.ts';
 import type { Dataplane, OperationFailure, TableListing } from '../dataplane.ts';
-import type { Element, Family, NftMap, NftSet, Operation } from '../objects.ts';
-import { validateOperations } from '../transaction.ts';
+import type { Element, Family, Operation } from '../objects.ts';
+import { Transaction } from '../transaction.ts';
 import { Working } from './apply.ts';
 import { validateBaseChainPaths } from './paths.ts';
 import { copyChain, copyContainer, copyElement, copyRule, ERRNO, KernelError, tableKey, type FakeKernelOptions, type TableState } from './state.ts';
@@ -58,27 +58,35 @@ export class FakeKernel implements Dataplane {
     this.#options = options;
   }
 
-  async commit(ops: readonly Operation[]): Promise<void> {
-    this.commitSync(ops);
+  begin(): Transaction {
+    return new Transaction((family, table, name) => this.#tables.get(tableKey(family, table))?.sets.get(name)?.set);
+  }
+
+  async commit(tx: Transaction): Promise<void> {
+    this.#apply(tx);
   }
 
   async list(family: Family, table: string): Promise<TableListing | undefined> {
     return this.listSync(family, table);
   }
 
+  /** Checks the operations in a transaction of this kernel's (begin()) and commits it, synchronously: for tests. */
   commitSync(ops: readonly Operation[]): void {
+    this.#apply(this.begin().queueAll(ops));
+  }
+
+  #apply(transaction: Transaction): void {
     this.attempts++;
     const fault = this.faults.shift();
     if (fault) {
       const index = fault.index ?? 0;
       throw new NftCommitError(
         [{ index, errno: fault.errno ?? ERRNO[fault.code] ?? 0, code: fault.code, message: fault.message ?? `injected ${fault.code}` }],
-        ops,
+        transaction.error ? [] : transaction.ops(),
       );
     }
-    // Like the netlink dataplane, refuse a transaction known to be broken
-    // before anything is sent: NftInvalidError, not a kernel errno.
-    validateOperations(ops, this.#containers());
+    // Refuses a transaction known to be broken before anything applies: NftInvalidError, not a kernel errno.
+    const ops = transaction.ops();
     const tx = new Working(this.#tables, this.#options);
     let i = 0;
     try {
@@ -118,11 +126,6 @@ export class FakeKernel implements Dataplane {
     return [...this.#tables.keys()].sort();
   }
 
-  #containers(): Array<NftSet | NftMap> {
-    const out: Array<NftSet | NftMap> = [];
-    for (const ts of this.#tables.values()) for (const s of ts.sets.values()) out.push(s.set);
-    return out;
-  }
 }
 
 function failure(ops: readonly Operation[], index: number, code: string, message: string): NftCommitError {

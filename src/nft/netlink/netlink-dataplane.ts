@@ -10,7 +10,7 @@ import { encodeOperations } from './encode.ts';
 import { FAMILY_NUMBER } from './kernel-constants.ts';
 import { decodeListing, type DecodedListing } from './decode-listing.ts';
 import type { Family, NftMap, NftSet, Operation } from '../objects.ts';
-import { validateOperations } from '../transaction.ts';
+import { Transaction } from '../transaction.ts';
 import { ByteWriter } from './wire.ts';
 
 export interface NetlinkDataplaneOptions {
@@ -18,15 +18,11 @@ export interface NetlinkDataplaneOptions {
   netns?: string;
   /** The addon; loaded with loadNative() when absent. */
   addon?: NativeAddon;
-  /** Check every operation before encoding (default true). */
-  validate?: boolean;
 }
 
 /** Where the last commit's time went, in milliseconds (for benchmarks and metrics). */
 export interface CommitStats extends NativeCommitTiming {
   operations: number;
-  /** Checking the operations (0 when validation is off). */
-  validateMs: number;
   /** Encoding them into one batch buffer. */
   encodeMs: number;
   /** The addon call on the JS thread: copying the batch and queueing the work. */
@@ -50,10 +46,24 @@ function key(family: Family, table: string, name: string): string {
   return `${family}\0${table}\0${name}`;
 }
 
+/**
+ * The encoder (an element of a set it does not know...) and the addon's batch
+ * builder (a rule's expressions over 64 KiB...) refuse an operation with an
+ * error naming it: an `index`, or `operation N: why`. As an NftCommitError it
+ * is traced to its owner like a kernel refusal; undefined for any other error.
+ */
+function builderFailure(e: unknown, ops: readonly Operation[]): NftCommitError | undefined {
+  const err = e as { message?: unknown; errno?: unknown; index?: unknown };
+  const m = typeof err?.message === 'string' ? /^operation (\d+): (.*)$/s.exec(err.message) : null;
+  const index = typeof err?.index === 'number' ? err.index : m ? Number(m[1]) : undefined;
+  if (index === undefined || !Number.isInteger(index) || index < 0 || index >= ops.length) return undefined;
+  const errno = typeof err.errno === 'number' ? err.errno : osConstants.errno.EINVAL;
+  return new NftCommitError([{ index, errno, code: errnoName(errno), message: m ? m[2]! : String(err.message) }], ops);
+}
+
 export class NetlinkDataplane implements Dataplane {
   readonly #addon: NativeAddon;
   readonly #options: { netns?: string };
-  readonly #validate: boolean;
   readonly #containers = new Map<string, NftSet | NftMap>();
   // The writer a commit encodes into; the addon copies the batch before
   // commit() returns, so the writer is free again at once (a commit that
@@ -71,31 +81,40 @@ export class NetlinkDataplane implements Dataplane {
   constructor(options: NetlinkDataplaneOptions = {}) {
     this.#addon = options.addon ?? loadNative();
     this.#options = options.netns ? { netns: options.netns } : {};
-    this.#validate = options.validate ?? true;
   }
 
-  async commit(ops: readonly Operation[]): Promise<void> {
+  begin(): Transaction {
+    return new Transaction((f, t, n) => this.#containers.get(key(f, t, n)));
+  }
+
+  async commit(tx: Transaction): Promise<void> {
+    const ops = tx.ops();
     if (ops.length === 0) return;
     const t0 = performance.now();
-    if (this.#validate) validateOperations(ops, [...this.#containers.values()]);
-    const t1 = performance.now();
     const writer = this.#writer ?? new ByteWriter(SMALL_BATCH);
     this.#writer = undefined;
     let pending: Promise<NativeCommitResult>;
     let bytes: Uint8Array;
+    let t1: number;
     let t2: number;
-    let t3: number;
     try {
-      ({ bytes } = encodeOperations(ops, (f, t, n) => this.#containers.get(key(f, t, n)), writer));
-      t2 = performance.now();
-      pending = this.#addon.commit(bytes, this.#options);
-      t3 = performance.now();
+      try {
+        ({ bytes } = encodeOperations(ops, (f, t, n) => this.#containers.get(key(f, t, n)), writer));
+        t1 = performance.now();
+        // The allow-list throws here, synchronously, naming the operation.
+        pending = this.#addon.commit(bytes, this.#options);
+        t2 = performance.now();
+      } catch (e) {
+        throw builderFailure(e, ops) ?? e;
+      }
     } finally {
       if (writer.capacity <= LARGE_BATCH) this.#writer ??= writer;
     }
-    const result = await pending;
+    const result = await pending.catch((e: unknown) => {
+      throw builderFailure(e, ops) ?? e;
+    });
     this.lastCommit = {
-      operations: ops.length, validateMs: t1 - t0, encodeMs: t2 - t1, handoffMs: t3 - t2, totalMs: performance.now() - t0,
+      operations: ops.length, encodeMs: t1 - t0, handoffMs: t2 - t1, totalMs: performance.now() - t0,
       batchBytes: bytes.length, messages: result.messages, ...result.timing,
     };
     if (result.failures.length > 0) {

@@ -135,7 +135,7 @@ describe('builder refusals', () => {
       { verb: 'add', object: { ...rule, exprs: [{ kind: 'counter' }] } },
       { verb: 'add', object: rule },
     ];
-    const err = await dp.commit(ops).then(
+    const err = await dp.commit(dp.begin().queueAll(ops)).then(
       () => undefined,
       (e: unknown) => e as { failures: Array<{ index: number; errno: number; code: string; message: string }> },
     );
@@ -145,7 +145,7 @@ describe('builder refusals', () => {
     ]);
     expect(nftList(ns, 'table')).toEqual([]);
     // The same socket serves the next commit: nothing of the refused batch is left on it.
-    await dp.commit(ops.filter((_, i) => i !== 2 && i !== 4));
+    await dp.commit(dp.begin().queueAll(ops.filter((_, i) => i !== 2 && i !== 4)));
     expect(nftList(ns, 'rule')).toHaveLength(1);
   });
 });

@@ -47,7 +47,7 @@ async function devices(): Promise<{ ours: string[]; nft: string[] }> {
 
 async function commitOutcome(ops: Operation[]): Promise<{ ok: true } | { ok: false; code: string; index: number; message: string }> {
   try {
-    await dp.commit(ops);
+    await dp.commit(dp.begin().queueAll(ops));
     return { ok: true };
   } catch (e) {
     if (!(e instanceof NftCommitError)) throw e;
@@ -62,14 +62,14 @@ try {
   const probe: CapabilityAnswer = await probeFlowtables(dp);
   const [ifA, ifB] = [topo.routerClientIf, topo.routerServerIf];
 
-  await dp.commit([
+  await dp.commit(dp.begin().queueAll([
     { verb: 'add', object: { kind: 'table', family: 'inet', name: TABLE } },
     { verb: 'add', object: { kind: 'set', family: 'inet', table: TABLE, name: 'cluster-ips', keyType: ['ipv4_addr'] } },
     { verb: 'add', object: { kind: 'element', family: 'inet', table: TABLE, set: 'cluster-ips', key: [topo.serverIp] } },
     { verb: 'add', object: flowtable([ifA, ifB]) },
     { verb: 'add', object: forward },
     { verb: 'add', object: offloadRule },
-  ]);
+  ]));
   const listing = await dp.list('inet', TABLE);
   const nftTable = topo.router.exec('nft', ['list', 'table', 'inet', TABLE]);
 
