@@ -117,7 +117,7 @@ describe('ruleset features', () => {
       ports: [
         sp({
           loadBalancerIPs: ['198.51.100.9'],
-          loadBalancerSourceRanges: ['203.0.113.0/24', '10.1.0.0/16', '10.0.0.0/8', '203.0.113.7', '0.0.0.0/1', '203.0.113.128/25'],
+          loadBalancerSourceRanges: ['203.0.113.0/24', '10.1.0.0/16', '10.0.0.0/8', '203.0.113.7/32', '0.0.0.0/1', '203.0.113.128/25'],
           endpoints: [ep('10.244.1.5')],
         }),
       ],
@@ -255,9 +255,10 @@ describe('ruleset problems are contained', () => {
     expect(r.problems.map((p) => p.message)).toEqual(['service port default/web/TCP/http/IPv4: "10.244.01.5" is not an IPv4 address in canonical form']);
   });
 
-  it('a /32 source range (as the model writes a CIDR) is the single address in the firewall rule', () => {
+  it('a /32 source range (as the model writes a CIDR) is the single address in the firewall set', () => {
     const t = text([sp({ loadBalancerIPs: ['198.51.100.9'], loadBalancerSourceRanges: ['203.0.113.7/32'], endpoints: [ep('10.244.1.5')] })]);
-    expect(t).toContain('ip saddr != 203.0.113.7 drop');
+    expect(t).toContain('elements = { 203.0.113.7 }');
+    expect(t).toContain(`ip saddr != @firewall-allow-${SVC} drop`);
   });
 
   it('a port of an unconfigured family is reported, not rendered', () => {
