@@ -16,6 +16,7 @@
 #include "libnftnl-glue/commit.h"
 #include "libnftnl-glue/list.h"
 #include "libnftnl-glue/message-builder.h"
+#include "conntrack-napi.h"
 #include "link-monitor.h"
 
 namespace {
@@ -247,6 +248,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("trimMemory", Napi::Function::New(env, TrimMemory, "trimMemory"));
   exports.Set("elementsPerMessage", Napi::Number::New(env, knp::kElementsPerMessage));
   InitLinkMonitor(env, exports);
+  InitConntrack(env, exports);
   return exports;
 }
 
