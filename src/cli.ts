@@ -7,6 +7,7 @@ import { dryRun } from './agent/dry-run.ts';
 import type { AgentOptions } from './agent/options.ts';
 import { FlagError, parseCommandLine, USAGE } from './cli/flags.ts';
 import { FeatureGateError, parseFeatureGates } from './config/feature-gates.ts';
+import { loadNative } from './native/addon.ts';
 import { NetlinkDataplane } from './nft/netlink/netlink-dataplane.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
 import { packageRoot } from './package-root.ts';
@@ -53,7 +54,8 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(await dryRun(options, logger));
     return 0;
   }
-  const agent = await startAgent(options, { logger, dataplane: new NetlinkDataplane({ netns: netnsPath(options.netns) }) });
+  const addon = loadNative();
+  const agent = await startAgent(options, { logger, dataplane: new NetlinkDataplane({ netns: netnsPath(options.netns), addon }), conntrack: addon });
   await new Promise<void>((resolve) => {
     // SIGTERM leaves the rules in place: a restarting agent adopts or replaces them atomically.
     process.once('SIGTERM', resolve);

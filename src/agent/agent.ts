@@ -8,6 +8,8 @@ import { merge, Subject, Subscription, type SchedulerLike } from 'rxjs';
 import type { AgentOptions } from './options.ts';
 import { parseFeatureGates, type FeatureGates } from '../config/feature-gates.ts';
 import type { NodeInfo } from '../k8s/types.ts';
+import type { ServicePort } from '../model/service-port.ts';
+import type { NativeConntrack } from '../native/conntrack-types.ts';
 import type { FlowtableDeviceFilter } from '../links/flowtable-devices.ts';
 import { LinkMonitor } from '../links/link-monitor.ts';
 import { ServiceChangeTracker } from '../model/change-tracker.ts';
@@ -22,6 +24,7 @@ import { syncRunner, type SyncResult } from '../reconciler/sync-runner.ts';
 import { createClusterStreams, type ClusterStreams, type ClusterStreamsOptions } from '../streams/cluster-streams.ts';
 import { DEFAULT_DEVICE_MAX_WAIT_MS, DEFAULT_DEVICE_SETTLE_MS, followFlowtableDevices } from './flowtable-device-follower.ts';
 import { LARGE_SYNC_OPS, MemoryReleaser, releaseMemory } from './memory-release.ts';
+import { ConntrackCleaner } from './conntrack-cleaner.ts';
 import { rulesetConfigFor, type LocalAddress, type OffloadState } from './ruleset-config.ts';
 
 /**
@@ -42,6 +45,8 @@ export interface AgentDeps {
   serveHttp?: boolean;
   /** Runs after the first and every large sync, and once quiet after small ones have grown the RSS (default: a full V8 collection, then the dataplane's releaseMemory). */
   releaseMemory?: () => void;
+  /** The addon's conntrack functions: UDP/SCTP conntrack cleanup after syncs (absent: none, e.g. over the fake kernel). */
+  conntrack?: Pick<NativeConntrack, 'conntrackClean'>;
 }
 
 export interface Agent {
@@ -51,6 +56,8 @@ export interface Agent {
   /** Every sync's outcome, for tests and embedders. */
   readonly syncs$: Subject<SyncResult>;
   readonly servers: ObservabilityServer[];
+  /** The conntrack cleanup, when deps.conntrack was given. */
+  readonly conntrack: ConntrackCleaner | undefined;
   /** Stops watching and syncing; the programmed rules stay in place. */
   stop(): Promise<void>;
 }
@@ -136,6 +143,12 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   /** Trigger times handed to the reconciler, observed once their sync lands. */
   let pendingTriggers: number[] = [];
   let inFlightTriggers: number[] = [];
+  // Ports changed since the last successful sync, by id (undefined: removed): their conntrack cleanup follows that sync.
+  let pendingPorts = new Map<string, ServicePort | undefined>();
+  let inFlightPorts = new Map<string, ServicePort | undefined>();
+  const conntrack = deps.conntrack
+    ? new ConntrackCleaner({ native: deps.conntrack, logger, metrics, ...(options.netns !== undefined ? { netns: netnsPath(options.netns) } : {}) })
+    : undefined;
   const reconciler = new Reconciler({
     dataplane,
     config: configNow(),
@@ -143,9 +156,14 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
     servicePorts: () => {
       const drained = tracker.drain();
       for (const w of drained.warnings) logger.warn({ warning: w }, 'service model warning');
-      for (const c of drained.changes) pendingTriggers.push(c.triggeredAt);
+      for (const c of drained.changes) {
+        pendingTriggers.push(c.triggeredAt);
+        pendingPorts.set(c.id, c.kind === 'removed' ? undefined : c.current);
+      }
       inFlightTriggers = pendingTriggers;
       pendingTriggers = [];
+      inFlightPorts = pendingPorts;
+      pendingPorts = new Map();
       return [...tracker.servicePorts()];
     },
     // Between "programming the initial ruleset" and "synced", a large sync spends
@@ -264,6 +282,10 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
         metrics.recordSync(r?.kind === 'full' ? 'full' : 'partial', result.durationMs / 1000, now / 1000);
         for (const t of inFlightTriggers) metrics.networkProgrammingDuration.observe(Math.max(0, now - t) / 1000);
         inFlightTriggers = [];
+        // After the commit, never before: new packets of a deleted entry's flow must meet the new rules.
+        if (r?.kind === 'full') conntrack?.full([...tracker.servicePorts()]);
+        else conntrack?.changed([...inFlightPorts.values()].filter((sp) => sp !== undefined));
+        inFlightPorts = new Map();
         for (const p of r?.problems ?? []) logger.warn({ problem: p }, 'service port left out of the ruleset');
         for (const x of r?.rejected ?? []) {
           logger.error(
@@ -277,6 +299,9 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
       } else {
         pendingTriggers = inFlightTriggers.concat(pendingTriggers);
         inFlightTriggers = [];
+        for (const [id, sp] of pendingPorts) inFlightPorts.set(id, sp);
+        pendingPorts = inFlightPorts;
+        inFlightPorts = new Map();
         metrics.syncFailures.inc();
         logger.error({ ...fields, consecutiveFailures: result.consecutiveFailures, err: result.error }, 'nftables sync failed; will retry');
       }
@@ -298,12 +323,14 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
     offload,
     syncs$,
     servers,
+    conntrack,
     async stop() {
       subs.unsubscribe();
       releaser.stop();
       monitor?.stop();
       syncs$.complete();
       await Promise.all(servers.map((s) => s.close()));
+      await conntrack?.idle();
       if (!deps.streams) await streams.stop();
       logger.info('stopped; the programmed rules stay in place');
     },

@@ -4,6 +4,7 @@
 // (e.g. the ASan build). A load failure becomes one actionable error.
 
 import { createRequire } from 'node:module';
+import type { NativeConntrack } from './conntrack-types.ts';
 import type { NativeLinkMonitorConstructor } from './link-monitor-types.ts';
 import { packageRoot } from '../package-root.ts';
 
@@ -44,7 +45,7 @@ export interface NativeOptions {
   netns?: string;
 }
 
-export interface NativeAddon {
+export interface NativeAddon extends NativeConntrack {
   /**
    * Sends one encoded batch (src/nft/netlink/encode.ts) as one transaction. Wrong
    * argument types throw; a malformed buffer rejects with a RangeError whose
