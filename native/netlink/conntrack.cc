@@ -179,9 +179,14 @@ void Dump(NetlinkSocket& sock, uint8_t family, const Target* target, const Match
   nlmsghdr* nlh = PutHeader(buf.data(), IPCTNL_MSG_CT_GET, NLM_F_DUMP, sock.NextSeq(), family);
   if (target) {
     uint32_t flags = kFilterProtoNum | kFilterProtoDstPort;
-    if (!target->anyAddress) flags |= kFilterIpDst;
-    PutTuple(nlh, CTA_TUPLE_ORIG, family, target->protocol, nullptr, target->anyAddress ? nullptr : &target->address,
-             nullptr, &target->port);
+    // IPv6 address filters are inverted in the kernel (ctnetlink_filter_match_tuple
+    // tests !ipv6_addr_cmp, and still did in 6.18: the dump then returns every
+    // entry but the ones asked for), so IPv6 is filtered on protocol and port
+    // only and the address is matched here.
+    bool byAddress = !target->anyAddress && family == AF_INET;
+    if (byAddress) flags |= kFilterIpDst;
+    PutTuple(nlh, CTA_TUPLE_ORIG, family, target->protocol, nullptr, byAddress ? &target->address : nullptr, nullptr,
+             &target->port);
     nlattr* filter = mnl_attr_nest_start(nlh, CTA_FILTER);
     mnl_attr_put_u32(nlh, CTA_FILTER_ORIG_FLAGS, flags);
     mnl_attr_put_u32(nlh, CTA_FILTER_REPLY_FLAGS, 0);
