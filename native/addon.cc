@@ -18,6 +18,7 @@
 #include "libnftnl-glue/message-builder.h"
 #include "conntrack-napi.h"
 #include "link-monitor.h"
+#include "table-napi.h"
 
 namespace {
 
@@ -249,6 +250,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("elementsPerMessage", Napi::Number::New(env, knp::kElementsPerMessage));
   InitLinkMonitor(env, exports);
   InitConntrack(env, exports);
+  InitTableInfo(env, exports);
   return exports;
 }
 

@@ -4,22 +4,22 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { netnsPath, startAgent } from './agent/agent.ts';
 import { dryRun } from './agent/dry-run.ts';
+import { removeOurTables } from './agent/table-ownership.ts';
 import type { AgentOptions } from './agent/options.ts';
 import { FlagError, parseCommandLine, USAGE } from './cli/flags.ts';
 import { FeatureGateError, parseFeatureGates } from './config/feature-gates.ts';
 import { loadNative } from './native/addon.ts';
 import { NetlinkDataplane } from './nft/netlink/netlink-dataplane.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
+import { ForeignTableError } from './reconciler/ownership.ts';
 import { packageRoot } from './package-root.ts';
 
 async function cleanup(options: AgentOptions, logger: Logger): Promise<void> {
   const dataplane = new NetlinkDataplane({ netns: netnsPath(options.netns) });
-  // destroy: absent tables are fine, so cleanup is idempotent.
-  await dataplane.commit([
-    { verb: 'destroy', object: { kind: 'table', family: 'ip', name: options.table } },
-    { verb: 'destroy', object: { kind: 'table', family: 'ip6', name: options.table } },
-  ]);
-  logger.info({ table: options.table }, 'removed our nftables tables');
+  // Only tables bearing our mark; absent ones are fine, so cleanup is idempotent.
+  const { removed, foreign } = await removeOurTables(dataplane, options.table);
+  for (const f of foreign) logger.warn({ table: options.table, family: f.family, comment: f.comment }, 'left a table of this name alone: it was not created by kube-nft-proxy');
+  logger.info({ table: options.table, families: removed }, 'removed our nftables tables');
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -55,7 +55,15 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const addon = loadNative();
-  const agent = await startAgent(options, { logger, dataplane: new NetlinkDataplane({ netns: netnsPath(options.netns), addon }), conntrack: addon });
+  let agent;
+  try {
+    agent = await startAgent(options, { logger, dataplane: new NetlinkDataplane({ netns: netnsPath(options.netns), addon }), conntrack: addon });
+  } catch (e) {
+    if (!(e instanceof ForeignTableError)) throw e;
+    logger.error({ err: e, table: e.table, family: e.family }, 'refusing to start');
+    process.stderr.write(`kube-nft-proxy: ${e.message}\n`);
+    return 2;
+  }
   await new Promise<void>((resolve) => {
     // SIGTERM leaves the rules in place: a restarting agent adopts or replaces them atomically.
     process.once('SIGTERM', resolve);

@@ -19,12 +19,14 @@ import { HealthState } from '../observability/health.ts';
 import { startObservabilityServer, type ObservabilityServer } from '../observability/http-server.ts';
 import type { Logger } from '../observability/logger.ts';
 import { ProxyMetrics } from '../observability/metrics.ts';
+import { TABLE_FORMAT_VERSION } from '../reconciler/ownership.ts';
 import { Reconciler } from '../reconciler/reconciler.ts';
 import { syncRunner, type SyncResult } from '../reconciler/sync-runner.ts';
 import { createClusterStreams, type ClusterStreams, type ClusterStreamsOptions } from '../streams/cluster-streams.ts';
 import { DEFAULT_DEVICE_MAX_WAIT_MS, DEFAULT_DEVICE_SETTLE_MS, followFlowtableDevices } from './flowtable-device-follower.ts';
 import { LARGE_SYNC_OPS, MemoryReleaser, releaseMemory } from './memory-release.ts';
 import { ConntrackCleaner } from './conntrack-cleaner.ts';
+import { assertTablesOurs } from './table-ownership.ts';
 import { rulesetConfigFor, type LocalAddress, type OffloadState } from './ruleset-config.ts';
 
 /**
@@ -131,6 +133,9 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   const servers: ObservabilityServer[] = [];
 
   logger.info({ nodeName, table: options.table, featureGates: gates, netns: options.netns }, 'starting kube-nft-proxy');
+  // Before anything is programmed: a table of our name that is not ours is never replaced (ForeignTableError).
+  const owners = await assertTablesOurs(dataplane, options.table);
+  const adoptable = [...owners.values()].some((o) => o.kind === 'ours' && o.version === TABLE_FORMAT_VERSION);
   const offload = await decideOffload(options, gates, dataplane, logger);
   metrics.offloadEnabled.set(offload.wanted && offload.supported ? 1 : 0);
 
@@ -152,6 +157,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   const reconciler = new Reconciler({
     dataplane,
     config: configNow(),
+    adopt: adoptable,
     now: () => (deps.scheduler ?? { now: Date.now }).now(),
     servicePorts: () => {
       const drained = tracker.drain();

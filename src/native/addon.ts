@@ -59,6 +59,8 @@ export interface NativeAddon extends NativeConntrack {
   commit(batch: Uint8Array, options?: NativeOptions): Promise<NativeCommitResult>;
   /** The listing buffer of one table (src/nft/netlink/listing.ts), or null when it does not exist. */
   list(family: number, table: string, options?: NativeOptions): Promise<Uint8Array | null>;
+  /** One table's userdata (empty when it has none), or null when the table does not exist: reads the table, not its contents. */
+  tableUserdata(family: number, table: string, options?: NativeOptions): Promise<Uint8Array | null>;
   /** The ruleset generation id. */
   generation(options?: NativeOptions): Promise<number>;
   /**

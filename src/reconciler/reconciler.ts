@@ -14,7 +14,10 @@
 
 import { servicePortEqual } from '../model/equality.ts';
 import type { ServicePort } from '../model/service-port.ts';
-import { type Dataplane, NftCommitError } from '../nft/dataplane.ts';
+import { type Dataplane, NftCommitError, type TableListing } from '../nft/dataplane.ts';
+import type { Family } from '../nft/objects.ts';
+import { planAdoption } from './adopt.ts';
+import { TABLE_FORMAT_VERSION, tableOwnership } from './ownership.ts';
 import type { RulesetConfig } from './config.ts';
 import { validateRulesetConfig } from './config.ts';
 import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, EMPTY_SYNC_STATE, staleDeletionDueAt, type SyncPlan, type SyncState, type SyncStats } from './diff.ts';
@@ -25,9 +28,9 @@ import { type RenderProblem, renderRuleset, type Ruleset } from './ruleset.ts';
 export type SyncRequest = { kind: 'incremental' } | { kind: 'full'; mode: FullSyncMode };
 
 export interface SyncReport {
-  /** What ran: a first sync is always a full replace, whatever was asked. */
+  /** What ran: a first sync is always a full one (replace, or adopt when allowed), whatever was asked. */
   kind: 'incremental' | 'full';
-  mode?: FullSyncMode;
+  mode?: FullSyncMode | 'adopt';
   /** Operations committed (0: nothing to do, no commit). */
   ops: number;
   stats: SyncStats;
@@ -82,6 +85,12 @@ export interface ReconcilerOptions {
   staleChainDelayMs?: number;
   /** Each planned transaction, before it is committed: a large one takes seconds in the kernel. */
   onPlanned?: (planned: PlannedSync) => void;
+  /**
+   * The first sync may adopt the tables the kernel holds (src/reconciler/adopt.ts)
+   * instead of replacing them. The caller has checked that they are ours; the
+   * reconciler adopts only tables of the current format.
+   */
+  adopt?: boolean;
 }
 
 /** What a sync is about to commit. */
@@ -99,6 +108,7 @@ export class Reconciler {
   readonly #now: () => number;
   readonly #staleDelay: number;
   readonly #onPlanned: ((planned: PlannedSync) => void) | undefined;
+  #adopt: boolean;
   #config: RulesetConfig;
   #state: SyncState = EMPTY_SYNC_STATE;
   /** Last rendered ruleset, applied or not: its fragments are reused by the next render. */
@@ -112,6 +122,7 @@ export class Reconciler {
     this.#now = o.now;
     this.#staleDelay = o.staleChainDelayMs ?? DEFAULT_STALE_CHAIN_DELAY_MS;
     this.#onPlanned = o.onPlanned;
+    this.#adopt = o.adopt ?? false;
     this.#config = validateRulesetConfig(o.config);
   }
 
@@ -186,6 +197,12 @@ export class Reconciler {
     if (request.kind === 'full') this.#setAside.clear();
     const t0 = performance.now();
     const ports = this.#servicePorts();
+    if (this.#adopt && this.#state.applied === undefined && request.kind === 'full' && request.mode === 'replace') {
+      // Once: a failed adoption, or a later recovery, replaces.
+      this.#adopt = false;
+      const adopted = await this.#tryAdopt(ports, t0, rejected);
+      if (adopted) return adopted;
+    }
     for (let pass = 0; ; pass++) {
       const { plan, desired, kind, mode } = this.plan(request, ports);
       if (plan.ops.length > 0) this.#onPlanned?.({ kind, servicePorts: desired.services.size, ops: plan.ops.length, planMs: performance.now() - t0 });
@@ -199,7 +216,39 @@ export class Reconciler {
     }
   }
 
-  async #commit(plan: SyncPlan, desired: Ruleset, kind: SyncReport['kind'], mode: FullSyncMode | undefined, rejected: RejectedServicePort[]): Promise<SyncReport> {
+  /**
+   * Reads our tables back and commits only the difference to the desired
+   * ruleset; undefined when there is nothing to adopt or it cannot be adopted
+   * (then the caller replaces: never worse than without adoption).
+   */
+  async #tryAdopt(ports: readonly ServicePort[], t0: number, rejected: RejectedServicePort[]): Promise<SyncReport | undefined> {
+    const listings = new Map<Family, TableListing>();
+    try {
+      for (const family of ['ip', 'ip6'] as const) {
+        const listing = await this.#dataplane.list(family, this.#config.tableName);
+        if (!listing) continue;
+        const owner = tableOwnership(listing.table);
+        if (owner.kind !== 'ours' || owner.version !== TABLE_FORMAT_VERSION) return undefined;
+        listings.set(family, listing);
+      }
+    } catch {
+      return undefined;
+    }
+    if (listings.size === 0) return undefined;
+    const desired = renderRuleset(this.#programmable(ports), this.#config, this.#lastRendered);
+    this.#lastRendered = desired;
+    const plan = planAdoption(desired, listings, this.#now());
+    listings.clear();
+    if (!plan) return undefined;
+    if (plan.ops.length > 0) this.#onPlanned?.({ kind: 'full', servicePorts: desired.services.size, ops: plan.ops.length, planMs: performance.now() - t0 });
+    try {
+      return await this.#commit(plan, desired, 'full', 'adopt', rejected);
+    } catch {
+      return undefined;
+    }
+  }
+
+  async #commit(plan: SyncPlan, desired: Ruleset, kind: SyncReport['kind'], mode: SyncReport['mode'], rejected: RejectedServicePort[]): Promise<SyncReport> {
     const report = (state: SyncState): SyncReport => {
       const due = staleDeletionDueAt(state, this.#staleDelay);
       let endpointChains = 0;
