@@ -272,6 +272,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
       const fields = {
         reason: result.reason,
         kind: r?.kind ?? result.request.kind,
+        ...(r?.mode ? { mode: r.mode } : {}),
         ops: r?.ops,
         servicePorts: r?.servicePorts,
         endpointChains: r?.endpointChains,

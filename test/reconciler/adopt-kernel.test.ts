@@ -11,6 +11,7 @@ import type { ServicePort } from '../../src/model/service-port.ts';
 import { ENDPOINT_SHAPES } from '../../src/reconciler/config.ts';
 import { Reconciler } from '../../src/reconciler/reconciler.ts';
 import { createNetns, type NetNs } from '../helpers/netns.ts';
+import { ourTables as tables } from '../helpers/our-tables.ts';
 import { config, V4, V6 } from './fixtures.ts';
 import { GOLDENS } from './goldens.ts';
 
@@ -21,23 +22,6 @@ const namespaces: NetNs[] = [];
 afterEach(() => {
   for (const ns of namespaces.splice(0)) ns.destroy();
 });
-
-/** Our tables as `nft -j` lists them, with handles and hash-iteration order taken out. */
-function tables(ns: NetNs): Record<string, unknown> {
-  const out: Record<string, { chains: Record<string, unknown[]>; sets: Record<string, unknown>; table?: unknown }> = {};
-  for (const o of ns.nftJson().nftables) {
-    const [kind, v] = Object.entries(o)[0] as [string, any];
-    if ((kind === 'table' ? v.name : v.table) !== TABLE) continue;
-    const t = (out[v.family] ??= { chains: {}, sets: {} });
-    const { handle, ...rest } = v;
-    void handle;
-    if (kind === 'table') t.table = rest;
-    else if (kind === 'chain') t.chains[v.name] ??= [];
-    else if (kind === 'rule') (t.chains[v.chain] ??= []).push(rest.expr);
-    else if (kind === 'set' || kind === 'map') t.sets[v.name] = { ...rest, elem: Array.isArray(rest.elem) ? rest.elem.map((e: unknown) => JSON.stringify(e)).sort() : rest.elem };
-  }
-  return out;
-}
 
 function ruleHandles(ns: NetNs, family: string, chain: string): number[] {
   return ns.nftJson().nftables.filter((o) => o.rule && o.rule.family === family && o.rule.chain === chain).map((o) => o.rule.handle as number);
@@ -86,7 +70,7 @@ describe.each(ENDPOINT_SHAPES)('adopting our tables at start-up (endpoint shape 
     expect(repaired.followUpMs).toBeGreaterThan(0);
     now += 5_000;
     await r.sync({ kind: 'incremental' });
-    const after = tables(ns) as Record<string, { sets: Record<string, { elem?: string[] }> }>;
+    const after = tables(ns);
     expect(after.ip!.sets[affinity.name]!.elem!.join()).toContain('192.0.2.99');
     delete after.ip!.sets[affinity.name]!.elem;
     expect(after).toEqual(fresh);
