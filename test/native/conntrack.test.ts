@@ -111,6 +111,19 @@ describe('conntrackClean', () => {
     }
   });
 
+  it('cleans SCTP entries for an SCTP target and leaves UDP ones on the same frontend', async () => {
+    const ns = netns();
+    await addon.conntrackCreate(
+      4,
+      [entry(SCTP, '192.0.2.10', 40_000, '10.96.0.10', 9, '10.244.0.11'), entry(SCTP, '192.0.2.10', 40_001, '10.96.0.10', 9, '10.244.0.12'), entry(UDP, '192.0.2.10', 40_002, '10.96.0.10', 9, '10.244.0.12')],
+      8,
+      { netns: ns.path },
+    );
+    const r = await addon.conntrackClean({ family: 4, full: false, batchSize: 8, targets: [{ protocol: SCTP, address: '10.96.0.10', port: 9, keep: ['10.244.0.11'] }] }, { netns: ns.path });
+    expect(r).toMatchObject({ scanned: 2, deleted: 1, failed: 0 });
+    expect(table(ns, 'ipv4')).toEqual(['sctp 192.0.2.10->10.96.0.10:9 reply-from 10.244.0.11', 'udp 192.0.2.10->10.96.0.10:9 reply-from 10.244.0.12']);
+  });
+
   it('refuses malformed requests on the JS thread', async () => {
     const base = { family: 4 as const, full: false, batchSize: 8, targets: [] };
     expect(() => addon.conntrackClean({ ...base, family: 5 as 4 })).toThrow(/family/);
