@@ -21,8 +21,8 @@ import type { TableListing } from '../nft/dataplane.ts';
 import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from '../nft/objects.ts';
 import { objectKey } from '../nft/objects.ts';
 import { emptyStats, type StaleChain, type SyncPlan } from './diff.ts';
-import { rulesetListings } from './listing.ts';
-import type { Ruleset } from './ruleset.ts';
+import type { Fragment } from './fragment.ts';
+import { forEachElement, type Ruleset } from './ruleset.ts';
 
 /** JSON with object keys sorted and undefined members dropped: equal content, equal text. */
 export function canonical(v: unknown): string {
@@ -53,8 +53,15 @@ function elementKey(e: Element): string {
   return `${e.set}\0${e.key.join('\0')}`;
 }
 
+function valueText(v: Element['value']): string {
+  if (v === undefined) return '';
+  if (typeof v === 'string') return `s${v}`;
+  if (Array.isArray(v)) return `a${v.join('\0')}`;
+  return `v${v.verdict}\0${'chain' in v ? v.chain : ''}`;
+}
+
 function elementContent(e: Element): string {
-  return canonical({ value: e.value, timeout: e.timeout, comment: e.comment });
+  return `${valueText(e.value)}\u0001${e.timeout ?? ''}\u0001${e.comment ?? ''}`;
 }
 
 class AdoptionPhases {
@@ -99,8 +106,34 @@ function rulesByChain(rules: readonly Rule[]): Map<string, Rule[]> {
 
 function sameRuleList(a: readonly Rule[], b: readonly Rule[]): boolean {
   if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (ruleContent(a[i]!) !== ruleContent(b[i]!)) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x.comment !== y.comment) return false;
+    // Usually the same key order too: the cheap comparison first, the canonical one only when it says no.
+    if (JSON.stringify(x.exprs) !== JSON.stringify(y.exprs) && ruleContent(x) !== ruleContent(y)) return false;
+  }
   return true;
+}
+
+/** The desired ruleset's objects by table family, unsorted (rulesetListings sorts, which adoption does not need). */
+function wantedTables(r: Ruleset): Map<Family, TableListing> {
+  const out = new Map<Family, TableListing>();
+  for (const table of r.tables) out.set(table.family, { table, chains: [], rules: [], sets: [], elements: [], flowtables: [] });
+  const frags: Fragment[] = [...r.skeletons.values()];
+  for (const s of r.services.values()) frags.push(s.fragment);
+  for (const f of frags) {
+    for (const c of f.chains) {
+      const t = out.get(c.chain.family);
+      if (!t) continue;
+      t.chains.push(c.chain);
+      for (const rule of c.rules) t.rules.push(rule);
+    }
+    for (const s of f.sets) out.get(s.family)?.sets.push(s);
+    for (const ft of f.flowtables) out.get(ft.family)?.flowtables.push(ft);
+  }
+  forEachElement(r, (e) => out.get(e.family)?.elements.push(e));
+  return out;
 }
 
 /** Adds, to `p`, what turns `have` into `want` (one table); false when that cannot be done in place. */
@@ -192,7 +225,7 @@ export function planAdoption(desired: Ruleset, kernel: ReadonlyMap<Family, Table
   const stats = emptyStats();
   const stale = new Map<string, StaleChain>();
   const wanted = new Set<Family>();
-  for (const want of rulesetListings(desired)) {
+  for (const want of wantedTables(desired).values()) {
     wanted.add(want.table.family);
     const have = kernel.get(want.table.family);
     if (!have) {
