@@ -273,6 +273,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
         reason: result.reason,
         kind: r?.kind ?? result.request.kind,
         ...(r?.mode ? { mode: r.mode } : {}),
+        ...(r?.adoptionRefused ? { adoptionRefused: r.adoptionRefused } : {}),
         ops: r?.ops,
         servicePorts: r?.servicePorts,
         endpointChains: r?.endpointChains,

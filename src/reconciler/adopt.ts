@@ -11,8 +11,8 @@
 // - objects that should not be there are removed: sets and flowtables at once,
 //   chains flushed now and deleted by a later sync (diff.ts says why);
 // - a set, map, base chain or flowtable whose definition differs cannot be
-//   changed in place: the listing is then not adopted (undefined), and the
-//   caller replaces the tables atomically, as it would without one.
+//   changed in place: the listing is then not adopted (the answer says why),
+//   and the caller replaces the tables atomically, as it would without one.
 //
 // The kernel ends up holding exactly what a fresh replace leaves, dynamic
 // elements aside (tested against both the fake and the real kernel).
@@ -62,6 +62,11 @@ function valueText(v: Element['value']): string {
 
 function elementContent(e: Element): string {
   return `${valueText(e.value)}\u0001${e.timeout ?? ''}\u0001${e.comment ?? ''}`;
+}
+
+/** Why a listing cannot be adopted. */
+export interface AdoptionRefused {
+  refused: string;
 }
 
 class AdoptionPhases {
@@ -136,8 +141,8 @@ function wantedTables(r: Ruleset): Map<Family, TableListing> {
   return out;
 }
 
-/** Adds, to `p`, what turns `have` into `want` (one table); false when that cannot be done in place. */
-function adoptTable(want: TableListing, have: TableListing, p: AdoptionPhases, stale: Map<string, StaleChain>, now: number, stats: ReturnType<typeof emptyStats>): boolean {
+/** Adds, to `p`, what turns `have` into `want` (one table); why not, when that cannot be done in place. */
+function adoptTable(want: TableListing, have: TableListing, p: AdoptionPhases, stale: Map<string, StaleChain>, now: number, stats: ReturnType<typeof emptyStats>): string | undefined {
   const containers = new Map<string, NftSet | NftMap>(have.sets.map((s) => [s.name, s]));
   const dynamic = new Set<string>();
   for (const s of want.sets) {
@@ -148,7 +153,7 @@ function adoptTable(want: TableListing, have: TableListing, p: AdoptionPhases, s
       p.addSets.push({ verb: 'add', object: s });
       stats.setsAdded++;
     } else if (containerDef(old) !== containerDef(s)) {
-      return false;
+      return `${s.kind} ${s.family} ${s.name} is defined differently`;
     }
   }
   for (const old of containers.values()) {
@@ -161,7 +166,7 @@ function adoptTable(want: TableListing, have: TableListing, p: AdoptionPhases, s
     const old = flowtables.get(f.name);
     flowtables.delete(f.name);
     if (!old) p.addFlowtables.push({ verb: 'add', object: f });
-    else if (canonical({ ...old, devices: [...old.devices].sort() }) !== canonical({ ...f, devices: [...f.devices].sort() })) return false;
+    else if (canonical({ ...old, devices: [...old.devices].sort() }) !== canonical({ ...f, devices: [...f.devices].sort() })) return `flowtable ${f.family} ${f.name} is defined differently`;
   }
   for (const old of flowtables.values()) p.deleteFlowtables.push({ verb: 'delete', object: old });
 
@@ -172,7 +177,7 @@ function adoptTable(want: TableListing, have: TableListing, p: AdoptionPhases, s
     const old = haveChains.get(c.name);
     haveChains.delete(c.name);
     const rules = wantRules.get(c.name) ?? [];
-    if (old && chainDef(old) !== chainDef(c)) return false;
+    if (old && chainDef(old) !== chainDef(c)) return `chain ${c.family} ${c.name} is defined differently`;
     if (old && sameRuleList(haveRules.get(c.name) ?? [], rules)) continue;
     if (!old) {
       p.addChains.push({ verb: 'add', object: c });
@@ -185,7 +190,7 @@ function adoptTable(want: TableListing, have: TableListing, p: AdoptionPhases, s
     stats.rulesAdded += rules.length;
   }
   for (const old of haveChains.values()) {
-    if (old.base) return false;
+    if (old.base) return `base chain ${old.family} ${old.name} is not one of ours`;
     p.flushChains.push({ verb: 'flush', object: old });
     stats.chainsFlushedStale++;
     stale.set(objectKey(old), { chain: old, since: now });
@@ -212,15 +217,15 @@ function adoptTable(want: TableListing, have: TableListing, p: AdoptionPhases, s
     p.deleteElements.push({ verb: 'delete', object: old });
     stats.elementsDeleted++;
   }
-  return true;
+  return undefined;
 }
 
 /**
  * The transaction that turns the listed tables (`kernel`, by family; each one
  * ours and of the current format, which the caller checked) into `desired`;
- * undefined when some object cannot be changed in place (replace instead).
+ * or why not when some object cannot be changed in place (replace instead).
  */
-export function planAdoption(desired: Ruleset, kernel: ReadonlyMap<Family, TableListing>, now: number): SyncPlan | undefined {
+export function planAdoption(desired: Ruleset, kernel: ReadonlyMap<Family, TableListing>, now: number): SyncPlan | AdoptionRefused {
   const p = new AdoptionPhases();
   const stats = emptyStats();
   const stale = new Map<string, StaleChain>();
@@ -232,7 +237,8 @@ export function planAdoption(desired: Ruleset, kernel: ReadonlyMap<Family, Table
       p.addTables.push({ verb: 'add', object: want.table });
     }
     const empty: TableListing = { table: want.table, chains: [], rules: [], sets: [], elements: [], flowtables: [] };
-    if (!adoptTable(want, have ?? empty, p, stale, now, stats)) return undefined;
+    const refused = adoptTable(want, have ?? empty, p, stale, now, stats);
+    if (refused !== undefined) return { refused };
   }
   for (const [family, have] of kernel) {
     if (wanted.has(family)) continue;

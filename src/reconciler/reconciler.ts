@@ -46,6 +46,8 @@ export interface SyncReport {
   rejected: RejectedServicePort[];
   /** ServicePorts set aside, this sync's and earlier ones'. */
   setAside: number;
+  /** A first sync that could have adopted the kernel's tables but replaced them: why. */
+  adoptionRefused?: string;
 }
 
 /** A ServicePort whose operations the kernel refused. */
@@ -194,6 +196,7 @@ export class Reconciler {
 
   async sync(request: SyncRequest): Promise<SyncReport> {
     const rejected: RejectedServicePort[] = [];
+    let adoptionRefused: string | undefined;
     if (request.kind === 'full') this.#setAside.clear();
     const t0 = performance.now();
     const ports = this.#servicePorts();
@@ -201,13 +204,15 @@ export class Reconciler {
       // Once: a failed adoption, or a later recovery, replaces.
       this.#adopt = false;
       const adopted = await this.#tryAdopt(ports, t0, rejected);
-      if (adopted) return adopted;
+      if (typeof adopted !== 'string') return adopted;
+      adoptionRefused = adopted;
     }
     for (let pass = 0; ; pass++) {
       const { plan, desired, kind, mode } = this.plan(request, ports);
       if (plan.ops.length > 0) this.#onPlanned?.({ kind, servicePorts: desired.services.size, ops: plan.ops.length, planMs: performance.now() - t0 });
       try {
-        return await this.#commit(plan, desired, kind, mode, rejected);
+        const report = await this.#commit(plan, desired, kind, mode, rejected);
+        return adoptionRefused === undefined ? report : { ...report, adoptionRefused };
       } catch (e) {
         const cause = e instanceof SyncError ? e.cause : e;
         if (pass + 1 < MAX_SET_ASIDE_PASSES && this.#setAsideRefused(cause, plan, desired, ports, rejected)) continue;
@@ -218,33 +223,34 @@ export class Reconciler {
 
   /**
    * Reads our tables back and commits only the difference to the desired
-   * ruleset; undefined when there is nothing to adopt or it cannot be adopted
+   * ruleset; why not when there is nothing to adopt or it cannot be adopted
    * (then the caller replaces: never worse than without adoption).
    */
-  async #tryAdopt(ports: readonly ServicePort[], t0: number, rejected: RejectedServicePort[]): Promise<SyncReport | undefined> {
+  async #tryAdopt(ports: readonly ServicePort[], t0: number, rejected: RejectedServicePort[]): Promise<SyncReport | string> {
     const listings = new Map<Family, TableListing>();
     try {
       for (const family of ['ip', 'ip6'] as const) {
         const listing = await this.#dataplane.list(family, this.#config.tableName);
         if (!listing) continue;
         const owner = tableOwnership(listing.table);
-        if (owner.kind !== 'ours' || owner.version !== TABLE_FORMAT_VERSION) return undefined;
+        if (owner.kind !== 'ours') return `table ${family} ${listing.table.name} is not ours`;
+        if (owner.version !== TABLE_FORMAT_VERSION) return `table ${family} ${listing.table.name} has table format ${owner.version}, not ${TABLE_FORMAT_VERSION}`;
         listings.set(family, listing);
       }
-    } catch {
-      return undefined;
+    } catch (e) {
+      return `reading the tables back failed: ${(e as Error)?.message ?? String(e)}`;
     }
-    if (listings.size === 0) return undefined;
+    if (listings.size === 0) return 'no table to adopt';
     const desired = renderRuleset(this.#programmable(ports), this.#config, this.#lastRendered);
     this.#lastRendered = desired;
     const plan = planAdoption(desired, listings, this.#now());
     listings.clear();
-    if (!plan) return undefined;
+    if ('refused' in plan) return plan.refused;
     if (plan.ops.length > 0) this.#onPlanned?.({ kind: 'full', servicePorts: desired.services.size, ops: plan.ops.length, planMs: performance.now() - t0 });
     try {
       return await this.#commit(plan, desired, 'full', 'adopt', rejected);
-    } catch {
-      return undefined;
+    } catch (e) {
+      return `the kernel refused the adoption: ${((e as SyncError).cause as Error)?.message ?? String(e)}`;
     }
   }
 

@@ -88,6 +88,7 @@ describe.each(ENDPOINT_SHAPES)('adopting our tables at start-up (endpoint shape 
     }
     const r = await reconciler(ns, true).sync({ kind: 'full', mode: 'replace' });
     expect(r.mode).toBe('replace');
+    expect(r.adoptionRefused).toBe('table ip kube-nft-proxy has table format 0, not 1');
     expect(tables(ns)).toEqual(fresh);
   });
 });
