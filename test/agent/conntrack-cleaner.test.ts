@@ -4,7 +4,7 @@
 // is tested in test/native/conntrack.test.ts and end to end in test/e2e/conntrack.test.ts.
 
 import { describe, expect, it } from 'vitest';
-import { ConntrackCleaner } from '../../src/agent/conntrack-cleaner.ts';
+import { ConntrackCleaner, FILTERED_DUMPS_MAX } from '../../src/agent/conntrack-cleaner.ts';
 import type { NativeConntrackCleanRequest, NativeConntrackCleanResult } from '../../src/native/conntrack-types.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { ProxyMetrics } from '../../src/observability/metrics.ts';
@@ -49,6 +49,21 @@ describe('ConntrackCleaner', () => {
     expect(await metric(metrics, 'kube_nft_proxy_conntrack_entries_deleted_total', 'changed')).toBe(4);
     expect(await metric(metrics, 'kube_nft_proxy_conntrack_entries_deleted_total', 'full')).toBe(2);
     expect(c.reports.map((x) => x.kind)).toEqual(['changed', 'full']);
+  });
+
+  it('asks for one whole-table dump instead of a filtered dump each when many ports changed at once', async () => {
+    const r = recorder(async () => OK);
+    const c = new ConntrackCleaner({ native: r.native, logger: createLogger('silent'), metrics: new ProxyMetrics() });
+    c.changed(Array.from({ length: FILTERED_DUMPS_MAX }, (_, i) => udp(`s${i}`, `10.96.1.${i + 1}`)));
+    await c.idle();
+    c.changed(Array.from({ length: FILTERED_DUMPS_MAX + 1 }, (_, i) => udp(`s${i}`, `10.96.2.${i + 1}`)));
+    await c.idle();
+    expect(r.calls.map((x) => [x.request.full, x.request.targets.length])).toEqual([
+      [false, FILTERED_DUMPS_MAX],
+      [true, FILTERED_DUMPS_MAX + 1],
+    ]);
+    // Counted as what it was asked for: a cleanup of changed ports.
+    expect(c.reports.map((x) => x.kind)).toEqual(['changed', 'changed']);
   });
 
   it('asks for nothing when no changed port is UDP or SCTP with a serving endpoint', async () => {
