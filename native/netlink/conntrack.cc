@@ -173,7 +173,9 @@ void NoteError(CleanResult* r, const std::string& what, int errnum) {
 }
 
 // One dump (filtered by `target` when given); stale entries are appended to doomed.
-void Dump(NetlinkSocket& sock, uint8_t family, const Target* target, const Matcher& matcher,
+// Returns 0 or the errno the dump failed with (noted in result unless the
+// filter itself was refused: the caller then dumps unfiltered).
+int Dump(NetlinkSocket& sock, uint8_t family, const Target* target, const Matcher& matcher,
           std::unordered_set<uint32_t>& seenIds, std::vector<Doomed>& doomed, CleanResult* result) {
   std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
   nlmsghdr* nlh = PutHeader(buf.data(), IPCTNL_MSG_CT_GET, NLM_F_DUMP, sock.NextSeq(), family);
@@ -223,7 +225,9 @@ void Dump(NetlinkSocket& sock, uint8_t family, const Target* target, const Match
         doomed.push_back(std::move(d));
       },
       &interrupted, &error);
-  if (rc != 0) NoteError(result, "conntrack dump: " + error, rc);
+  bool filterRefused = target != nullptr && (rc == EOPNOTSUPP || rc == EINVAL);
+  if (rc != 0 && !filterRefused) NoteError(result, "conntrack dump: " + error, rc);
+  return rc;
 }
 
 // Sends the `count` requests laid out in buf (sequence numbers first..first+count-1)
@@ -308,7 +312,14 @@ void Clean(const std::string& netnsPath, const CleanRequest& request, CleanResul
   if (request.full) {
     if (!request.targets.empty()) Dump(sock, request.family, nullptr, matcher, seenIds, doomed, result);
   } else {
-    for (const Target& t : request.targets) Dump(sock, request.family, &t, matcher, seenIds, doomed, result);
+    for (const Target& t : request.targets) {
+      int rc = Dump(sock, request.family, &t, matcher, seenIds, doomed, result);
+      if (rc == EOPNOTSUPP || rc == EINVAL) {
+        // A kernel that refuses the dump filter: one unfiltered dump serves every target.
+        Dump(sock, request.family, nullptr, matcher, seenIds, doomed, result);
+        break;
+      }
+    }
   }
   result->dumpMs = MsSince(t0);
   auto t1 = std::chrono::steady_clock::now();

@@ -11,9 +11,10 @@
 //
 // Dumps: in targeted mode one dump per target, filtered by the kernel on the
 // original tuple (CTA_FILTER, Linux 5.9+; an older kernel that ignores the
-// filter answers with every entry, which the match below then narrows: the
-// result is the same, only slower). In full mode one unfiltered dump of the
-// family. Every entry a dump returns is matched here again either way.
+// filter answers with every entry, which the match below then narrows, and
+// one that refuses it gets one unfiltered dump for all targets: the result is
+// the same, only slower). In full mode one unfiltered dump of the family.
+// Every entry a dump returns is matched here again either way.
 #pragma once
 
 #include <array>
