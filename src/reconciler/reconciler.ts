@@ -229,8 +229,11 @@ export class Reconciler {
   async #tryAdopt(ports: readonly ServicePort[], t0: number, rejected: RejectedServicePort[]): Promise<SyncReport | string> {
     const listings = new Map<Family, TableListing>();
     try {
-      for (const family of ['ip', 'ip6'] as const) {
-        const listing = await this.#dataplane.list(family, this.#config.tableName);
+      const families = ['ip', 'ip6'] as const;
+      // Both at once: the kernel's dumps run on worker threads side by side.
+      const listed = await Promise.all(families.map((f) => this.#dataplane.list(f, this.#config.tableName)));
+      for (const [i, family] of families.entries()) {
+        const listing = listed[i];
         if (!listing) continue;
         const owner = tableOwnership(listing.table);
         if (owner.kind !== 'ours') return `table ${family} ${listing.table.name} is not ours`;
