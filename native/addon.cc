@@ -16,7 +16,9 @@
 #include "libnftnl-glue/commit.h"
 #include "libnftnl-glue/list.h"
 #include "libnftnl-glue/message-builder.h"
+#include "conntrack-napi.h"
 #include "link-monitor.h"
+#include "table-napi.h"
 
 namespace {
 
@@ -288,6 +290,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("trimMemory", Napi::Function::New(env, TrimMemory, "trimMemory"));
   exports.Set("elementsPerMessage", Napi::Number::New(env, knp::kElementsPerMessage));
   InitLinkMonitor(env, exports);
+  InitConntrack(env, exports);
+  InitTableInfo(env, exports);
   return exports;
 }
 

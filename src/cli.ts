@@ -6,21 +6,24 @@ import { join } from 'node:path';
 import { netnsPath, startAgent } from './agent/agent.ts';
 import { dryRun } from './agent/dry-run.ts';
 import type { AgentOptions } from './agent/options.ts';
+import { removeOurTables } from './agent/table-ownership.ts';
 import { applyOomScoreAdj, applySysctls, conntrackSysctls, growConntrackHashsize } from './agent/node-settings.ts';
 import { watchConfigFile } from './cli/config-watch.ts';
 import { FlagError, parseCommandLine, type RunCommand, USAGE } from './cli/flags.ts';
 import { formatConfigFile } from './config/config-file.ts';
 import { FeatureGateError } from './config/feature-gates.ts';
+import { loadNative } from './native/addon.ts';
 import { NetlinkDataplane } from './nft/netlink/netlink-dataplane.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
 import { packageRoot } from './package-root.ts';
+import { ForeignTableError } from './reconciler/ownership.ts';
 
 async function cleanup(options: AgentOptions, logger: Logger): Promise<void> {
   const dataplane = new NetlinkDataplane({ netns: netnsPath(options.netns) });
-  // destroy: absent tables are fine, so cleanup is idempotent.
-  const tx = dataplane.begin().destroy({ kind: 'table', family: 'ip', name: options.table }).destroy({ kind: 'table', family: 'ip6', name: options.table });
-  await dataplane.commit(tx);
-  logger.info({ table: options.table }, 'removed our nftables tables');
+  // Only tables bearing our mark; absent ones are fine, so cleanup is idempotent.
+  const { removed, foreign } = await removeOurTables(dataplane, options.table);
+  for (const f of foreign) logger.warn({ table: options.table, family: f.family, comment: f.comment }, 'left a table of this name alone: it was not created by kube-nft-proxy');
+  logger.info({ table: options.table, families: removed }, 'removed our nftables tables');
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -79,10 +82,19 @@ async function main(argv: string[]): Promise<number> {
     process.once('SIGTERM', () => resolve(0));
     process.once('SIGINT', () => resolve(0));
   });
-  const started = startAgent(options, { logger, dataplane: new NetlinkDataplane({ netns: netnsPath(options.netns) }) });
-  const early = await Promise.race([started.then(() => undefined), configChanged]);
-  if (early !== undefined) return early;
-  const agent = await started;
+  const addon = loadNative();
+  const started = startAgent(options, { logger, dataplane: new NetlinkDataplane({ netns: netnsPath(options.netns), addon }), conntrack: addon });
+  let agent;
+  try {
+    const early = await Promise.race([started.then(() => undefined), configChanged]);
+    if (early !== undefined) return early;
+    agent = await started;
+  } catch (e) {
+    if (!(e instanceof ForeignTableError)) throw e;
+    logger.error({ err: e, table: e.table, family: e.family }, 'refusing to start');
+    process.stderr.write(`kube-nft-proxy: ${e.message}\n`);
+    return 2;
+  }
   const code = await Promise.race([stopped, configChanged]);
   await agent.stop();
   return code;

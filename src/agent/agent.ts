@@ -12,18 +12,22 @@ import type { FlowtableDeviceFilter } from '../links/flowtable-devices.ts';
 import { LinkMonitor } from '../links/link-monitor.ts';
 import { ServiceChangeTracker } from '../model/change-tracker.ts';
 import type { ServicePort } from '../model/service-port.ts';
+import type { NativeConntrack } from '../native/conntrack-types.ts';
 import { probeFlowtables } from '../nft/capabilities.ts';
 import type { Dataplane } from '../nft/dataplane.ts';
 import { HealthState } from '../observability/health.ts';
 import type { ObservabilityServer } from '../observability/http-server.ts';
 import type { Logger } from '../observability/logger.ts';
 import { ProxyMetrics } from '../observability/metrics.ts';
+import { TABLE_FORMAT_VERSION } from '../reconciler/ownership.ts';
 import { Reconciler, type RejectedServicePort } from '../reconciler/reconciler.ts';
 import { syncRunner, type SyncResult } from '../reconciler/sync-runner.ts';
 import { createClusterStreams, type ClusterStreams, type ClusterStreamsOptions } from '../streams/cluster-streams.ts';
 import { DEFAULT_DEVICE_MAX_WAIT_MS, DEFAULT_DEVICE_SETTLE_MS, followFlowtableDevices } from './flowtable-device-follower.ts';
 import { LARGE_SYNC_OPS, MemoryReleaser, releaseMemory } from './memory-release.ts';
 import { ChangeMetrics } from './change-metrics.ts';
+import { ConntrackCleaner } from './conntrack-cleaner.ts';
+import { assertTablesOurs } from './table-ownership.ts';
 import { countingDataplane } from './counting-dataplane.ts';
 import type { EventRecorder } from './event-recorder.ts';
 import type { HealthCheckServers } from './health-check-servers.ts';
@@ -48,6 +52,8 @@ export interface AgentDeps {
   serveHttp?: boolean;
   /** Runs after the first and every large sync, and once quiet after small ones have grown the RSS (default: a full V8 collection, then the dataplane's releaseMemory). */
   releaseMemory?: () => void;
+  /** The addon's conntrack functions: UDP/SCTP conntrack cleanup after syncs (absent: none, e.g. over the fake kernel). */
+  conntrack?: Pick<NativeConntrack, 'conntrackClean'>;
 }
 
 export interface Agent {
@@ -71,6 +77,8 @@ export interface Agent {
   readonly healthChecks: HealthCheckServers | undefined;
   /** Kubernetes Events: recordServiceWarning(service, reason, message) for a Warning on a Service. */
   readonly events: EventRecorder;
+  /** The conntrack cleanup, when deps.conntrack was given. */
+  readonly conntrack: ConntrackCleaner | undefined;
   /** Stops watching and syncing; the programmed rules stay in place. */
   stop(): Promise<void>;
 }
@@ -162,6 +170,9 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   const refused$ = new Subject<RejectedServicePort>();
 
   logger.info({ nodeName, table: options.table, featureGates: gates, netns: options.netns }, 'starting kube-nft-proxy');
+  // Before anything is programmed: a table of our name that is not ours is never replaced (ForeignTableError).
+  const owners = await assertTablesOurs(dataplane, options.table);
+  const adoptable = [...owners.values()].some((o) => o.kind === 'ours' && o.version === TABLE_FORMAT_VERSION);
   const offload = await decideOffload(options, gates, dataplane, logger);
   metrics.offloadEnabled.set(offload.wanted && offload.supported ? 1 : 0);
 
@@ -190,14 +201,24 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
 
   const changeMetrics = new ChangeMetrics(metrics, startedAt);
   let lastPorts: ServicePort[] = [];
+  // Ports changed since the last successful sync, by id (undefined: removed): their conntrack cleanup follows that sync.
+  let pendingPorts = new Map<string, ServicePort | undefined>();
+  let inFlightPorts = new Map<string, ServicePort | undefined>();
+  const conntrack = deps.conntrack
+    ? new ConntrackCleaner({ native: deps.conntrack, logger, metrics, ...(options.netns !== undefined ? { netns: netnsPath(options.netns) } : {}) })
+    : undefined;
   const reconciler = new Reconciler({
     dataplane: countingDataplane(dataplane, (verb, kind, n) => metrics.nftablesOperations.inc({ verb, kind }, n)),
     config: configNow(),
+    adopt: adoptable,
     now: () => (deps.scheduler ?? { now: Date.now }).now(),
     servicePorts: () => {
       const drained = tracker.drain();
       for (const w of drained.warnings) logger.warn({ warning: w }, 'service model warning');
       changeMetrics.drained();
+      for (const c of drained.changes) pendingPorts.set(c.id, c.kind === 'removed' ? undefined : c.current);
+      inFlightPorts = pendingPorts;
+      pendingPorts = new Map();
       lastPorts = [...tracker.servicePorts()];
       return { ports: lastPorts, changed: drained.changed };
     },
@@ -305,6 +326,8 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
       const fields = {
         reason: result.reason,
         kind: r?.kind ?? result.request.kind,
+        ...(r?.mode ? { mode: r.mode } : {}),
+        ...(r?.adoptionRefused ? { adoptionRefused: r.adoptionRefused } : {}),
         ops: r?.ops,
         servicePorts: r?.servicePorts,
         endpointChains: r?.endpointChains,
@@ -333,10 +356,17 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
         metrics.recordSync(r?.kind === 'full' ? 'full' : 'partial', result.durationMs / 1000, now / 1000);
         changeMetrics.landed(now);
         operator.synced(lastPorts);
+        // After the commit, never before: new packets of a deleted entry's flow must meet the new rules.
+        if (r?.kind === 'full') conntrack?.full(lastPorts);
+        else conntrack?.changed([...inFlightPorts.values()].filter((sp) => sp !== undefined));
+        inFlightPorts = new Map();
         for (const p of r?.problems ?? []) logger.warn({ problem: p }, 'service port left out of the ruleset');
         logger.info({ ...fields, ...(r?.setAside ? { servicePortsSetAside: r.setAside } : {}) }, 'synced nftables rules');
       } else {
-        // In flight triggers stay: the retry carries the same changes.
+        // In flight triggers stay: the retry carries the same changes; so do the ports to clean.
+        for (const [id, sp] of pendingPorts) inFlightPorts.set(id, sp);
+        pendingPorts = inFlightPorts;
+        inFlightPorts = new Map();
         metrics.syncFailures.inc();
         // kube-proxy deletes stale chains in a transaction of their own; ours ride in the sync that failed.
         if ((r?.stats.chainsDeleted ?? 0) > 0) metrics.cleanupFailures.inc();
@@ -360,6 +390,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
     servers,
     healthChecks: operator.healthChecks,
     events: operator.events,
+    conntrack,
     async stop() {
       subs.unsubscribe();
       releaser.stop();
@@ -367,6 +398,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
       syncs$.complete();
       refused$.complete();
       await operator.close();
+      await conntrack?.idle();
       if (!deps.streams) await streams.stop();
       logger.info('stopped; the programmed rules stay in place');
     },

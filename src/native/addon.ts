@@ -4,6 +4,7 @@
 // (e.g. the ASan build). A load failure becomes one actionable error.
 
 import { createRequire } from 'node:module';
+import type { NativeConntrack } from './conntrack-types.ts';
 import type { NativeLinkMonitorConstructor } from './link-monitor-types.ts';
 import { packageRoot } from '../package-root.ts';
 
@@ -74,7 +75,7 @@ export interface NativeOptions {
   netns?: string;
 }
 
-export interface NativeAddon {
+export interface NativeAddon extends NativeConntrack {
   /**
    * Sends one encoded batch (src/nft/netlink/encode.ts) as one transaction.
    * Wrong argument types throw. The batch is copied before commit returns:
@@ -93,6 +94,8 @@ export interface NativeAddon {
   check(batch: Uint8Array): NativeCheckResult;
   /** The listing buffer of one table (src/nft/netlink/decode-listing.ts), or null when it does not exist. */
   list(family: number, table: string, options?: NativeOptions): Promise<Uint8Array | null>;
+  /** One table's userdata (empty when it has none), or null when the table does not exist: reads the table, not its contents. */
+  tableUserdata(family: number, table: string, options?: NativeOptions): Promise<Uint8Array | null>;
   /** The ruleset generation id. */
   generation(options?: NativeOptions): Promise<number>;
   /**

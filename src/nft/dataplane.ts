@@ -63,6 +63,8 @@ export interface Dataplane {
   commit(tx: Transaction): Promise<void>;
   /** Reads one table back; undefined when it does not exist. */
   list(family: Family, table: string): Promise<TableListing | undefined>;
+  /** Reads one table's own attributes only (not its contents); undefined when it does not exist. Where absent, list() serves. */
+  table?(family: Family, table: string): Promise<Table | undefined>;
   /** Gives native memory the process no longer uses back to the OS; where there is any (the netlink addon's). */
   releaseMemory?(): void;
 }

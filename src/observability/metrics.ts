@@ -162,6 +162,19 @@ export class ProxyMetrics {
     help: 'Interfaces in the offload flowtable',
     registers: [this.registry],
   });
+  // Conntrack cleanup (UDP/SCTP entries that no longer lead to a serving endpoint).
+  readonly conntrackEntriesDeleted = new Counter({
+    name: 'kube_nft_proxy_conntrack_entries_deleted_total',
+    help: 'Stale UDP/SCTP conntrack entries deleted, by kind of cleanup (changed: after a sync, for the Service ports it changed; full: the whole table at the full resync)',
+    labelNames: ['kind'],
+    registers: [this.registry],
+  });
+  readonly conntrackCleanupFailures = new Counter({
+    name: 'kube_nft_proxy_conntrack_cleanup_failures_total',
+    help: 'Conntrack cleanups that failed in part or whole (a dump or deletes refused); the rules are unaffected',
+    labelNames: ['kind'],
+    registers: [this.registry],
+  });
 
   /** Service ports with a Local policy whose traffic of that kind is dropped here (kube-proxy recounts them every sync). */
   recordNoLocalEndpoints(internal: number, external: number): void {

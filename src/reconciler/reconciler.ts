@@ -14,7 +14,8 @@
 // say nothing about the rules (out of memory, busy), which are retried whole.
 
 import type { ServicePort } from '../model/service-port.ts';
-import { type Dataplane, NftCommitError } from '../nft/dataplane.ts';
+import { type Dataplane, NftCommitError, type TableListing } from '../nft/dataplane.ts';
+import type { Family } from '../nft/objects.ts';
 import type { NftInvalidError } from '../nft/transaction.ts';
 import type { RulesetConfig } from './config.ts';
 import { validateRulesetConfig } from './config.ts';
@@ -22,14 +23,16 @@ import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, EMPTY_SYNC_STATE, staleDele
 import { type FullSyncMode, planFullSync } from './full-sync.ts';
 import { type Attempt, type Blame, commitIsolating, IsolationFailed, type Refusal } from './isolation.ts';
 import { OperationOwners } from './operation-owner.ts';
+import { planAdoption } from './adopt.ts';
+import { TABLE_FORMAT_VERSION, tableOwnership } from './ownership.ts';
 import { type RenderProblem, renderRuleset, type Ruleset } from './ruleset.ts';
 
 export type SyncRequest = { kind: 'incremental' } | { kind: 'full'; mode: FullSyncMode };
 
 export interface SyncReport {
-  /** What ran: a first sync is always a full replace, whatever was asked. */
+  /** What ran: a first sync is always a full one (replace, or adopt when allowed), whatever was asked. */
   kind: 'incremental' | 'full';
-  mode?: FullSyncMode;
+  mode?: FullSyncMode | 'adopt';
   /** Operations committed (0: nothing to do, no commit). */
   ops: number;
   stats: SyncStats;
@@ -45,6 +48,8 @@ export interface SyncReport {
   rejected: RejectedServicePort[];
   /** ServicePorts set aside, this sync's and earlier ones'. */
   setAside: number;
+  /** A first sync that could have adopted the kernel's tables but replaced them: why. */
+  adoptionRefused?: string;
 }
 
 /** A ServicePort set aside: its operations failed (see the top of this file). */
@@ -110,6 +115,12 @@ export interface ReconcilerOptions {
   staleChainDelayMs?: number;
   /** Each planned transaction, before it is committed: a large one takes seconds in the kernel. */
   onPlanned?: (planned: PlannedSync) => void;
+  /**
+   * The first sync may adopt the tables the kernel holds (src/reconciler/adopt.ts)
+   * instead of replacing them. The caller has checked that they are ours; the
+   * reconciler adopts only tables of the current format.
+   */
+  adopt?: boolean;
 }
 
 /** What a sync is about to commit. */
@@ -127,6 +138,7 @@ export class Reconciler {
   readonly #now: () => number;
   readonly #staleDelay: number;
   readonly #onPlanned: ((planned: PlannedSync) => void) | undefined;
+  #adopt: boolean;
   #config: RulesetConfig;
   #state: SyncState = EMPTY_SYNC_STATE;
   /** Last rendered ruleset, applied or not: its fragments are reused by the next render. */
@@ -146,6 +158,7 @@ export class Reconciler {
     this.#now = o.now;
     this.#staleDelay = o.staleChainDelayMs ?? DEFAULT_STALE_CHAIN_DELAY_MS;
     this.#onPlanned = o.onPlanned;
+    this.#adopt = o.adopt ?? false;
     this.#config = validateRulesetConfig(o.config);
   }
 
@@ -169,6 +182,17 @@ export class Reconciler {
     read: ModelRead = this.#servicePorts(),
     held: ReadonlySet<string> = NO_HELD,
   ): { plan: SyncPlan; desired: Ruleset; kind: SyncReport['kind']; mode?: FullSyncMode } {
+    const desired = this.#render(read, held);
+    if (request.kind === 'full' || this.#state.applied === undefined) {
+      const mode = request.kind === 'full' ? request.mode : 'replace';
+      return { plan: planFullSync(desired, mode, this.#state), desired, kind: 'full', mode };
+    }
+    const plan = diffRulesets(this.#state.applied, desired, { now: this.#now(), staleChainDelayMs: this.#staleDelay }, this.#state.staleChains);
+    return { plan, desired, kind: 'incremental' };
+  }
+
+  /** Renders the ports `read` names again (and those whose substitution changed); the others' renderings are kept. */
+  #render(read: ModelRead, held: ReadonlySet<string>): Ruleset {
     if (read.changed === 'all') this.#unrendered = 'all';
     else if (this.#unrendered !== 'all') for (const id of read.changed) this.#unrendered.add(id);
     const ports = this.#programmable(read.ports, held, this.#unrendered);
@@ -176,12 +200,7 @@ export class Reconciler {
     const desired = renderRuleset(ports, this.#config, this.#lastRendered ?? this.#state.applied, changed);
     this.#lastRendered = desired;
     this.#unrendered = new Set();
-    if (request.kind === 'full' || this.#state.applied === undefined) {
-      const mode = request.kind === 'full' ? request.mode : 'replace';
-      return { plan: planFullSync(desired, mode, this.#state), desired, kind: 'full', mode };
-    }
-    const plan = diffRulesets(this.#state.applied, desired, { now: this.#now(), staleChainDelayMs: this.#staleDelay }, this.#state.staleChains);
-    return { plan, desired, kind: 'incremental' };
+    return desired;
   }
 
   /**
@@ -234,6 +253,15 @@ export class Reconciler {
     const t0 = performance.now();
     const read = this.#servicePorts();
     const ports = read.ports;
+    let adoptionRefused: string | undefined;
+    if (this.#adopt && this.#state.applied === undefined && request.kind === 'full' && request.mode === 'replace') {
+      // Once: a failed adoption, or a later recovery, replaces.
+      this.#adopt = false;
+      const adopted = await this.#tryAdopt(read, t0, rejected);
+      if (typeof adopted !== 'string') return adopted;
+      adoptionRefused = adopted;
+    }
+    const refusedNote = adoptionRefused === undefined ? {} : { adoptionRefused };
     // By id, made only when something failed: most syncs never need it.
     let byId: Map<string, ServicePort> | undefined;
     const current = (): ReadonlyMap<string, ServicePort> => (byId ??= new Map(ports.map((sp) => [sp.id, sp])));
@@ -273,10 +301,44 @@ export class Reconciler {
       await commitIsolating({ attempt, setAside, maxAttempts: MAX_ATTEMPTS });
     } catch (e) {
       const l = last!;
-      throw new SyncError(this.#report(l.plan, l.desired, { kind: done?.kind ?? l.kind, ...(l.mode ? { mode: l.mode } : {}) }, ops || l.plan.ops.length, rejected), e);
+      const report = this.#report(l.plan, l.desired, { kind: done?.kind ?? l.kind, ...(l.mode ? { mode: l.mode } : {}) }, ops || l.plan.ops.length, rejected);
+      throw new SyncError({ ...report, ...refusedNote }, e);
     }
     const l = last!;
-    return this.#report(l.plan, l.desired, done ?? l, ops, rejected);
+    return { ...this.#report(l.plan, l.desired, done ?? l, ops, rejected), ...refusedNote };
+  }
+
+  /**
+   * Reads our tables back and commits only the difference to the desired
+   * ruleset; why not when there is nothing to adopt or it cannot be adopted
+   * (then the caller replaces: never worse than without adoption).
+   */
+  async #tryAdopt(read: ModelRead, t0: number, rejected: RejectedServicePort[]): Promise<SyncReport | string> {
+    const listings = new Map<Family, TableListing>();
+    try {
+      const families = ['ip', 'ip6'] as const;
+      // Both at once: the kernel's dumps run on worker threads side by side.
+      const listed = await Promise.all(families.map((f) => this.#dataplane.list(f, this.#config.tableName)));
+      for (const [i, family] of families.entries()) {
+        const listing = listed[i];
+        if (!listing) continue;
+        const owner = tableOwnership(listing.table);
+        if (owner.kind !== 'ours') return `table ${family} ${listing.table.name} is not ours`;
+        if (owner.version !== TABLE_FORMAT_VERSION) return `table ${family} ${listing.table.name} has table format ${owner.version}, not ${TABLE_FORMAT_VERSION}`;
+        listings.set(family, listing);
+      }
+    } catch (e) {
+      return `reading the tables back failed: ${(e as Error)?.message ?? String(e)}`;
+    }
+    if (listings.size === 0) return 'no table to adopt';
+    const desired = this.#render(read, NO_HELD);
+    const plan = planAdoption(desired, listings, this.#now());
+    listings.clear();
+    if ('refused' in plan) return plan.refused;
+    if (plan.ops.length > 0) this.#onPlanned?.({ kind: 'full', servicePorts: desired.services.size, ops: plan.ops.length, planMs: performance.now() - t0 });
+    const failed = await this.#commit(plan, desired, () => new Map());
+    if (failed && !failed.ok) return `the kernel refused the adoption: ${(failed.error as Error)?.message ?? String(failed.error)}`;
+    return this.#report(plan, desired, { kind: 'full', mode: 'adopt' }, plan.ops.length, rejected);
   }
 
   /** Checks and commits one plan; undefined when it landed (the state advanced), else the failed attempt with its blame. */
@@ -340,7 +402,7 @@ export class Reconciler {
     return transientOnly ? { kind: 'transient' } : { kind: 'unattributed', suspects };
   }
 
-  #report(plan: SyncPlan, desired: Ruleset, what: { kind: SyncReport['kind']; mode?: FullSyncMode }, ops: number, rejected: RejectedServicePort[]): SyncReport {
+  #report(plan: SyncPlan, desired: Ruleset, what: { kind: SyncReport['kind']; mode?: SyncReport['mode'] }, ops: number, rejected: RejectedServicePort[]): SyncReport {
     const due = staleDeletionDueAt(this.#state, this.#staleDelay);
     let endpointChains = 0;
     for (const s of desired.services.values()) endpointChains += s.endpointChains;

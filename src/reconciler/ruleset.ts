@@ -18,6 +18,7 @@ import { Claims, claimedIn, type ElementClaim, HairpinCounter, type HairpinCount
 import { claimKeysOf, type Fragment } from './fragment.ts';
 import type { OverlayMap } from './overlay-map.ts';
 import { type RenderContext, RenderedServicePort } from './rendered-service-port.ts';
+import { ownershipMark } from './ownership.ts';
 import { ServicePortRenderError } from './service-rules.ts';
 import { renderSkeleton } from './skeleton.ts';
 import { tableFamily } from './statements.ts';
@@ -72,7 +73,7 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
   const problems: RenderProblem[] = [];
   const tables: Table[] = [];
   for (const family of FAMILIES) {
-    if (config.families[family]) tables.push({ kind: 'table', family: tableFamily(family), name: config.tableName, comment: 'rules for kube-nft-proxy' });
+    if (config.families[family]) tables.push({ kind: 'table', family: tableFamily(family), name: config.tableName, comment: ownershipMark() });
   }
 
   const contexts = new Map<IPFamily, RenderContext>();

@@ -43,7 +43,7 @@ describe('the installed entry point (bin/ over the compiled dist/)', () => {
 
   it('loads the addon and removes our table from a namespace (cleanup)', () => {
     ns = createNetns('knp-bin');
-    ns.exec('nft', ['-f', '-'], { input: 'table ip kube-nft-proxy {\n  chain services {\n  }\n}\ntable ip other {\n}\n' });
+    ns.exec('nft', ['-f', '-'], { input: 'table ip kube-nft-proxy {\n  comment "managed by kube-nft-proxy (table format 1)"\n  chain services {\n  }\n}\ntable ip other {\n}\n' });
     const r = bin(['cleanup', `--netns=${ns.name}`]);
     expect(r.stderr).not.toMatch(/addon|ERR_/);
     expect(r.status).toBe(0);

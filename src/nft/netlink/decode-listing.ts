@@ -22,7 +22,7 @@ export interface DecodedListing {
   unreadable: Array<{ rule: Rule; reason: string; kernel: KernelExpr[] }>;
 }
 
-function udataComment(b: Uint8Array | string[] | undefined, type: number): string | undefined {
+export function udataComment(b: Uint8Array | string[] | undefined, type: number): string | undefined {
   if (!(b instanceof Uint8Array)) return undefined;
   for (let i = 0; i + 2 <= b.length; ) {
     const t = b[i]!;

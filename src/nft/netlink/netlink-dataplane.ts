@@ -7,9 +7,9 @@ import { constants as osConstants } from 'node:os';
 import { loadNative, type NativeAddon, type NativeCommitResult, type NativeCommitTiming } from '../../native/addon.ts';
 import { NftCommitError, type Dataplane, type OperationFailure, type TableListing } from '../dataplane.ts';
 import { encodeOperations } from './encode.ts';
-import { FAMILY_NUMBER } from './kernel-constants.ts';
-import { decodeListing, type DecodedListing } from './decode-listing.ts';
-import type { Family, NftMap, NftSet, Operation } from '../objects.ts';
+import { FAMILY_NUMBER, UDATA_COMMENT } from './kernel-constants.ts';
+import { decodeListing, type DecodedListing, udataComment } from './decode-listing.ts';
+import type { Family, NftMap, NftSet, Operation, Table } from '../objects.ts';
 import { Transaction } from '../transaction.ts';
 import { ByteWriter } from './wire.ts';
 
@@ -142,6 +142,15 @@ export class NetlinkDataplane implements Dataplane {
     this.#forgetTable(family, table);
     for (const c of decoded.listing.sets) this.#containers.set(key(c.family, c.table, c.name), c);
     return decoded.listing;
+  }
+
+  async table(family: Family, table: string): Promise<Table | undefined> {
+    const fam = FAMILY_NUMBER[family];
+    if (fam === undefined) throw Object.assign(new RangeError(`unknown family ${JSON.stringify(family)}`), { code: 'ERR_NFT_FAMILY' });
+    const userdata = await this.#addon.tableUserdata(fam, table, this.#options);
+    if (userdata === null) return undefined;
+    const comment = udataComment(userdata, UDATA_COMMENT.table);
+    return comment === undefined ? { kind: 'table', family, name: table } : { kind: 'table', family, name: table, comment };
   }
 
   /**

@@ -1,0 +1,94 @@
+// Adoption against the real kernel: a second agent's first sync over tables a
+// first one left reads them back, and commits nothing when they are as wanted,
+// or only the repairs when they were damaged (a rule and an element deleted, a
+// chain added with `nft`), leaving session-affinity entries and untouched
+// rules (their handles) in place. The kernel's own listing (`nft -j`, an
+// oracle only) is what is compared with a fresh replace.
+
+import { afterEach, describe, expect, it } from 'vitest';
+import { NetlinkDataplane } from '../../src/nft/netlink/netlink-dataplane.ts';
+import type { ServicePort } from '../../src/model/service-port.ts';
+import { ENDPOINT_SHAPES } from '../../src/reconciler/config.ts';
+import { Reconciler } from '../../src/reconciler/reconciler.ts';
+import { createNetns, type NetNs } from '../helpers/netns.ts';
+import { ourTables as tables } from '../helpers/our-tables.ts';
+import { config, modelReads, V4, V6 } from './fixtures.ts';
+import { GOLDENS } from './goldens.ts';
+
+const ports: ServicePort[] = GOLDENS.filter((g) => g.config.endpointShape === 'map').flatMap((g) => g.ports);
+const TABLE = 'kube-nft-proxy';
+
+const namespaces: NetNs[] = [];
+afterEach(() => {
+  for (const ns of namespaces.splice(0)) ns.destroy();
+});
+
+function ruleHandles(ns: NetNs, family: string, chain: string): number[] {
+  return ns.nftJson().nftables.filter((o) => o.rule && o.rule.family === family && o.rule.chain === chain).map((o) => o.rule.handle as number);
+}
+
+describe.each(ENDPOINT_SHAPES)('adopting our tables at start-up (endpoint shape %s)', (shape) => {
+  const cfg = config({ families: { IPv4: V4, IPv6: V6 }, endpointShape: shape });
+  let now = 1_000_000;
+  const reconciler = (ns: NetNs, adopt: boolean) =>
+    new Reconciler({ dataplane: new NetlinkDataplane({ netns: ns.path }), config: cfg, servicePorts: modelReads(() => ports), now: () => now, adopt });
+
+  it('commits nothing over intact tables, repairs damaged ones, and keeps affinity entries and untouched rules', async () => {
+    const ns = createNetns('knp-adopt');
+    namespaces.push(ns);
+    const first = await reconciler(ns, false).sync({ kind: 'full', mode: 'replace' });
+    expect(first.mode).toBe('replace');
+    const fresh = tables(ns);
+
+    const intact = await reconciler(ns, true).sync({ kind: 'full', mode: 'replace' });
+    expect(intact).toMatchObject({ kind: 'full', mode: 'adopt', ops: 0 });
+    expect(tables(ns)).toEqual(fresh);
+
+    // Damage, as an operator with nft might: one rule and one element deleted, a chain added.
+    const listed = ns.nftJson().nftables;
+    const rule = listed.find((o) => o.rule?.family === 'ip' && o.rule.chain === 'services')!.rule;
+    ns.exec('nft', ['delete', 'rule', 'ip', TABLE, 'services', 'handle', String(rule.handle)]);
+    const ips = listed.find((o) => o.map?.family === 'ip' && o.map.name === 'service-ips')!.map;
+    const elem = ips.elem[0][0] as string | { concat: string[] };
+    const key = typeof elem === 'string' ? elem : elem.concat.join(' . ');
+    ns.exec('nft', ['delete', 'element', 'ip', TABLE, 'service-ips', `{ ${key} }`]);
+    ns.exec('nft', ['add', 'chain', 'ip', TABLE, 'intruder']);
+    // A session-affinity entry, as the kernel's dynset would have written it.
+    const affinity = listed.find((o) => o.set?.family === 'ip' && String(o.set.name).startsWith('affinity-'))!.set;
+    ns.exec('nft', ['add', 'element', 'ip', TABLE, affinity.name, '{ 192.0.2.99 timeout 3h }']);
+    const untouched = ruleHandles(ns, 'ip', 'nat-prerouting');
+    expect(tables(ns)).not.toEqual(fresh);
+
+    const r = reconciler(ns, true);
+    const repaired = await r.sync({ kind: 'full', mode: 'replace' });
+    expect(repaired.mode).toBe('adopt');
+    expect(repaired.ops).toBeGreaterThan(0);
+    expect(repaired.ops).toBeLessThan(50);
+    expect(ruleHandles(ns, 'ip', 'nat-prerouting')).toEqual(untouched);
+    expect(ns.exec('nft', ['list', 'set', 'ip', TABLE, affinity.name])).toContain('192.0.2.99');
+    // The foreign chain is flushed now and deleted by the follow-up sync.
+    expect(repaired.followUpMs).toBeGreaterThan(0);
+    now += 5_000;
+    await r.sync({ kind: 'incremental' });
+    const after = tables(ns);
+    expect(after.ip!.sets[affinity.name]!.elem!.join()).toContain('192.0.2.99');
+    delete after.ip!.sets[affinity.name]!.elem;
+    expect(after).toEqual(fresh);
+  });
+
+  it('replaces instead when the tables are of another format', async () => {
+    const ns = createNetns('knp-adopt');
+    namespaces.push(ns);
+    await reconciler(ns, false).sync({ kind: 'full', mode: 'replace' });
+    const fresh = tables(ns);
+    // Tables as an agent of format 0 left them: its mark, other contents.
+    for (const f of ['ip', 'ip6']) {
+      ns.exec('nft', ['delete', 'table', f, TABLE]);
+      ns.exec('nft', ['-f', '-'], { input: `add table ${f} ${TABLE} { comment "rules for kube-nft-proxy" ; }\nadd chain ${f} ${TABLE} services\nadd chain ${f} ${TABLE} leftover\n` });
+    }
+    const r = await reconciler(ns, true).sync({ kind: 'full', mode: 'replace' });
+    expect(r.mode).toBe('replace');
+    expect(r.adoptionRefused).toBe('table ip kube-nft-proxy has table format 0, not 1');
+    expect(tables(ns)).toEqual(fresh);
+  });
+});

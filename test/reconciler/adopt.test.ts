@@ -1,0 +1,125 @@
+// planAdoption over the kernel-modelling fake: whatever was done to our tables
+// (table-driven damage), committing the adoption plan leaves what a fresh
+// replace leaves, and intact tables cost no operation. Ownership marks.
+
+import { describe, expect, it } from 'vitest';
+import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
+import type { TableListing } from '../../src/nft/dataplane.ts';
+import type { Family, Operation } from '../../src/nft/objects.ts';
+import { planAdoption } from '../../src/reconciler/adopt.ts';
+import { ENDPOINT_SHAPES } from '../../src/reconciler/config.ts';
+import { planFullSync } from '../../src/reconciler/full-sync.ts';
+import { ownershipMark, TABLE_FORMAT_VERSION, tableOwnership } from '../../src/reconciler/ownership.ts';
+import { renderRuleset } from '../../src/reconciler/ruleset.ts';
+import { config, ep, sp, V4, V6 } from './fixtures.ts';
+import { GOLDENS } from './goldens.ts';
+import { listingsWithoutHandles } from './kernel-listing.ts';
+
+const ports = GOLDENS.filter((g) => g.config.endpointShape === 'map').flatMap((g) => g.ports);
+const T = 'kube-nft-proxy';
+
+function listings(k: FakeKernel): Map<Family, TableListing> {
+  const out = new Map<Family, TableListing>();
+  for (const f of ['ip', 'ip6'] as const) {
+    const l = k.listSync(f, T);
+    if (l) out.set(f, l);
+  }
+  return out;
+}
+
+type Damage = (k: FakeKernel) => Operation[];
+const first = <T>(xs: T[], what: string): T => {
+  if (!xs[0]) throw new Error(`no ${what}`);
+  return xs[0];
+};
+
+const DAMAGE: Array<[string, Damage]> = [
+  ['nothing', () => []],
+  ['a rule deleted', (k) => [{ verb: 'delete', object: first(k.listSync('ip', T)!.rules.filter((r) => r.chain === 'services'), 'rule') }]],
+  ['a chain flushed', () => [{ verb: 'flush', object: { kind: 'chain', family: 'ip', table: T, name: 'nat-prerouting' } }]],
+  ['an element deleted', (k) => [{ verb: 'delete', object: first(k.listSync('ip', T)!.elements.filter((e) => e.set === 'service-ips'), 'element') }]],
+  [
+    'an element pointing elsewhere',
+    (k) => {
+      const e = first(k.listSync('ip6', T)!.elements.filter((x) => x.set === 'service-ips'), 'element');
+      return [{ verb: 'delete', object: e }, { verb: 'add', object: { ...e, value: { verdict: 'drop' } } }];
+    },
+  ],
+  ['a foreign element', () => [{ verb: 'add', object: { kind: 'element', family: 'ip', table: T, set: 'cluster-ips', key: ['10.96.99.99'] } }]],
+  ['a foreign chain and set', () => [
+    { verb: 'add', object: { kind: 'chain', family: 'ip', table: T, name: 'intruder' } },
+    { verb: 'add', object: { kind: 'set', family: 'ip', table: T, name: 'intruder-set', keyType: ['ipv4_addr'] } },
+  ]],
+  ['an IPv6 table deleted', () => [{ verb: 'delete', object: { kind: 'table', family: 'ip6', name: T } }]],
+];
+
+describe.each(ENDPOINT_SHAPES)('planAdoption (endpoint shape %s)', (shape) => {
+  const cfg = config({ families: { IPv4: V4, IPv6: V6 }, endpointShape: shape });
+  const desired = renderRuleset(ports, cfg);
+  const fresh = () => {
+    const k = new FakeKernel();
+    k.commitSync(planFullSync(desired, 'replace').ops);
+    return k;
+  };
+  const want = listingsWithoutHandles(fresh());
+
+  for (const [name, damage] of DAMAGE) {
+    it(`repairs: ${name}`, () => {
+      const k = fresh();
+      k.commitSync(damage(k));
+      const plan = planAdoption(desired, listings(k), 0);
+      if ('refused' in plan) throw new Error(plan.refused);
+      if (name === 'nothing') expect(plan.ops).toEqual([]);
+      else expect(plan.ops.length).toBeGreaterThan(0);
+      k.commitSync(plan.ops);
+      // Foreign chains are flushed now and deleted by the next sync (stale).
+      const stale = [...plan.next.staleChains.values()].map((s) => s.chain);
+      k.commitSync(stale.map((c) => ({ verb: 'delete', object: c }) as Operation));
+      expect(listingsWithoutHandles(k)).toEqual(want);
+    });
+  }
+
+  it('drops the table of a family no longer configured', () => {
+    const k = fresh();
+    const v4only = renderRuleset(ports.filter((p) => p.family === 'IPv4'), config({ families: { IPv4: V4 }, endpointShape: shape }));
+    const plan = planAdoption(v4only, listings(k), 0);
+    if ('refused' in plan) throw new Error(plan.refused);
+    k.commitSync(plan.ops);
+    expect(k.listSync('ip6', T)).toBeUndefined();
+  });
+
+  it('gives up (replace instead) when a set definition differs', () => {
+    const listed = listings(fresh());
+    const ip = listed.get('ip')!;
+    // As a kernel holding a set of that name with other flags would list it.
+    ip.sets = ip.sets.map((x) => (x.name === 'cluster-ips' ? { ...x, flags: ['interval'] } : x));
+    expect(planAdoption(desired, listed, 0)).toEqual({ refused: 'set ip cluster-ips is defined differently' });
+  });
+});
+
+describe('adoption keeps what only the kernel writes', () => {
+  it('leaves the elements of dynamic (affinity) sets alone', () => {
+    const cfg = config({ families: { IPv4: V4 } });
+    const desired = renderRuleset([sp({ sessionAffinityTimeout: 60, endpoints: [ep('10.244.1.2'), ep('10.244.1.3')] })], cfg);
+    const k = new FakeKernel();
+    k.commitSync(planFullSync(desired, 'replace').ops);
+    const affinity = k.listSync('ip', T)!.sets.find((s) => s.name.startsWith('affinity-'))!;
+    k.commitSync([{ verb: 'add', object: { kind: 'element', family: 'ip', table: T, set: affinity.name, key: ['192.0.2.10'], timeout: 60 } }]);
+    expect(planAdoption(desired, listings(k), 0)).toMatchObject({ ops: [] });
+  });
+});
+
+describe('tableOwnership', () => {
+  const table = (comment?: string) => ({ kind: 'table' as const, family: 'ip' as const, name: T, ...(comment !== undefined ? { comment } : {}) });
+  it.each([
+    ['no table', undefined, { kind: 'absent' }],
+    ['our current mark', table(ownershipMark()), { kind: 'ours', version: TABLE_FORMAT_VERSION }],
+    ['an older format', table(ownershipMark(7)), { kind: 'ours', version: 7 }],
+    ['the mark before versions', table('rules for kube-nft-proxy'), { kind: 'ours', version: 0 }],
+    ['no comment', table(), { kind: 'foreign' }],
+    ['another comment', table('firewall'), { kind: 'foreign', comment: 'firewall' }],
+    ['our mark with more around it', table(`${ownershipMark()} (copied)`), { kind: 'foreign', comment: `${ownershipMark()} (copied)` }],
+  ])('%s', (_name, t, want) => {
+    expect(tableOwnership(t)).toEqual(want);
+  });
+});
