@@ -103,7 +103,8 @@ async function main(argv: string[]): Promise<number> {
 /** kube-proxy's conntrack sysctls and oom_score_adj: applied where this node allows, one warning otherwise. */
 async function applyNodeSettings(command: RunCommand, logger: Logger): Promise<void> {
   const oom = await applyOomScoreAdj(command.oomScoreAdj);
-  if (oom !== undefined) logger.warn({ oomScoreAdj: command.oomScoreAdj, reason: oom }, 'cannot set our oom_score_adj');
+  // kube-proxy logs this at V(2), not as a warning: a pod without CAP_SYS_RESOURCE cannot lower it, and that is fine.
+  if (oom !== undefined) logger.info({ oomScoreAdj: command.oomScoreAdj, reason: oom }, 'cannot set our oom_score_adj');
   if (command.options.netns !== undefined) {
     logger.info({ netns: command.options.netns }, 'conntrack sysctls are left alone: we program another network namespace');
     return;

@@ -139,7 +139,7 @@ describe('message splitting', () => {
     const counters: Statement[] = Array.from({ length: 4000 }, () => ({ kind: 'counter' }));
     const ops: Operation[] = add({ kind: 'table', family: 'ip', name: T }, { kind: 'chain', family: 'ip', table: T, name: 'c' }, { kind: 'rule', family: 'ip', table: T, chain: 'c', exprs: counters });
     const err = await commitError(() => dp.commit(dp.begin().queueAll(ops)));
-    expect(err.failures).toEqual([{ index: 2, errno: 22, code: 'EINVAL', message: "the rule's expressions exceed 64 KiB" }]);
+    expect(err.failures).toEqual([{ index: 2, errno: 90, code: 'EMSGSIZE', message: "operation 2: the rule's expressions exceed 64 KiB" }]);
     expect(nftList(ns, 'table')).toEqual([]);
   });
 
