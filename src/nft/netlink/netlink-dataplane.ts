@@ -67,6 +67,7 @@ export class NetlinkDataplane implements Dataplane {
   lastUnreadable: DecodedListing['unreadable'] = [];
   /** Timings of the last commit that reached the kernel. */
   lastCommit: CommitStats | undefined;
+  #kernelMs = 0;
 
   constructor(options: NetlinkDataplaneOptions = {}) {
     this.#addon = options.addon ?? loadNative();
@@ -94,6 +95,7 @@ export class NetlinkDataplane implements Dataplane {
     } finally {
       if (writer.capacity <= LARGE_BATCH) this.#writer ??= writer;
     }
+    this.#kernelMs += result.timing.sendMs + result.timing.receiveMs;
     this.lastCommit = {
       operations: ops.length, validateMs: t1 - t0, encodeMs: t2 - t1, handoffMs: t3 - t2, totalMs: performance.now() - t0,
       batchBytes: bytes.length, messages: result.messages, ...result.timing,
@@ -108,6 +110,11 @@ export class NetlinkDataplane implements Dataplane {
       throw new NftCommitError(failures, ops);
     }
     this.#learn(ops);
+  }
+
+  /** The kernel's time (send and answers) of every commit that reached it, ms. */
+  get kernelMs(): number {
+    return this.#kernelMs;
   }
 
   async list(family: Family, table: string): Promise<TableListing | undefined> {
