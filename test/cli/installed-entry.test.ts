@@ -4,7 +4,9 @@
 // relative to a module (package.json, the addon under build/ or prebuilds/)
 // must still be found from there.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot as root } from '../../src/package-root.ts';
 import { buildDist } from '../helpers/build-dist.ts';
@@ -31,11 +33,27 @@ describe('the installed entry point (bin/ over the compiled dist/)', () => {
     expect(r.stdout).toBe(`kube-nft-proxy ${version}\n`);
   });
 
+  it('keeps the compiled code of its modules on disk for the next start', () => {
+    // Its default place, under the temporary directory (NODE_COMPILE_CACHE would switch the cache on by itself).
+    const tmp = mkdtempSync(join(tmpdir(), 'knp-compile-cache-'));
+    const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: tmp };
+    delete env.NODE_COMPILE_CACHE;
+    try {
+      const r = spawnSync(process.execPath, ['bin/kube-nft-proxy.js', '--version'], { cwd: root, encoding: 'utf8', timeout: 30_000, env });
+      expect(r.status).toBe(0);
+      // Node writes one directory per V8 version and flags, holding a file per module.
+      const files = readdirSync(join(tmp, 'node-compile-cache'), { recursive: true, withFileTypes: true }).filter((e) => e.isFile());
+      expect(files.length).toBeGreaterThan(50);
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
   it('is what the npm package carries, with the license, the native sources and no tests', () => {
     const out = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
     const files = new Set((JSON.parse(out) as Array<{ files: Array<{ path: string }> }>)[0]!.files.map((f) => f.path));
     const sources = JSON.parse(readFileSync(`${root}/native/sources.json`, 'utf8')) as { addon: string[]; netlink: string[]; glue: string[] };
-    const needed = ['LICENSE', 'README.md', 'package.json', 'bin/kube-nft-proxy.js', 'dist/src/cli.js', 'dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/native.js', 'dist/src/package-root.js'];
+    const needed = ['LICENSE', 'README.md', 'package.json', 'bin/kube-nft-proxy.js', 'dist/src/cli.js', 'dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/native/addon.js', 'dist/src/package-root.js'];
     needed.push('binding.gyp', 'native/sources.json', ...sources.addon, ...sources.netlink, ...sources.glue, 'examples/services.yaml');
     expect(needed.filter((f) => !files.has(f))).toEqual([]);
     expect([...files].filter((f) => /^(test|bench|scripts|src)\//.test(f) || f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
