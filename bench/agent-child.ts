@@ -1,7 +1,9 @@
 // The agent as bench:sync runs it: bin/kube-nft-proxy.js over the compiled
 // dist/ in a child process, its pino lines parsed as they come, its memory
 // read from /proc. A preload prints the moment node hands over to user code,
-// so that start-up splits into node's own boot and loading our modules.
+// so that start-up splits into node's own boot and loading our modules. Node
+// gets the flags the image's ENTRYPOINT gives it (deploy/Dockerfile), so that
+// memory is measured as a node runs the agent.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -13,6 +15,17 @@ import { packageRoot } from '../src/package-root.ts';
 const BIN = join(packageRoot, 'bin', 'kube-nft-proxy.js');
 const BOOT_PRELOAD = fileURLToPath(new URL('./boot-mark.cjs', import.meta.url));
 const BOOT_MARK = 'knp-bench-boot';
+
+/** The node flags of the image's ENTRYPOINT: what comes between `node` and the script. */
+export function imageNodeFlags(): string[] {
+  const dockerfile = readFileSync(join(packageRoot, 'deploy', 'Dockerfile'), 'utf8');
+  const m = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(dockerfile);
+  if (!m) throw new Error('deploy/Dockerfile: no ENTRYPOINT in exec form');
+  const argv = JSON.parse(m[1]!) as string[];
+  const script = argv.findIndex((a) => a.endsWith('/bin/kube-nft-proxy.js'));
+  if (argv[0] !== 'node' || script < 1) throw new Error(`deploy/Dockerfile: ENTRYPOINT ${m[1]} does not run node on bin/kube-nft-proxy.js`);
+  return argv.slice(1, script);
+}
 
 export interface LogRecord {
   msg: string;
@@ -31,9 +44,9 @@ export class AgentChild {
   /** When node printed BOOT_MARK from the preload (epoch ms): our first line of code ran. */
   bootedAt: number | undefined;
 
-  /** Runs bin/kube-nft-proxy.js with these flags, and `nodeFlags` before it. */
+  /** Runs bin/kube-nft-proxy.js with these flags, node with the image's flags and `nodeFlags`. */
   constructor(flags: readonly string[], nodeFlags: readonly string[] = []) {
-    this.child = spawn(process.execPath, [...nodeFlags, '--require', BOOT_PRELOAD, BIN, ...flags], { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn(process.execPath, [...imageNodeFlags(), ...nodeFlags, '--require', BOOT_PRELOAD, BIN, ...flags], { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child.stdout!.setEncoding('utf8').on('data', (d: string) => {
       const lines = (this.#partial + d).split('\n');
       this.#partial = lines.pop()!;
