@@ -1,6 +1,6 @@
 // The cluster bench:sync loads into the fake API server: N ClusterIP services,
-// each with one EndpointSlice of 10 ready endpoints on other nodes (so every
-// endpoint is used), and this node. Also the agent's flags, shared by the
+// each with one EndpointSlice of E ready endpoints (10 unless a size says
+// otherwise, see sizes.ts) on other nodes (so every endpoint is used), and this node. Also the agent's flags, shared by the
 // agent child and the raw-load child so both render the very same ruleset.
 
 import type { EndpointShape } from '../src/reconciler/config.ts';
@@ -20,9 +20,12 @@ export function clusterIP(i: number): string {
   return `10.${96 + (n >> 16)}.${(n >> 8) & 255}.${n & 255}`;
 }
 
-/** Pod n (service i, endpoint j) in 10.128.0.0/9; `gen` moves it, as a rollout would. */
-export function podIP(i: number, j: number, gen = 0): string {
-  const n = (i * ENDPOINTS_PER_SERVICE + j + 1) * 4 + gen; // gaps so that a moved pod gets a free address
+/**
+ * Pod n (service i, endpoint j of E) in 10.128.0.0/9; `gen` moves it, as a
+ * rollout would. 2M pods fit (100k services x 10 endpoints is 1M).
+ */
+export function podIP(i: number, j: number, gen = 0, endpoints = ENDPOINTS_PER_SERVICE): string {
+  const n = (i * endpoints + j + 1) * 4 + gen; // gaps so that a moved pod gets a free address
   return `10.${128 + (n >> 16)}.${(n >> 8) & 255}.${n & 255}`;
 }
 
@@ -44,11 +47,11 @@ export function serviceObject(i: number): K8sObject {
   };
 }
 
-/** The slice of service i; `moved` endpoints get the address of generation `gen`. */
-export function sliceObject(i: number, moved: ReadonlyMap<number, number> = new Map()): K8sObject {
+/** The slice of service i with `count` endpoints; `moved` endpoints get the address of generation `gen`. */
+export function sliceObject(i: number, moved: ReadonlyMap<number, number> = new Map(), count = ENDPOINTS_PER_SERVICE): K8sObject {
   const endpoints = [];
-  for (let j = 0; j < ENDPOINTS_PER_SERVICE; j++) {
-    const ip = podIP(i, j, moved.get(j) ?? 0);
+  for (let j = 0; j < count; j++) {
+    const ip = podIP(i, j, moved.get(j) ?? 0, count);
     endpoints.push({
       addresses: [ip],
       conditions: { ready: true, serving: true, terminating: false },
@@ -69,15 +72,19 @@ export function sliceObject(i: number, moved: ReadonlyMap<number, number> = new 
   };
 }
 
-export function populate(api: FakeApiServer, services: number): void {
-  api.create('nodes', {
+export function nodeObject(): K8sObject {
+  return {
     metadata: { name: NODE_NAME, labels: { 'kubernetes.io/hostname': NODE_NAME, 'topology.kubernetes.io/zone': 'zone-a' } },
     spec: { podCIDRs: ['10.128.0.0/24'] },
     status: { addresses: [{ type: 'InternalIP', address: '192.0.2.10' }] },
-  });
+  };
+}
+
+export function populate(api: FakeApiServer, services: number, endpoints = ENDPOINTS_PER_SERVICE): void {
+  api.create('nodes', nodeObject());
   for (let i = 0; i < services; i++) {
     api.create('services', serviceObject(i));
-    api.create('endpointslices', sliceObject(i));
+    api.create('endpointslices', sliceObject(i, undefined, endpoints));
   }
 }
 

@@ -307,6 +307,8 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   });
 
   let firstSync = true;
+  /** dataplane.kernelMs when the running sync started (syncs never overlap). */
+  let kernelMsAtStart: number | undefined;
   subs.add(
     syncRunner({
       changes$: merge(changes$),
@@ -316,6 +318,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
           logger.info({ services: streams.services.size, endpointSlices: streams.endpointSlices.size }, 'cluster state synced; programming the initial ruleset');
           if (node === undefined) warnNodeNotFound(logger, nodeName);
         }
+        kernelMsAtStart = dataplane.kernelMs;
         return reconciler.sync(request);
       },
       minSyncPeriodMs: options.minSyncPeriodMs,
@@ -333,6 +336,8 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
         endpointChains: r?.endpointChains,
         staleChains: r?.staleChains,
         durationMs: Math.round(result.durationMs * 10) / 10,
+        // The kernel's share of it (its commits' send → last answer): what no user space can go below.
+        ...(kernelMsAtStart !== undefined && dataplane.kernelMs !== undefined ? { kernelMs: Math.round((dataplane.kernelMs - kernelMsAtStart) * 10) / 10 } : {}),
         // Full syncs build the whole ruleset at once: where memory stands after one (MiB) shows what it cost.
         ...(r?.kind === 'full' ? { memoryMiB: memoryMiB() } : {}),
       };

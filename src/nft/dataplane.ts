@@ -67,4 +67,10 @@ export interface Dataplane {
   table?(family: Family, table: string): Promise<Table | undefined>;
   /** Gives native memory the process no longer uses back to the OS; where there is any (the netlink addon's). */
   releaseMemory?(): void;
+  /**
+   * The kernel's own time for every commit so far, in ms (from sending a batch
+   * to its last answer), where the dataplane can tell (the netlink addon's):
+   * the floor a sync's duration is compared with.
+   */
+  readonly kernelMs?: number;
 }

@@ -30,7 +30,6 @@ import { serviceProxySelector } from '../k8s/well-known.ts';
 import type { Clock } from './clock.ts';
 import { Informer } from './informer.ts';
 import { StringPool } from './intern.ts';
-import { ManifestSource } from './manifest-source.ts';
 import { projectEndpointSlice } from './project-endpoint-slice.ts';
 import { projectNode } from './project-node.ts';
 import { projectService } from './project-service.ts';
@@ -122,6 +121,9 @@ export async function createClusterStreams(options: ClusterStreamsOptions): Prom
   let stopSource: () => Promise<void>;
   let apiConnection: ApiConnection | undefined;
   if (options.source === 'manifests') {
+    // Imported here: the YAML parser behind it is ~70 modules that a run
+    // against an API server never needs, and would load at every start-up.
+    const { ManifestSource } = await import('./manifest-source.ts');
     const src = new ManifestSource(
       {
         path: options.path,

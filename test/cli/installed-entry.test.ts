@@ -4,7 +4,9 @@
 // relative to a module (package.json, the addon under build/ or prebuilds/)
 // must still be found from there.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot as root } from '../../src/package-root.ts';
 import { buildDist } from '../helpers/build-dist.ts';
@@ -29,6 +31,22 @@ describe('the installed entry point (bin/ over the compiled dist/)', () => {
     const r = bin(['--version']);
     expect(r.stderr).toBe('');
     expect(r.stdout).toBe(`kube-nft-proxy ${version}\n`);
+  });
+
+  it('keeps the compiled code of its modules on disk for the next start', () => {
+    // Its default place, under the temporary directory (NODE_COMPILE_CACHE would switch the cache on by itself).
+    const tmp = mkdtempSync(join(tmpdir(), 'knp-compile-cache-'));
+    const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: tmp };
+    delete env.NODE_COMPILE_CACHE;
+    try {
+      const r = spawnSync(process.execPath, ['bin/kube-nft-proxy.js', '--version'], { cwd: root, encoding: 'utf8', timeout: 30_000, env });
+      expect(r.status).toBe(0);
+      // Node writes one directory per V8 version and flags, holding a file per module.
+      const files = readdirSync(join(tmp, 'node-compile-cache'), { recursive: true, withFileTypes: true }).filter((e) => e.isFile());
+      expect(files.length).toBeGreaterThan(50);
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
   });
 
   it('is what the npm package carries, with the license, the native sources and no tests', () => {

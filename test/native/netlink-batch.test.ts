@@ -106,6 +106,24 @@ describe('elements of several sets, interleaved', () => {
   });
 });
 
+describe('kernel time', () => {
+  it('adds up the send and answer time of every commit that reached the kernel, a refused one too', async () => {
+    const { dp } = kernel();
+    expect(dp.kernelMs).toBe(0);
+    await dp.commit(dp.begin().queueAll(add({ kind: 'table', family: 'ip', name: T }, { kind: 'chain', family: 'ip', table: T, name: 'c' })));
+    const first = dp.lastCommit!;
+    expect(first.sendMs).toBeGreaterThan(0);
+    expect(dp.kernelMs).toBe(first.sendMs + first.receiveMs);
+    await commitError(() => dp.commit(dp.begin().queueAll([{ verb: 'delete', object: { kind: 'chain', family: 'ip', table: T, name: 'missing' } }])));
+    const second = dp.lastCommit!;
+    expect(dp.kernelMs).toBe(first.sendMs + first.receiveMs + second.sendMs + second.receiveMs);
+    // A batch refused before it was sent (invalid) costs the kernel nothing.
+    const before = dp.kernelMs;
+    await expect(dp.commit(dp.begin().queueAll(add({ kind: 'chain', family: 'ip', table: T, name: '' })))).rejects.toMatchObject({ code: 'ERR_NFT_INVALID' });
+    expect(dp.kernelMs).toBe(before);
+  });
+});
+
 describe('message splitting', () => {
   it('an element list too large for one 64 KiB nest is split by size inside the transaction', async () => {
     const { ns } = kernel();

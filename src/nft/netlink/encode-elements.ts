@@ -2,14 +2,14 @@
 // one run of same-verb element operations, become one record (the addon splits
 // it into messages), each key written in place from its texts.
 
-import { isVerdictValue, type Element, type NftMap, type Operation, type Verdict } from '../objects.ts';
+import { isVerdictValue, type DataType, type Element, type NftMap, type Operation, type Verdict } from '../objects.ts';
 import { AT, ELEM_ATTR, ELEM_FLAG_INTERVAL_END, KIND, MSG, NLM_F, SET_ATTR, UDATA_COMMENT, VERDICT_CODE } from './kernel-constants.ts';
 import { dataBytes, keyBytes, writeKeyBytes } from './operands.ts';
 import { bytesMinusOne, prefixRange, typeLength } from '../values.ts';
-import type { Attr } from './wire.ts';
+import type { Attr, ByteWriter } from './wire.ts';
 import { comment, keyLength, le32, NftEncodeError, padTo4, withId, type RecordSink } from './encode-parts.ts';
 
-function partBytes(type: import('../objects.ts').DataType, text: string, interval: boolean): { start: Uint8Array; last: Uint8Array; endExclusive: Uint8Array | null } {
+function partBytes(type: DataType, text: string, interval: boolean): { start: Uint8Array; last: Uint8Array; endExclusive: Uint8Array | null } {
   if (!interval || type === 'ifname') {
     const b = keyBytes(type, text);
     return { start: b, last: b, endExclusive: null };
@@ -31,6 +31,50 @@ function concatParts(parts: Uint8Array[]): Uint8Array {
     at += padTo4(p.length);
   }
   return out;
+}
+
+/** Where each part of a map's data lies: one value unpadded, or a concatenation of 4-byte aligned parts (as dataBytes lays them out). */
+interface DataLayout {
+  concat: boolean;
+  types: readonly DataType[];
+  offsets: number[];
+  len: number;
+}
+
+function dataLayout(type: DataType | readonly DataType[]): DataLayout {
+  if (!Array.isArray(type)) return { concat: false, types: [type as DataType], offsets: [0], len: typeLength(type as DataType) };
+  const types = type as readonly DataType[];
+  const offsets: number[] = [];
+  let len = 0;
+  for (const t of types) {
+    offsets.push(len);
+    len += padTo4(typeLength(t));
+  }
+  return { concat: true, types, offsets, len };
+}
+
+/**
+ * Writes the DATA attribute of element i: dataBytes(c.dataType, v), each part
+ * written in place from its text (a map of endpoints is a million of these at
+ * 100k services, and building arrays for each kept the collector busy). Any
+ * value the reference would refuse goes through it, for its error.
+ */
+function writeElementData(w: ByteWriter, layout: DataLayout, c: NftMap, v: string | string[], i: number): void {
+  const shaped = layout.concat ? Array.isArray(v) && v.length === layout.types.length : typeof v === 'string';
+  if (!shaped) {
+    w.attrBytes(ELEM_ATTR.DATA, elementData(c, v, i));
+    return;
+  }
+  const at = w.attrHeader(ELEM_ATTR.DATA, AT.bytes, layout.len);
+  const buf = w.raw;
+  for (let z = 0; z < layout.len; z++) buf[at + z] = 0;
+  try {
+    if (!layout.concat) writeKeyBytes(buf, at, layout.types[0]!, v as string);
+    else for (let k = 0; k < layout.types.length; k++) writeKeyBytes(buf, at + layout.offsets[k]!, layout.types[k]!, (v as string[])[k]!);
+  } catch {
+    elementData(c, v, i);
+    throw new NftEncodeError(i, `bad value ${JSON.stringify(v)} for ${c.name}`);
+  }
 }
 
 function elementData(c: NftMap, v: string | string[], i: number): Uint8Array {
@@ -75,6 +119,7 @@ export function writeElements(enc: RecordSink, ops: readonly Operation[], from: 
     offset += padTo4(typeLength(c.keyType[k]!));
   }
   const verdictMap = c.kind === 'map' && c.dataType === 'verdict';
+  const data = c.kind === 'map' && !verdictMap ? dataLayout(c.dataType) : undefined;
   const types = c.keyType;
   const parts = types.length;
   for (let q = from; q < to && !interval; q++) {
@@ -106,8 +151,8 @@ export function writeElements(enc: RecordSink, ops: readonly Operation[], from: 
       const v = e.value;
       if (v !== undefined) {
         if (!isVerdictValue(v)) {
-          if (c.kind !== 'map' || verdictMap) throw new NftEncodeError(i, `${c.name} takes no value ${String(v)}`);
-          w.attrBytes(ELEM_ATTR.DATA, elementData(c as NftMap, v, i));
+          if (c.kind !== 'map' || !data) throw new NftEncodeError(i, `${c.name} takes no value ${String(v)}`);
+          writeElementData(w, data, c, v, i);
           n++;
         } else {
           w.attrU32(ELEM_ATTR.VERDICT, VERDICT_CODE[v.verdict]);

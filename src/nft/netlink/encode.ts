@@ -52,11 +52,9 @@ function tableAttrs(t: Table, defining: boolean): Attr[] {
 function setUserdata(c: NftSet | NftMap): Uint8Array | undefined {
   const parts: Uint8Array[] = [];
   if (c.keyType.length === 1 && c.keyType[0] === 'integer') {
-    const b = new Uint8Array(6);
-    b[0] = UDATA_SET_KEYBYTEORDER;
-    b[1] = 4;
-    new DataView(b.buffer).setUint32(2, NFT_BYTEORDER_HOST, true);
-    parts.push(b);
+    // A little-endian u32 (the hosts we build for), byte by byte: a DataView
+    // over `b.buffer` would move this small array off the V8 heap first.
+    parts.push(Uint8Array.of(UDATA_SET_KEYBYTEORDER, 4, NFT_BYTEORDER_HOST & 0xff, (NFT_BYTEORDER_HOST >>> 8) & 0xff, (NFT_BYTEORDER_HOST >>> 16) & 0xff, NFT_BYTEORDER_HOST >>> 24));
   }
   if (c.comment !== undefined) parts.push(commentBytes(UDATA_COMMENT.set, c.comment));
   if (parts.length === 0) return undefined;

@@ -77,6 +77,7 @@ export class NetlinkDataplane implements Dataplane {
   lastUnreadable: DecodedListing['unreadable'] = [];
   /** Timings of the last commit that reached the kernel. */
   lastCommit: CommitStats | undefined;
+  #kernelMs = 0;
 
   constructor(options: NetlinkDataplaneOptions = {}) {
     this.#addon = options.addon ?? loadNative();
@@ -113,6 +114,7 @@ export class NetlinkDataplane implements Dataplane {
     const result = await pending.catch((e: unknown) => {
       throw builderFailure(e, ops) ?? e;
     });
+    this.#kernelMs += result.timing.sendMs + result.timing.receiveMs;
     this.lastCommit = {
       operations: ops.length, encodeMs: t1 - t0, handoffMs: t2 - t1, totalMs: performance.now() - t0,
       batchBytes: bytes.length, messages: result.messages, ...result.timing,
@@ -127,6 +129,11 @@ export class NetlinkDataplane implements Dataplane {
       throw new NftCommitError(failures, ops);
     }
     this.#learn(ops);
+  }
+
+  /** The kernel's time (send and answers) of every commit that reached it, ms. */
+  get kernelMs(): number {
+    return this.#kernelMs;
   }
 
   async list(family: Family, table: string): Promise<TableListing | undefined> {

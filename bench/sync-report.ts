@@ -1,0 +1,152 @@
+// bench:sync's results: what one size measured, its printed table and the
+// keys of the last-line JSON. Keys of the sizes bench:sync had from the start
+// (cold_ms_10k, hwm_mib_30k, ...) keep their names; a size's label (sizes.ts)
+// is the key's suffix.
+
+import { loadavg } from 'node:os';
+import type { RawLoadResult } from './sync-raw-load.ts';
+import type { BenchSize } from './sizes.ts';
+import { STARTUP_PHASES, STARTUP_SERVICES, STARTUP_ENDPOINTS, type StartupResult } from './sync-startup.ts';
+
+const MiB = 2 ** 20;
+
+export interface ColdResult {
+  coldMs: number;
+  bootMs: number;
+  listMs: number;
+  syncMs: number;
+  /** The kernel's own time for the cold sync's commits (the agent's synced line). */
+  kernelMs: number;
+  ops: number;
+  servicePorts: number;
+  rss: number;
+  hwm: number;
+  rssSettled: number;
+  smaps: { brkHeap: number; anonymous: number; files: number };
+  /** The agent's process.memoryUsage() as its cold sync logged it (MiB). */
+  atSync?: { rss: number; heapUsed: number; heapTotal: number; external: number; arrayBuffers: number };
+  /** Right after the change samples (where measured; else 10 s after the cold sync). */
+  rssAfterChanges?: number;
+  /** Idle again: the agent's quiet period (IDLE_RELEASE_QUIET_MS) and 3 s more after the last change. */
+  rssSteady?: number;
+}
+
+export interface ChangeSample {
+  kind: 'idle' | 'busy';
+  latencyMs: number;
+  /** Latency beyond what the runner was allowed to wait (the min period since the previous sync's start). */
+  excessMs: number;
+  syncMs: number;
+  ops: number;
+}
+
+export interface SizeResult {
+  size: BenchSize;
+  cold: ColdResult;
+  changes?: ChangeSample[];
+  /** The raw load and nft -f, where run (not at the largest sizes). */
+  compare?: { raw: RawLoadResult; nft: { ms: number; peakMiB: number } };
+  load: number[];
+}
+
+export const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+const r1 = (n: number) => Math.round(n * 10) / 10;
+const r2 = (n: number) => Math.round(n * 100) / 100;
+const f = (x: number) => (x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : x.toFixed(0));
+
+export function printStartup(s: StartupResult): void {
+  const m = s.median;
+  const phases = STARTUP_PHASES.map((p) => `${p} ${f(m.phasesMs[p])}`).join(' + ');
+  console.log(`start-up, ${STARTUP_SERVICES} services x ${STARTUP_ENDPOINTS} endpoints over TLS (median of ${s.runs.length}; load avg at start ${s.load.map((l) => l.toFixed(2)).join(' ')})`);
+  console.log(`  spawn → all rules ${f(m.totalMs)} ms = ${phases} ms (kernel ${f(m.kernelMs)} ms of the commit); runs ${s.runs.map((r) => f(r.totalMs)).join(', ')} ms`);
+}
+
+function printCompare(r: SizeResult): void {
+  if (!r.compare) return;
+  const { cold } = r;
+  const { raw, nft } = r.compare;
+  console.log(`  raw load (addon)  ${f(raw.commitMs)} ms (plan ${f(raw.planMs)} ms before it); ${f(raw.textBytes / MiB)} MiB of nft text`);
+  console.log(`  nft -f            ${f(nft.ms)} ms, nft peak RSS ${f(nft.peakMiB)} MiB`);
+  console.log(`  ratios            cold/raw ${f(cold.coldMs / raw.commitMs)}  sync/raw ${f(cold.syncMs / raw.commitMs)}  nft-f/cold ${f(nft.ms / cold.coldMs)}  nft-f/raw ${f(nft.ms / raw.commitMs)}`);
+  const h = raw.heapMiB;
+  console.log(
+    `  heap kept (raw child, after GC): node+modules ${f(h.base)}  streams ${f(h.streams)}  model ${f(h.model)}  reconciler ${f(h.reconciler)} (+ ops ${f(h.reconcilerWithOps - h.reconciler)} while committing)  external after commit ${f(raw.externalAfterCommitMiB)}  child RSS ${f(raw.rssMiB)} MiB`,
+  );
+  const st = raw.settled;
+  console.log(`  raw child after commit + GC: RSS ${f(st.rss)}  heap ${f(st.heapUsed)}/${f(st.heapTotal)}  external ${f(st.external)} (array buffers ${f(st.arrayBuffers)}) MiB`);
+}
+
+export function printSize(r: SizeResult, shape: string): void {
+  const { cold, size } = r;
+  console.log(`${size.label}: ${size.services} services x ${size.endpoints} endpoints (endpoint shape ${shape}): ${cold.ops} ops (load avg at start ${r.load.map((l) => l.toFixed(2)).join(' ')})`);
+  console.log(`  agent cold sync   ${f(cold.coldMs)} ms = boot ${f(cold.bootMs)} + list/ready ${f(cold.listMs)} + sync ${f(cold.syncMs)} (+ ${f(cold.coldMs - cold.bootMs - cold.listMs - cold.syncMs)} rest)`);
+  console.log(`  kernel's share    ${f(cold.kernelMs)} ms of the sync's commits: cold/kernel ${f(cold.coldMs / cold.kernelMs)}`);
+  printCompare(r);
+  console.log(`  agent memory      VmRSS ${f(cold.rss)} MiB after cold sync, ${f(cold.rssSettled)} MiB 3 s later, ${f(cold.rssAfterChanges ?? NaN)} MiB right after the changes, ${f(cold.rssSteady ?? NaN)} MiB quiet again, VmHWM ${f(cold.hwm)} MiB`);
+  console.log(`  agent RSS by map   malloc main arena ${f(cold.smaps.brkHeap)}  anonymous (V8 heap, large/thread mallocs) ${f(cold.smaps.anonymous)}  files ${f(cold.smaps.files)} MiB (3 s after cold sync)`);
+  const a = cold.atSync;
+  if (a) console.log(`  agent at cold sync RSS ${a.rss}  V8 heap used ${a.heapUsed} of ${a.heapTotal}  external ${a.external} (array buffers ${a.arrayBuffers}) MiB`);
+  for (const kind of ['idle', 'busy'] as const) {
+    const xs = r.changes?.filter((c) => c.kind === kind) ?? [];
+    if (xs.length === 0) continue;
+    const lat = xs.map((c) => c.latencyMs);
+    const exc = xs.map((c) => c.excessMs);
+    const sync = xs.map((c) => c.syncMs);
+    console.log(
+      `  one change (${kind}, ${xs.length}): event→kernel median ${f(median(lat))} max ${f(Math.max(...lat))} ms; beyond the allowed wait median ${f(median(exc))} max ${f(Math.max(...exc))} ms; sync itself median ${f(median(sync))} max ${f(Math.max(...sync))} ms (${xs[0]!.ops} ops)`,
+    );
+  }
+}
+
+function sizeKeys(summary: Record<string, number | string>, r: SizeResult, minSyncMs: number): void {
+  const k = r.size.label;
+  summary[`cold_ms_${k}`] = Math.round(r.cold.coldMs);
+  summary[`cold_sync_ms_${k}`] = Math.round(r.cold.syncMs);
+  summary[`cold_list_ms_${k}`] = Math.round(r.cold.listMs);
+  summary[`kernel_ms_${k}`] = Math.round(r.cold.kernelMs);
+  summary[`cold_over_kernel_${k}`] = r2(r.cold.coldMs / r.cold.kernelMs);
+  if (r.compare) {
+    const { raw, nft } = r.compare;
+    summary[`raw_load_ms_${k}`] = Math.round(raw.commitMs);
+    summary[`nft_f_ms_${k}`] = Math.round(nft.ms);
+    summary[`nft_peak_rss_mib_${k}`] = Math.round(nft.peakMiB);
+    summary[`cold_${k}_over_raw_load`] = r1(r.cold.coldMs / raw.commitMs);
+    summary[`cold_sync_${k}_over_raw_load`] = r2(r.cold.syncMs / raw.commitMs);
+    summary[`nft_f_over_agent_cold_${k}`] = r2(nft.ms / r.cold.coldMs);
+  }
+  // Idle RSS: the larger of after the cold sync and quiet again after the changes.
+  summary[`rss_mib_${k}`] = Math.round(Math.max(r.cold.rssSettled, r.cold.rssSteady ?? NaN));
+  summary[`hwm_mib_${k}`] = Math.round(r.cold.hwm);
+  summary[`rss_after_changes_mib_${k}`] = Math.round(r.cold.rssAfterChanges ?? NaN);
+  if (r.changes) {
+    const idle = r.changes.filter((c) => c.kind === 'idle');
+    const busy = r.changes.filter((c) => c.kind === 'busy');
+    summary[`one_change_${k}_ms_over_min_sync`] = Math.round(median(idle.map((c) => c.latencyMs)) - minSyncMs);
+    summary[`one_change_${k}_event_to_kernel_ms_median`] = Math.round(median(idle.map((c) => c.latencyMs)));
+    summary[`one_change_${k}_event_to_kernel_ms_max`] = Math.round(Math.max(...idle.map((c) => c.latencyMs)));
+    summary[`one_change_${k}_busy_beyond_min_sync_ms_median`] = Math.round(median(busy.map((c) => c.excessMs)));
+    summary[`one_change_${k}_busy_beyond_min_sync_ms_max`] = Math.round(Math.max(...busy.map((c) => c.excessMs)));
+  }
+}
+
+/** The last-line JSON. */
+export function summarize(shape: string, startup: StartupResult | undefined, results: readonly SizeResult[], minSyncMs: number): Record<string, number | string> {
+  const summary: Record<string, number | string> = { endpoint_shape: shape };
+  if (startup) {
+    const m = startup.median;
+    summary.startup_ms_1k = Math.round(m.totalMs);
+    for (const p of STARTUP_PHASES) summary[`startup_1k_${p}_ms`] = Math.round(m.phasesMs[p]);
+    summary.startup_1k_kernel_ms = Math.round(m.kernelMs);
+    summary.startup_1k_loadavg_1m = r2(startup.load[0]!);
+  }
+  for (const r of results) {
+    sizeKeys(summary, r, minSyncMs);
+    summary[`loadavg_1m_${r.size.label}`] = r2(r.load[0]!);
+  }
+  summary.note = 'idle runner syncs at once (min period counts from the previous sync start): one_change_*_ms_over_min_sync is negative by design; busy_beyond_min_sync is what a change costs past the period';
+  summary.loadavg_1m_end = r2(loadavg()[0]!);
+  return summary;
+}

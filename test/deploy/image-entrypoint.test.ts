@@ -1,0 +1,23 @@
+// The image's ENTRYPOINT runs node with flags of its own (a bounded young
+// generation, see deploy/Dockerfile); bench:sync reads them from there to run
+// the agent as the image does. A flag node does not know would stop the
+// container at once, so each is checked against this node.
+import { spawnSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { imageNodeFlags } from '../../bench/agent-child.ts';
+
+describe("the image's node flags", () => {
+  it('are read from the ENTRYPOINT and accepted by node', () => {
+    const flags = imageNodeFlags();
+    expect(flags.length).toBeGreaterThan(0);
+    for (const f of flags) expect(f).toMatch(/^--[a-z0-9-]+(=\S+)?$/);
+    const r = spawnSync(process.execPath, [...flags, '-e', 'process.stdout.write(String(require("node:v8").getHeapStatistics().total_heap_size > 0))'], { encoding: 'utf8', timeout: 20_000 });
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe('true');
+  });
+
+  it('refuses a flag node does not know (so the check above can fail)', () => {
+    const r = spawnSync(process.execPath, ['--max-semi-space-sise=8', '-e', '0'], { encoding: 'utf8', timeout: 20_000 });
+    expect(r.status).not.toBe(0);
+  });
+});
