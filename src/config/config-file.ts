@@ -4,12 +4,17 @@
 // fields, wrong types and bad values are errors naming the field's path.
 // Pure text in, configuration out; and back to text for --write-config-to.
 
-import { parseAllDocuments, stringify } from 'yaml';
+import { createRequire } from 'node:module';
 import { formatDuration } from './duration.ts';
 import { defaultedKubeProxyConfiguration, KUBE_PROXY_API_VERSION, KUBE_PROXY_KIND, KUBE_PROXY_SCHEMA, type DeepPartial, type KubeProxyConfiguration } from './kube-proxy-config.ts';
 import { defaultedOwnConfiguration, OWN_API_VERSION, OWN_KIND, OWN_SCHEMA, ownConfigProblems, type KubeNftProxyConfiguration } from './own-config.ts';
 import { ConfigError, decodeObject, type Schema } from './schema.ts';
 import { kubeProxyConfigProblems, throwProblems } from './validate-kube-proxy.ts';
+
+// The YAML parser is ~70 modules and ~20 ms of CPU at every start; only runs
+// with --config or --write-config-to need it, so it is loaded when they do.
+const requireHere = createRequire(import.meta.url);
+const yaml = (): typeof import('yaml') => requireHere('yaml') as typeof import('yaml');
 
 export interface Configuration {
   kubeProxy: KubeProxyConfiguration;
@@ -24,7 +29,7 @@ function where(doc: number, path: string): string {
 
 /** Decodes, defaults and validates the file's text; throws ConfigError with the field's path. */
 export function parseConfigFile(text: string): Configuration {
-  const docs = parseAllDocuments(text, { uniqueKeys: true, prettyErrors: false, schema: 'core' });
+  const docs = yaml().parseAllDocuments(text, { uniqueKeys: true, prettyErrors: false, schema: 'core' });
   if (!Array.isArray(docs)) throw new ConfigError('', 'the file holds no YAML document');
   let kubeProxy: KubeProxyConfiguration | undefined;
   let own: KubeNftProxyConfiguration | undefined;
@@ -79,7 +84,7 @@ function encode(schema: Schema, value: Record<string, unknown>): Record<string, 
 
 /** Both documents of the effective configuration, as --write-config-to writes them; parseConfigFile reads them back unchanged. */
 export function formatConfigFile(c: Pick<Configuration, 'kubeProxy' | 'own'>): string {
-  const kp = stringify(encode(KUBE_PROXY_SCHEMA, c.kubeProxy as unknown as Record<string, unknown>), { lineWidth: 0 });
-  const own = stringify(encode(OWN_SCHEMA, c.own as unknown as Record<string, unknown>), { lineWidth: 0 });
+  const kp = yaml().stringify(encode(KUBE_PROXY_SCHEMA, c.kubeProxy as unknown as Record<string, unknown>), { lineWidth: 0 });
+  const own = yaml().stringify(encode(OWN_SCHEMA, c.own as unknown as Record<string, unknown>), { lineWidth: 0 });
   return `${kp}---\n${own}`;
 }
