@@ -177,6 +177,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   metrics.offloadEnabled.set(offload.wanted && offload.supported ? 1 : 0);
 
   const streams = deps.streams ?? (await createClusterStreams(streamsOptions(options, nodeName, logger)));
+  metrics.observeInvalidObjects(() => streams.invalidObjects());
   const tracker = new ServiceChangeTracker({ nodeName, featureGates: gates });
   let node: NodeInfo | undefined;
   const local = options.netns === undefined ? localAddresses() : [];

@@ -147,6 +147,27 @@ export class ProxyMetrics {
     labelNames: ['type', 'outcome'],
     registers: [this.registry],
   });
+  #invalidObjectsSource: (() => { services: number; endpointSlices: number; nodes: number }) | undefined;
+  /** Objects the stream boundary left out as invalid, by kind: read at scrape time from observeInvalidObjects' source. */
+  readonly invalidObjects = new Gauge({
+    name: 'kube_nft_proxy_invalid_objects',
+    help: 'API objects left out (or with parts left out) because the API server accepted what the proxy cannot program; each is logged once with its reason',
+    labelNames: ['kind'],
+    registers: [this.registry],
+    collect: () => {
+      const n = this.#invalidObjectsSource?.();
+      if (!n) return;
+      this.invalidObjects.set({ kind: 'Service' }, n.services);
+      this.invalidObjects.set({ kind: 'EndpointSlice' }, n.endpointSlices);
+      this.invalidObjects.set({ kind: 'Node' }, n.nodes);
+    },
+  });
+
+  /** The streams' count of what they left out, for kube_nft_proxy_invalid_objects. */
+  observeInvalidObjects(source: () => { services: number; endpointSlices: number; nodes: number }): void {
+    this.#invalidObjectsSource = source;
+  }
+
   readonly refusedServicePorts = new Gauge({
     name: 'kube_nft_proxy_refused_service_ports',
     help: 'Service ports set aside because their rules were refused (by validation, the batch builder or the kernel): their last applied rules stay in force, or they are not programmed, until they change or a full sync runs',
