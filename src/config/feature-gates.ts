@@ -45,7 +45,7 @@ export interface FeatureGateSpec {
 export const FEATURE_GATE_SPECS: Readonly<Record<FeatureGateName, FeatureGateSpec>> = {
   TopologyAwareProxying: { default: false, stage: 'alpha', kep: 'KEP-2030' },
   LoadBalancerIPMode: { default: true, stage: 'beta', kep: 'KEP-1860' },
-  KubeProxyAcceleration: { default: true, stage: 'alpha', kep: 'KEP-4963' },
+  KubeProxyAcceleration: { default: false, stage: 'alpha', kep: 'KEP-4963' },
 };
 
 export const DEFAULT_FEATURE_GATES: FeatureGates = Object.freeze({

@@ -35,6 +35,7 @@ class HandStreams {
       services: { size: 0 },
       endpointSlices: { size: 0 },
       stop: async () => {},
+      invalidObjects: () => ({ services: 0, endpointSlices: 0, nodes: 0 }),
       connection: this.connection,
     } as unknown as ClusterStreams;
   }

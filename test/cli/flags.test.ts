@@ -75,7 +75,7 @@ describe('parseCommandLine', () => {
       minSyncPeriodMs: 0,
       syncPeriodMs: 60_000,
       fullSyncPeriodMs: 7_200_000,
-      featureGates: 'KubeProxyAcceleration=true,LoadBalancerIPMode=true,TopologyAwareProxying=true',
+      featureGates: 'KubeProxyAcceleration=false,LoadBalancerIPMode=true,TopologyAwareProxying=true',
       serviceProxyName: 'ours',
       table: 'knp',
       offloadPacketThreshold: 0,

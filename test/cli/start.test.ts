@@ -35,10 +35,12 @@ describe('the dry run on the bundled examples', () => {
     expect(text).not.toContain('198.51.100.11');
   });
 
-  it('renders the offload flowtable and rule (KEP-4963), and none with threshold 0', () => {
-    expect(text).toMatch(/flowtable service-flowtable \{/);
-    expect(text).toMatch(/ct original ip daddr @cluster-ips ct packets > 20 flow add @service-flowtable/);
-    const off = cli(['--manifests', 'examples/', '--dry-run', '--hostname-override', 'node-a', '--offload-packet-threshold=0']);
+  it('renders the offload flowtable and rule (KEP-4963) once its alpha gate is on, and none with threshold 0', () => {
+    expect(text).not.toMatch(/flowtable service-flowtable|flow add/);
+    const on = cli(['--manifests', 'examples/', '--dry-run', '--hostname-override', 'node-a', '--feature-gates=KubeProxyAcceleration=true']);
+    expect(on).toMatch(/flowtable service-flowtable \{/);
+    expect(on).toMatch(/ct original ip daddr @cluster-ips ct packets > 20 flow add @service-flowtable/);
+    const off = cli(['--manifests', 'examples/', '--dry-run', '--hostname-override', 'node-a', '--feature-gates=KubeProxyAcceleration=true', '--offload-packet-threshold=0']);
     expect(off).not.toMatch(/flowtable service-flowtable|flow add/);
     expect(off).toContain('# flowtable offload off');
   });

@@ -12,22 +12,22 @@ describe('feature gates', () => {
     expect(DEFAULT_FEATURE_GATES).toEqual({
       TopologyAwareProxying: false,
       LoadBalancerIPMode: true,
-      KubeProxyAcceleration: true,
+      KubeProxyAcceleration: false,
     });
     expect(parseFeatureGates('')).toEqual(DEFAULT_FEATURE_GATES);
   });
 
   it.each([
-    ['TopologyAwareProxying=true', { TopologyAwareProxying: true, LoadBalancerIPMode: true, KubeProxyAcceleration: true }],
-    ['TopologyAwareProxying=false', { TopologyAwareProxying: false, LoadBalancerIPMode: true, KubeProxyAcceleration: true }],
+    ['TopologyAwareProxying=true', { TopologyAwareProxying: true, LoadBalancerIPMode: true, KubeProxyAcceleration: false }],
+    ['TopologyAwareProxying=false', { TopologyAwareProxying: false, LoadBalancerIPMode: true, KubeProxyAcceleration: false }],
     ['LoadBalancerIPMode=false,KubeProxyAcceleration=false', { TopologyAwareProxying: false, LoadBalancerIPMode: false, KubeProxyAcceleration: false }],
     ['AllAlpha=true', { TopologyAwareProxying: true, LoadBalancerIPMode: true, KubeProxyAcceleration: true }],
     ['AllAlpha=false', { TopologyAwareProxying: false, LoadBalancerIPMode: true, KubeProxyAcceleration: false }],
     ['AllAlpha=true,TopologyAwareProxying=false', { TopologyAwareProxying: false, LoadBalancerIPMode: true, KubeProxyAcceleration: true }],
-    ['AllBeta=false', { TopologyAwareProxying: false, LoadBalancerIPMode: false, KubeProxyAcceleration: true }],
-    ['NFTablesProxyMode=true,ServiceTrafficDistribution=true,LoggingAlphaOptions=true', { TopologyAwareProxying: false, LoadBalancerIPMode: true, KubeProxyAcceleration: true }],
-    ['--feature-gates=TopologyAwareProxying=True', { TopologyAwareProxying: true, LoadBalancerIPMode: true, KubeProxyAcceleration: true }],
-    [' TopologyAwareProxying = 1 , LoadBalancerIPMode=F ', { TopologyAwareProxying: true, LoadBalancerIPMode: false, KubeProxyAcceleration: true }],
+    ['AllBeta=false', { TopologyAwareProxying: false, LoadBalancerIPMode: false, KubeProxyAcceleration: false }],
+    ['NFTablesProxyMode=true,ServiceTrafficDistribution=true,LoggingAlphaOptions=true', { TopologyAwareProxying: false, LoadBalancerIPMode: true, KubeProxyAcceleration: false }],
+    ['--feature-gates=TopologyAwareProxying=True', { TopologyAwareProxying: true, LoadBalancerIPMode: true, KubeProxyAcceleration: false }],
+    [' TopologyAwareProxying = 1 , LoadBalancerIPMode=F ', { TopologyAwareProxying: true, LoadBalancerIPMode: false, KubeProxyAcceleration: false }],
     ['KubeProxyAcceleration=false,KubeProxyAcceleration=TRUE', { TopologyAwareProxying: false, LoadBalancerIPMode: true, KubeProxyAcceleration: true }],
   ])('%j', (text, expected) => {
     expect(parseFeatureGates(text)).toEqual(expected);
@@ -71,7 +71,7 @@ describe('feature gates', () => {
     expect(featureGatesFromMap({ TopologyAwareProxying: true, LoadBalancerIPMode: 'false' })).toEqual({
       TopologyAwareProxying: true,
       LoadBalancerIPMode: false,
-      KubeProxyAcceleration: true,
+      KubeProxyAcceleration: false,
     });
     expect(() => featureGatesFromMap({ Unknown: true })).toThrow(FeatureGateError);
     expect(() => featureGatesFromMap({ KubeProxyAcceleration: 1 })).toThrow(/expected a boolean/);
@@ -81,6 +81,6 @@ describe('feature gates', () => {
     const g = parseFeatureGates('TopologyAwareProxying=true');
     expect(Object.isFrozen(g)).toBe(true);
     expect(Object.isFrozen(DEFAULT_FEATURE_GATES)).toBe(true);
-    expect(formatFeatureGates(g)).toBe('KubeProxyAcceleration=true,LoadBalancerIPMode=true,TopologyAwareProxying=true');
+    expect(formatFeatureGates(g)).toBe('KubeProxyAcceleration=false,LoadBalancerIPMode=true,TopologyAwareProxying=true');
   });
 });

@@ -31,7 +31,7 @@ describe('the agent on a kernel without flowtables', { timeout: 60_000 }, () => 
 
   beforeAll(async () => {
     // Offload asked for explicitly (20 is also the default).
-    env = await startAgentCluster(['b1', 'c1'], ['--offload-packet-threshold=20']);
+    env = await startAgentCluster(['b1', 'c1'], ['--offload-packet-threshold=20', '--feature-gates=KubeProxyAcceleration=true']);
     ({ cluster, api, agent } = env);
   }, 60_000);
 
