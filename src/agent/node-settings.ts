@@ -6,17 +6,10 @@
 
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { KubeProxyConfiguration } from '../config/kube-proxy-config.ts';
 
-export interface ConntrackSettings {
-  maxPerCore: number;
-  min: number;
-  /** Durations in ms; 0 leaves the kernel's value. */
-  tcpEstablishedTimeout: number;
-  tcpCloseWaitTimeout: number;
-  tcpBeLiberal: boolean;
-  udpTimeout: number;
-  udpStreamTimeout: number;
-}
+/** kube-proxy's conntrack section; durations in ms, 0 leaves the kernel's value. */
+export type ConntrackSettings = KubeProxyConfiguration['conntrack'];
 
 export interface Sysctl {
   /** Under /proc/sys. */
