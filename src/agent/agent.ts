@@ -10,6 +10,7 @@ import { parseFeatureGates, type FeatureGates } from '../config/feature-gates.ts
 import type { NodeInfo } from '../k8s/types.ts';
 import type { FlowtableDeviceFilter } from '../links/flowtable-devices.ts';
 import { LinkMonitor } from '../links/link-monitor.ts';
+import type { LinkSource } from '../links/sysfs-links.ts';
 import { ServiceChangeTracker } from '../model/change-tracker.ts';
 import { probeFlowtables } from '../nft/capabilities.ts';
 import type { Dataplane } from '../nft/dataplane.ts';
@@ -35,16 +36,20 @@ export interface AgentDeps {
   dataplane: Dataplane;
   /** Default: from options (--manifests or --kubeconfig). */
   streams?: ClusterStreams;
-  /** Default: a LinkMonitor on options.netns when offload is on and supported. */
-  linkMonitor?: () => LinkMonitor;
+  /** Default: a LinkMonitor (the addon's rtnetlink monitor) on options.netns when offload is on and supported. */
+  linkMonitor?: () => LinkSource;
   scheduler?: SchedulerLike;
   /** Whether to serve /metrics and /healthz (default true). */
   serveHttp?: boolean;
   /** Runs after the first and every large sync, and once quiet after small ones have grown the RSS (default: a full V8 collection, then the dataplane's releaseMemory). */
   releaseMemory?: () => void;
+  /** Called with every sync's outcome from the first on (syncs$ reaches only subscribers that exist by then). */
+  onSync?: (result: SyncResult) => void;
 }
 
 export interface Agent {
+  /** The node this agent programs for (--hostname-override or the host name). */
+  readonly nodeName: string;
   readonly metrics: ProxyMetrics;
   readonly health: HealthState;
   readonly offload: Readonly<OffloadState> & { reason: string };
@@ -187,7 +192,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
     }),
   );
 
-  let monitor: LinkMonitor | undefined;
+  let monitor: LinkSource | undefined;
   if (offload.wanted && offload.supported) {
     monitor = deps.linkMonitor ? deps.linkMonitor() : new LinkMonitor({ netns: netnsPath(options.netns) });
     const follower = followFlowtableDevices(monitor.links$, {
@@ -280,6 +285,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
         metrics.syncFailures.inc();
         logger.error({ ...fields, consecutiveFailures: result.consecutiveFailures, err: result.error }, 'nftables sync failed; will retry');
       }
+      deps.onSync?.(result);
       syncs$.next(result);
     }),
   );
@@ -293,6 +299,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   }
 
   return {
+    nodeName,
     metrics,
     health,
     offload,
