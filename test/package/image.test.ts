@@ -16,6 +16,7 @@ import { createConnection, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
 import { packageRoot } from '../../src/package-root.ts';
 import { eventually, serviceObject, sliceObject } from '../e2e/agent-process.ts';
 import { FakeApiServer } from '../fake-apiserver/index.ts';
@@ -129,6 +130,11 @@ describe('the container image', { timeout: 120_000 }, () => {
     expect(config.Entrypoint).toEqual(['/usr/local/bin/node', '/app/node_modules/kube-nft-proxy/bin/kube-nft-proxy.js']);
     expect(config.User).toBe('0:0');
     expect(config.Labels?.['io.containers.capabilities']).toBe('NET_ADMIN');
+    // The DaemonSet grants the same, and nothing else.
+    const docs = parseAllDocuments(readFileSync(join(packageRoot, 'deploy/kube-nft-proxy.yaml'), 'utf8')).map((d) => d.toJS());
+    const security = docs.find((d) => d.kind === 'DaemonSet').spec.template.spec.containers[0].securityContext;
+    expect(security.capabilities).toEqual({ add: ['NET_ADMIN'], drop: ['ALL'] });
+    expect(security.runAsUser).toBe(Number(config.User!.split(':')[0]));
     const rootfs = join(bundle, 'rootfs');
     // No shell, no package manager, no sources, tests or build tools.
     for (const absent of ['bin/sh', 'bin/bash', 'usr/bin/apt', 'usr/bin/dpkg', 'usr/bin/npm', 'app/node_modules/kube-nft-proxy/src', 'app/node_modules/kube-nft-proxy/test', 'app/node_modules/typescript', 'app/node_modules/vitest']) {
