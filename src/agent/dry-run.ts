@@ -23,6 +23,8 @@ export interface DryRunDeps {
   streams?: ClusterStreams;
   /** Default: the interfaces in /sys/class/net, read once. */
   links?: () => LinkSource;
+  /** The fake kernel to commit to (default: a new one with flowtables); it holds the result afterwards. */
+  kernel?: FakeKernel;
 }
 
 /** The first sync did not go through; the dry run has nothing true to print. */
@@ -58,7 +60,7 @@ export function renderKernelText(kernel: FakeKernel): string {
  * not be read).
  */
 export async function dryRun(options: AgentOptions, logger: Logger, deps: DryRunDeps = {}): Promise<string> {
-  const kernel = new FakeKernel({ flowtables: true });
+  const kernel = deps.kernel ?? new FakeKernel({ flowtables: true });
   const sync = firstSync();
   const agent = await startAgent(options, {
     logger,
