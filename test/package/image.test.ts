@@ -11,7 +11,7 @@
 
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createConnection, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -182,13 +182,12 @@ describe('the container image', { timeout: 120_000 }, () => {
     expect(rules).toMatch(/10\.244\.0\.12/);
 
     // The process is the image's entrypoint, in the image's root, with exactly the declared privileges.
-    const pid = readdirSync('/proc').find((p) => {
-      try {
-        return readlinkSync(`/proc/${p}/root`) === rootfs && readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('kube-nft-proxy.js');
-      } catch {
-        return false;
-      }
-    });
+    // unshare's one child is the runtime script, which became capsh and then the entrypoint (exec, same pid).
+    const pid = readFileSync(`/proc/${agent.pid}/task/${agent.pid}/children`, 'utf8').trim();
+    expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8')).toContain('kube-nft-proxy.js');
+    // Its root directory is the image's root filesystem (compared by inode: paths differ across mount namespaces).
+    const [inRoot, image] = [statSync(`/proc/${pid}/root/`), statSync(rootfs)];
+    expect([inRoot.dev, inRoot.ino]).toEqual([image.dev, image.ino]);
     expect(pid, 'the agent process').toBeDefined();
     agentPid = Number(pid);
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
