@@ -8,8 +8,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot as root } from '../../src/package-root.ts';
-import { buildDist } from '../helpers/build-dist.ts';
 import { createNetns, type NetNs } from '../helpers/netns.ts';
+import { ensureRelease } from './release-tarballs.ts';
 
 const MISSING_ADDON = '/nonexistent/kube_nft_proxy.node';
 
@@ -23,7 +23,9 @@ function example(name: string, args: string[], opts: { env?: NodeJS.ProcessEnv; 
 
 describe('examples/library', () => {
   let ns: NetNs | undefined;
-  beforeAll(() => buildDist(), 200_000);
+  // dist/ as release:pack's prepack compiles it, once per run and under its lock:
+  // the package tests run in parallel and must not rewrite dist/ under each other.
+  beforeAll(() => ensureRelease(), 900_000);
   afterAll(() => ns?.destroy());
 
   it('render-text.mjs prints the ruleset from the example manifests with no capabilities and no addon to load', () => {
@@ -55,7 +57,9 @@ describe('examples/library', () => {
 });
 
 describe('the package without its addon', () => {
-  beforeAll(() => buildDist(), 200_000);
+  // dist/ as release:pack's prepack compiles it, once per run and under its lock:
+  // the package tests run in parallel and must not rewrite dist/ under each other.
+  beforeAll(() => ensureRelease(), 900_000);
 
   it('imports, dry-runs with offload on and renders purely without loading any .node; loadAddon then names the override it tried', () => {
     const script = `

@@ -10,7 +10,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/package-root.ts';
-import { buildDist } from '../helpers/build-dist.ts';
 import { ensureRelease, releaseDir } from './release-tarballs.ts';
 
 const PLATFORM = '@kube-nft-proxy/linux-x64-gnu';
@@ -25,7 +24,7 @@ interface Outcome {
 describe('the addon loader in an installed package', () => {
   let root: string;
   beforeAll(async () => {
-    buildDist();
+    // dist/ too: release:pack's prepack compiles it, once per run and under its lock.
     await ensureRelease();
     root = mkdtempSync(join(tmpdir(), 'knp-loader-'));
     writeFileSync(join(root, 'package.json'), JSON.stringify({ name: 'kube-nft-proxy', type: 'module' }));
