@@ -63,7 +63,8 @@ export async function dryRun(options: AgentOptions, logger: Logger, deps: DryRun
   const kernel = deps.kernel ?? new FakeKernel({ flowtables: true });
   const sync = firstSync();
   const agent = await startAgent(options, {
-    logger,
+    // Every line the agent logs says that its kernel was the fake one.
+    logger: logger.child({ dryRun: true }),
     dataplane: kernel,
     ...(deps.streams ? { streams: deps.streams } : {}),
     linkMonitor: deps.links ?? (() => staticLinkSource(readSysfsLinks())),
