@@ -1,8 +1,8 @@
 // What a release publishes (npm run release:pack) and what a user gets from it:
 // the main tarball and one prebuilt platform package per optionalDependency,
 // no install scripts anywhere; binaries that need no newer glibc than README
-// states; the arm64 build resolving its libraries beside itself under
-// qemu-user; and `npm install --ignore-scripts` of the tarballs into an empty
+// states; both builds resolving their libraries beside themselves through
+// their own architecture's loader (arm64 under qemu-user); and `npm install --ignore-scripts` of the tarballs into an empty
 // project on a machine view without libnftnl and libmnl (hidden in a private
 // mount namespace) giving a `npx kube-nft-proxy` that programs a namespace.
 
@@ -105,8 +105,8 @@ describe('the release tarballs', () => {
 
   // What the dynamic loader does when Node dlopens the addon, done by the target's own ld.so
   // (arm64 under qemu-user): every library found, every symbol bound but N-API's, which Node provides.
-  // (Node 24 itself does not start under Debian's qemu-user 7.2, and qemu-user refuses
-  // NETLINK_NETFILTER sockets, so loading and committing wait for a real or fully emulated arm64 machine.)
+  // (Loading, probing and committing on arm64: arm64-vm.test.ts, in a full VM; Node does not
+  // start under Debian's qemu-user 7.2 here, and qemu-user refuses NETLINK_NETFILTER sockets.)
   it.each([
     ['linux-x64-gnu', [], '/lib64/ld-linux-x86-64.so.2'],
     ['linux-arm64-gnu', ['qemu-aarch64-static', '-E', 'LD_TRACE_LOADED_OBJECTS=1', '-E', 'LD_WARN=yes', '-E', 'LD_BIND_NOW=yes'], '/usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1'],
