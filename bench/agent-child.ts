@@ -2,7 +2,7 @@
 // dist/ in a child process, its pino lines parsed as they come, its memory
 // read from /proc. A preload prints the moment node hands over to user code,
 // so that start-up splits into node's own boot and loading our modules. Node
-// gets the flags the image's ENTRYPOINT gives it (deploy/Dockerfile), so that
+// gets the flags the image's ENTRYPOINT gives it (deploy/Containerfile), so that
 // memory is measured as a node runs the agent.
 
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -18,12 +18,12 @@ const BOOT_MARK = 'knp-bench-boot';
 
 /** The node flags of the image's ENTRYPOINT: what comes between `node` and the script. */
 export function imageNodeFlags(): string[] {
-  const dockerfile = readFileSync(join(packageRoot, 'deploy', 'Dockerfile'), 'utf8');
-  const m = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(dockerfile);
-  if (!m) throw new Error('deploy/Dockerfile: no ENTRYPOINT in exec form');
+  const containerfile = readFileSync(join(packageRoot, 'deploy', 'Containerfile'), 'utf8');
+  const m = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(containerfile);
+  if (!m) throw new Error('deploy/Containerfile: no ENTRYPOINT in exec form');
   const argv = JSON.parse(m[1]!) as string[];
   const script = argv.findIndex((a) => a.endsWith('/bin/kube-nft-proxy.js'));
-  if (argv[0] !== 'node' || script < 1) throw new Error(`deploy/Dockerfile: ENTRYPOINT ${m[1]} does not run node on bin/kube-nft-proxy.js`);
+  if (!argv[0]?.endsWith('node') || script < 1) throw new Error(`deploy/Containerfile: ENTRYPOINT ${m[1]} does not run node on bin/kube-nft-proxy.js`);
   return argv.slice(1, script);
 }
 

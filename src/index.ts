@@ -1,9 +1,14 @@
 // kube-nft-proxy as a library: the pieces an embedder composes, each usable on
 // its own — the nftables object model and its netlink dataplane, the cluster
 // streams, the pure service model, the reconciler, and the whole agent.
+// README's "Library API" documents every export; examples/library/ uses them.
+//
+// Importing this module loads no native code: the addon is loaded by
+// loadAddon(), which only NetlinkDataplane and LinkMonitor call, when constructed.
 
 // The agent
-export { startAgent, type Agent, type AgentDeps } from './agent/agent.ts';
+export { startAgent, netnsPath, MAX_FLOWTABLE_DEVICES, type Agent, type AgentDeps } from './agent/agent.ts';
+export { dryRun, renderKernelText, DryRunError, type DryRunDeps } from './agent/dry-run.ts';
 export { rulesetConfigFor } from './agent/ruleset-config.ts';
 export { parseCommandLine, FlagError } from './cli/flags.ts';
 export type { AgentOptions } from './agent/options.ts';
@@ -19,6 +24,8 @@ export { Transaction, validateOperations, NftInvalidError } from './nft/transact
 export { renderOperations, renderTableText } from './nft/render-text.ts';
 export { probeFlowtables, type CapabilityAnswer } from './nft/capabilities.ts';
 export { LinkMonitor } from './links/link-monitor.ts';
+export { readSysfsLinks, staticLinkSource, type LinkSource } from './links/sysfs-links.ts';
+export type { LinkInfo, LinkMap } from './links/link-state.ts';
 export { flowtableDevices } from './links/flowtable-devices.ts';
 
 // Cluster state
@@ -33,7 +40,12 @@ export { Reconciler, SyncError, type ModelRead, type RejectedServicePort, type R
 export { syncRunner, type SyncResult } from './reconciler/sync-runner.ts';
 export { renderRuleset, type Ruleset } from './reconciler/ruleset.ts';
 export { defaultRulesetConfig, type RulesetConfig, type FamilyConfig } from './reconciler/config.ts';
+export { rulesetListings } from './reconciler/listing.ts';
+
+// The native addon (loaded only by loadAddon, on first use)
+export { loadAddon, platformPackageName, NativeLoadError, type AddonAttempt } from './native/addon.ts';
 
 // Observability
+export { createLogger, type Logger } from './observability/logger.ts';
 export { ProxyMetrics } from './observability/metrics.ts';
 export { HealthState } from './observability/health.ts';

@@ -10,6 +10,7 @@ import { parseFeatureGates, type FeatureGates } from '../config/feature-gates.ts
 import type { NodeInfo } from '../k8s/types.ts';
 import type { FlowtableDeviceFilter } from '../links/flowtable-devices.ts';
 import { LinkMonitor } from '../links/link-monitor.ts';
+import type { LinkSource } from '../links/sysfs-links.ts';
 import { ServiceChangeTracker } from '../model/change-tracker.ts';
 import type { ServicePort } from '../model/service-port.ts';
 import type { NativeConntrack } from '../native/conntrack-types.ts';
@@ -45,8 +46,8 @@ export interface AgentDeps {
   dataplane: Dataplane;
   /** Default: from options (--manifests or --kubeconfig). */
   streams?: ClusterStreams;
-  /** Default: a LinkMonitor on options.netns when offload is on and supported. */
-  linkMonitor?: () => LinkMonitor;
+  /** Default: a LinkMonitor (the addon's rtnetlink monitor) on options.netns when offload is on and supported. */
+  linkMonitor?: () => LinkSource;
   scheduler?: SchedulerLike;
   /** Whether to serve /metrics and /healthz (default true). */
   serveHttp?: boolean;
@@ -54,9 +55,13 @@ export interface AgentDeps {
   releaseMemory?: () => void;
   /** The addon's conntrack functions: UDP/SCTP conntrack cleanup after syncs (absent: none, e.g. over the fake kernel). */
   conntrack?: Pick<NativeConntrack, 'conntrackClean'>;
+  /** Called with every sync's outcome from the first on (syncs$ reaches only subscribers that exist by then). */
+  onSync?: (result: SyncResult) => void;
 }
 
 export interface Agent {
+  /** The node this agent programs for (--hostname-override or the host name). */
+  readonly nodeName: string;
   readonly metrics: ProxyMetrics;
   readonly health: HealthState;
   readonly offload: Readonly<OffloadState> & { reason: string };
@@ -263,7 +268,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
     }),
   );
 
-  let monitor: LinkMonitor | undefined;
+  let monitor: LinkSource | undefined;
   if (offload.wanted && offload.supported) {
     monitor = deps.linkMonitor ? deps.linkMonitor() : new LinkMonitor({ netns: netnsPath(options.netns) });
     const follower = followFlowtableDevices(monitor.links$, {
@@ -378,6 +383,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
         if ((r?.stats.chainsDeleted ?? 0) > 0) metrics.cleanupFailures.inc();
         logger.error({ ...fields, consecutiveFailures: result.consecutiveFailures, err: result.error }, 'nftables sync failed; will retry');
       }
+      deps.onSync?.(result);
       syncs$.next(result);
     }),
   );
@@ -388,6 +394,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   }
 
   return {
+    nodeName,
     metrics,
     health,
     offload,

@@ -1,51 +1,88 @@
-// --dry-run: read the cluster state once, render the full desired ruleset and
-// print it as nft text. Touches no kernel, so nothing is probed: flowtable
+// --dry-run: the agent itself (streams, change tracker, config, renderer,
+// reconciler, flowtable device derivation) runs its first sync against the
+// kernel-modelling fake instead of the kernel, and what the fake then holds is
+// printed as nft text. So the output is exactly what the agent would commit
+// first, including the fake kernel's checks of references and base-chain paths.
+//
+// Nothing here loads the addon: the dataplane is the fake, and the link source
+// reads /sys/class/net once instead of the native rtnetlink monitor. Flowtable
 // support is assumed (the header says so) to show what offload would add.
 
-import { hostname, networkInterfaces } from 'node:os';
-import type { AgentOptions } from './options.ts';
-import { parseFeatureGates } from '../config/feature-gates.ts';
-import { ServiceChangeTracker } from '../model/change-tracker.ts';
-import { renderTableText as renderText } from '../nft/render-text.ts';
+import { FakeKernel } from '../nft/fake/fake-kernel.ts';
+import type { Family } from '../nft/objects.ts';
+import { renderTableText } from '../nft/render-text.ts';
+import { readSysfsLinks, staticLinkSource, type LinkSource } from '../links/sysfs-links.ts';
 import type { Logger } from '../observability/logger.ts';
-import { rulesetListings } from '../reconciler/listing.ts';
-import { renderRuleset } from '../reconciler/ruleset.ts';
-import { createClusterStreams } from '../streams/cluster-streams.ts';
-import { streamsOptions, warnNodeNotFound } from './agent.ts';
-import { rulesetConfigFor } from './ruleset-config.ts';
+import type { SyncResult } from '../reconciler/sync-runner.ts';
+import type { ClusterStreams } from '../streams/cluster-streams.ts';
+import { startAgent } from './agent.ts';
+import type { AgentOptions } from './options.ts';
 
-export async function dryRun(options: AgentOptions, logger: Logger): Promise<string> {
-  const gates = parseFeatureGates(options.featureGates);
-  const nodeName = options.hostnameOverride ?? hostname();
-  const streams = await createClusterStreams(streamsOptions(options, nodeName, logger));
-  try {
-    await streams.whenSynced();
-    const tracker = new ServiceChangeTracker({ nodeName, featureGates: gates });
-    const now = Date.now();
-    streams.services$.subscribe((ev) => tracker.onService(ev, now)).unsubscribe();
-    streams.endpointSlices$.subscribe((ev) => tracker.onEndpointSlice(ev, now)).unsubscribe();
-    let node;
-    streams.node$.subscribe((n) => (node = n)).unsubscribe();
-    tracker.onNode(node, now);
-    if (node === undefined) warnNodeNotFound(logger, nodeName);
-    const drained = tracker.drain();
-    for (const w of drained.warnings) logger.warn({ warning: w }, 'service model warning');
+export interface DryRunDeps {
+  /** Default: from options (--manifests or --kubeconfig). */
+  streams?: ClusterStreams;
+  /** Default: the interfaces in /sys/class/net, read once. */
+  links?: () => LinkSource;
+  /** The fake kernel to commit to (default: a new one with flowtables); it holds the result afterwards. */
+  kernel?: FakeKernel;
+}
 
-    const wantOffload = gates.KubeProxyAcceleration && options.offloadPacketThreshold > 0;
-    const devices = Object.entries(networkInterfaces())
-      .filter(([, addrs]) => !(addrs ?? []).some((a) => a.internal))
-      .map(([name]) => name)
-      .sort();
-    const config = rulesetConfigFor(options, node, { wanted: wantOffload, supported: wantOffload, devices });
-    const servicePorts = [...tracker.servicePorts()];
-    const ruleset = renderRuleset(servicePorts, config);
-    for (const p of ruleset.problems) logger.warn({ problem: p }, 'service port left out of the ruleset');
-    const header = [
-      `# kube-nft-proxy --dry-run for node ${nodeName}: ${servicePorts.length} service ports`,
-      wantOffload ? '# flowtable support assumed, not probed (a dry run touches no kernel)' : '# flowtable offload off',
-    ];
-    return header.join('\n') + '\n' + rulesetListings(ruleset).map((l) => renderText(l)).join('\n');
-  } finally {
-    await streams.stop();
+/** The first sync did not go through; the dry run has nothing true to print. */
+export class DryRunError extends Error {
+  readonly code = 'ERR_DRY_RUN';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'DryRunError';
   }
+}
+
+function firstSync(): { onSync: (r: SyncResult) => void; result: Promise<SyncResult> } {
+  let resolve!: (r: SyncResult) => void;
+  const result = new Promise<SyncResult>((r) => (resolve = r));
+  return { onSync: (r) => resolve(r), result };
+}
+
+/** Every table the fake kernel holds, as `nft list ruleset` would print it. */
+export function renderKernelText(kernel: FakeKernel): string {
+  const out: string[] = [];
+  for (const key of kernel.tableNames()) {
+    const [family, name] = key.split(' ') as [Family, string];
+    const listing = kernel.listSync(family, name);
+    if (listing) out.push(renderTableText(listing));
+  }
+  return out.join('\n');
+}
+
+/**
+ * Runs the agent's first sync against a FakeKernel and returns the ruleset it
+ * committed as nft text, after a header. Fails with DryRunError when that sync
+ * fails (the fake kernel refused the transaction, or the cluster state could
+ * not be read).
+ */
+export async function dryRun(options: AgentOptions, logger: Logger, deps: DryRunDeps = {}): Promise<string> {
+  const kernel = deps.kernel ?? new FakeKernel({ flowtables: true });
+  const sync = firstSync();
+  const agent = await startAgent(options, {
+    // Every line the agent logs says that its kernel was the fake one.
+    logger: logger.child({ dryRun: true }),
+    dataplane: kernel,
+    ...(deps.streams ? { streams: deps.streams } : {}),
+    linkMonitor: deps.links ?? (() => staticLinkSource(readSysfsLinks())),
+    serveHttp: false,
+    releaseMemory: () => undefined,
+    onSync: sync.onSync,
+  });
+  let result: SyncResult;
+  try {
+    result = await sync.result;
+  } finally {
+    await agent.stop();
+  }
+  if (!result.ok) throw new DryRunError(`the first sync failed: ${(result.error as Error)?.message ?? String(result.error)}`, { cause: result.error });
+  const offload = agent.offload.wanted && agent.offload.supported;
+  const header = [
+    `# kube-nft-proxy --dry-run for node ${agent.nodeName}: ${result.report?.servicePorts ?? 0} service ports`,
+    offload ? '# flowtable support assumed, not probed (a dry run touches no kernel)' : '# flowtable offload off',
+  ];
+  return header.join('\n') + '\n' + renderKernelText(kernel);
 }

@@ -1,11 +1,20 @@
-// The only module that loads the native addon. node-gyp-build takes a
-// prebuilt binary from prebuilds/ first and a local build (build/Release,
-// build/Debug) otherwise; KUBE_NFT_PROXY_ADDON names a .node file directly
-// (e.g. the ASan build). A load failure becomes one actionable error.
+// The only module that loads the native addon, and only when asked to
+// (loadAddon): importing this module, or the package, loads nothing. Where the
+// .node comes from, in order (sharp's way: one loader, every path listed when
+// all fail):
+//   1. KUBE_NFT_PROXY_ADDON, when set: that file and nothing else (an explicit
+//      choice, e.g. the ASan build, must not fall back silently);
+//   2. the platform package, an optionalDependency npm installs only on its
+//      os/cpu/libc: @kube-nft-proxy/linux-<arch>-gnu, whose .node carries
+//      libnftnl and libmnl beside it (no system libraries, no install script);
+//   3. a local build from source (npm run build:native): build/Release, then
+//      build/Debug.
 
 import { createRequire } from 'node:module';
 import type { NativeConntrack } from './conntrack-types.ts';
 import type { NativeLinkMonitorConstructor } from './link-monitor-types.ts';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { packageRoot } from '../package-root.ts';
 
 /**
@@ -108,46 +117,91 @@ export interface NativeAddon extends NativeConntrack {
   LinkMonitor: NativeLinkMonitorConstructor;
 }
 
-/** The addon could not be loaded; the message says what to do. */
+/** The addon could not be loaded; the message lists every place tried and why it failed. */
 export class NativeLoadError extends Error {
   readonly code = 'ERR_NATIVE_LOAD';
-  constructor(message: string, options?: { cause?: unknown }) {
+  /** Each candidate with the reason it was not used, in the order tried. */
+  readonly attempts: readonly AddonAttempt[];
+  constructor(message: string, attempts: readonly AddonAttempt[], options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'NativeLoadError';
+    this.attempts = attempts;
   }
 }
 
+export interface AddonAttempt {
+  /** What was tried: a file, or a package name. */
+  source: string;
+  /** Why it was not used. */
+  reason: string;
+}
+
+/** The platform package's name for this process: only glibc Linux on x64 and arm64 has one. */
+export function platformPackageName(platform: string = process.platform, arch: string = process.arch): string | undefined {
+  if (platform !== 'linux' || (arch !== 'x64' && arch !== 'arm64')) return undefined;
+  return `@kube-nft-proxy/${platform}-${arch}-gnu`;
+}
+
+const ADDON_FILE = 'kube_nft_proxy.node';
+
 let cached: NativeAddon | undefined;
 
-function explain(e: unknown): string {
+function why(e: unknown): string {
   const text = e instanceof Error ? e.message : String(e);
   const missing: string[] = [];
   if (/libnftnl\.so/.test(text)) missing.push('libnftnl11');
   if (/libmnl\.so/.test(text)) missing.push('libmnl0');
-  if (missing.length) {
-    return `the kube-nft-proxy addon needs shared libraries that are not installed (${text}); install them with: apt-get install ${missing.join(' ')}`;
-  }
-  if (/No native build was found/.test(text)) {
-    return (
-      `no kube-nft-proxy addon for this platform in prebuilds/ or build/ (${text.split('\n')[0]}); ` +
-      'build it with `npm run build:native` (needs: apt-get install libnftnl-dev libmnl-dev pkg-config g++ make python3)'
-    );
-  }
-  return `loading the kube-nft-proxy addon failed: ${text}`;
+  return missing.length ? `${text} (a local build links the system libraries: apt-get install ${missing.join(' ')})` : text;
 }
 
-/** Loads the addon once; throws NativeLoadError with what failed and how to fix it. */
+type Candidate = { source: string; file: () => string };
+
+function candidates(require: NodeJS.Require): Candidate[] {
+  const explicit = process.env.KUBE_NFT_PROXY_ADDON;
+  if (explicit) return [{ source: `KUBE_NFT_PROXY_ADDON=${explicit}`, file: () => explicit }];
+  const out: Candidate[] = [];
+  const pkg = platformPackageName();
+  if (pkg) {
+    // Resolved from the package root, as npm places an optionalDependency beside or below it.
+    out.push({ source: pkg, file: () => join(dirname(require.resolve(`${pkg}/package.json`, { paths: [packageRoot] })), ADDON_FILE) });
+  } else {
+    out.push({ source: 'platform package', file: () => { throw new Error(`none is published for ${process.platform}-${process.arch}`); } });
+  }
+  for (const dir of ['build/Release', 'build/Debug']) out.push({ source: join(packageRoot, dir, ADDON_FILE), file: () => join(packageRoot, dir, ADDON_FILE) });
+  return out;
+}
+
+/** Loads the addon once; throws NativeLoadError listing each path tried and why it failed. */
 export function loadAddon(): NativeAddon {
   if (cached) return cached;
   const require = createRequire(import.meta.url);
-  try {
-    const explicit = process.env.KUBE_NFT_PROXY_ADDON;
-    const addon = explicit ? require(explicit) : (require('node-gyp-build') as (dir: string) => unknown)(packageRoot);
-    cached = addon as NativeAddon;
-    return cached;
-  } catch (e) {
-    throw new NativeLoadError(explain(e), { cause: e });
+  const attempts: AddonAttempt[] = [];
+  for (const c of candidates(require)) {
+    let file: string;
+    try {
+      file = c.file();
+    } catch (e) {
+      attempts.push({ source: c.source, reason: (e as { code?: string }).code === 'MODULE_NOT_FOUND' ? 'not installed' : why(e) });
+      continue;
+    }
+    if (!existsSync(file)) {
+      attempts.push({ source: c.source, reason: 'no such file' });
+      continue;
+    }
+    try {
+      cached = require(file) as NativeAddon;
+      return cached;
+    } catch (e) {
+      attempts.push({ source: c.source, reason: why(e) });
+    }
   }
+  const lines = attempts.map((a) => `  - ${a.source}: ${a.reason}`).join('\n');
+  throw new NativeLoadError(
+    `could not load the kube-nft-proxy addon; tried:\n${lines}\n` +
+      `Install the platform package (npm installs ${platformPackageName() ?? 'it'} as an optional dependency on glibc Linux x64/arm64; do not omit optional dependencies), ` +
+      'or build from source with `npm run build:native` (needs: apt-get install libnftnl-dev libmnl-dev pkg-config g++ make python3).',
+    attempts,
+  );
 }
 
 /** Same as loadAddon. */

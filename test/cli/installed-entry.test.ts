@@ -1,7 +1,7 @@
 // The entry point an installed package and the container image run:
 // bin/kube-nft-proxy.js over the compiled dist/, not src/ under type stripping.
 // Compiled modules sit one directory deeper (dist/src/), so anything found
-// relative to a module (package.json, the addon under build/ or prebuilds/)
+// relative to a module (package.json, a local build of the addon under build/)
 // must still be found from there.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -54,7 +54,7 @@ describe('the installed entry point (bin/ over the compiled dist/)', () => {
     const files = new Set((JSON.parse(out) as Array<{ files: Array<{ path: string }> }>)[0]!.files.map((f) => f.path));
     const sources = JSON.parse(readFileSync(`${root}/native/sources.json`, 'utf8')) as { addon: string[]; netlink: string[]; glue: string[] };
     const needed = ['LICENSE', 'README.md', 'package.json', 'bin/kube-nft-proxy.js', 'dist/src/cli.js', 'dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/native/addon.js', 'dist/src/package-root.js'];
-    needed.push('binding.gyp', 'native/sources.json', ...sources.addon, ...sources.netlink, ...sources.glue, 'examples/services.yaml');
+    needed.push('binding.gyp', 'native/sources.json', ...sources.addon, ...sources.netlink, ...sources.glue, 'examples/services.yaml', 'examples/library/render-text.mjs', 'examples/library/run-agent.mjs', 'examples/library/transaction.mjs');
     expect(needed.filter((f) => !files.has(f))).toEqual([]);
     expect([...files].filter((f) => /^(test|bench|scripts|src)\//.test(f) || f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
   });

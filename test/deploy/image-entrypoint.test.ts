@@ -1,5 +1,5 @@
 // The image's ENTRYPOINT runs node with flags of its own (a bounded young
-// generation, see deploy/Dockerfile); bench:sync reads them from there to run
+// generation, see deploy/Containerfile); bench:sync reads them from there to run
 // the agent as the image does. A flag node does not know would stop the
 // container at once, so each is checked against this node.
 import { spawnSync } from 'node:child_process';
