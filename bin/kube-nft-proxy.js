@@ -8,7 +8,6 @@
 // to src/ under Node's type stripping in a source checkout not built yet.
 
 import { existsSync } from 'node:fs';
-import * as nodeModule from 'node:module';
 
 const NEED = [22, 19];
 const have = process.versions.node.split('.').map(Number);
@@ -22,12 +21,10 @@ if (have[0] < NEED[0] || (have[0] === NEED[0] && have[1] < NEED[1])) {
   process.exit(1);
 }
 
-// V8's compiled code of our modules and the dependencies is kept on disk
-// ($NODE_COMPILE_CACHE, else $TMPDIR/node-compile-cache), so that a restarted
-// agent does not compile ~550 modules again: 30 ms less CPU and ~60 ms less
-// start-up on a 2-core node. Where the directory cannot be written, Node
-// carries on without it; NODE_DISABLE_COMPILE_CACHE=1 turns it off.
-nodeModule.enableCompileCache();
+// Node's on-disk compile cache stays off: V8 trusts a cached blob, and one
+// another process was writing at the same moment crashed it ("Check failed:
+// it->second.Size() > offset", or SIGSEGV) in our CI. ~60 ms of start-up is
+// not worth an agent that cannot start.
 
 const compiled = new URL('../dist/src/cli.js', import.meta.url);
 const source = new URL('../src/cli.ts', import.meta.url);

@@ -29,7 +29,7 @@ const tx = new Transaction()
 const ops = tx.ops();
 console.log(renderOperations(ops));
 try {
-  await new NetlinkDataplane({ netns: netnsPath(netns) }).commit(ops);
+  await new NetlinkDataplane({ netns: netnsPath(netns) }).commit(tx);
 } catch (e) {
   if (e instanceof NftCommitError) console.error(`the kernel refused operation ${e.failures[0]?.index}: ${e.message}`);
   throw e;

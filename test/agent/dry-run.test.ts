@@ -76,11 +76,12 @@ describe('--dry-run', () => {
   });
 
   it('derives the flowtable devices from the node links as the agent does (loopback never, the filter flags applied)', async () => {
-    const all = await dryRun(optionsFor([]), silent, { links: () => staticLinkSource(links('eth0', 'veth-a')) });
+    const gate = '--feature-gates=KubeProxyAcceleration=true';
+    const all = await dryRun(optionsFor([gate]), silent, { links: () => staticLinkSource(links('eth0', 'veth-a')) });
     expect(all).toContain('# flowtable support assumed, not probed');
     expect(all).toMatch(/devices = \{ "eth0", "veth-a" \}/);
     expect(all).toMatch(/flow add @service-flowtable/);
-    const narrowed = await dryRun(optionsFor(['--offload-exclude-interfaces=veth-a']), silent, { links: () => staticLinkSource(links('eth0', 'veth-a')) });
+    const narrowed = await dryRun(optionsFor([gate, '--offload-exclude-interfaces=veth-a']), silent, { links: () => staticLinkSource(links('eth0', 'veth-a')) });
     expect(narrowed).toMatch(/devices = \{ "eth0" \}/);
   });
 

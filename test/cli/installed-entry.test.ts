@@ -33,17 +33,15 @@ describe('the installed entry point (bin/ over the compiled dist/)', () => {
     expect(r.stdout).toBe(`kube-nft-proxy ${version}\n`);
   });
 
-  it('keeps the compiled code of its modules on disk for the next start', () => {
-    // Its default place, under the temporary directory (NODE_COMPILE_CACHE would switch the cache on by itself).
+  it('keeps no compiled code on disk (a cache another process was writing has crashed V8)', () => {
+    // Node's default place, under the temporary directory (NODE_COMPILE_CACHE would switch the cache on by itself).
     const tmp = mkdtempSync(join(tmpdir(), 'knp-compile-cache-'));
     const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: tmp };
     delete env.NODE_COMPILE_CACHE;
     try {
       const r = spawnSync(process.execPath, ['bin/kube-nft-proxy.js', '--version'], { cwd: root, encoding: 'utf8', timeout: 30_000, env });
       expect(r.status).toBe(0);
-      // Node writes one directory per V8 version and flags, holding a file per module.
-      const files = readdirSync(join(tmp, 'node-compile-cache'), { recursive: true, withFileTypes: true }).filter((e) => e.isFile());
-      expect(files.length).toBeGreaterThan(50);
+      expect(readdirSync(tmp)).toEqual([]);
     } finally {
       rmSync(tmp, { recursive: true, force: true });
     }

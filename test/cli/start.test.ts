@@ -84,7 +84,7 @@ describe('first run', () => {
   it('logs one readable line per event with --logging-format=text', () => {
     const r = run(['--manifests', 'examples/', '--dry-run', '--hostname-override', 'ghost', '--logging-format=text']);
     const line = r.stderr.split('\n').find((l) => l.includes('Node object was not found'))!;
-    expect(line).toMatch(/^W\d{4} \d\d:\d\d:\d\d\.\d{6} \d+ kube-nft-proxy\] "this node's Node object was not found.*" nodeName="ghost"$/);
+    expect(line).toMatch(/^W\d{4} \d\d:\d\d:\d\d\.\d{6} \d+ kube-nft-proxy\] "this node's Node object was not found.*" dryRun=true nodeName="ghost"$/);
   });
 });
 

@@ -16,7 +16,7 @@ import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/package-root.ts';
 import { loadOrder } from '../vm/guest-image.ts';
-import { ensureRelease, type ReleaseTarballs } from './release-tarballs.ts';
+import { ADDON_EXPORTS, ensureRelease, type ReleaseTarballs } from './release-tarballs.ts';
 
 const cache = join(process.env.KNP_IMAGE_CACHE ?? join(packageRoot, '.image-cache'), 'arm64-vm');
 const CROSS_LIB = '/usr/aarch64-linux-gnu/lib';
@@ -38,18 +38,16 @@ const SMOKE = `const base = '/app/kube-nft-proxy/dist/src';
 const { loadAddon } = await import(base + '/native/addon.js');
 const { NetlinkDataplane } = await import(base + '/nft/netlink/netlink-dataplane.js');
 const { probeFlowtables } = await import(base + '/nft/capabilities.js');
-const { Transaction } = await import(base + '/nft/transaction.js');
 const addon = loadAddon();
 const dp = new NetlinkDataplane();
 const probe = await probeFlowtables(dp);
 const t = { family: 'inet', table: 'smoke' };
-await dp.commit(new Transaction()
+await dp.commit(dp.begin()
   .add({ kind: 'table', family: 'inet', name: 'smoke' })
   .add({ kind: 'set', ...t, name: 'blocked', keyType: ['ipv4_addr'] })
   .add({ kind: 'chain', ...t, name: 'input', base: { type: 'filter', hook: 'input', priority: 0, policy: 'accept' } })
   .add({ kind: 'rule', ...t, chain: 'input', exprs: [{ kind: 'lookup', keys: [{ kind: 'payload', field: 'ip saddr' }], set: 'blocked' }, { kind: 'counter' }, { kind: 'verdict', verdict: 'drop' }] })
-  .add({ kind: 'element', ...t, set: 'blocked', key: ['192.0.2.1'] })
-  .ops());
+  .add({ kind: 'element', ...t, set: 'blocked', key: ['192.0.2.1'] }));
 const listing = await dp.list('inet', 'smoke');
 console.log('SMOKE ' + JSON.stringify({ arch: process.arch, exports: Object.keys(addon).sort(), probe: probe.status,
   chains: listing.chains.map((c) => c.name), rules: listing.rules.length, elements: listing.elements.map((e) => e.key.join('.')) }));
@@ -140,7 +138,7 @@ describe('the arm64 platform package on an arm64 machine (qemu-system-aarch64)',
     expect(line, out).toBeDefined();
     expect(JSON.parse(line!)).toEqual({
       arch: 'arm64',
-      exports: ['LinkMonitor', 'commit', 'elementsPerMessage', 'generation', 'list', 'trimMemory'],
+      exports: ADDON_EXPORTS,
       // Debian's arm64 kernel has flowtables (the modules are loaded above).
       probe: 'supported',
       chains: ['input'],

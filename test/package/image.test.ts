@@ -127,7 +127,7 @@ describe('the container image', { timeout: 120_000 }, () => {
 
   it('declares the entrypoint, root with NET_ADMIN only, and holds only runtime contents', () => {
     const config = imageConfig(layout, version);
-    expect(config.Entrypoint).toEqual(['/usr/local/bin/node', '/app/node_modules/kube-nft-proxy/bin/kube-nft-proxy.js']);
+    expect(config.Entrypoint).toEqual(['/usr/local/bin/node', '--max-semi-space-size=8', '/app/node_modules/kube-nft-proxy/bin/kube-nft-proxy.js']);
     expect(config.User).toBe('0:0');
     expect(config.Labels?.['io.containers.capabilities']).toBe('NET_ADMIN');
     // The DaemonSet grants the same, and nothing else.
@@ -197,7 +197,7 @@ describe('the container image', { timeout: 120_000 }, () => {
     expect(BigInt(`0x${field('CapBnd')}`)).toBe(mask);
     expect(field('NoNewPrivs')).toBe('1');
     expect(field('Uid').split(/\s+/)[0]).toBe(String(spec.process.user.uid));
-    expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').slice(0, 2)).toEqual(config.Entrypoint);
+    expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').slice(0, 3)).toEqual(config.Entrypoint);
 
     // Watches work through the image too: a new Service shows up.
     api.create('services', serviceObject({ name: 'api', clusterIP: '10.96.0.20' }));

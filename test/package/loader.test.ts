@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/package-root.ts';
-import { ensureRelease, releaseDir } from './release-tarballs.ts';
+import { ADDON_EXPORTS, ensureRelease, releaseDir } from './release-tarballs.ts';
 
 const PLATFORM = '@kube-nft-proxy/linux-x64-gnu';
 
@@ -64,7 +64,7 @@ describe('the addon loader in an installed package', () => {
 
   it('takes the platform package when it is installed', () => {
     installPlatform((dir) => cpSync(join(releaseDir, 'platform/linux-x64-gnu'), dir, { recursive: true }));
-    expect(load().loaded).toEqual(['LinkMonitor', 'commit', 'elementsPerMessage', 'generation', 'list', 'trimMemory']);
+    expect(load().loaded).toEqual(ADDON_EXPORTS);
   });
 
   it('falls back to a local build when the platform package is broken, and says why it skipped it', () => {

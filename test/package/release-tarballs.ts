@@ -55,3 +55,6 @@ export async function ensureRelease(): Promise<ReleaseTarballs> {
     rmdirSync(lock);
   }
 }
+
+/** What the addon exports, sorted: every build of it (local, platform packages, arm64) must show the same. */
+export const ADDON_EXPORTS = ['LinkMonitor', 'check', 'commit', 'conntrackClean', 'conntrackCreate', 'elementsPerMessage', 'generation', 'list', 'tableUserdata', 'trimMemory'];

@@ -19,8 +19,11 @@ import { ensureRelease, releaseDir, type ReleaseTarballs } from './release-tarba
 
 /** The newest glibc symbol version the binaries may need; README's "Installing" states it. */
 const GLIBC_MINIMUM = [2, 33];
-/** libstdc++ of GCC 6: older than any distribution Node 24 runs on. */
-const GLIBCXX_MAXIMUM = [3, 4, 22];
+/**
+ * libstdc++ of GCC 11 (std::__throw_bad_array_new_length, which GCC 11+ emits
+ * for array allocations): every distribution with glibc 2.33 ships it or newer.
+ */
+const GLIBCXX_MAXIMUM = [3, 4, 29];
 
 const pkg = JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string; scripts: Record<string, string> };
 

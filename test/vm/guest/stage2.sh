@@ -5,11 +5,10 @@
 # then powers off (PID 1 must never return: that would be a kernel panic).
 export PATH=/opt/node24/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root
-# Node's compile cache lives on the guest's tmpfs for this run only. A cache
-# kept on the host over 9p was corrupted by the several node processes of one
-# scenario writing it at once (V8 then died with "Check failed:
-# it->second.Size() > offset"), even with one folder per scenario.
-export NODE_COMPILE_CACHE=/run/node-compile-cache
+# No compile cache: the several node processes of one scenario writing one
+# cache at once corrupted it (V8 died with "Check failed: it->second.Size() >
+# offset" or SIGSEGV), on the host's disk over 9p and on the guest's tmpfs alike.
+export NODE_DISABLE_COMPILE_CACHE=1
 say() { echo "knp-stage2: $*" > /dev/console; }
 off() {
   sync
