@@ -110,7 +110,12 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
       services.set(sp.id, RenderedServicePort.render(sp, contextFor(sp.family, fc), NO_LABELS));
     } catch (e) {
       if (!(e instanceof ServicePortRenderError)) throw e;
-      problems.push({ servicePortId: sp.id, code: e.code, message: e.message });
+      // As for a port whose operations were refused: its previous rendering stays in force.
+      if (before) {
+        services.set(sp.id, before);
+        rendered.delete(sp.id);
+      }
+      problems.push({ servicePortId: sp.id, code: e.code, message: before ? `${e.message}; its previous rules stay` : e.message });
     }
   }
 

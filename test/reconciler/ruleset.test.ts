@@ -261,6 +261,16 @@ describe('ruleset problems are contained', () => {
     expect(t).toContain(`ip saddr != @firewall-allow-${SVC} drop`);
   });
 
+  it('a port that turns unrenderable keeps its previous rendering, and says so', () => {
+    const cfg = config({ families: { IPv4: V4 } });
+    const good = renderRuleset([sp({ endpoints: [ep('10.244.1.5')] })], cfg);
+    const id = 'default/web/TCP/http/IPv4';
+    const next = renderRuleset([sp({ endpoints: [ep('10.244.1.500')] })], cfg, good, new Set([id]));
+    expect(next.services.get(id)).toBe(good.services.get(id));
+    expect(next.problems.map((p) => p.message)).toEqual([expect.stringMatching(/10\.244\.1\.500.*; its previous rules stay$/)]);
+    expect(validateOperations(planFullSync(next, 'replace').ops)).toBeUndefined();
+  });
+
   it('a port of an unconfigured family is reported, not rendered', () => {
     const r = renderRuleset([sp({ family: 'IPv6', endpoints: [ep('fd00::1')] })], config({ families: { IPv4: V4 } }));
     expect(r.services.size).toBe(0);
