@@ -52,7 +52,13 @@ async function parent(): Promise<void> {
     const ip = `10.96.${(i >> 8) & 255}.${i & 255}`;
     api.create('services', {
       ...fixtures.service(ns, name, { spec: { clusterIP: ip, clusterIPs: [ip], selector: { app: name } } }, { app: name }),
-      metadata: { namespace: ns, name, labels: { app: name }, annotations: { 'example.com/owner': 'team-x' }, creationTimestamp: '2025-01-01T00:00:00Z' },
+      metadata: {
+        namespace: ns,
+        name,
+        labels: { app: name },
+        annotations: { 'example.com/owner': 'team-x' },
+        creationTimestamp: '2025-01-01T00:00:00Z',
+      },
     });
     const eps = [];
     for (let j = 0; j < ENDPOINTS_PER_SLICE; j++) {
@@ -65,7 +71,10 @@ async function parent(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-streams-'));
   const kc = join(dir, 'kubeconfig.json');
   api.writeKubeconfig(kc);
-  const child = fork(fileURLToPath(import.meta.url), ['--child', kc], { execArgv: ['--expose-gc', ...(process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_PROF] : [])], stdio: 'inherit' });
+  const child = fork(fileURLToPath(import.meta.url), ['--child', kc], {
+    execArgv: ['--expose-gc', ...(process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_PROF] : [])],
+    stdio: 'inherit',
+  });
   const result = await new Promise<Record<string, unknown>>((resolve, reject) => {
     child.on('message', (m: { phase: string; [k: string]: unknown }) => {
       if (m.phase === 'churn') {
@@ -105,7 +114,8 @@ const PATHS = ['/api/v1/services', '/apis/discovery.k8s.io/v1/endpointslices', '
 /** Resident size of each non-empty V8 heap space, MiB. */
 function heapSpaces(): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const sp of v8.getHeapSpaceStatistics()) if (sp.physical_space_size > 0) out[sp.space_name.replace(/_space$/, '')] = mib(sp.physical_space_size);
+  for (const sp of v8.getHeapSpaceStatistics())
+    if (sp.physical_space_size > 0) out[sp.space_name.replace(/_space$/, '')] = mib(sp.physical_space_size);
   return out;
 }
 
@@ -131,13 +141,26 @@ async function child(kubeconfig: string): Promise<void> {
   const listOverHttp = async (watchList = false) => {
     const c0 = process.cpuUsage();
     const t0 = performance.now();
-    const streams = await createClusterStreams({ source: 'apiserver', connection: await connect(kubeconfig), nodeName: 'node-a', logger, tuning: { ...tuning, watchList } });
+    const streams = await createClusterStreams({
+      source: 'apiserver',
+      connection: await connect(kubeconfig),
+      nodeName: 'node-a',
+      logger,
+      tuning: { ...tuning, watchList },
+    });
     await streams.whenSynced();
     return { streams, cpu: cpuMs(process.cpuUsage(c0)), wall: performance.now() - t0 };
   };
 
   // Warm-up on the node object only: loads undici, the kubeconfig path, pino.
-  const warm = await createClusterStreams({ source: 'apiserver', connection: await connect(kubeconfig), nodeName: 'node-a', serviceProxyName: 'nobody', logger, tuning });
+  const warm = await createClusterStreams({
+    source: 'apiserver',
+    connection: await connect(kubeconfig),
+    nodeName: 'node-a',
+    serviceProxyName: 'nobody',
+    logger,
+    tuning,
+  });
   await warm.whenSynced();
   await warm.stop();
 
@@ -148,7 +171,11 @@ async function child(kubeconfig: string): Promise<void> {
     for (const path of PATHS) {
       let cont = '';
       do {
-        const body = await fetchRaw(conn.baseUrl + path, { limit: PAGE, continue: cont, labelSelector: path.includes('nodes') ? '' : SELECTOR }, conn.dispatcher);
+        const body = await fetchRaw(
+          conn.baseUrl + path,
+          { limit: PAGE, continue: cont, labelSelector: path.includes('nodes') ? '' : SELECTOR },
+          conn.dispatcher,
+        );
         const page = JSON.parse(body.toString('utf8')) as { metadata: { continue?: string } };
         if (keep) pages.push({ path, body });
         cont = page.metadata.continue ?? '';
@@ -198,7 +225,9 @@ async function child(kubeconfig: string): Promise<void> {
   let events = 0;
   streams.endpointSlices$.subscribe(() => events++);
   const before = events;
-  const churned = new Promise<{ count: number; serverMs: number }>((resolve) => process.on('message', (m: { phase: string; count: number; serverMs: number }) => m.phase === 'churned' && resolve(m)));
+  const churned = new Promise<{ count: number; serverMs: number }>((resolve) =>
+    process.on('message', (m: { phase: string; count: number; serverMs: number }) => m.phase === 'churned' && resolve(m)),
+  );
   let c0 = process.cpuUsage();
   let t0 = performance.now();
   process.send!({ phase: 'churn' });
@@ -225,7 +254,8 @@ async function child(kubeconfig: string): Promise<void> {
     settleGc(gc);
     const c = process.cpuUsage();
     const { informers } = makeInformers(logger);
-    const sinkOf = (path: string) => (path.includes('services') ? informers.services : path.includes('nodes') ? informers.node : informers.endpointSlices);
+    const sinkOf = (path: string) =>
+      path.includes('services') ? informers.services : path.includes('nodes') ? informers.node : informers.endpointSlices;
     for (const inf of Object.values(informers)) inf.listStart();
     for (const p of pages) {
       const inf = sinkOf(p.path);
@@ -253,7 +283,9 @@ async function child(kubeconfig: string): Promise<void> {
   }
   const fetchParseCpu = median(fetchRuns);
   await conn.close();
-  console.log(`fetch over HTTP + JSON.parse, nothing kept: ${fetchParseCpu.toFixed(0)} ms CPU (median; ${fetchRuns.map((x) => x.toFixed(0)).join('/')})`);
+  console.log(
+    `fetch over HTTP + JSON.parse, nothing kept: ${fetchParseCpu.toFixed(0)} ms CPU (median; ${fetchRuns.map((x) => x.toFixed(0)).join('/')})`,
+  );
 
   // 4. the list over HTTP again, JIT warm.
   settleGc(gc);
@@ -301,7 +333,11 @@ async function child(kubeconfig: string): Promise<void> {
 
 async function fetchRaw(url: string, q: Record<string, string | number>, dispatcher: import('undici').Dispatcher): Promise<Buffer> {
   const { request } = await import('undici');
-  const qs = new URLSearchParams(Object.entries(q).filter(([, v]) => v !== '').map(([k, v]): [string, string] => [k, String(v)]));
+  const qs = new URLSearchParams(
+    Object.entries(q)
+      .filter(([, v]) => v !== '')
+      .map(([k, v]): [string, string] => [k, String(v)]),
+  );
   const res = await request(`${url}?${qs}`, { dispatcher });
   return Buffer.from(await res.body.arrayBuffer());
 }

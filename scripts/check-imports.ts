@@ -20,7 +20,11 @@ const WIDTH_DIRS = ['src', 'test', 'bench', 'scripts', 'bin', 'examples'];
 const WIDTH_EXT = /\.(ts|js|mjs)$/;
 
 const configPath = path.join(packageRoot, 'tsconfig.json');
-const parsed = ts.getParsedCommandLineOfConfigFile(configPath, {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: (d) => console.error(d.messageText) });
+const parsed = ts.getParsedCommandLineOfConfigFile(
+  configPath,
+  {},
+  { ...ts.sys, onUnRecoverableConfigFileDiagnostic: (d) => console.error(d.messageText) },
+);
 if (!parsed) process.exit(2);
 const srcDir = path.join(packageRoot, 'src') + path.sep;
 const files = parsed.fileNames.filter((f) => f.startsWith(srcDir));
@@ -30,8 +34,15 @@ function importsOf(file: string): string[] {
   const sf = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
   const specs: string[] = [];
   const visit = (n: ts.Node): void => {
-    if ((ts.isImportDeclaration(n) || ts.isExportDeclaration(n)) && n.moduleSpecifier && ts.isStringLiteral(n.moduleSpecifier)) specs.push(n.moduleSpecifier.text);
-    else if (ts.isCallExpression(n) && n.expression.kind === ts.SyntaxKind.ImportKeyword && n.arguments[0] && ts.isStringLiteral(n.arguments[0])) specs.push(n.arguments[0].text);
+    if ((ts.isImportDeclaration(n) || ts.isExportDeclaration(n)) && n.moduleSpecifier && ts.isStringLiteral(n.moduleSpecifier))
+      specs.push(n.moduleSpecifier.text);
+    else if (
+      ts.isCallExpression(n) &&
+      n.expression.kind === ts.SyntaxKind.ImportKeyword &&
+      n.arguments[0] &&
+      ts.isStringLiteral(n.arguments[0])
+    )
+      specs.push(n.arguments[0].text);
     ts.forEachChild(n, visit);
   };
   visit(sf);
@@ -123,5 +134,7 @@ for (const f of WIDTH_DIRS.flatMap((d) => sourcesUnder(path.join(packageRoot, d)
 }
 
 const modules = `${files.length} modules, ${[...graph.values()].reduce((n, l) => n + l.length, 0)} imports`;
-console.log(`${modules}: ${cycles.length} cycles, ${long.length} files over ${MAX_LINES} lines, ${wide} lines over ${MAX_WIDTH} characters`);
+console.log(
+  `${modules}: ${cycles.length} cycles, ${long.length} files over ${MAX_LINES} lines, ${wide} lines over ${MAX_WIDTH} characters`,
+);
 process.exit(cycles.length > 0 || long.length > 0 || wide > 0 ? 1 : 0);

@@ -91,14 +91,20 @@ export interface Agent {
 function memoryMiB(): Record<string, number> {
   const m = process.memoryUsage();
   const mib = (b: number) => Math.round(b / 2 ** 20);
-  return { rss: mib(m.rss), heapUsed: mib(m.heapUsed), heapTotal: mib(m.heapTotal), external: mib(m.external), arrayBuffers: mib(m.arrayBuffers) };
+  return {
+    rss: mib(m.rss),
+    heapUsed: mib(m.heapUsed),
+    heapTotal: mib(m.heapTotal),
+    external: mib(m.external),
+    arrayBuffers: mib(m.arrayBuffers),
+  };
 }
 
 /** Once, when the first sync finds no Node object of our name: NodePorts on 'primary' addresses and topology need it. */
 export function warnNodeNotFound(logger: Logger, nodeName: string): void {
   logger.warn(
     { nodeName },
-    'this node\'s Node object was not found: NodePorts on the primary addresses, NodeCIDR local detection and topology-aware routing wait for it (set --hostname-override to the Node\'s name)',
+    "this node's Node object was not found: NodePorts on the primary addresses, NodeCIDR local detection and topology-aware routing wait for it (set --hostname-override to the Node's name)",
   );
 }
 
@@ -117,7 +123,13 @@ export function streamsOptions(options: AgentOptions, nodeName: string, logger: 
         serviceProxyName: options.serviceProxyName,
         logger,
         ...(options.apiClient
-          ? { connectionOptions: { qps: options.apiClient.qps, burst: options.apiClient.burst, ...(options.apiClient.server !== undefined ? { server: options.apiClient.server } : {}) } }
+          ? {
+              connectionOptions: {
+                qps: options.apiClient.qps,
+                burst: options.apiClient.burst,
+                ...(options.apiClient.server !== undefined ? { server: options.apiClient.server } : {}),
+              },
+            }
           : {}),
       };
 }
@@ -139,9 +151,16 @@ function interfaceFilter(options: AgentOptions): FlowtableDeviceFilter {
 }
 
 /** KEP-4963: decide whether to offload and tell the operator clearly when the kernel cannot. */
-async function decideOffload(options: AgentOptions, gates: FeatureGates, dataplane: Dataplane, logger: Logger): Promise<OffloadState & { reason: string }> {
-  if (!gates.KubeProxyAcceleration) return { wanted: false, supported: false, devices: [], reason: 'feature gate KubeProxyAcceleration is off' };
-  if (options.offloadPacketThreshold === 0) return { wanted: false, supported: false, devices: [], reason: '--offload-packet-threshold is 0' };
+async function decideOffload(
+  options: AgentOptions,
+  gates: FeatureGates,
+  dataplane: Dataplane,
+  logger: Logger,
+): Promise<OffloadState & { reason: string }> {
+  if (!gates.KubeProxyAcceleration)
+    return { wanted: false, supported: false, devices: [], reason: 'feature gate KubeProxyAcceleration is off' };
+  if (options.offloadPacketThreshold === 0)
+    return { wanted: false, supported: false, devices: [], reason: '--offload-packet-threshold is 0' };
   const answer = await probeFlowtables(dataplane);
   if (answer.status !== 'supported') {
     logger.warn(
@@ -190,7 +209,10 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
 
   const serveHttp = deps.serveHttp ?? true;
   if (serveHttp && options.netns !== undefined) {
-    logger.info({ netns: options.netns }, 'health-check node ports are not served: this process is not in the network namespace it programs');
+    logger.info(
+      { netns: options.netns },
+      'health-check node ports are not served: this process is not in the network namespace it programs',
+    );
   }
   const operator = await OperatorEndpoints.start({
     logger,
@@ -211,7 +233,12 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   let pendingPorts = new Map<string, ServicePort | undefined>();
   let inFlightPorts = new Map<string, ServicePort | undefined>();
   const conntrack = deps.conntrack
-    ? new ConntrackCleaner({ native: deps.conntrack, logger, metrics, ...(options.netns !== undefined ? { netns: netnsPath(options.netns) } : {}) })
+    ? new ConntrackCleaner({
+        native: deps.conntrack,
+        logger,
+        metrics,
+        ...(options.netns !== undefined ? { netns: netnsPath(options.netns) } : {}),
+      })
     : undefined;
   const reconciler = new Reconciler({
     dataplane: countingDataplane(dataplane, (verb, kind, n) => metrics.nftablesOperations.inc({ verb, kind }, n)),
@@ -234,7 +261,10 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
     onPlanned: (p) => {
       // The same size from which memory is released afterwards: a ~1k-service cluster's cold sync.
       if (p.ops < LARGE_SYNC_OPS) return;
-      logger.info({ kind: p.kind, servicePorts: p.servicePorts, ops: p.ops, planMs: Math.round(p.planMs) }, 'ruleset planned; committing it to the kernel');
+      logger.info(
+        { kind: p.kind, servicePorts: p.servicePorts, ops: p.ops, planMs: Math.round(p.planMs) },
+        'ruleset planned; committing it to the kernel',
+      );
     },
   });
 
@@ -307,7 +337,10 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
       const t0 = performance.now();
       collect();
       const durationMs = performance.now() - t0;
-      logger.info({ durationMs: Math.round(durationMs * 10) / 10, before, after: memoryMiB() }, reason === 'idle' ? 'released memory once idle' : 'released memory after a large sync');
+      logger.info(
+        { durationMs: Math.round(durationMs * 10) / 10, before, after: memoryMiB() },
+        reason === 'idle' ? 'released memory once idle' : 'released memory after a large sync',
+      );
     },
     rss: () => process.memoryUsage.rss(),
   });
@@ -321,7 +354,10 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
       synced$: streams.synced$,
       sync: (request) => {
         if (firstSync) {
-          logger.info({ services: streams.services.size, endpointSlices: streams.endpointSlices.size }, 'cluster state synced; programming the initial ruleset');
+          logger.info(
+            { services: streams.services.size, endpointSlices: streams.endpointSlices.size },
+            'cluster state synced; programming the initial ruleset',
+          );
           if (node === undefined) warnNodeNotFound(logger, nodeName);
         }
         kernelMsAtStart = dataplane.kernelMs;
@@ -343,20 +379,33 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
         staleChains: r?.staleChains,
         durationMs: Math.round(result.durationMs * 10) / 10,
         // The kernel's share of it (its commits' send → last answer): what no user space can go below.
-        ...(kernelMsAtStart !== undefined && dataplane.kernelMs !== undefined ? { kernelMs: Math.round((dataplane.kernelMs - kernelMsAtStart) * 10) / 10 } : {}),
+        ...(kernelMsAtStart !== undefined && dataplane.kernelMs !== undefined
+          ? { kernelMs: Math.round((dataplane.kernelMs - kernelMsAtStart) * 10) / 10 }
+          : {}),
         // Full syncs build the whole ruleset at once: where memory stands after one (MiB) shows what it cost.
         ...(r?.kind === 'full' ? { memoryMiB: memoryMiB() } : {}),
       };
       // A failed sync may have set ports aside before it gave up (see reconciler.ts): told either way.
       for (const x of r?.rejected ?? []) {
         logger.error(
-          { service: `${x.namespace}/${x.serviceName}`, servicePort: x.servicePortId, stage: x.stage, code: x.code, reason: x.message, keptLastApplied: x.keptLastApplied },
+          {
+            service: `${x.namespace}/${x.serviceName}`,
+            servicePort: x.servicePortId,
+            stage: x.stage,
+            code: x.code,
+            reason: x.message,
+            keptLastApplied: x.keptLastApplied,
+          },
           x.keptLastApplied
             ? 'service port set aside: its rules were refused; its previous rules stay until it changes'
             : 'service port set aside: its rules were refused; it is not programmed until it changes',
         );
         refused$.next(x);
-        operator.events.recordServiceWarning({ namespace: x.namespace, name: x.serviceName }, 'FailedToProgramServiceRules', `rules of ${x.servicePortId} refused (${x.stage}): ${x.code} ${x.message}`);
+        operator.events.recordServiceWarning(
+          { namespace: x.namespace, name: x.serviceName },
+          'FailedToProgramServiceRules',
+          `rules of ${x.servicePortId} refused (${x.stage}): ${x.code} ${x.message}`,
+        );
       }
       if (r) metrics.refusedServicePorts.set(r.setAside);
       if (result.ok) {

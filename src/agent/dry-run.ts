@@ -78,7 +78,8 @@ export async function dryRun(options: AgentOptions, logger: Logger, deps: DryRun
   } finally {
     await agent.stop();
   }
-  if (!result.ok) throw new DryRunError(`the first sync failed: ${(result.error as Error)?.message ?? String(result.error)}`, { cause: result.error });
+  if (!result.ok)
+    throw new DryRunError(`the first sync failed: ${(result.error as Error)?.message ?? String(result.error)}`, { cause: result.error });
   const offload = agent.offload.wanted && agent.offload.supported;
   const header = [
     `# kube-nft-proxy --dry-run for node ${agent.nodeName}: ${result.report?.servicePorts ?? 0} service ports`,

@@ -52,7 +52,9 @@ function microTime(ms: number): string {
 
 function truncateBytes(text: string, max: number): string {
   if (Buffer.byteLength(text) <= max) return text;
-  let out = Buffer.from(text).subarray(0, max - 3).toString('utf8');
+  let out = Buffer.from(text)
+    .subarray(0, max - 3)
+    .toString('utf8');
   // A cut multibyte character decodes as U+FFFD: drop it.
   out = out.replace(/\uFFFD$/, '');
   return `${out}...`;

@@ -21,9 +21,7 @@ function line(name: string, arg: string, help: string): string {
 }
 
 export function usage(): string {
-  const parts = [
-    'Usage: kube-nft-proxy [run] [flags]\n       kube-nft-proxy cleanup [--table NAME] [--netns NAME]\n',
-  ];
+  const parts = ['Usage: kube-nft-proxy [run] [flags]\n       kube-nft-proxy cleanup [--table NAME] [--netns NAME]\n'];
   for (const group of ['kube-proxy', 'logging', 'ours', 'command'] as const) {
     const lines = Object.entries(FLAGS)
       .filter(([, s]) => s.group === group)

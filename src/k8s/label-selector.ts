@@ -7,9 +7,7 @@ import { assertNever } from '../assert-never.ts';
 // fake API server uses it to be faithful. Parsing is strict: a selector the
 // API server would reject must not silently match everything here.
 
-export type Requirement =
-  | { op: 'exists' | 'notexists'; key: string }
-  | { op: 'in' | 'notin'; key: string; values: string[] };
+export type Requirement = { op: 'exists' | 'notexists'; key: string } | { op: 'in' | 'notin'; key: string; values: string[] };
 
 export class LabelSelectorError extends Error {
   readonly code = 'ERR_LABEL_SELECTOR';

@@ -82,7 +82,13 @@ export function readServiceFields(service: ServiceInfo, gates: FeatureGates, sin
       return;
     }
     // The store's own string when it is already canonical: one copy per service, not two.
-    families.push({ family: ip.family, clusterIP: ip.address === raw ? raw : ip.address, externalIPs: [], loadBalancerIPs: [], loadBalancerSourceRanges: [] });
+    families.push({
+      family: ip.family,
+      clusterIP: ip.address === raw ? raw : ip.address,
+      externalIPs: [],
+      loadBalancerIPs: [],
+      loadBalancerSourceRanges: [],
+    });
   });
   if (families.length === 0) return undefined;
   const byFamily = (family: IPFamily): FamilyFields | undefined => families.find((f) => f.family === family);
@@ -122,7 +128,13 @@ export function readServiceFields(service: ServiceInfo, gates: FeatureGates, sin
   service.ports.forEach((p, i) => {
     const field = `spec.ports[${i}]`;
     if (!PROTOCOLS.has(p.protocol)) {
-      sink.add('INVALID_PORT', obj, `${field}.protocol`, `unsupported protocol ${JSON.stringify(p.protocol)}; port skipped`, String(p.protocol));
+      sink.add(
+        'INVALID_PORT',
+        obj,
+        `${field}.protocol`,
+        `unsupported protocol ${JSON.stringify(p.protocol)}; port skipped`,
+        String(p.protocol),
+      );
       return;
     }
     if (!isValidPort(p.port)) {
@@ -184,7 +196,13 @@ export function readServiceFields(service: ServiceInfo, gates: FeatureGates, sin
     if (!isValidPort(hc)) {
       sink.add('INVALID_PORT', obj, 'spec.healthCheckNodePort', `healthCheckNodePort ${hc} is outside 1-65535; ignored`, String(hc));
     } else if (!externalPolicyLocal) {
-      sink.add('IGNORED_FIELD', obj, 'spec.healthCheckNodePort', 'healthCheckNodePort without externalTrafficPolicy Local is ignored', String(hc));
+      sink.add(
+        'IGNORED_FIELD',
+        obj,
+        'spec.healthCheckNodePort',
+        'healthCheckNodePort without externalTrafficPolicy Local is ignored',
+        String(hc),
+      );
     } else {
       fields.healthCheckNodePort = hc;
     }

@@ -165,9 +165,15 @@ function candidates(require: NodeJS.Require): Candidate[] {
     // Resolved from the package root, as npm places an optionalDependency beside or below it.
     out.push({ source: pkg, file: () => join(dirname(require.resolve(`${pkg}/package.json`, { paths: [packageRoot] })), ADDON_FILE) });
   } else {
-    out.push({ source: 'platform package', file: () => { throw new Error(`none is published for ${process.platform}-${process.arch}`); } });
+    out.push({
+      source: 'platform package',
+      file: () => {
+        throw new Error(`none is published for ${process.platform}-${process.arch}`);
+      },
+    });
   }
-  for (const dir of ['build/Release', 'build/Debug']) out.push({ source: join(packageRoot, dir, ADDON_FILE), file: () => join(packageRoot, dir, ADDON_FILE) });
+  for (const dir of ['build/Release', 'build/Debug'])
+    out.push({ source: join(packageRoot, dir, ADDON_FILE), file: () => join(packageRoot, dir, ADDON_FILE) });
   return out;
 }
 

@@ -87,9 +87,7 @@ export interface NftMap {
 }
 
 /** A verdict as data: map values, rule verdicts. */
-export type Verdict =
-  | { verdict: 'accept' | 'drop' | 'return' | 'continue' }
-  | { verdict: 'jump' | 'goto'; chain: string };
+export type Verdict = { verdict: 'accept' | 'drop' | 'return' | 'continue' } | { verdict: 'jump' | 'goto'; chain: string };
 
 /**
  * One element of a set or map. Each key part is the text form of a value of the

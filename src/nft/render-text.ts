@@ -3,7 +3,20 @@
 // Nothing here is parsed back; the netlink encoding is the source of truth and
 // this text must mean exactly what that encoding means.
 
-import type { Chain, DataType, Element, Flowtable, NftMap, NftSet, Operation, Rule, Selector, Statement, Table, Verdict } from './objects.ts';
+import type {
+  Chain,
+  DataType,
+  Element,
+  Flowtable,
+  NftMap,
+  NftSet,
+  Operation,
+  Rule,
+  Selector,
+  Statement,
+  Table,
+  Verdict,
+} from './objects.ts';
 import type { TableListing } from './dataplane.ts';
 import { assertNever } from '../assert-never.ts';
 

@@ -87,6 +87,9 @@ export class HealthState {
   livez(nowMs: number): HealthAnswer {
     const healthy = this.isHealthy(nowMs);
     const lastUpdated = goTimeString(healthy ? nowMs : this.lastUpdatedMs);
-    return { status: healthy ? 200 : 503, body: `{"lastUpdated": ${JSON.stringify(lastUpdated)},"currentTime": ${JSON.stringify(goTimeString(nowMs))}}` };
+    return {
+      status: healthy ? 200 : 503,
+      body: `{"lastUpdated": ${JSON.stringify(lastUpdated)},"currentTime": ${JSON.stringify(goTimeString(nowMs))}}`,
+    };
   }
 }

@@ -18,7 +18,7 @@ function two(n: number): string {
 }
 
 function value(v: unknown): string {
-  return typeof v === 'string' ? JSON.stringify(v) : JSON.stringify(v) ?? String(v);
+  return typeof v === 'string' ? JSON.stringify(v) : (JSON.stringify(v) ?? String(v));
 }
 
 /** One JSON log line as klog's text format prints a structured entry. */

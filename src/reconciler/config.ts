@@ -141,7 +141,8 @@ export function validateRulesetConfig(c: RulesetConfig): RulesetConfig {
     if (!f) continue;
     const where = `families.${family}`;
     families[family] = {
-      nodePortAddresses: f.nodePortAddresses === 'all' ? 'all' : f.nodePortAddresses.map((a, i) => address(family, a, `${where}.nodePortAddresses[${i}]`)),
+      nodePortAddresses:
+        f.nodePortAddresses === 'all' ? 'all' : f.nodePortAddresses.map((a, i) => address(family, a, `${where}.nodePortAddresses[${i}]`)),
       nodeIPs: f.nodeIPs.map((a, i) => address(family, a, `${where}.nodeIPs[${i}]`)),
       clusterCIDRs: f.clusterCIDRs.map((a, i) => cidr(family, a, `${where}.clusterCIDRs[${i}]`)),
       serviceCIDRs: f.serviceCIDRs.map((a, i) => cidr(family, a, `${where}.serviceCIDRs[${i}]`)),

@@ -64,14 +64,25 @@ export interface SyncPlan {
 /** When a sync should run to delete the earliest stale chain (undefined: none left). */
 export function staleDeletionDueAt(state: SyncState, staleChainDelayMs = DEFAULT_STALE_CHAIN_DELAY_MS): number | undefined {
   let due: number | undefined;
-  for (const s of state.staleChains.values()) due = due === undefined ? s.since + staleChainDelayMs : Math.min(due, s.since + staleChainDelayMs);
+  for (const s of state.staleChains.values())
+    due = due === undefined ? s.since + staleChainDelayMs : Math.min(due, s.since + staleChainDelayMs);
   return due;
 }
 
 export const DEFAULT_STALE_CHAIN_DELAY_MS = 1000;
 
 export function emptyStats(): SyncStats {
-  return { chainsAdded: 0, chainsRewritten: 0, chainsFlushedStale: 0, chainsDeleted: 0, rulesAdded: 0, elementsAdded: 0, elementsDeleted: 0, setsAdded: 0, setsDeleted: 0 };
+  return {
+    chainsAdded: 0,
+    chainsRewritten: 0,
+    chainsFlushedStale: 0,
+    chainsDeleted: 0,
+    rulesAdded: 0,
+    elementsAdded: 0,
+    elementsDeleted: 0,
+    setsAdded: 0,
+    setsDeleted: 0,
+  };
 }
 
 /** Operations grouped by phase; concatenated in this order they are valid in one transaction. */
@@ -130,7 +141,12 @@ function sameRules(a: ChainSpec, b: ChainSpec): boolean {
 const EMPTY: Fragment = { chains: [], sets: [], elements: [], flowtables: [] };
 const NONE: readonly never[] = [];
 
-export function diffRulesets(applied: Ruleset | undefined, desired: Ruleset, options: DiffOptions, staleChains: ReadonlyMap<string, StaleChain> = new Map()): SyncPlan {
+export function diffRulesets(
+  applied: Ruleset | undefined,
+  desired: Ruleset,
+  options: DiffOptions,
+  staleChains: ReadonlyMap<string, StaleChain> = new Map(),
+): SyncPlan {
   const { now } = options;
   const delay = options.staleChainDelayMs ?? DEFAULT_STALE_CHAIN_DELAY_MS;
   const p = new Phases();

@@ -63,7 +63,11 @@ export class Claims {
   readonly contested: Map<string, readonly ElementClaim[]>;
   readonly #elementOf: (owner: string, key: string) => Element | undefined;
 
-  constructor(elementOf: (owner: string, key: string) => Element | undefined, prev?: OverlayMap<string, string>, contested?: ReadonlyMap<string, readonly ElementClaim[]>) {
+  constructor(
+    elementOf: (owner: string, key: string) => Element | undefined,
+    prev?: OverlayMap<string, string>,
+    contested?: ReadonlyMap<string, readonly ElementClaim[]>,
+  ) {
     this.#elementOf = elementOf;
     this.owners = new OverlayMap(prev);
     this.contested = new Map(contested);

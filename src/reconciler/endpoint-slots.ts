@@ -99,7 +99,8 @@ export class EndpointSlots {
   readonly #touched = new Set<string>();
 
   constructor(from?: ReadonlyMap<IPFamily, FamilySlots>) {
-    for (const [f, slots] of from ?? []) this.#families.set(f, { blocks: new OverlayMap(slots.blocks), shards: new OverlayMap(slots.shards) });
+    for (const [f, slots] of from ?? [])
+      this.#families.set(f, { blocks: new OverlayMap(slots.blocks), shards: new OverlayMap(slots.shards) });
   }
 
   get families(): ReadonlyMap<IPFamily, FamilySlots> {

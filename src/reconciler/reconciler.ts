@@ -19,7 +19,15 @@ import type { Family } from '../nft/objects.ts';
 import type { NftInvalidError } from '../nft/transaction.ts';
 import type { RulesetConfig } from './config.ts';
 import { validateRulesetConfig } from './config.ts';
-import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, EMPTY_SYNC_STATE, staleDeletionDueAt, type SyncPlan, type SyncState, type SyncStats } from './diff.ts';
+import {
+  DEFAULT_STALE_CHAIN_DELAY_MS,
+  diffRulesets,
+  EMPTY_SYNC_STATE,
+  staleDeletionDueAt,
+  type SyncPlan,
+  type SyncState,
+  type SyncStats,
+} from './diff.ts';
 import { type FullSyncMode, planFullSync } from './full-sync.ts';
 import { type Attempt, type Blame, commitIsolating, IsolationFailed, type Refusal } from './isolation.ts';
 import { OperationOwners } from './operation-owner.ts';
@@ -187,7 +195,12 @@ export class Reconciler {
       const mode = request.kind === 'full' ? request.mode : 'replace';
       return { plan: planFullSync(desired, mode, this.#state), desired, kind: 'full', mode };
     }
-    const plan = diffRulesets(this.#state.applied, desired, { now: this.#now(), staleChainDelayMs: this.#staleDelay }, this.#state.staleChains);
+    const plan = diffRulesets(
+      this.#state.applied,
+      desired,
+      { now: this.#now(), staleChainDelayMs: this.#staleDelay },
+      this.#state.staleChains,
+    );
     return { plan, desired, kind: 'incremental' };
   }
 
@@ -274,7 +287,8 @@ export class Reconciler {
       // Later attempts render again only what their set-aside and held ports change.
       last = this.plan(request_, last === undefined ? read : { ports, changed: NOTHING_CHANGED }, held);
       const { plan, desired, kind } = last;
-      if (plan.ops.length > 0) this.#onPlanned?.({ kind, servicePorts: desired.services.size, ops: plan.ops.length, planMs: performance.now() - t0 });
+      if (plan.ops.length > 0)
+        this.#onPlanned?.({ kind, servicePorts: desired.services.size, ops: plan.ops.length, planMs: performance.now() - t0 });
       const failed = await this.#commit(plan, desired, current);
       if (failed) return failed;
       ops += plan.ops.length;
@@ -301,7 +315,13 @@ export class Reconciler {
       await commitIsolating({ attempt, setAside, maxAttempts: MAX_ATTEMPTS });
     } catch (e) {
       const l = last!;
-      const report = this.#report(l.plan, l.desired, { kind: done?.kind ?? l.kind, ...(l.mode ? { mode: l.mode } : {}) }, ops || l.plan.ops.length, rejected);
+      const report = this.#report(
+        l.plan,
+        l.desired,
+        { kind: done?.kind ?? l.kind, ...(l.mode ? { mode: l.mode } : {}) },
+        ops || l.plan.ops.length,
+        rejected,
+      );
       throw new SyncError({ ...report, ...refusedNote }, e);
     }
     const l = last!;
@@ -324,7 +344,8 @@ export class Reconciler {
         if (!listing) continue;
         const owner = tableOwnership(listing.table);
         if (owner.kind !== 'ours') return `table ${family} ${listing.table.name} is not ours`;
-        if (owner.version !== TABLE_FORMAT_VERSION) return `table ${family} ${listing.table.name} has table format ${owner.version}, not ${TABLE_FORMAT_VERSION}`;
+        if (owner.version !== TABLE_FORMAT_VERSION)
+          return `table ${family} ${listing.table.name} has table format ${owner.version}, not ${TABLE_FORMAT_VERSION}`;
         listings.set(family, listing);
       }
     } catch (e) {
@@ -335,7 +356,8 @@ export class Reconciler {
     const plan = planAdoption(desired, listings, this.#now());
     listings.clear();
     if ('refused' in plan) return plan.refused;
-    if (plan.ops.length > 0) this.#onPlanned?.({ kind: 'full', servicePorts: desired.services.size, ops: plan.ops.length, planMs: performance.now() - t0 });
+    if (plan.ops.length > 0)
+      this.#onPlanned?.({ kind: 'full', servicePorts: desired.services.size, ops: plan.ops.length, planMs: performance.now() - t0 });
     const failed = await this.#commit(plan, desired, () => new Map());
     if (failed && !failed.ok) return `the kernel refused the adoption: ${(failed.error as Error)?.message ?? String(failed.error)}`;
     return this.#report(plan, desired, { kind: 'full', mode: 'adopt' }, plan.ops.length, rejected);
@@ -370,7 +392,12 @@ export class Reconciler {
     };
   }
 
-  #blameInvalid(errors: readonly NftInvalidError[], plan: SyncPlan, desired: Ruleset, current: () => ReadonlyMap<string, ServicePort>): Blame {
+  #blameInvalid(
+    errors: readonly NftInvalidError[],
+    plan: SyncPlan,
+    desired: Ruleset,
+    current: () => ReadonlyMap<string, ServicePort>,
+  ): Blame {
     const present = current();
     const owners = new OperationOwners([desired, this.#state.applied]);
     const found = new Map<string, Refusal>();
@@ -402,7 +429,13 @@ export class Reconciler {
     return transientOnly ? { kind: 'transient' } : { kind: 'unattributed', suspects };
   }
 
-  #report(plan: SyncPlan, desired: Ruleset, what: { kind: SyncReport['kind']; mode?: SyncReport['mode'] }, ops: number, rejected: RejectedServicePort[]): SyncReport {
+  #report(
+    plan: SyncPlan,
+    desired: Ruleset,
+    what: { kind: SyncReport['kind']; mode?: SyncReport['mode'] },
+    ops: number,
+    rejected: RejectedServicePort[],
+  ): SyncReport {
     const due = staleDeletionDueAt(this.#state, this.#staleDelay);
     let endpointChains = 0;
     for (const s of desired.services.values()) endpointChains += s.endpointChains;

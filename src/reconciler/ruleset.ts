@@ -14,7 +14,16 @@ import type { ServicePort } from '../model/service-port.ts';
 import type { Element, Table } from '../nft/objects.ts';
 import type { FamilyConfig, RulesetConfig } from './config.ts';
 import { EndpointSlots, type FamilySlots, NO_LABELS, sameLabels } from './endpoint-slots.ts';
-import { Claims, claimedIn, type ElementClaim, HairpinCounter, type HairpinCounts, hairpinElement, skeletonFamily, skeletonOwner } from './element-claims.ts';
+import {
+  Claims,
+  claimedIn,
+  type ElementClaim,
+  HairpinCounter,
+  type HairpinCounts,
+  hairpinElement,
+  skeletonFamily,
+  skeletonOwner,
+} from './element-claims.ts';
 import { claimKeysOf, type Fragment } from './fragment.ts';
 import type { OverlayMap } from './overlay-map.ts';
 import { type RenderContext, RenderedServicePort } from './rendered-service-port.ts';
@@ -68,12 +77,18 @@ const FAMILIES: readonly IPFamily[] = ['IPv4', 'IPv6'];
  * not in `changed` (ids added, updated or removed since `previous` was
  * rendered; undefined: every one) is taken over from it as it is.
  */
-export function renderRuleset(servicePorts: readonly ServicePort[], config: RulesetConfig, previous?: Ruleset, changed?: ReadonlySet<string>): Ruleset {
+export function renderRuleset(
+  servicePorts: readonly ServicePort[],
+  config: RulesetConfig,
+  previous?: Ruleset,
+  changed?: ReadonlySet<string>,
+): Ruleset {
   const reuse = previous !== undefined && sameConfig(previous.config, config) ? previous : undefined;
   const problems: RenderProblem[] = [];
   const tables: Table[] = [];
   for (const family of FAMILIES) {
-    if (config.families[family]) tables.push({ kind: 'table', family: tableFamily(family), name: config.tableName, comment: ownershipMark() });
+    if (config.families[family])
+      tables.push({ kind: 'table', family: tableFamily(family), name: config.tableName, comment: ownershipMark() });
   }
 
   const contexts = new Map<IPFamily, RenderContext>();
@@ -90,12 +105,20 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
   let inBoth = 0;
   for (const sp of servicePorts) {
     if (services.has(sp.id)) {
-      problems.push({ servicePortId: sp.id, code: 'ERR_DUPLICATE_SERVICE_PORT', message: `service port ${sp.id} appears twice; the first is used` });
+      problems.push({
+        servicePortId: sp.id,
+        code: 'ERR_DUPLICATE_SERVICE_PORT',
+        message: `service port ${sp.id} appears twice; the first is used`,
+      });
       continue;
     }
     const fc = config.families[sp.family];
     if (!fc) {
-      problems.push({ servicePortId: sp.id, code: 'ERR_FAMILY_NOT_CONFIGURED', message: `service port ${sp.id}: ${sp.family} is not configured on this node` });
+      problems.push({
+        servicePortId: sp.id,
+        code: 'ERR_FAMILY_NOT_CONFIGURED',
+        message: `service port ${sp.id}: ${sp.family} is not configured on this node`,
+      });
       continue;
     }
     const before = reuse?.services.get(sp.id);
@@ -117,7 +140,10 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
   // Ports that went: only looked for when some did.
   if (reuse && inBoth < reuse.services.size) for (const id of reuse.services.keys()) if (!services.has(id)) rendered.add(id);
 
-  const slots = config.endpointShape === 'map' ? placeEndpoints(services, reuse, rendered, (family) => contextFor(family, config.families[family]!)) : undefined;
+  const slots =
+    config.endpointShape === 'map'
+      ? placeEndpoints(services, reuse, rendered, (family) => contextFor(family, config.families[family]!))
+      : undefined;
 
   // The skeleton holds the shared endpoint maps that are in use: re-rendered when that changes.
   const skeletons = new Map<IPFamily, Fragment>();
@@ -192,7 +218,11 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
   };
 }
 
-function ownerFragment(owner: string, skeletons: ReadonlyMap<IPFamily, Fragment>, services: ReadonlyMap<string, RenderedServicePort>): Fragment | undefined {
+function ownerFragment(
+  owner: string,
+  skeletons: ReadonlyMap<IPFamily, Fragment>,
+  services: ReadonlyMap<string, RenderedServicePort>,
+): Fragment | undefined {
   const family = skeletonFamily(owner);
   return family !== undefined ? skeletons.get(family) : services.get(owner)?.fragment;
 }
@@ -267,4 +297,3 @@ export function sameElementValue(a: Element, b: Element): boolean {
 function sameConfig(a: RulesetConfig, b: RulesetConfig): boolean {
   return a === b || JSON.stringify(a) === JSON.stringify(b);
 }
-

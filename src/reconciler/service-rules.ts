@@ -36,7 +36,15 @@ import type { Endpoint, EndpointSelection, ServicePort } from '../model/service-
 import type { Statement, Verdict } from '../nft/objects.ts';
 import { isCanonical } from '../nft/rule-checks.ts';
 import { cidrsContainAny, type FamilyConfig, type RulesetConfig } from './config.ts';
-import { DEFAULT_ENDPOINT_MAP_BLOCKS, type EndpointRegion, endpointRegion, NO_LABELS, regionOffset, shardMapName, shardOf } from './endpoint-slots.ts';
+import {
+  DEFAULT_ENDPOINT_MAP_BLOCKS,
+  type EndpointRegion,
+  endpointRegion,
+  NO_LABELS,
+  regionOffset,
+  shardMapName,
+  shardOf,
+} from './endpoint-slots.ts';
 import { type Fragment, FragmentBuilder } from './fragment.ts';
 import { outermostPrefixes } from './source-ranges.ts';
 import { CHAIN, endpointNameBase, MAP, PREFIX, SET, servicePortComment, servicePortNameBase, servicePortReadable } from './names.ts';
@@ -129,7 +137,12 @@ function localTraffic(config: RulesetConfig, fc: FamilyConfig, family: IPFamily,
   return fc.clusterCIDRs.map((c) => match(saddr(family), c, op));
 }
 
-export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: RulesetConfig, privateLabels: ReadonlySet<string> = NO_LABELS): Fragment {
+export function renderServicePort(
+  sp: ServicePort,
+  fc: FamilyConfig,
+  config: RulesetConfig,
+  privateLabels: ReadonlySet<string> = NO_LABELS,
+): Fragment {
   const family: IPFamily = sp.family;
   const type = addrType(family);
   // The model writes addresses in the IP codec's canonical form (src/net/ip.ts),
@@ -296,7 +309,8 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
       if (clusterWide) {
         // Pods reaching an external destination behave as if they went out to
         // the load balancer and came back: no traffic policy applies.
-        for (const local of localTraffic(config, fc, family, '==')) b.rule(externalChain, [local, goto(serviceChain)], 'short-circuit pod traffic');
+        for (const local of localTraffic(config, fc, family, '=='))
+          b.rule(externalChain, [local, goto(serviceChain)], 'short-circuit pod traffic');
       }
       // The host's own traffic has a local address as source (maybe the LB IP itself): masquerade it.
       b.rule(externalChain, [fibLocal('saddr'), jumpMarkForMasquerade], 'masquerade local traffic');
@@ -320,7 +334,8 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
     if (notLocal.length > 0) return [...dest, ...notLocal, jumpMarkForMasquerade];
     return undefined;
   };
-  if (usesService && clusterWide) policyChain(serviceChain, PREFIX.endpoints + base, clusterWide, iLocal ? undefined : clusterIPMasquerade());
+  if (usesService && clusterWide)
+    policyChain(serviceChain, PREFIX.endpoints + base, clusterWide, iLocal ? undefined : clusterIPMasquerade());
   if (usesLocal && localOnly) policyChain(localChain, PREFIX.localEndpoints + base, localOnly, iLocal ? clusterIPMasquerade() : undefined);
   // Counted per address by the ruleset (element-claims.ts): `ip . ip` is the same whoever wants it.
   if (hairpin.size > 0) b.fragment.hairpin = [...hairpin];

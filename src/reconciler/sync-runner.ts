@@ -73,7 +73,8 @@ export function backoffDelay(failures: number, b: SyncBackoffOptions): number {
 
 export function syncRunner(options: SyncRunnerOptions): Observable<SyncResult> {
   const { minSyncPeriodMs, syncPeriodMs } = options;
-  if (!(minSyncPeriodMs >= 0) || !(syncPeriodMs >= 0)) throw new SyncRunnerConfigError(`sync periods must be >= 0 (min ${minSyncPeriodMs}, full ${syncPeriodMs})`);
+  if (!(minSyncPeriodMs >= 0) || !(syncPeriodMs >= 0))
+    throw new SyncRunnerConfigError(`sync periods must be >= 0 (min ${minSyncPeriodMs}, full ${syncPeriodMs})`);
   const backoff: SyncBackoffOptions = { ...DEFAULT_BACKOFF, ...options.backoff };
   const scheduler = options.scheduler ?? asyncScheduler;
 
@@ -155,7 +156,16 @@ export function syncRunner(options: SyncRunnerOptions): Observable<SyncResult> {
             dirtyReason = 'retry';
           }
           const failedReport = error instanceof SyncError ? error.report : undefined;
-          subscriber.next({ reason, request, ok: false, ...(failedReport ? { report: failedReport } : {}), error, startedAt, durationMs, consecutiveFailures: failures });
+          subscriber.next({
+            reason,
+            request,
+            ok: false,
+            ...(failedReport ? { report: failedReport } : {}),
+            error,
+            startedAt,
+            durationMs,
+            consecutiveFailures: failures,
+          });
         }
         schedule();
       };

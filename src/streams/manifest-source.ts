@@ -218,4 +218,3 @@ export class ManifestSource {
     await this.loading;
   }
 }
-

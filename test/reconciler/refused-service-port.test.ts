@@ -32,7 +32,9 @@ class RefusingKernel implements Dataplane {
     const failures = ops.flatMap((op, index) => {
       if (op.verb !== 'add' || op.object.kind !== 'rule') return [];
       const text = JSON.stringify(op.object.exprs);
-      return [...this.refusedAddresses].some((a) => text.includes(`"${a}"`)) ? [{ index, ...this.errno, message: 'refused by the test kernel' }] : [];
+      return [...this.refusedAddresses].some((a) => text.includes(`"${a}"`))
+        ? [{ index, ...this.errno, message: 'refused by the test kernel' }]
+        : [];
     });
     if (failures.length > 0) {
       this.refusals++;

@@ -1,9 +1,31 @@
 // How the fake kernel applies one operation to a transaction's working copy.
 // See fake-kernel.ts for the behaviours modelled and how they were checked.
 
-import { isVerdictValue, type Chain, type Element, type Flowtable, type NftMap, type NftSet, type Operation, type Rule, type Table } from '../objects.ts';
+import {
+  isVerdictValue,
+  type Chain,
+  type Element,
+  type Flowtable,
+  type NftMap,
+  type NftSet,
+  type Operation,
+  type Rule,
+  type Table,
+} from '../objects.ts';
 import { prefixRange } from '../values.ts';
-import { copyChain, copyContainer, copyElement, copyRule, elementKey, err, tableKey, type ChainState, type FakeKernelOptions, type SetState, type TableState } from './state.ts';
+import {
+  copyChain,
+  copyContainer,
+  copyElement,
+  copyRule,
+  elementKey,
+  err,
+  tableKey,
+  type ChainState,
+  type FakeKernelOptions,
+  type SetState,
+  type TableState,
+} from './state.ts';
 import { assertNever, UnreachableError } from '../../assert-never.ts';
 import { checkJumpTarget, checkRuleReferences, countElementReferences, countRuleReferences } from './references.ts';
 
@@ -104,16 +126,19 @@ export class Working {
           if (verb === 'create') err('EEXIST', `table ${t.family} ${t.name} exists`);
           return;
         }
-        this.tables.set(key, this.#own({
-          table: { ...t },
-          chains: new Map(),
-          sets: new Map(),
-          flowtables: new Map(),
-          chainUse: new Map(),
-          setUse: new Map(),
-          flowtableUse: new Map(),
-          nextHandle: 1,
-        }));
+        this.tables.set(
+          key,
+          this.#own({
+            table: { ...t },
+            chains: new Map(),
+            sets: new Map(),
+            flowtables: new Map(),
+            chainUse: new Map(),
+            setUse: new Map(),
+            flowtableUse: new Map(),
+            nextHandle: 1,
+          }),
+        );
         this.#touched.add(key);
         return;
       case 'delete':

@@ -3,10 +3,37 @@
 // sets and maps, elements from their key and data bytes, flowtables.
 
 import type { TableListing } from '../dataplane.ts';
-import type { Chain, ChainHook, ChainType, DataType, Element, Family, Flowtable, NftMap, NftSet, Rule, SetFlag, Verdict } from '../objects.ts';
+import type {
+  Chain,
+  ChainHook,
+  ChainType,
+  DataType,
+  Element,
+  Family,
+  Flowtable,
+  NftMap,
+  NftSet,
+  Rule,
+  SetFlag,
+  Verdict,
+} from '../objects.ts';
 import {
-  CHAIN_ATTR, DATA_VERDICT, ELEM_ATTR, ELEM_FLAG_INTERVAL_END, FAMILY_BY_NUMBER, FLOWTABLE_ATTR, HOOK_NUMBER, KIND,
-  RULE_ATTR, SET_ATTR, SET_FLAG, TABLE_ATTR, TYPE_BITS, TYPE_BY_ID, UDATA_COMMENT, VERDICT_CODE,
+  CHAIN_ATTR,
+  DATA_VERDICT,
+  ELEM_ATTR,
+  ELEM_FLAG_INTERVAL_END,
+  FAMILY_BY_NUMBER,
+  FLOWTABLE_ATTR,
+  HOOK_NUMBER,
+  KIND,
+  RULE_ATTR,
+  SET_ATTR,
+  SET_FLAG,
+  TABLE_ATTR,
+  TYPE_BITS,
+  TYPE_BY_ID,
+  UDATA_COMMENT,
+  VERDICT_CODE,
 } from './kernel-constants.ts';
 import { exprFromAttrs, type KernelExpr } from './kernel-exprs.ts';
 import { keyText, NftRaiseError, raise } from './raise.ts';
@@ -110,7 +137,8 @@ function splitKey(key: Uint8Array, types: readonly DataType[]): Uint8Array[] {
   const parts: Uint8Array[] = [];
   let at = 0;
   for (const t of types) {
-    const len = t === 'ipv4_addr' || t === 'mark' || t === 'integer' ? 4 : t === 'ipv6_addr' || t === 'ifname' ? 16 : t === 'inet_service' ? 2 : 1;
+    const len =
+      t === 'ipv4_addr' || t === 'mark' || t === 'integer' ? 4 : t === 'ipv6_addr' || t === 'ifname' ? 16 : t === 'inet_service' ? 2 : 1;
     parts.push(key.subarray(at, at + len));
     at += (len + 3) & ~3;
   }
@@ -171,7 +199,11 @@ export function decodeListing(bytes: Uint8Array, family: Family): DecodedListing
           kernel.push(exprFromAttrs(name, r.attrs()));
         }
         const rule: Rule = {
-          kind: 'rule', family, table: rawStr(a.get(RULE_ATTR.TABLE))!, chain: rawStr(a.get(RULE_ATTR.CHAIN))!, exprs: [],
+          kind: 'rule',
+          family,
+          table: rawStr(a.get(RULE_ATTR.TABLE))!,
+          chain: rawStr(a.get(RULE_ATTR.CHAIN))!,
+          exprs: [],
         };
         const handle = rawU64(a.get(RULE_ATTR.HANDLE));
         if (handle !== undefined) rule.handle = Number(handle);
@@ -224,8 +256,13 @@ export function decodeListing(bytes: Uint8Array, family: Family): DecodedListing
       case KIND.flowtable: {
         const devices = a.get(FLOWTABLE_ATTR.DEVICES);
         const f: Flowtable = {
-          kind: 'flowtable', family, table: rawStr(a.get(FLOWTABLE_ATTR.TABLE))!, name: rawStr(a.get(FLOWTABLE_ATTR.NAME))!,
-          hook: 'ingress', priority: (rawU32(a.get(FLOWTABLE_ATTR.PRIO)) ?? 0) | 0, devices: Array.isArray(devices) ? devices : [],
+          kind: 'flowtable',
+          family,
+          table: rawStr(a.get(FLOWTABLE_ATTR.TABLE))!,
+          name: rawStr(a.get(FLOWTABLE_ATTR.NAME))!,
+          hook: 'ingress',
+          priority: (rawU32(a.get(FLOWTABLE_ATTR.PRIO)) ?? 0) | 0,
+          devices: Array.isArray(devices) ? devices : [],
         };
         listing.flowtables.push(f);
         break;
@@ -279,7 +316,11 @@ function decodeElements(c: NftSet | NftMap, raw: RawAttrs[]): Element[] {
     // Starts and end markers, in whatever order the kernel dumps them.
     const type = c.keyType[0]!;
     const items = raw
-      .map((a) => ({ a, key: a.get(ELEM_ATTR.KEY) as Uint8Array, end: ((rawU32(a.get(ELEM_ATTR.FLAGS)) ?? 0) & ELEM_FLAG_INTERVAL_END) !== 0 }))
+      .map((a) => ({
+        a,
+        key: a.get(ELEM_ATTR.KEY) as Uint8Array,
+        end: ((rawU32(a.get(ELEM_ATTR.FLAGS)) ?? 0) & ELEM_FLAG_INTERVAL_END) !== 0,
+      }))
       .filter((x) => x.key instanceof Uint8Array)
       .sort((x, y) => compareBytes(x.key, y.key) || (x.end ? -1 : 1));
     for (let i = 0; i < items.length; i++) {
@@ -287,7 +328,9 @@ function decodeElements(c: NftSet | NftMap, raw: RawAttrs[]): Element[] {
       if (it.end) continue;
       const next = items[i + 1];
       const endKey = next?.end ? next.key : null;
-      const text = prefixText(type, it.key, endKey) ?? `${keyText(type, it.key)}-${keyText(type, endKey ? (addOne(endKey) ? bytesMinusOne(endKey) : endKey) : it.key.map(() => 0xff))}`;
+      const text =
+        prefixText(type, it.key, endKey) ??
+        `${keyText(type, it.key)}-${keyText(type, endKey ? (addOne(endKey) ? bytesMinusOne(endKey) : endKey) : it.key.map(() => 0xff))}`;
       out.push(base(it.a, [text]));
     }
     return out;

@@ -9,7 +9,11 @@ import { bytesMinusOne, prefixRange, typeLength } from '../values.ts';
 import type { Attr, ByteWriter } from './wire.ts';
 import { comment, keyLength, le32, NftEncodeError, padTo4, withId, type RecordSink } from './encode-parts.ts';
 
-function partBytes(type: DataType, text: string, interval: boolean): { start: Uint8Array; last: Uint8Array; endExclusive: Uint8Array | null } {
+function partBytes(
+  type: DataType,
+  text: string,
+  interval: boolean,
+): { start: Uint8Array; last: Uint8Array; endExclusive: Uint8Array | null } {
   if (!interval || type === 'ifname') {
     const b = keyBytes(type, text);
     return { start: b, last: b, endExclusive: null };
@@ -98,7 +102,11 @@ export function writeElements(enc: RecordSink, ops: readonly Operation[], from: 
   const first = ops[firstIndex]!.object as Element;
   const verb = ops[firstIndex]!.verb;
   const c = enc.container(first.family, first.table, first.set);
-  if (!c) throw new NftEncodeError(firstIndex, `set ${first.set} in ${first.family} ${first.table} is not known (add it in this transaction or list the table first)`);
+  if (!c)
+    throw new NftEncodeError(
+      firstIndex,
+      `set ${first.set} in ${first.family} ${first.table} is not known (add it in this transaction or list the table first)`,
+    );
   const msg = verb === 'delete' ? MSG.DELSETELEM : verb === 'destroy' ? MSG.DESTROYSETELEM : MSG.NEWSETELEM;
   const flags = verb === 'create' ? NLM_F.CREATE | NLM_F.EXCL : verb === 'add' ? NLM_F.CREATE : 0;
   enc.record(KIND.elements, msg, flags, first.family, firstIndex, [

@@ -58,7 +58,6 @@ export function keyTypeId(keyType: readonly DataType[]): number {
   return keyType.reduce((id, t) => id * (1 << TYPE_BITS) + TYPE_ID[t], 0) >>> 0;
 }
 
-
 /** Data length and type id of a map's data (a concatenation is laid out as keys are). */
 export function dataLength(dataType: DataType | readonly DataType[]): number {
   return Array.isArray(dataType) ? keyLength(dataType) : typeLength(dataType as DataType);

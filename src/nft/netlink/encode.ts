@@ -8,8 +8,23 @@
 
 import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from '../objects.ts';
 import {
-  AT, CHAIN_ATTR, DATA_VERDICT, FAMILY_NUMBER, FLOWTABLE_ATTR, HOOK_NUMBER, KIND, MSG, NETDEV_INGRESS, NLM_F, RULE_ATTR,
-  NFT_BYTEORDER_HOST, SET_ATTR, SET_FLAG, TABLE_ATTR, UDATA_COMMENT, UDATA_SET_KEYBYTEORDER,
+  AT,
+  CHAIN_ATTR,
+  DATA_VERDICT,
+  FAMILY_NUMBER,
+  FLOWTABLE_ATTR,
+  HOOK_NUMBER,
+  KIND,
+  MSG,
+  NETDEV_INGRESS,
+  NLM_F,
+  RULE_ATTR,
+  NFT_BYTEORDER_HOST,
+  SET_ATTR,
+  SET_FLAG,
+  TABLE_ATTR,
+  UDATA_COMMENT,
+  UDATA_SET_KEYBYTEORDER,
 } from './kernel-constants.ts';
 import { ExprSink } from './kernel-exprs.ts';
 import { lowerInto } from './lower.ts';
@@ -17,7 +32,18 @@ import { typeLength } from '../values.ts';
 import { ByteWriter, type Attr } from './wire.ts';
 import { writeElements } from './encode-elements.ts';
 import { assertNever } from '../../assert-never.ts';
-import { comment, commentBytes, dataLength, dataTypeId, keyLength, keyTypeId, NftEncodeError, withId, type ContainerLookup, type RecordSink } from './encode-parts.ts';
+import {
+  comment,
+  commentBytes,
+  dataLength,
+  dataTypeId,
+  keyLength,
+  keyTypeId,
+  NftEncodeError,
+  withId,
+  type ContainerLookup,
+  type RecordSink,
+} from './encode-parts.ts';
 
 export { keyLength, keyTypeId, NftEncodeError, type ContainerLookup };
 
@@ -54,7 +80,16 @@ function setUserdata(c: NftSet | NftMap): Uint8Array | undefined {
   if (c.keyType.length === 1 && c.keyType[0] === 'integer') {
     // A little-endian u32 (the hosts we build for), byte by byte: a DataView
     // over `b.buffer` would move this small array off the V8 heap first.
-    parts.push(Uint8Array.of(UDATA_SET_KEYBYTEORDER, 4, NFT_BYTEORDER_HOST & 0xff, (NFT_BYTEORDER_HOST >>> 8) & 0xff, (NFT_BYTEORDER_HOST >>> 16) & 0xff, NFT_BYTEORDER_HOST >>> 24));
+    parts.push(
+      Uint8Array.of(
+        UDATA_SET_KEYBYTEORDER,
+        4,
+        NFT_BYTEORDER_HOST & 0xff,
+        (NFT_BYTEORDER_HOST >>> 8) & 0xff,
+        (NFT_BYTEORDER_HOST >>> 16) & 0xff,
+        NFT_BYTEORDER_HOST >>> 24,
+      ),
+    );
   }
   if (c.comment !== undefined) parts.push(commentBytes(UDATA_COMMENT.set, c.comment));
   if (parts.length === 0) return undefined;

@@ -18,9 +18,22 @@
 
 import type { Family, Selector, Statement } from '../objects.ts';
 import {
-  BYTEORDER_HTON, CMP_OP, CT_DIR, CT_KEY, DYNSET_OP, FIB_F, FIB_RESULT_ADDRTYPE,
-  LOOKUP_F_INV, META_KEY, NAT_RANGE_PROTO_RANDOM_FULLY, NAT_TYPE, NFPROTO, NUMGEN_RANDOM, REG,
-  REJECT_TYPE, VERDICT_CODE,
+  BYTEORDER_HTON,
+  CMP_OP,
+  CT_DIR,
+  CT_KEY,
+  DYNSET_OP,
+  FIB_F,
+  FIB_RESULT_ADDRTYPE,
+  LOOKUP_F_INV,
+  META_KEY,
+  NAT_RANGE_PROTO_RANDOM_FULLY,
+  NAT_TYPE,
+  NFPROTO,
+  NUMGEN_RANDOM,
+  REG,
+  REJECT_TYPE,
+  VERDICT_CODE,
 } from './kernel-constants.ts';
 import { ExprSink, F, readExprs, type KernelExpr } from './kernel-exprs.ts';
 import { selectorType } from '../rule-checks.ts';
@@ -28,7 +41,16 @@ import { prefixRange, writeValueBytes } from '../values.ts';
 import type { DataType } from '../objects.ts';
 import { ByteWriter } from './wire.ts';
 import {
-  hostValue, hostValue32, isHostOrder, keyBytes, networkBytes, NftLowerError, operandBytes, PAYLOAD_FIELDS, selectorWidth, writeHost32,
+  hostValue,
+  hostValue32,
+  isHostOrder,
+  keyBytes,
+  networkBytes,
+  NftLowerError,
+  operandBytes,
+  PAYLOAD_FIELDS,
+  selectorWidth,
+  writeHost32,
 } from './operands.ts';
 import { assertNever } from '../../assert-never.ts';
 
@@ -157,11 +179,22 @@ function writeLoad(out: ExprSink, s: Selector, dreg: number): void {
       return;
     }
     case 'fib-type':
-      out.begin('fib').u32(F.fib.dreg, dreg).u32(F.fib.result, FIB_RESULT_ADDRTYPE).u32(F.fib.flags, s.addr === 'daddr' ? FIB_F.daddr : FIB_F.saddr).end();
+      out
+        .begin('fib')
+        .u32(F.fib.dreg, dreg)
+        .u32(F.fib.result, FIB_RESULT_ADDRTYPE)
+        .u32(F.fib.flags, s.addr === 'daddr' ? FIB_F.daddr : FIB_F.saddr)
+        .end();
       return;
     case 'numgen': {
       const f = F.numgen;
-      out.begin('numgen').u32(f.dreg, dreg).u32(f.modulus, s.mod).u32(f.type, NUMGEN_RANDOM).u32(f.offset, s.offset ?? 0).end();
+      out
+        .begin('numgen')
+        .u32(f.dreg, dreg)
+        .u32(f.modulus, s.mod)
+        .u32(f.type, NUMGEN_RANDOM)
+        .u32(f.offset, s.offset ?? 0)
+        .end();
       return;
     }
     default:
@@ -309,7 +342,11 @@ function writeCore(out: ExprSink, st: Statement): void {
         out.end();
       }
       const f = F.nat;
-      out.begin('nat').u32(f.type, NAT_TYPE[st.kind]).u32(f.family, v6 ? NFPROTO.ipv6 : NFPROTO.ipv4).u32(f.reg_addr_min, REG.R1);
+      out
+        .begin('nat')
+        .u32(f.type, NAT_TYPE[st.kind])
+        .u32(f.family, v6 ? NFPROTO.ipv6 : NFPROTO.ipv4)
+        .u32(f.reg_addr_min, REG.R1);
       if (st.port !== undefined) out.u32(f.reg_proto_min, REG.R2);
       out.end();
       return;
@@ -321,8 +358,13 @@ function writeCore(out: ExprSink, st: Statement): void {
       out.begin('lookup').u32(F.lookup.sreg, sreg).u32(F.lookup.dreg, REG.R1).str(F.lookup.set, st.map).end();
       const f = F.nat;
       const v6 = st.family === 'ip6';
-      out.begin('nat').u32(f.type, NAT_TYPE.dnat).u32(f.family, v6 ? NFPROTO.ipv6 : NFPROTO.ipv4)
-        .u32(f.reg_addr_min, REG.R1).u32(f.reg_proto_min, natMapPortRegister(st.family)).end();
+      out
+        .begin('nat')
+        .u32(f.type, NAT_TYPE.dnat)
+        .u32(f.family, v6 ? NFPROTO.ipv6 : NFPROTO.ipv4)
+        .u32(f.reg_addr_min, REG.R1)
+        .u32(f.reg_proto_min, natMapPortRegister(st.family))
+        .end();
       return;
     }
     case 'masquerade':
@@ -356,7 +398,12 @@ function writeCore(out: ExprSink, st: Statement): void {
         return;
       }
       out.begin('meta').u32(F.meta.key, META_KEY.mark).u32(F.meta.dreg, REG.R1).end();
-      writeBitwise(out, 4, v.map((b) => ~b & 0xff), v);
+      writeBitwise(
+        out,
+        4,
+        v.map((b) => ~b & 0xff),
+        v,
+      );
       out.begin('meta').u32(F.meta.key, META_KEY.mark).u32(F.meta.sreg, REG.R1).end();
       return;
     }

@@ -5,13 +5,37 @@
 
 import type { Family, Selector, Statement } from '../objects.ts';
 import {
-  BYTEORDER_HTON, CMP_OP, CT_DIR, CT_KEY, CT_STATE_BIT, CT_STATUS_BIT, DYNSET_OP, FIB_F, FIB_RESULT_ADDRTYPE,
-  LOOKUP_F_INV, META_KEY, NAT_RANGE_PROTO_RANDOM_FULLY, NAT_TYPE, NFPROTO, NUMGEN_RANDOM, REG, REJECT_TYPE,
+  BYTEORDER_HTON,
+  CMP_OP,
+  CT_DIR,
+  CT_KEY,
+  CT_STATE_BIT,
+  CT_STATUS_BIT,
+  DYNSET_OP,
+  FIB_F,
+  FIB_RESULT_ADDRTYPE,
+  LOOKUP_F_INV,
+  META_KEY,
+  NAT_RANGE_PROTO_RANDOM_FULLY,
+  NAT_TYPE,
+  NFPROTO,
+  NUMGEN_RANDOM,
+  REG,
+  REJECT_TYPE,
   VERDICT_CODE,
 } from './kernel-constants.ts';
 import type { FieldValue, KernelExpr } from './kernel-exprs.ts';
 import {
-  DEPENDENCY_REG, isHostOrder, keyBytes, MAX_DEPENDENCY_INDEX, natMapPortRegister, networkBytes, PAYLOAD_FIELDS, selectorWidth, statementDependencies, type Dependency,
+  DEPENDENCY_REG,
+  isHostOrder,
+  keyBytes,
+  MAX_DEPENDENCY_INDEX,
+  natMapPortRegister,
+  networkBytes,
+  PAYLOAD_FIELDS,
+  selectorWidth,
+  statementDependencies,
+  type Dependency,
 } from './lower.ts';
 import { FIB_TYPES, selectorType } from '../rule-checks.ts';
 import { valueFromBytes } from '../values.ts';
@@ -79,7 +103,16 @@ function parseLoad(e: KernelExpr | undefined): Selector | null {
     case 'payload': {
       if (!only(e, 'dreg', 'base', 'offset', 'len')) return null;
       // The plain transport fields: tcp/udp/sctp dport are told apart by their dependency.
-      for (const field of ['ip saddr', 'ip daddr', 'ip protocol', 'ip6 saddr', 'ip6 daddr', 'ip6 nexthdr', 'th sport', 'th dport'] as const) {
+      for (const field of [
+        'ip saddr',
+        'ip daddr',
+        'ip protocol',
+        'ip6 saddr',
+        'ip6 daddr',
+        'ip6 nexthdr',
+        'th sport',
+        'th dport',
+      ] as const) {
         const p = PAYLOAD_FIELDS[field]!;
         if (p.base === e.base && p.offset === e.offset && p.len === e.len) return { kind: 'payload', field };
       }
@@ -92,7 +125,10 @@ function parseLoad(e: KernelExpr | undefined): Selector | null {
     case 'ct': {
       if (!only(e, 'dreg', 'key', 'dir')) return null;
       const addr: Record<number, string> = {
-        [CT_KEY.src_ip]: 'ip saddr', [CT_KEY.dst_ip]: 'ip daddr', [CT_KEY.src_ip6]: 'ip6 saddr', [CT_KEY.dst_ip6]: 'ip6 daddr',
+        [CT_KEY.src_ip]: 'ip saddr',
+        [CT_KEY.dst_ip]: 'ip daddr',
+        [CT_KEY.src_ip6]: 'ip6 saddr',
+        [CT_KEY.dst_ip6]: 'ip6 daddr',
       };
       const field = addr[e.key as number];
       if (field) {
@@ -105,7 +141,11 @@ function parseLoad(e: KernelExpr | undefined): Selector | null {
     }
     case 'fib':
       if (!only(e, 'dreg', 'result', 'flags') || e.result !== FIB_RESULT_ADDRTYPE) return null;
-      return e.flags === FIB_F.daddr ? { kind: 'fib-type', addr: 'daddr' } : e.flags === FIB_F.saddr ? { kind: 'fib-type', addr: 'saddr' } : null;
+      return e.flags === FIB_F.daddr
+        ? { kind: 'fib-type', addr: 'daddr' }
+        : e.flags === FIB_F.saddr
+          ? { kind: 'fib-type', addr: 'saddr' }
+          : null;
     case 'numgen':
       if (!only(e, 'dreg', 'modulus', 'type', 'offset') || e.type !== NUMGEN_RANDOM || typeof e.modulus !== 'number') return null;
       if (e.offset === undefined || e.offset === 0) return { kind: 'numgen', mod: e.modulus };
@@ -178,9 +218,10 @@ function parseMatch(x: readonly KernelExpr[], i: number): Parsed {
   const mask = bytes(bw?.mask);
   if (t === 'ct_state' || t === 'ct_status') {
     if (!mask || swap || !eqBytes(data, new Uint8Array(4)) || (op !== '==' && op !== '!=')) return null;
-    const names = t === 'ct_state'
-      ? flagNames(Number(readHost(mask)), CT_STATE_BIT, ['invalid', 'established', 'related', 'new', 'untracked'])
-      : flagNames(Number(readHost(mask)), CT_STATUS_BIT, Object.keys(CT_STATUS_BIT));
+    const names =
+      t === 'ct_state'
+        ? flagNames(Number(readHost(mask)), CT_STATE_BIT, ['invalid', 'established', 'related', 'new', 'untracked'])
+        : flagNames(Number(readHost(mask)), CT_STATUS_BIT, Object.keys(CT_STATUS_BIT));
     if (!names) return null;
     return { st: { kind: 'match', left, op: op === '!=' ? '==' : '!=', right: names }, n };
   }
@@ -234,7 +275,7 @@ function parseKeys(x: readonly KernelExpr[], i: number): { keys: Selector[]; sre
 function parseKeyed(x: readonly KernelExpr[], i: number): Parsed {
   const k = parseKeys(x, i);
   const e = k && x[k.next];
-  if (!k || !e || e.sreg !== k.sreg && e.sreg_key !== k.sreg) return null;
+  if (!k || !e || (e.sreg !== k.sreg && e.sreg_key !== k.sreg)) return null;
   const n = k.next + 1 - i;
   if (e.name === 'lookup' && only(e, 'sreg', 'dreg', 'set', 'flags') && typeof e.set === 'string') {
     const flags = (e.flags as number | undefined) ?? 0;
@@ -260,7 +301,8 @@ function parseKeyed(x: readonly KernelExpr[], i: number): Parsed {
 
 /** The nat after a lookup into NFT_REG_1: `dnat <family> addr . port to <keys> map @set`. */
 function parseNatMap(nat: KernelExpr | undefined, keys: Selector[], map: string, n: number): Parsed {
-  if (nat?.name !== 'nat' || !only(nat, 'type', 'family', 'reg_addr_min', 'reg_addr_max', 'reg_proto_min', 'reg_proto_max', 'flags')) return null;
+  if (nat?.name !== 'nat' || !only(nat, 'type', 'family', 'reg_addr_min', 'reg_addr_max', 'reg_proto_min', 'reg_proto_max', 'flags'))
+    return null;
   const family = nat.family === NFPROTO.ipv4 ? 'ip' : nat.family === NFPROTO.ipv6 ? 'ip6' : undefined;
   if (nat.type !== NAT_TYPE.dnat || !family) return null;
   const port = natMapPortRegister(family);
@@ -283,7 +325,8 @@ function parseNat(x: readonly KernelExpr[], i: number): Parsed {
     j++;
   }
   const nat = x[j];
-  if (nat?.name !== 'nat' || !only(nat, 'type', 'family', 'reg_addr_min', 'reg_addr_max', 'reg_proto_min', 'reg_proto_max', 'flags')) return null;
+  if (nat?.name !== 'nat' || !only(nat, 'type', 'family', 'reg_addr_min', 'reg_addr_max', 'reg_proto_min', 'reg_proto_max', 'flags'))
+    return null;
   if (nat.reg_addr_min !== R1 || (nat.reg_addr_max ?? R1) !== R1) return null;
   if (port === undefined ? nat.reg_proto_min !== undefined : nat.reg_proto_min !== R2 || (nat.reg_proto_max ?? R2) !== R2) return null;
   // The kernel reports the range flags it derived from the registers (map IPs, proto specified).
@@ -311,14 +354,27 @@ function parseMark(x: readonly KernelExpr[], i: number): Parsed {
     return value ? { st: { kind: 'mark-set', value }, n: 2 } : null;
   }
   const bw = x[i + 1];
-  if (a?.name === 'meta' && a.key === META_KEY.mark && a.dreg === R1 && only(a, 'key', 'dreg') && bw?.name === 'bitwise' && isSet(x[i + 2])) {
+  if (
+    a?.name === 'meta' &&
+    a.key === META_KEY.mark &&
+    a.dreg === R1 &&
+    only(a, 'key', 'dreg') &&
+    bw?.name === 'bitwise' &&
+    isSet(x[i + 2])
+  ) {
     if (!only(bw, 'sreg', 'dreg', 'len', 'mask', 'xor', 'op') || (bw.op ?? 0) !== 0 || bw.len !== 4) return null;
     const mask = bytes(bw.mask);
     const xor = bytes(bw.xor);
     const value = text(xor);
     if (!mask || !xor || !value) return null;
     if (eqBytes(mask, Uint8Array.of(255, 255, 255, 255))) return { st: { kind: 'mark-xor', value }, n: 3 };
-    if (eqBytes(mask, xor.map((b) => ~b & 0xff))) return { st: { kind: 'mark-set', value, or: true }, n: 3 };
+    if (
+      eqBytes(
+        mask,
+        xor.map((b) => ~b & 0xff),
+      )
+    )
+      return { st: { kind: 'mark-set', value, or: true }, n: 3 };
   }
   return null;
 }
@@ -391,9 +447,11 @@ function withDependencies(st: Statement, deps: Dependency[], family: Family): St
   };
   let out: Statement = st;
   if (st.kind === 'match') out = { ...st, left: fix(st.left, 0) };
-  else if (st.kind === 'lookup' || st.kind === 'vmap' || st.kind === 'set-update' || st.kind === 'dnat-map') out = { ...st, keys: st.keys.map(fix) };
+  else if (st.kind === 'lookup' || st.kind === 'vmap' || st.kind === 'set-update' || st.kind === 'dnat-map')
+    out = { ...st, keys: st.keys.map(fix) };
   const want = statementDependencies(out, family);
-  const same = want.length === deps.length && want.every((d, k) => d.key === deps[k]!.key && d.value === deps[k]!.value && d.index === deps[k]!.index);
+  const same =
+    want.length === deps.length && want.every((d, k) => d.key === deps[k]!.key && d.value === deps[k]!.value && d.index === deps[k]!.index);
   return same ? out : null;
 }
 

@@ -45,7 +45,11 @@ async function cappedText(body: AsyncIterable<unknown> & { destroy(): unknown },
   return Buffer.concat(chunks, bytes).toString('utf8');
 }
 
-async function failure(statusCode: number, headers: Record<string, string | string[] | undefined>, body: AsyncIterable<unknown> & { destroy(): unknown }): Promise<Error> {
+async function failure(
+  statusCode: number,
+  headers: Record<string, string | string[] | undefined>,
+  body: AsyncIterable<unknown> & { destroy(): unknown },
+): Promise<Error> {
   let message = '';
   try {
     const text = await cappedText(body, MAX_ERROR_BODY_BYTES);
