@@ -107,7 +107,7 @@ function measure(size: BenchSize): SizeFigures {
 
 const one = process.argv.find((a) => a.startsWith('--one='));
 if (one) {
-  process.stdout.write(JSON.stringify(measure(parseSize(one.slice('--one='.length)))) + '\n');
+  process.stdout.write(`${JSON.stringify(measure(parseSize(one.slice('--one='.length))))}\n`);
 } else {
   const sizes = parseSizes(process.env.BENCH_SIZES ?? '10k,30k,100k');
   const self = fileURLToPath(import.meta.url);

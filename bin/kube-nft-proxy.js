@@ -41,7 +41,7 @@ if (entry === undefined) {
   process.stderr.write('kube-nft-proxy: dist/ is missing; run `npm run build` first\n');
   process.exit(1);
 }
-import(entry.href).catch(function (e) {
+import(entry.href).catch((e) => {
   console.error(e);
   process.exit(1);
 });

@@ -49,7 +49,7 @@ function importsOf(file: string): string[] {
   const out: string[] = [];
   for (const spec of specs) {
     const r = ts.resolveModuleName(spec, file, parsed!.options, ts.sys).resolvedModule;
-    if (r && r.resolvedFileName.startsWith(srcDir) && !r.isExternalLibraryImport) out.push(r.resolvedFileName);
+    if (r?.resolvedFileName.startsWith(srcDir) && !r.isExternalLibraryImport) out.push(r.resolvedFileName);
   }
   return out;
 }

@@ -45,7 +45,7 @@ rmSync(join(stage, packed));
 const manifestPath = join(stage, 'package', 'package.json');
 const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as Record<string, unknown>;
 manifest.optionalDependencies = Object.fromEntries(PLATFORMS.map((a) => [`@kube-nft-proxy/linux-${a}-gnu`, version]));
-writeFileSync(manifestPath, JSON.stringify(manifest, null, 2) + '\n');
+writeFileSync(manifestPath, `${JSON.stringify(manifest, null, 2)}\n`);
 run('npm', ['pack', '--silent', '--ignore-scripts', '--pack-destination', out, join(stage, 'package')]);
 rmSync(stage, { recursive: true, force: true });
 

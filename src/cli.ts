@@ -31,7 +31,7 @@ async function cleanup(options: AgentOptions, logger: Logger): Promise<void> {
 }
 
 async function main(argv: string[]): Promise<number> {
-  let command;
+  let command: ReturnType<typeof parseCommandLine>;
   try {
     command = parseCommandLine(argv);
   } catch (e) {
@@ -95,7 +95,7 @@ async function main(argv: string[]): Promise<number> {
     dataplane: new NetlinkDataplane({ netns: netnsPath(options.netns), addon }),
     conntrack: addon,
   });
-  let agent;
+  let agent: Awaited<typeof started>;
   try {
     const early = await Promise.race([started.then(() => undefined), configChanged]);
     if (early !== undefined) return early;

@@ -85,5 +85,5 @@ export async function dryRun(options: AgentOptions, logger: Logger, deps: DryRun
     `# kube-nft-proxy --dry-run for node ${agent.nodeName}: ${result.report?.servicePorts ?? 0} service ports`,
     offload ? '# flowtable support assumed, not probed (a dry run touches no kernel)' : '# flowtable offload off',
   ];
-  return header.join('\n') + '\n' + renderKernelText(kernel);
+  return `${header.join('\n')}\n${renderKernelText(kernel)}`;
 }

@@ -130,7 +130,7 @@ function configurationFor(
 
 /** AgentOptions from a checked configuration and the command flags. */
 function agentOptions(configuration: Configuration, given: Map<string, string | boolean>): AgentOptions {
-  let gates;
+  let gates: ReturnType<typeof featureGatesFromMap>;
   try {
     gates = featureGatesFromMap(configuration.kubeProxy.featureGates);
   } catch (e) {

@@ -15,7 +15,7 @@ const COLUMN = 36;
 function line(name: string, arg: string, help: string): string {
   const head = `  --${name}${arg === '' ? '' : ` ${arg}`}`;
   const [first, ...more] = help.split('\n');
-  const pad = (s: string) => s.padEnd(COLUMN - 1) + ' ';
+  const pad = (s: string) => `${s.padEnd(COLUMN - 1)} `;
   const firstLine = head.length < COLUMN - 1 ? `${pad(head)}${first}` : `${head}\n${pad('')}${first}`;
   return [firstLine, ...more.map((m) => `${pad('')}${m}`)].join('\n');
 }

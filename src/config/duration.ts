@@ -13,8 +13,7 @@ export function parseDuration(text: string): number {
   const part = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/gy;
   let total = 0;
   let pos = 0;
-  let m: RegExpExecArray | null;
-  while ((m = part.exec(s)) !== null) {
+  for (let m = part.exec(s); m !== null; m = part.exec(s)) {
     total += Number(m[1]) * UNIT_MS[m[2]!]!;
     pos = part.lastIndex;
   }

@@ -83,7 +83,7 @@ export type Labels = Readonly<Record<string, string>> | undefined | null;
 
 export function matchesLabels(reqs: readonly Requirement[], labels: Labels): boolean {
   for (const r of reqs) {
-    const has = labels != null && Object.prototype.hasOwnProperty.call(labels, r.key);
+    const has = labels != null && Object.hasOwn(labels, r.key);
     switch (r.op) {
       case 'exists':
         if (!has) return false;

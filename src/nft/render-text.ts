@@ -192,8 +192,8 @@ function renderElement(e: Element, c: NftSet | NftMap | undefined, withValue: bo
   if (e.value !== undefined) {
     const dt = c?.kind === 'map' ? c.dataType : undefined;
     const v = e.value;
-    if (Array.isArray(v)) s += ' : ' + v.map((p, k) => value(Array.isArray(dt) ? dt[k] : undefined, p)).join(' . ');
-    else s += ' : ' + (typeof v === 'string' ? value(Array.isArray(dt) ? undefined : dt, v) : renderVerdict(v));
+    if (Array.isArray(v)) s += ` : ${v.map((p, k) => value(Array.isArray(dt) ? dt[k] : undefined, p)).join(' . ')}`;
+    else s += ` : ${typeof v === 'string' ? value(Array.isArray(dt) ? undefined : dt, v) : renderVerdict(v)}`;
   }
   return s;
 }
@@ -238,7 +238,7 @@ export function renderOperations(ops: readonly Operation[], known: ReadonlyArray
     i++;
     lines.push(renderOperation(verb, o, types));
   }
-  return lines.length ? lines.join('\n') + '\n' : '';
+  return lines.length ? `${lines.join('\n')}\n` : '';
 }
 
 function renderOperation(verb: Operation['verb'], o: Exclude<Operation['object'], Element>, types: Types): string {
@@ -319,7 +319,7 @@ export function renderTableText(listing: TableListing, opts: RenderTableTextOpti
     block(`chain ${renderName(c.name)}`, body);
   }
   out.push('}');
-  return out.join('\n') + '\n';
+  return `${out.join('\n')}\n`;
 }
 
 function stripSemicolon(s: string): string {

@@ -103,7 +103,10 @@ function rulesByChain(rules: readonly Rule[]): Map<string, Rule[]> {
   const out = new Map<string, Rule[]>();
   for (const r of rules) {
     let list = out.get(r.chain);
-    if (!list) out.set(r.chain, (list = []));
+    if (!list) {
+      list = [];
+      out.set(r.chain, list);
+    }
     list.push(r);
   }
   return out;

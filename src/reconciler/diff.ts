@@ -258,7 +258,10 @@ export function diffRulesets(
 
     if (family !== undefined && (before.hairpin || after.hairpin)) {
       let touched = touchedHairpin.get(family);
-      if (!touched) touchedHairpin.set(family, (touched = new Set()));
+      if (!touched) {
+        touched = new Set();
+        touchedHairpin.set(family, touched);
+      }
       for (const ip of before.hairpin ?? NONE) touched.add(ip);
       for (const ip of after.hairpin ?? NONE) touched.add(ip);
     }

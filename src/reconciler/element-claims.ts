@@ -130,7 +130,10 @@ export class HairpinCounter {
   add(family: IPFamily, fragment: Fragment): void {
     if (!fragment.hairpin) return;
     let counts = this.#families.get(family);
-    if (!counts) this.#families.set(family, (counts = new Map()));
+    if (!counts) {
+      counts = new Map();
+      this.#families.set(family, counts);
+    }
     for (const ip of fragment.hairpin) {
       const n = counts.get(ip);
       counts.set(ip, n === undefined ? 1 : n + 1);

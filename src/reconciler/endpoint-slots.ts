@@ -109,7 +109,10 @@ export class EndpointSlots {
 
   #slots(family: IPFamily): FamilySlots {
     let slots = this.#families.get(family);
-    if (!slots) this.#families.set(family, (slots = { blocks: new OverlayMap(), shards: new OverlayMap() }));
+    if (!slots) {
+      slots = { blocks: new OverlayMap(), shards: new OverlayMap() };
+      this.#families.set(family, slots);
+    }
     return slots;
   }
 
@@ -164,7 +167,8 @@ export class EndpointSlots {
     for (const region of regions) {
       for (let b = region.block; b < region.block + region.blocks; b++) {
         if ((index?.get(b)?.length ?? 0) > 1) {
-          (out ??= new Set()).add(region.label);
+          out ??= new Set();
+          out.add(region.label);
           break;
         }
       }

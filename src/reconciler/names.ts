@@ -127,7 +127,7 @@ export function mix(h: number): number {
 export const COMMENT_MAX = 128;
 
 /** Characters nft cannot print inside quotes (NUL, double quote) and other control characters. */
-// eslint-disable-next-line no-control-regex
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point: nft cannot print them.
 const UNPRINTABLE = /[\u0000-\u001f"\u007f]/g;
 
 /** `text` with what nft cannot print replaced by '_'. */

@@ -94,7 +94,10 @@ export function renderRuleset(
   const contexts = new Map<IPFamily, RenderContext>();
   const contextFor = (family: IPFamily, fc: FamilyConfig): RenderContext => {
     let context = contexts.get(family);
-    if (!context) contexts.set(family, (context = { fc, config }));
+    if (!context) {
+      context = { fc, config };
+      contexts.set(family, context);
+    }
     return context;
   };
   const services = new Map<string, RenderedServicePort>();

@@ -53,7 +53,6 @@ import {
   daddr,
   fibLocal,
   goto,
-  jump,
   jumpMarkForMasquerade,
   l4protoIs,
   lookup,
@@ -117,7 +116,8 @@ const PORT_TEXT: string[] = [];
 
 function checkPort(id: string, what: string, port: number): string {
   if (!Number.isInteger(port) || port < 1 || port > 65535) throw new ServicePortRenderError(id, `${what} ${port} is not a port`);
-  return (PORT_TEXT[port] ??= String(port));
+  PORT_TEXT[port] ??= String(port);
+  return PORT_TEXT[port];
 }
 
 /**

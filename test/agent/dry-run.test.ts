@@ -53,7 +53,9 @@ function normalised(l: TableListing | undefined): unknown {
 
 describe('--dry-run', () => {
   const namespaces: NetNs[] = [];
-  afterAll(() => namespaces.forEach((n) => n.destroy()));
+  afterAll(() => {
+    for (const n of namespaces) n.destroy();
+  });
 
   it('prints exactly what the agent commits to the kernel', async () => {
     const ns = createNetns('knp-dry');
@@ -95,7 +97,7 @@ describe('--dry-run', () => {
       expect(committed?.rules.length, family).toBeGreaterThan(10);
       expect(normalised(await real.list(family, 'kube-nft-proxy')), family).toEqual(normalised(committed));
     }
-    expect(text).toBe('# kube-nft-proxy --dry-run for node node-a: 8 service ports\n# flowtable offload off\n' + renderKernelText(kernel));
+    expect(text).toBe(`# kube-nft-proxy --dry-run for node node-a: 8 service ports\n# flowtable offload off\n${renderKernelText(kernel)}`);
   });
 
   it('derives the flowtable devices from the node links as the agent does (loopback never, the filter flags applied)', async () => {

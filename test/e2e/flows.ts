@@ -2,7 +2,7 @@
 // (test/e2e/udp-flow.ts) and a TCP connection held open by socat, each from a
 // namespace, with what came back so far.
 
-import { type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import type { NetNs } from '../helpers/netns.ts';

@@ -36,7 +36,10 @@ endpoints: [{addresses: [10.244.0.11], conditions: {ready: true}}]
 // over the first sync and what follows it.
 function moments(n: number, seed: number): number[] {
   let s = seed;
-  const next = () => (s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  const next = () => {
+    s = (s * 1103515245 + 12345) % 2 ** 31;
+    return s / 2 ** 31;
+  };
   return Array.from({ length: n }, () => Math.round(next() * 500));
 }
 

@@ -8,7 +8,7 @@
 // - /metrics after real syncs: every kube-proxy 1.32 nftables-mode metric has a sample;
 // - the start-up Event on the Node, posted to the API server.
 
-import { type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { connect, createServer, type Server } from 'node:net';

@@ -10,7 +10,7 @@
 // documentation range or the test pod range, and all default routes point at
 // the node namespace.
 
-import { type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { createNetns, type NetNs } from '../helpers/netns.ts';

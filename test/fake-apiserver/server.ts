@@ -370,7 +370,8 @@ export class FakeApiServer {
         this.o.watchList === false
           ? 'sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled'
           : 'sendInitialEvents requires resourceVersionMatch=NotOlderThan and allowWatchBookmarks';
-      return this.reply(res, rec, 422, statusJson(422, 'Invalid', why));
+      this.reply(res, rec, 422, statusJson(422, 'Invalid', why));
+      return;
     }
     rec.status = 200;
     res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });

@@ -13,7 +13,7 @@ describe('LinkMonitor input', () => {
     { opts: { netns: 5 }, code: 'ERR_INVALID_ARG_TYPE' },
     { opts: { netns: '' }, code: 'ERR_INVALID_ARG_VALUE' },
     { opts: { netns: '/var/run/netns/a\0b' }, code: 'ERR_INVALID_ARG_VALUE' },
-    { opts: { netns: '/' + 'x'.repeat(5000) }, code: 'ERR_INVALID_ARG_VALUE' },
+    { opts: { netns: `/${'x'.repeat(5000)}` }, code: 'ERR_INVALID_ARG_VALUE' },
     { opts: { receiveBufferBytes: -1 }, code: 'ERR_INVALID_ARG_VALUE' },
     { opts: { receiveBufferBytes: 1.5 }, code: 'ERR_INVALID_ARG_VALUE' },
     { opts: { receiveBufferBytes: Number.NaN }, code: 'ERR_INVALID_ARG_VALUE' },

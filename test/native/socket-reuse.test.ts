@@ -59,12 +59,12 @@ describe('commit socket reuse', () => {
           spaces[i]!.dp.begin().queueAll(round === 0 ? [table(), chain(`ns${i}-r0`)] : [chain(`ns${i}-r${round}`)]),
         );
     }
-    spaces.forEach(({ ns }, i) =>
+    spaces.forEach(({ ns }, i) => {
       expect(
         nftList(ns, 'chain')
           .map((c) => c.name)
           .sort(),
-      ).toEqual([`ns${i}-r0`, `ns${i}-r1`, `ns${i}-r2`]),
-    );
+      ).toEqual([`ns${i}-r0`, `ns${i}-r1`, `ns${i}-r2`]);
+    });
   });
 });

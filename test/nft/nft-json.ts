@@ -12,7 +12,7 @@ type J = any;
 const hexMark = (v: J): string => (typeof v === 'number' ? `0x${v.toString(16)}` : String(v));
 const proto = (v: J): string => (v === 'ipv6-icmp' ? 'icmpv6' : String(v));
 
-function selector(j: J, ifindex: Map<string, string>): Selector {
+function selector(j: J): Selector {
   if (j.payload) {
     const { protocol, field } = j.payload;
     if (protocol === 'ip' || protocol === 'ip6') return { kind: 'payload', field: `${protocol} ${field}` as never };
@@ -49,8 +49,8 @@ function verdict(j: J): Verdict | undefined {
   return undefined;
 }
 
-function keysOf(j: J, ifindex: Map<string, string>): Selector[] {
-  return j.concat ? j.concat.map((k: J) => selector(k, ifindex)) : [selector(j, ifindex)];
+function keysOf(j: J): Selector[] {
+  return j.concat ? j.concat.map((k: J) => selector(k)) : [selector(j)];
 }
 
 function statement(j: J, ifindex: Map<string, string>): Statement {
@@ -59,20 +59,20 @@ function statement(j: J, ifindex: Map<string, string>): Statement {
   if (j.match) {
     const { op, left, right } = j.match;
     if (typeof right === 'string' && right.startsWith('@')) {
-      return { kind: 'lookup', keys: keysOf(left, ifindex), set: right.slice(1), ...(op === '!=' ? { negate: true } : {}) };
+      return { kind: 'lookup', keys: keysOf(left), set: right.slice(1), ...(op === '!=' ? { negate: true } : {}) };
     }
     const masked = left['&'];
-    const sel = selector(masked ? masked[0] : left, ifindex);
+    const sel = selector(masked ? masked[0] : left);
     const st: Statement = { kind: 'match', left: sel, op: op === 'in' ? '==' : op, right: operand(sel, right, ifindex) };
     if (masked) st.mask = operand(sel, masked[1], ifindex);
     return st;
   }
-  if (j.vmap) return { kind: 'vmap', keys: keysOf(j.vmap.key, ifindex), map: j.vmap.data.slice(1) };
+  if (j.vmap) return { kind: 'vmap', keys: keysOf(j.vmap.key), map: j.vmap.data.slice(1) };
   if ('counter' in j) return { kind: 'counter' };
   if ('notrack' in j) return { kind: 'notrack' };
   if (j.dnat?.addr?.map) {
     const m = j.dnat.addr.map;
-    return { kind: 'dnat-map', family: j.dnat.family, keys: keysOf(m.key, ifindex), map: m.data.slice(1) };
+    return { kind: 'dnat-map', family: j.dnat.family, keys: keysOf(m.key), map: m.data.slice(1) };
   }
   if (j.dnat || j.snat) {
     const n = j.dnat ?? j.snat;
@@ -94,7 +94,7 @@ function statement(j: J, ifindex: Map<string, string>): Statement {
       kind: 'set-update',
       op: j.set.op,
       set: j.set.set.slice(1),
-      keys: keysOf(inner, ifindex),
+      keys: keysOf(inner),
       ...(e.elem?.timeout !== undefined ? { timeout: e.elem.timeout } : {}),
     };
   }

@@ -122,7 +122,7 @@ describe('the arm64 platform package on an arm64 machine (qemu-system-aarch64)',
     const modulesDir = join(kernelTree, 'lib/modules', release);
     const modules = loadOrder(modulesDir, MODULES);
     for (const m of modules) cpSync(join(modulesDir, m), join(root, 'modules', basename(m)));
-    writeFileSync(join(root, 'modules.list'), modules.map((m) => basename(m)).join('\n') + '\n');
+    writeFileSync(join(root, 'modules.list'), `${modules.map((m) => basename(m)).join('\n')}\n`);
     writeFileSync(join(root, 'init'), INIT);
     chmodSync(join(root, 'init'), 0o755);
     writeFileSync(join(root, 'smoke.mjs'), SMOKE);

@@ -140,7 +140,15 @@ describe('a ServicePort the kernel refuses', () => {
     const kernel = new RefusingKernel();
     kernel.refusedAddresses = new Set(['10.244.3.3', '10.244.4.4']);
     let reads = 0;
-    const r = new Reconciler({ dataplane: kernel, config: cfg, servicePorts: modelReads(() => (reads++, [web, api, db])), now: () => 0 });
+    const r = new Reconciler({
+      dataplane: kernel,
+      config: cfg,
+      servicePorts: modelReads(() => {
+        reads++;
+        return [web, api, db];
+      }),
+      now: () => 0,
+    });
     const rep = await r.sync({ kind: 'incremental' });
     expect(rep.setAside).toBe(2);
     expect(reads).toBe(1);

@@ -97,7 +97,10 @@ describe('faults', () => {
     const t0 = Date.now();
     s = await setup({
       server: { watchList: false },
-      seed: (api) => (seed(api), api.injectFault({ kind: 'slow', resource: 'services', on: 'list', delayMs: 400 })),
+      seed: (api) => {
+        seed(api);
+        api.injectFault({ kind: 'slow', resource: 'services', on: 'list', delayMs: 400 });
+      },
     });
     expect(Date.now() - t0).toBeGreaterThanOrEqual(400);
     expect(s.streams.services.size).toBe(1);

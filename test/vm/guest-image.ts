@@ -177,7 +177,7 @@ function buildInitramfs(modulesDir: string, out: string): void {
     { path: 'init', type: 'file', mode: 0o755, data: readFileSync(join(GUEST_DIR, 'init.sh')) },
     { path: 'stage2.sh', type: 'file', mode: 0o755, data: readFileSync(join(GUEST_DIR, 'stage2.sh')) },
     { path: 'modules', type: 'dir', mode: 0o755 },
-    { path: 'modules.list', type: 'file', mode: 0o644, data: modules.map((m) => m.slice(m.lastIndexOf('/') + 1)).join('\n') + '\n' },
+    { path: 'modules.list', type: 'file', mode: 0o644, data: `${modules.map((m) => m.slice(m.lastIndexOf('/') + 1)).join('\n')}\n` },
   ];
   for (const m of modules) {
     entries.push({

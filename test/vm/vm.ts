@@ -79,7 +79,7 @@ export function renderRunScript(opts: VmRunOptions): string {
   lines.push(`cd ${shellQuote(opts.cwd ?? REPO_ROOT)}`);
   if (opts.command) lines.push(`exec ${opts.command.map(shellQuote).join(' ')}`);
   else lines.push(opts.script!);
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
 
 function readIf(path: string): string | undefined {

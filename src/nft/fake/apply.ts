@@ -30,8 +30,8 @@ import { assertNever, UnreachableError } from '../../assert-never.ts';
 import { checkJumpTarget, checkRuleReferences, countElementReferences, countRuleReferences } from './references.ts';
 
 /** A verb validateOperations refuses for this kind of object (VERBS_BY_KIND): it never reaches the fake's state. */
-function refusedVerb(kind: string, verb: string): never {
-  throw new UnreachableError(`${verb} of a ${kind}`);
+function refusedVerb(kind: string, verb: string): UnreachableError {
+  return new UnreachableError(`${verb} of a ${kind}`);
 }
 
 /** The state a transaction builds: copied on first write, object by object. */
@@ -56,7 +56,10 @@ export class Working {
   apply(op: Operation, index: number): void {
     const o = op.object;
     const key = tableKey(o.family, o.kind === 'table' ? o.name : o.table);
-    if (o.kind === 'table') return this.#table(op.verb, o, key);
+    if (o.kind === 'table') {
+      this.#table(op.verb, o, key);
+      return;
+    }
     const existing = this.tables.get(key);
     if (!existing) {
       if (op.verb === 'destroy') return;
@@ -65,16 +68,21 @@ export class Working {
     const ts = this.#mutTable(key);
     switch (o.kind) {
       case 'chain':
-        return this.#chain(op.verb, o, ts);
+        this.#chain(op.verb, o, ts);
+        return;
       case 'set':
       case 'map':
-        return this.#set(op.verb, o, ts);
+        this.#set(op.verb, o, ts);
+        return;
       case 'flowtable':
-        return this.#flowtable(op.verb, o, ts);
+        this.#flowtable(op.verb, o, ts);
+        return;
       case 'rule':
-        return this.#rule(op.verb, o, ts, index);
+        this.#rule(op.verb, o, ts, index);
+        return;
       case 'element':
-        return this.#element(op.verb, o, ts, index);
+        this.#element(op.verb, o, ts, index);
+        return;
       default:
         assertNever(o);
     }
@@ -158,7 +166,7 @@ export class Working {
       }
       case 'insert':
       case 'replace':
-        return refusedVerb('table', verb);
+        throw refusedVerb('table', verb);
       default:
         assertNever(verb);
     }
@@ -211,7 +219,7 @@ export class Working {
         return;
       case 'insert':
       case 'replace':
-        return refusedVerb('chain', verb);
+        throw refusedVerb('chain', verb);
       default:
         assertNever(verb);
     }
@@ -250,7 +258,7 @@ export class Working {
       }
       case 'insert':
       case 'replace':
-        return refusedVerb('set', verb);
+        throw refusedVerb('set', verb);
       default:
         assertNever(verb);
     }
@@ -288,7 +296,7 @@ export class Working {
       case 'insert':
       case 'replace':
       case 'flush':
-        return refusedVerb('flowtable', verb);
+        throw refusedVerb('flowtable', verb);
       default:
         assertNever(verb);
     }
@@ -327,7 +335,7 @@ export class Working {
         return;
       case 'create':
       case 'flush':
-        return refusedVerb('rule', verb);
+        throw refusedVerb('rule', verb);
       default:
         assertNever(verb);
     }
@@ -393,7 +401,7 @@ export class Working {
       case 'insert':
       case 'replace':
       case 'flush':
-        return refusedVerb('element', verb);
+        throw refusedVerb('element', verb);
       default:
         assertNever(verb);
     }

@@ -186,7 +186,7 @@ export function writeElements(enc: RecordSink, ops: readonly Operation[], from: 
   for (let q = from; q < to && interval; q++) {
     const i = at(q);
     const e = ops[i]!.object as Element;
-    let parts;
+    let parts: ReturnType<typeof partBytes>[];
     try {
       if (e.key.length !== c.keyType.length) throw new Error(`key has ${e.key.length} parts, ${c.name} has ${c.keyType.length}`);
       parts = e.key.map((text, k) => partBytes(c.keyType[k]!, text, interval));

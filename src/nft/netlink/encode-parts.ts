@@ -20,7 +20,7 @@ export type ContainerLookup = (family: Family, table: string, name: string) => N
 
 /** nft's comment TLV: type, length, NUL-terminated text. */
 export function commentBytes(type: number, text: string): Uint8Array {
-  const body = Buffer.from(text + '\0', 'utf8');
+  const body = Buffer.from(`${text}\0`, 'utf8');
   const u = new Uint8Array(2 + body.length);
   u[0] = type;
   u[1] = body.length;

@@ -300,12 +300,19 @@ function groupBySet(ops: readonly Operation[], from: number, to: number): number
       table = e.table;
       set = e.set;
       let byTable = byFamily.get(family);
-      if (!byTable) byFamily.set(family, (byTable = new Map()));
+      if (!byTable) {
+        byTable = new Map();
+        byFamily.set(family, byTable);
+      }
       let bySet = byTable.get(table);
-      if (!bySet) byTable.set(table, (bySet = new Map()));
+      if (!bySet) {
+        bySet = new Map();
+        byTable.set(table, bySet);
+      }
       group = bySet.get(set);
       if (!group) {
-        bySet.set(set, (group = []));
+        group = [];
+        bySet.set(set, group);
         groups.push(group);
       }
     }

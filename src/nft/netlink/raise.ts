@@ -320,7 +320,7 @@ function parseNat(x: readonly KernelExpr[], i: number): Parsed {
   const p = x[j];
   if (p?.name === 'immediate' && p.dreg === R2 && only(p, 'dreg', 'data')) {
     const b = bytes(p.data);
-    if (!b || b.length !== 2) return null;
+    if (b?.length !== 2) return null;
     port = (b[0]! << 8) | b[1]!;
     j++;
   }
