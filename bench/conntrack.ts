@@ -147,7 +147,8 @@ try {
     results[`deleted_per_change_${size}`] = ours[0]!.deleted;
     console.log(
       `${SERVICES * perService} entries: one Service's endpoint change: ours ${results[`per_change_ours_${size}_ms`]} ms ` +
-        `(scanned ${ours[0]!.scanned}, deleted ${ours[0]!.deleted}), kube-proxy's whole-table pass ${results[`per_change_kube_proxy_${size}_ms`]} ms ` +
+        `(scanned ${ours[0]!.scanned}, deleted ${ours[0]!.deleted}), kube-proxy's whole-table pass ` +
+        `${results[`per_change_kube_proxy_${size}_ms`]} ms ` +
         `(scanned ${kube[0]!.scanned}); our full reconcile (at --sync-period) is that same pass`,
     );
   }

@@ -61,7 +61,8 @@ function breakdown(s: TimedCommit | undefined): string {
   if (!s) return '';
   return (
     `validate ${fmt(s.validateMs)} + encode ${fmt(s.encodeMs)} + hand-off ${fmt(s.handoffMs)} ms on the JS thread; ` +
-    `worker: check ${fmt(s.parseMs)}, open socket ${fmt(s.openMs)}, build ${fmt(s.buildMs)} (cpu ${fmt(s.buildCpuMs)}), kernel send ${fmt(s.sendMs)} (cpu ${fmt(s.sendCpuMs)}) ms; ` +
+    `worker: check ${fmt(s.parseMs)}, open socket ${fmt(s.openMs)}, build ${fmt(s.buildMs)} (cpu ${fmt(s.buildCpuMs)}), ` +
+    `kernel send ${fmt(s.sendMs)} (cpu ${fmt(s.sendCpuMs)}) ms; ` +
     `${fmt(s.batchBytes / MiB)} MiB, ${s.messages} messages`
   );
 }
@@ -177,14 +178,17 @@ try {
     console.log(
       `${String(n).padStart(6)} services x 2 endpoints (${full.length} ops, ${fmt(textMiB)} MiB of nft text)\n` +
         `  full load:   addon ${fmt(addonFull)} ms   nft -f ${fmt(nftFull.ms)} ms   ratio ${fmt(nftFull.ms / addonFull)}x   ` +
-        `(nft peak RSS ${fmt(nftFull.peakMiB)} MiB; this process grew ${fmt(addonRss)} MiB, peak ${fmt(process.resourceUsage().maxRSS / 1024)} MiB)\n` +
+        `(nft peak RSS ${fmt(nftFull.peakMiB)} MiB; this process grew ${fmt(addonRss)} MiB, peak ` +
+        `${fmt(process.resourceUsage().maxRSS / 1024)} MiB)\n` +
         `  one service: addon ${fmt(addonIncr)} ms (${fmt(addonIncrRange[0])}-${fmt(addonIncrRange[1])})   ` +
-        `nft -f ${fmt(nftIncr.ms)} ms (${fmt(nftIncrRange[0])}-${fmt(nftIncrRange[1])})   ratio ${fmt(nftIncr.ms / addonIncr)}x (medians of ${INCREMENTAL_SAMPLES})\n` +
+        `nft -f ${fmt(nftIncr.ms)} ms (${fmt(nftIncrRange[0])}-${fmt(nftIncrRange[1])})   ratio ` +
+        `${fmt(nftIncr.ms / addonIncr)}x (medians of ${INCREMENTAL_SAMPLES})\n` +
         `  addon full:  ${breakdown(fullStats)}\n` +
         `  addon one:   ${breakdown(incrStats)}` +
         (Number.isNaN(nftKernel)
           ? ''
-          : `\n  nft -f full: the kernel's sendmsg took ${fmt(nftKernel)} ms of it (so at most ${fmt(nftFull.ms / nftKernel)}x is reachable)`),
+          : `\n  nft -f full: the kernel's sendmsg took ${fmt(nftKernel)} ms of it (so at most ` +
+            `${fmt(nftFull.ms / nftKernel)}x is reachable)`),
     );
   }
 

@@ -217,7 +217,8 @@ async function child(kubeconfig: string): Promise<void> {
   const storeHeap = mem.heapUsed - heap0;
   console.log(`V8 spaces resident (MiB) before the list ${JSON.stringify(spaces0)}, after ${JSON.stringify(heapSpaces())}`);
   console.log(
-    `list over HTTP (cold): ${streams.services.size} services, ${streams.endpointSlices.size} slices, ${endpoints} endpoints in ${coldWall.toFixed(0)} ms wall, ${coldCpu.toFixed(0)} ms CPU; ` +
+    `list over HTTP (cold): ${streams.services.size} services, ${streams.endpointSlices.size} slices, ${endpoints} ` +
+      `endpoints in ${coldWall.toFixed(0)} ms wall, ${coldCpu.toFixed(0)} ms CPU; ` +
       `stores RSS +${mib(storeRss)} MiB (heap +${mib(storeHeap)} MiB), process RSS ${mib(mem.rss)} MiB`,
   );
 
@@ -239,7 +240,8 @@ async function child(kubeconfig: string): Promise<void> {
   const got = events - before;
   const churnRss = process.memoryUsage().rss;
   console.log(
-    `churn: ${got}/${count} slice updates in ${churnWall.toFixed(0)} ms (${Math.round((got / churnWall) * 1000)} events/s, bounded by the server's rate); ` +
+    `churn: ${got}/${count} slice updates in ${churnWall.toFixed(0)} ms (${Math.round((got / churnWall) * 1000)} ` +
+      `events/s, bounded by the server's rate); ` +
       `${((churnCpu / got) * 1000).toFixed(1)} µs CPU per event; RSS ${mib(churnRss)} MiB`,
   );
   await streams.stop();
@@ -268,7 +270,8 @@ async function child(kubeconfig: string): Promise<void> {
   const parseCpu = median(parseRuns);
   const ingestCpu = median(ingestRuns);
   console.log(
-    `same ${mib(bytes)} MiB (${pages.length} pages of ${PAGE}) from memory, ${ROUNDS} rounds: JSON.parse ${parseCpu.toFixed(0)} ms CPU (median; ${parseRuns.map((x) => x.toFixed(0)).join('/')}), ` +
+    `same ${mib(bytes)} MiB (${pages.length} pages of ${PAGE}) from memory, ${ROUNDS} rounds: JSON.parse ` +
+      `${parseCpu.toFixed(0)} ms CPU (median; ${parseRuns.map((x) => x.toFixed(0)).join('/')}), ` +
       `ingest ${ingestCpu.toFixed(0)} ms (median; ${ingestRuns.map((x) => x.toFixed(0)).join('/')})`,
   );
   pages = [];
@@ -284,7 +287,8 @@ async function child(kubeconfig: string): Promise<void> {
   const fetchParseCpu = median(fetchRuns);
   await conn.close();
   console.log(
-    `fetch over HTTP + JSON.parse, nothing kept: ${fetchParseCpu.toFixed(0)} ms CPU (median; ${fetchRuns.map((x) => x.toFixed(0)).join('/')})`,
+    `fetch over HTTP + JSON.parse, nothing kept: ${fetchParseCpu.toFixed(0)} ms CPU (median; ` +
+      `${fetchRuns.map((x) => x.toFixed(0)).join('/')})`,
   );
 
   // 4. the list over HTTP again, JIT warm.

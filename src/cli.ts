@@ -61,7 +61,8 @@ async function main(argv: string[]): Promise<number> {
   if (command.ignoredFlags.length > 0) {
     logger.warn(
       { flags: command.ignoredFlags, config: command.configFile },
-      'these flags are ignored: --config wins over them (as in kube-proxy; only the logging flags and --hostname-override win over the file)',
+      'these flags are ignored: --config wins over them (as in kube-proxy; only the logging flags and ' +
+        '--hostname-override win over the file)',
     );
   }
   if (command.command === 'cleanup') {

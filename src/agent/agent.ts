@@ -51,7 +51,10 @@ export interface AgentDeps {
   scheduler?: SchedulerLike;
   /** Whether to serve /metrics and /healthz (default true). */
   serveHttp?: boolean;
-  /** Runs after the first and every large sync, and once quiet after small ones have grown the RSS (default: a full V8 collection, then the dataplane's releaseMemory). */
+  /**
+   * Runs after the first and every large sync, and once quiet after small ones have grown the RSS (default: a full V8 collection, then the
+   * dataplane's releaseMemory).
+   */
   releaseMemory?: () => void;
   /** The addon's conntrack functions: UDP/SCTP conntrack cleanup after syncs (absent: none, e.g. over the fake kernel). */
   conntrack?: Pick<NativeConntrack, 'conntrackClean'>;
@@ -104,7 +107,8 @@ function memoryMiB(): Record<string, number> {
 export function warnNodeNotFound(logger: Logger, nodeName: string): void {
   logger.warn(
     { nodeName },
-    "this node's Node object was not found: NodePorts on the primary addresses, NodeCIDR local detection and topology-aware routing wait for it (set --hostname-override to the Node's name)",
+    "this node's Node object was not found: NodePorts on the primary addresses, NodeCIDR local detection and " +
+      "topology-aware routing wait for it (set --hostname-override to the Node's name)",
   );
 }
 
@@ -165,7 +169,8 @@ async function decideOffload(
   if (answer.status !== 'supported') {
     logger.warn(
       { capability: 'flowtable', status: answer.status, reason: answer.reason },
-      'flowtable acceleration (KEP-4963) is OFF: this kernel has no nftables flowtables (needs CONFIG_NF_FLOW_TABLE, nf_flow_table_inet and nft_flow_offload); Service traffic is proxied without offload',
+      'flowtable acceleration (KEP-4963) is OFF: this kernel has no nftables flowtables (needs CONFIG_NF_FLOW_TABLE, ' +
+        'nf_flow_table_inet and nft_flow_offload); Service traffic is proxied without offload',
     );
     return { wanted: true, supported: false, devices: [], reason: answer.reason };
   }
@@ -314,7 +319,8 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
           if (matched > MAX_FLOWTABLE_DEVICES) {
             logger.warn(
               { interfaces: matched, limit: MAX_FLOWTABLE_DEVICES },
-              'more interfaces than a flowtable takes on older kernels (EFBIG at 256); offloading through the first ones only (narrow the set with --offload-interfaces)',
+              'more interfaces than a flowtable takes on older kernels (EFBIG at 256); offloading through the first ones ' +
+                'only (narrow the set with --offload-interfaces)',
             );
           }
           logger.info({ devices }, 'flowtable devices follow the node interfaces');

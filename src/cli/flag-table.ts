@@ -302,7 +302,9 @@ export const FLAGS: Readonly<Record<string, FlagSpec>> = {
     group: 'ours',
     type: 'string',
     arg: 'map|chains',
-    help: "ports without affinity DNAT through slot ranges of shared endpoint maps\n(default) or a cascade of per-endpoint chains (kube-proxy's shape; slower)",
+    help:
+      'ports without affinity DNAT through slot ranges of shared endpoint maps\n(default) or a cascade of ' +
+      "per-endpoint chains (kube-proxy's shape; slower)",
     apply: (c, v) => (c.own.endpointShape = str(v)),
   },
   'full-sync-period': {
@@ -372,7 +374,9 @@ export const FLAGS: Readonly<Record<string, FlagSpec>> = {
     group: 'command',
     type: 'string',
     arg: 'FILE',
-    help: 'KubeProxyConfiguration (+ optional KubeNftProxyConfiguration); wins over flags\nexcept logging and --hostname-override; we exit when it changes',
+    help:
+      'KubeProxyConfiguration (+ optional KubeNftProxyConfiguration); wins over flags\nexcept logging and ' +
+      '--hostname-override; we exit when it changes',
   },
   'dry-run': { group: 'command', type: 'boolean', arg: '', help: 'print the desired ruleset as nft text and exit' },
   help: { group: 'command', type: 'boolean', arg: '', help: 'this text' },

@@ -48,7 +48,8 @@ function sectionAtDefaults(section: 'iptables' | 'ipvs' | 'winkernel', c: KubePr
     out.push(
       new ConfigError(
         `${section}.${field}`,
-        `the ${section} section does not apply to kube-nft-proxy (an nftables proxy); leave it unset or at kube-proxy's default (${JSON.stringify(dflt[field])})${hint}`,
+        `the ${section} section does not apply to kube-nft-proxy (an nftables proxy); leave it unset or at kube-proxy's ` +
+          `default (${JSON.stringify(dflt[field])})${hint}`,
       ),
     );
   }

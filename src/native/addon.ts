@@ -204,7 +204,8 @@ export function loadAddon(): NativeAddon {
   const lines = attempts.map((a) => `  - ${a.source}: ${a.reason}`).join('\n');
   throw new NativeLoadError(
     `could not load the kube-nft-proxy addon; tried:\n${lines}\n` +
-      `Install the platform package (npm installs ${platformPackageName() ?? 'it'} as an optional dependency on glibc Linux x64/arm64; do not omit optional dependencies), ` +
+      `Install the platform package (npm installs ${platformPackageName() ?? 'it'} as an optional dependency on glibc ` +
+      `Linux x64/arm64; do not omit optional dependencies), ` +
       'or build from source with `npm run build:native` (needs: apt-get install libnftnl-dev libmnl-dev pkg-config g++ make python3).',
     attempts,
   );

@@ -29,7 +29,8 @@ export class NftCommitError extends Error {
     const op = first ? operations[first.index] : undefined;
     super(
       first
-        ? `nftables transaction rejected: operation ${first.index} (${op?.verb} ${op?.object.kind}) failed with ${first.code}: ${first.message}`
+        ? `nftables transaction rejected: operation ${first.index} (${op?.verb} ${op?.object.kind}) failed with ` +
+            `${first.code}: ${first.message}`
         : 'nftables transaction rejected',
     );
     this.name = 'NftCommitError';

@@ -245,7 +245,10 @@ function renderOperation(verb: Operation['verb'], o: Exclude<Operation['object']
   const defining = verb === 'add' || verb === 'create';
   switch (o.kind) {
     case 'table':
-      return `${verb} table ${o.family} ${renderName(o.name)}${defining && o.comment !== undefined ? ` { comment ${str(o.comment)} ; }` : ''}`;
+      return (
+        `${verb} table ${o.family} ` +
+        `${renderName(o.name)}${defining && o.comment !== undefined ? ` { comment ${str(o.comment)} ; }` : ''}`
+      );
     case 'chain':
       return head(verb, 'chain', o, renderName(o.name)) + (defining ? braces(baseSpec(o)) : '');
     case 'set':

@@ -155,7 +155,9 @@ export class ProxyMetrics {
   /** Objects the stream boundary left out as invalid, by kind: read at scrape time from observeInvalidObjects' source. */
   readonly invalidObjects = new Gauge({
     name: 'kube_nft_proxy_invalid_objects',
-    help: 'API objects left out (or with parts left out) because the API server accepted what the proxy cannot program; each is logged once with its reason',
+    help:
+      'API objects left out (or with parts left out) because the API server accepted what the proxy cannot program; ' +
+      'each is logged once with its reason',
     labelNames: ['kind'],
     registers: [this.registry],
     collect: () => {
@@ -174,7 +176,10 @@ export class ProxyMetrics {
 
   readonly refusedServicePorts = new Gauge({
     name: 'kube_nft_proxy_refused_service_ports',
-    help: 'Service ports set aside because their rules were refused (by validation, the batch builder or the kernel): their last applied rules stay in force, or they are not programmed, until they change or a full sync runs',
+    help:
+      'Service ports set aside because their rules were refused (by validation, the batch builder or the kernel): ' +
+      'their last applied rules stay in force, or they are not programmed, until they change or a full ' +
+      'sync runs',
     registers: [this.registry],
   });
   readonly offloadEnabled = new Gauge({
@@ -190,7 +195,9 @@ export class ProxyMetrics {
   // Conntrack cleanup (UDP/SCTP entries that no longer lead to a serving endpoint).
   readonly conntrackEntriesDeleted = new Counter({
     name: 'kube_nft_proxy_conntrack_entries_deleted_total',
-    help: 'Stale UDP/SCTP conntrack entries deleted, by kind of cleanup (changed: after a sync, for the Service ports it changed; full: the whole table at the full resync)',
+    help:
+      'Stale UDP/SCTP conntrack entries deleted, by kind of cleanup (changed: after a sync, for the Service ports it ' +
+      'changed; full: the whole table at the full resync)',
     labelNames: ['kind'],
     registers: [this.registry],
   });

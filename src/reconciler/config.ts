@@ -26,7 +26,9 @@ export interface FamilyConfig {
    * The agent resolves `--nodeport-addresses` (CIDRs or 'primary') to addresses.
    */
   nodePortAddresses: 'all' | string[];
-  /** The node's own addresses: a LoadBalancer source range that holds one of them also admits the LB IPs (hairpin through a VIP-like LB). */
+  /**
+   * The node's own addresses: a LoadBalancer source range that holds one of them also admits the LB IPs (hairpin through a VIP-like LB).
+   */
   nodeIPs: string[];
   /**
    * The CIDRs local (pod) traffic comes from: `--cluster-cidr` in kube-proxy's

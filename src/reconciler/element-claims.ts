@@ -83,7 +83,8 @@ export class Claims {
         this.owners.set(key, owner);
         continue;
       }
-      // Its own already (a fragment that wants a key twice): the winner heads any contested list, so nothing would change; skip the element lookup.
+      // Its own already (a fragment that wants a key twice): the winner heads any contested list, so nothing would change; skip the element
+      // lookup.
       if (cur === owner) continue;
       const list = this.contested.get(key) ?? [{ owner: cur, element: this.#elementOf(cur, key)! }];
       if (list.some((c) => c.owner === owner)) continue;

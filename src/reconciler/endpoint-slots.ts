@@ -95,7 +95,10 @@ export interface FamilySlots {
 /** Every family's block index, derived from the previous ruleset's without changing it. */
 export class EndpointSlots {
   readonly #families = new Map<IPFamily, FamilySlots>();
-  /** Owners of regions whose blocks gained or lost a claim since construction, and owners added onto a claimed block: their status may have flipped. */
+  /**
+   * Owners of regions whose blocks gained or lost a claim since construction, and owners added onto a claimed block: their status may have
+   * flipped.
+   */
   readonly #touched = new Set<string>();
 
   constructor(from?: ReadonlyMap<IPFamily, FamilySlots>) {

@@ -94,7 +94,10 @@ describe('parseCommandLine', () => {
   it('takes --endpoint-shape=chains and documents both shapes and the default in the usage text', () => {
     expect(run(['--endpoint-shape=chains']).endpointShape).toBe('chains');
     expect(USAGE).toMatch(
-      /--endpoint-shape map\|chains +ports without affinity DNAT through slot ranges of shared endpoint maps\n +\(default\) or a cascade of per-endpoint chains/,
+      new RegExp(
+        '--endpoint-shape map\\|chains +ports without affinity DNAT through slot ranges of shared endpoint maps\\n +' +
+          '\\(default\\) or a cascade of per-endpoint chains',
+      ),
     );
   });
 

@@ -92,7 +92,8 @@ describe('the installed entry point (bin/ over the compiled dist/)', () => {
     ns = createNetns('knp-bin');
     ns.exec('nft', ['-f', '-'], {
       input:
-        'table ip kube-nft-proxy {\n  comment "managed by kube-nft-proxy (table format 1)"\n  chain services {\n  }\n}\ntable ip other {\n}\n',
+        'table ip kube-nft-proxy {\n  comment "managed by kube-nft-proxy (table format 1)"\n  chain services {\n  ' +
+        '}\n}\ntable ip other {\n}\n',
     });
     const r = bin(['cleanup', `--netns=${ns.name}`]);
     expect(r.stderr).not.toMatch(/addon|ERR_/);

@@ -64,7 +64,8 @@ describe("kubeadm's generated config.conf (Kubernetes 1.32)", () => {
 describe('our own document', () => {
   it('follows the KubeProxyConfiguration in the same file', () => {
     const c = parseConfigFile(
-      `${HEAD}---\napiVersion: kubenftproxy.io/v1alpha1\nkind: KubeNftProxyConfiguration\ntable: knp\nfullSyncPeriod: 2h\noffload:\n  packetThreshold: 0\n`,
+      `${HEAD}---\napiVersion: kubenftproxy.io/v1alpha1\nkind: KubeNftProxyConfiguration\ntable: knp\nfullSyncPeriod: ` +
+        `2h\noffload:\n  packetThreshold: 0\n`,
     );
     expect(c.own).toMatchObject({ table: 'knp', fullSyncPeriod: 7_200_000, offload: { packetThreshold: 0, interfaces: [] } });
     expect(c.hasOwnDocument).toBe(true);

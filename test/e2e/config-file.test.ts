@@ -21,7 +21,9 @@ describe('--config from a ConfigMap volume', { timeout: 60_000 }, () => {
   let agent: AgentProcess;
   let configPath: string;
 
-  /** As the kubelet lays out a ConfigMap volume: config.conf -> ..data/config.conf, ..data -> a timestamped directory swapped atomically. */
+  /**
+   * As the kubelet lays out a ConfigMap volume: config.conf -> ..data/config.conf, ..data -> a timestamped directory swapped atomically.
+   */
   const publish = (version: string, text: string) => {
     const target = join(dir, `..${version}`);
     mkdirSync(target);

@@ -140,7 +140,8 @@ describe('tables of our name that are not ours', { timeout: 60_000 }, () => {
       api.create('nodes', nodeObject('node-a', 'zone-a', 'region-1', '192.0.2.1'));
       ns.exec('nft', ['-f', '-'], {
         input:
-          'table ip kube-nft-proxy {\n  comment "the firewall team\'s"\n  chain input {\n    type filter hook input priority 0; policy accept;\n    counter\n  }\n}\n',
+          'table ip kube-nft-proxy {\n  comment "the firewall team\'s"\n  chain input {\n    type filter hook input ' +
+          'priority 0; policy accept;\n    counter\n  }\n}\n',
       });
       const before = ns.exec('nft', ['list', 'ruleset']);
       const kubeconfig = join(dir, 'kubeconfig');

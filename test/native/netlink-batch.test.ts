@@ -203,18 +203,23 @@ describe('message splitting', () => {
     expect(nftList(ns, 'table')).toEqual([]);
   });
 
-  it("through the dataplane, the batch builder's refusal names its operation like a kernel refusal (so it can be traced to its owner)", async () => {
-    const { ns, dp } = kernel();
-    const counters: Statement[] = Array.from({ length: 4000 }, () => ({ kind: 'counter' }));
-    const ops: Operation[] = add(
-      { kind: 'table', family: 'ip', name: T },
-      { kind: 'chain', family: 'ip', table: T, name: 'c' },
-      { kind: 'rule', family: 'ip', table: T, chain: 'c', exprs: counters },
-    );
-    const err = await commitError(() => dp.commit(dp.begin().queueAll(ops)));
-    expect(err.failures).toEqual([{ index: 2, errno: 90, code: 'EMSGSIZE', message: "operation 2: the rule's expressions exceed 64 KiB" }]);
-    expect(nftList(ns, 'table')).toEqual([]);
-  });
+  it(
+    "through the dataplane, the batch builder's refusal names its operation like a kernel refusal (so it can be traced " + 'to its owner)',
+    async () => {
+      const { ns, dp } = kernel();
+      const counters: Statement[] = Array.from({ length: 4000 }, () => ({ kind: 'counter' }));
+      const ops: Operation[] = add(
+        { kind: 'table', family: 'ip', name: T },
+        { kind: 'chain', family: 'ip', table: T, name: 'c' },
+        { kind: 'rule', family: 'ip', table: T, chain: 'c', exprs: counters },
+      );
+      const err = await commitError(() => dp.commit(dp.begin().queueAll(ops)));
+      expect(err.failures).toEqual([
+        { index: 2, errno: 90, code: 'EMSGSIZE', message: "operation 2: the rule's expressions exceed 64 KiB" },
+      ]);
+      expect(nftList(ns, 'table')).toEqual([]);
+    },
+  );
 
   it('an operation the encoder cannot encode (an element of a set it does not know) is named the same way', async () => {
     const { ns, dp } = kernel();

@@ -83,7 +83,8 @@ describe('renderOperations: golden', () => {
         'add set inet kube-nft-proxy aff { type ipv4_addr ; flags dynamic,timeout ; timeout 10800s ; }',
         'add map inet kube-nft-proxy marks { type ifname : mark ; }',
         'add element inet kube-nft-proxy marks { "eth0" : 0x4000 }',
-        'add element inet kube-nft-proxy service-ips { 10.96.0.1 . tcp . 80 : goto service-X, 10.96.0.10 . udp . 53 comment "dns" : goto service-Y }',
+        'add element inet kube-nft-proxy service-ips { 10.96.0.1 . tcp . 80 : goto service-X, 10.96.0.10 . udp . 53 ' +
+          'comment "dns" : goto service-Y }',
         'create element inet kube-nft-proxy aff { 10.0.0.1 timeout 30s }',
         'delete element inet kube-nft-proxy service-ips { 10.96.0.2 . tcp . 80 }',
         'destroy element inet kube-nft-proxy service-ips { 10.96.0.3 . tcp . 80 }',

@@ -41,7 +41,8 @@ describe('logger', () => {
     expect(c.lines()).toHaveLength(3);
     expect(warn).toMatch(
       new RegExp(
-        `^W\\d{4} \\d\\d:\\d\\d:\\d\\d\\.\\d{6} ${process.pid} kube-nft-proxy\\] "node not found" nodeName="ghost" nested=\\{"a":\\[1,2\\]\\}$`,
+        `^W\\d{4} \\d\\d:\\d\\d:\\d\\d\\.\\d{6} ${process.pid} kube-nft-proxy\\] "node not found" nodeName="ghost" ` +
+          `nested=\\{"a":\\[1,2\\]\\}$`,
       ),
     );
     expect(error).toMatch(/^E\d{4} .*\] "sync failed" err=\{"type":"Error","message":"boom\\nsecond line",.*\}$/);

@@ -47,7 +47,11 @@ await dp.commit(new Transaction()
   .add({ kind: 'table', family: 'inet', name: 'smoke' })
   .add({ kind: 'set', ...t, name: 'blocked', keyType: ['ipv4_addr'] })
   .add({ kind: 'chain', ...t, name: 'input', base: { type: 'filter', hook: 'input', priority: 0, policy: 'accept' } })
-  .add({ kind: 'rule', ...t, chain: 'input', exprs: [{ kind: 'lookup', keys: [{ kind: 'payload', field: 'ip saddr' }], set: 'blocked' }, { kind: 'counter' }, { kind: 'verdict', verdict: 'drop' }] })
+  .add({ kind: 'rule', ...t, chain: 'input', exprs: [
+    { kind: 'lookup', keys: [{ kind: 'payload', field: 'ip saddr' }], set: 'blocked' },
+    { kind: 'counter' },
+    { kind: 'verdict', verdict: 'drop' },
+  ] })
   .add({ kind: 'element', ...t, set: 'blocked', key: ['192.0.2.1'] })
   .ops());
 const listing = await dp.list('inet', 'smoke');

@@ -76,14 +76,17 @@ describe('the package without its addon', () => {
       const { options } = lib.parseCommandLine(['--manifests', process.argv[1], '--hostname-override', 'node-a',
         '--offload-packet-threshold', '5', '--feature-gates', 'KubeProxyAcceleration=true', '--netns', 'nowhere']);
       const text = await lib.dryRun(options, lib.createLogger('silent', process.stderr));
-      const config = lib.defaultRulesetConfig({ tableName: 'pure', offloadPacketThreshold: 5, flowtableSupported: true, flowtableDevices: ['eth0'],
+      const config = lib.defaultRulesetConfig({ tableName: 'pure', offloadPacketThreshold: 5, flowtableSupported: true,
+        flowtableDevices: ['eth0'],
         families: { IPv4: { nodePortAddresses: [], nodeIPs: [], clusterCIDRs: ['10.244.0.0/16'], serviceCIDRs: [] } } });
       const ruleset = lib.renderRuleset([], config);
       const pure = lib.rulesetListings(ruleset).map((l) => lib.renderTableText(l)).join('');
       const loaded = readFileSync('/proc/self/maps', 'utf8').split('\\n').filter((l) => l.endsWith('.node'));
       let attempts;
       try { lib.loadAddon(); } catch (e) { attempts = e.attempts; }
-      console.log(JSON.stringify({ dry: text.includes('flow add @service-flowtable'), pure: pure.includes('table ip pure'), loaded, attempts }));
+      console.log(JSON.stringify({
+        dry: text.includes('flow add @service-flowtable'), pure: pure.includes('table ip pure'), loaded, attempts,
+      }));
     `;
     const r = spawnSync(process.execPath, ['--input-type=module', '-e', script, join(root, 'examples')], {
       cwd: root,
@@ -119,7 +122,9 @@ describe('bin/kube-nft-proxy.js on an older Node', () => {
       'sh',
       [
         '-c',
-        'for n in /usr/bin/node /usr/local/bin/node; do [ -x "$n" ] && "$n" -e "process.exit(+process.versions.node.split(\\".\\")[0] < 22 ? 0 : 1)" && echo "$n" && break; done; true',
+        'for n in /usr/bin/node /usr/local/bin/node; do [ -x "$n" ] && "$n" -e ' +
+          '"process.exit(+process.versions.node.split(\\".\\")[0] < 22 ? 0 : 1)" && echo "$n" && break; done; ' +
+          'true',
       ],
       { encoding: 'utf8' },
     ).trim();

@@ -94,7 +94,9 @@ describe.each(ENDPOINT_SHAPES)('adopting our tables at start-up (endpoint shape 
     for (const f of ['ip', 'ip6']) {
       ns.exec('nft', ['delete', 'table', f, TABLE]);
       ns.exec('nft', ['-f', '-'], {
-        input: `add table ${f} ${TABLE} { comment "rules for kube-nft-proxy" ; }\nadd chain ${f} ${TABLE} services\nadd chain ${f} ${TABLE} leftover\n`,
+        input:
+          `add table ${f} ${TABLE} { comment "rules for kube-nft-proxy" ; }\nadd chain ${f} ${TABLE} services\nadd ` +
+          `chain ${f} ${TABLE} leftover\n`,
       });
     }
     const r = await reconciler(ns, true).sync({ kind: 'full', mode: 'replace' });

@@ -72,7 +72,9 @@ function servicePortArb(names: fc.Arbitrary<string>, portNames: fc.Arbitrary<str
     );
 }
 
-/** Each port its own addresses and NodePort: two ports wanting one ClusterIP:port is a conflict the renderer reports, not a naming question. */
+/**
+ * Each port its own addresses and NodePort: two ports wanting one ClusterIP:port is a conflict the renderer reports, not a naming question.
+ */
 function distinctAddresses(p: ServicePort, i: number): ServicePort {
   const v4 = p.family === 'IPv4';
   const n = i + 1;

@@ -337,7 +337,8 @@ describe('a port that wants one key twice (its ClusterIP also an externalIP, an 
 });
 
 it.each(ENDPOINT_SHAPES)(
-  'a ruleset rendered from the applied one is diffed through its changed ports only, with the same operations as a diff of every port (endpoint shape %s)',
+  'a ruleset rendered from the applied one is diffed through its changed ports only, with the same operations as a diff ' +
+    'of every port (endpoint shape %s)',
   (shape) => {
     const text = (ops: readonly Operation[]) => ops.map((op) => `${op.verb} ${JSON.stringify(op.object)}`).sort();
     fc.assert(

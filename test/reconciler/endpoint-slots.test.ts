@@ -54,7 +54,10 @@ const endpoints = (n: number, seed: number): Endpoint[] => Array.from({ length: 
 const svc = (name: string, n: number, seed: number): ServicePort =>
   sp({ serviceName: name, clusterIP: `10.96.${seed}.1`, endpoints: endpoints(n, seed) });
 
-/** Applies each step incrementally; after each (and the stale-chain delay), the kernel and the placement equal a fresh full render's. Returns each step's ops. */
+/**
+ * Applies each step incrementally; after each (and the stale-chain delay), the kernel and the placement equal a fresh full render's.
+ * Returns each step's ops.
+ */
 function steps(cfg: RulesetConfig, list: ServicePort[][]): Operation[][] {
   const k = new FakeKernel();
   let now = 1_000_000;

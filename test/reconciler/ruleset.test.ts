@@ -134,7 +134,9 @@ describe('ruleset features', () => {
       present: [`ip saddr != @firewall-allow-${SVC} drop`, '192.0.2.0/24', '198.51.100.9'],
     },
     {
-      name: 'source ranges inside another of the list are left out of the set (an interval set refuses overlaps); the rule stays one lookup',
+      name:
+        'source ranges inside another of the list are left out of the set (an interval set refuses overlaps); the ' +
+        'rule stays one lookup',
       ports: [
         sp({
           loadBalancerIPs: ['198.51.100.9'],

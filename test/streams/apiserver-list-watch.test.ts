@@ -49,17 +49,20 @@ describe('initial list', () => {
     expect(s.log.find('server rejects WatchList; using paged lists')).toHaveLength(3);
   });
 
-  it("says how far a list has got while it runs (a big cluster lists for a long time), with the server's estimate of what is left", async () => {
-    s = await setup({ server: { watchList: false }, tuning: { pageSize: 2, progressIntervalMs: 0 }, seed: seedServices(7) });
-    const services = s.log.lines.filter((l) => l.resource === 'services');
-    const listing = services.filter((l) => l.msg === 'listing').map((l) => [l.items, l.pages, l.remaining]);
-    expect(listing).toEqual([
-      [2, 1, 5],
-      [4, 2, 3],
-      [6, 3, 1],
-    ]);
-    expect(services.find((l) => l.msg === 'listed')).toMatchObject({ items: 7, pages: 4 });
-  });
+  it(
+    "says how far a list has got while it runs (a big cluster lists for a long time), with the server's estimate of " + 'what is left',
+    async () => {
+      s = await setup({ server: { watchList: false }, tuning: { pageSize: 2, progressIntervalMs: 0 }, seed: seedServices(7) });
+      const services = s.log.lines.filter((l) => l.resource === 'services');
+      const listing = services.filter((l) => l.msg === 'listing').map((l) => [l.items, l.pages, l.remaining]);
+      expect(listing).toEqual([
+        [2, 1, 5],
+        [4, 2, 3],
+        [6, 3, 1],
+      ]);
+      expect(services.find((l) => l.msg === 'listed')).toMatchObject({ items: 7, pages: 4 });
+    },
+  );
 
   it('says so for WatchList initial events too, and not at all for a list quicker than the interval', async () => {
     s = await setup({ tuning: { progressIntervalMs: 0 }, seed: seedServices(3) });

@@ -23,7 +23,10 @@ afterEach(async () => {
 });
 
 function svcYaml(name: string, port = 80, labels = '{}'): string {
-  return `apiVersion: v1\nkind: Service\nmetadata: { namespace: demo, name: ${name}, labels: ${labels} }\nspec: { clusterIP: 10.96.9.${port % 250}, ports: [{ name: p, port: ${port} }] }\n`;
+  return (
+    `apiVersion: v1\nkind: Service\nmetadata: { namespace: demo, name: ${name}, labels: ${labels} }\nspec: { ` +
+    `clusterIP: 10.96.9.${port % 250}, ports: [{ name: p, port: ${port} }] }\n`
+  );
 }
 
 async function open(path: string, extra: { serviceProxyName?: string; nodeName?: string } = {}) {

@@ -374,7 +374,9 @@ describe('StringPool', () => {
 
   it('relies on V8 internalizing short JSON string values (checked on this V8)', () => {
     // %IsInternalizedString needs --allow-natives-syntax: ask a child node.
-    const script = `const o = JSON.parse('["${'x'.repeat(PARSER_INTERNALIZES_BELOW - 1)}","${'y'.repeat(PARSER_INTERNALIZES_BELOW)}"]'); process.stdout.write(String([%IsInternalizedString(o[0]), %IsInternalizedString(o[1])]));`;
+    const json = `["${'x'.repeat(PARSER_INTERNALIZES_BELOW - 1)}","${'y'.repeat(PARSER_INTERNALIZES_BELOW)}"]`;
+    const internalized = 'String([%IsInternalizedString(o[0]), %IsInternalizedString(o[1])])';
+    const script = `const o = JSON.parse('${json}'); process.stdout.write(${internalized});`;
     const r = spawnSync(process.execPath, ['--allow-natives-syntax', '-e', script], { encoding: 'utf8' });
     // Everything about the child in the failure message: this once failed twice in a row locally, unexplained.
     expect(

@@ -93,7 +93,8 @@ describe('the agent offloads Service connections in a kernel with flowtables (VM
     }
     obs = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as Observations;
     console.log(
-      `agent scenario: boot ${run.bootMs} ms, scenario ${run.commandMs} ms (agent spawn to first sync ${obs.agentReadyMs} ms), whole VM ${run.totalMs} ms`,
+      `agent scenario: boot ${run.bootMs} ms, scenario ${run.commandMs} ms (agent spawn to first sync ` +
+        `${obs.agentReadyMs} ms), whole VM ${run.totalMs} ms`,
     );
   }, 450_000);
 

@@ -22,7 +22,10 @@ export interface RequestTimeouts {
   bodyTimeoutMs: number;
 }
 
-/** An error body is read up to this much: a Status is a few hundred bytes, and a server (or proxy) answering with megabytes must not cost them. */
+/**
+ * An error body is read up to this much: a Status is a few hundred bytes, and a server (or proxy) answering with megabytes must not cost
+ * them.
+ */
 export const MAX_ERROR_BODY_BYTES = 64 * 1024;
 
 /**

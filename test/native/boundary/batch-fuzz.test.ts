@@ -63,7 +63,8 @@ describe('the native boundary under mutated batches', () => {
         const i = last ? Number(last.slice(5)) : -1;
         const what = i >= 0 ? makeCase(seeds, seeds.map(mapBatch), RANDOM_CASES, BASE_SEED, i).what : 'before the first case';
         expect.fail(
-          `the child ${run.signal ? `died of ${run.signal}` : `exited with ${run.status}`} at case ${i} (${what})${addon ? ' under ASan/UBSan' : ''}:\n${(run.stderr ?? '').slice(-4000)}`,
+          `the child ${run.signal ? `died of ${run.signal}` : `exited with ${run.status}`} at case ${i} ` +
+            `(${what})${addon ? ' under ASan/UBSan' : ''}:\n${(run.stderr ?? '').slice(-4000)}`,
         );
       }
       const tally = summary!.tally;
