@@ -272,22 +272,40 @@ function checkKeys(keys: readonly Selector[], family: Family, container: NftSet 
   }
 }
 
+/** A comparison: the operator suits the selector's type, the operand (and mask) parse as that type. */
+function checkMatch(st: Extract<Statement, { kind: 'match' }>, family: Family): void {
+  checkSelector(st.left, family);
+  if (!CMP_OPS.has(st.op)) fail(`unknown operator ${JSON.stringify(st.op)}`);
+  const t = selectorType(st.left);
+  const ordered = t === 'integer' || t === 'inet_service' || t === 'mark';
+  if (!ordered && st.op !== '==' && st.op !== '!=') fail(`${renderSelector(st.left)} only compares with == or !=`);
+  if (typeof st.right !== 'string') fail('the right-hand value must be a string');
+  checkOperand(st.left, st.right, (t === 'ipv4_addr' || t === 'ipv6_addr') && st.mask === undefined);
+  if (st.mask !== undefined) {
+    if (t !== 'mark' && t !== 'integer') fail(`${renderSelector(st.left)} cannot be masked`);
+    checkOperand(st.left, st.mask, false);
+  }
+}
+
+/** dnat/snat to one canonical address of the table's family, and a port if any. */
+function checkNat(st: Extract<Statement, { kind: 'dnat' | 'snat' }>, family: Family): void {
+  if (typeof st.addr !== 'string') fail(`${st.kind} address must be a string`);
+  const v6 = st.addr.includes(':');
+  const type = v6 ? 'ipv6_addr' : 'ipv4_addr';
+  if (!isCanonical(type, st.addr)) checkCanonical(type, st.addr, `${st.kind} address`);
+  if (st.addr.includes('/')) fail(`${st.kind} takes an address, not a prefix`);
+  if (family !== 'inet' && family !== (v6 ? 'ip6' : 'ip'))
+    checkFamily(family, v6 ? 'ip6' : 'ip', `an ${v6 ? 'IPv6' : 'IPv4'} ${st.kind} address`);
+  if (st.port !== undefined && !(Number.isInteger(st.port) && st.port >= 0 && st.port <= 65535)) {
+    fail(`${st.kind} port must be 0-65535, got ${st.port}`);
+  }
+}
+
 function checkStatement(st: Statement, family: Family, lookup: TableContainerLookup): void {
   switch (st.kind) {
-    case 'match': {
-      checkSelector(st.left, family);
-      if (!CMP_OPS.has(st.op)) fail(`unknown operator ${JSON.stringify(st.op)}`);
-      const t = selectorType(st.left);
-      const ordered = t === 'integer' || t === 'inet_service' || t === 'mark';
-      if (!ordered && st.op !== '==' && st.op !== '!=') fail(`${renderSelector(st.left)} only compares with == or !=`);
-      if (typeof st.right !== 'string') fail('the right-hand value must be a string');
-      checkOperand(st.left, st.right, (t === 'ipv4_addr' || t === 'ipv6_addr') && st.mask === undefined);
-      if (st.mask !== undefined) {
-        if (t !== 'mark' && t !== 'integer') fail(`${renderSelector(st.left)} cannot be masked`);
-        checkOperand(st.left, st.mask, false);
-      }
+    case 'match':
+      checkMatch(st, family);
       return;
-    }
     case 'lookup': {
       checkName(st.set, 'set');
       const c = lookup(st.set);
@@ -317,19 +335,9 @@ function checkStatement(st: Statement, family: Family, lookup: TableContainerLoo
       checkVerdict(st);
       return;
     case 'dnat':
-    case 'snat': {
-      if (typeof st.addr !== 'string') fail(`${st.kind} address must be a string`);
-      const v6 = st.addr.includes(':');
-      const type = v6 ? 'ipv6_addr' : 'ipv4_addr';
-      if (!isCanonical(type, st.addr)) checkCanonical(type, st.addr, `${st.kind} address`);
-      if (st.addr.includes('/')) fail(`${st.kind} takes an address, not a prefix`);
-      if (family !== 'inet' && family !== (v6 ? 'ip6' : 'ip'))
-        checkFamily(family, v6 ? 'ip6' : 'ip', `an ${v6 ? 'IPv6' : 'IPv4'} ${st.kind} address`);
-      if (st.port !== undefined && !(Number.isInteger(st.port) && st.port >= 0 && st.port <= 65535)) {
-        fail(`${st.kind} port must be 0-65535, got ${st.port}`);
-      }
+    case 'snat':
+      checkNat(st, family);
       return;
-    }
     case 'masquerade':
     case 'counter':
     case 'notrack':

@@ -346,15 +346,7 @@ export function encodeOperations(ops: readonly Operation[], lookup: ContainerLoo
     try {
       switch (o.kind) {
         case 'element': {
-          let j = i + 1;
-          let mixed = false;
-          while (j < ops.length) {
-            const n = ops[j]!;
-            const e = n.object;
-            if (n.verb !== verb || e.kind !== 'element') break;
-            if (!mixed && (e.set !== o.set || e.table !== o.table || e.family !== o.family)) mixed = true;
-            j++;
-          }
+          const { end: j, mixed } = elementRun(ops, i);
           if (!mixed) writeElements(enc, ops, i, j);
           else for (const group of groupBySet(ops, i, j)) writeElements(enc, ops, 0, group.length, group);
           i = j;
@@ -396,30 +388,7 @@ export function encodeOperations(ops: readonly Operation[], lookup: ContainerLoo
           break;
         }
         case 'rule':
-          switch (verb) {
-            case 'add':
-              enc.rule(MSG.NEWRULE, CREATE | NLM_F.APPEND, o, i, true);
-              break;
-            case 'insert':
-              enc.rule(MSG.NEWRULE, CREATE, o, i, true);
-              break;
-            case 'replace':
-              enc.rule(MSG.NEWRULE, NLM_F.REPLACE, o, i, true);
-              break;
-            case 'delete':
-              enc.rule(MSG.DELRULE, 0, o, i, false);
-              break;
-            case 'destroy':
-              enc.rule(MSG.DESTROYRULE, 0, o, i, false);
-              break;
-            case 'create':
-            case 'flush':
-              throw new NftEncodeError(i, `rule does not take the verb ${verb}`);
-            default:
-              assertNever(verb, () => {
-                throw new NftEncodeError(i, `rule does not take the verb ${verb}`);
-              });
-          }
+          encodeRule(enc, verb, o, i);
           break;
         default:
           assertNever(o, (x) => {
@@ -433,6 +402,50 @@ export function encodeOperations(ops: readonly Operation[], lookup: ContainerLoo
     i++;
   }
   return enc.finish();
+}
+
+/** A rule operation: the verb picks the message and its flags. */
+function encodeRule(enc: BatchEncoder, verb: Operation['verb'], o: Rule, i: number): void {
+  switch (verb) {
+    case 'add':
+      enc.rule(MSG.NEWRULE, CREATE | NLM_F.APPEND, o, i, true);
+      break;
+    case 'insert':
+      enc.rule(MSG.NEWRULE, CREATE, o, i, true);
+      break;
+    case 'replace':
+      enc.rule(MSG.NEWRULE, NLM_F.REPLACE, o, i, true);
+      break;
+    case 'delete':
+      enc.rule(MSG.DELRULE, 0, o, i, false);
+      break;
+    case 'destroy':
+      enc.rule(MSG.DESTROYRULE, 0, o, i, false);
+      break;
+    case 'create':
+    case 'flush':
+      throw new NftEncodeError(i, `rule does not take the verb ${verb}`);
+    default:
+      assertNever(verb, () => {
+        throw new NftEncodeError(i, `rule does not take the verb ${verb}`);
+      });
+  }
+}
+
+/** Where the run of same-verb element operations from `i` ends, and whether it spans more than one set. */
+function elementRun(ops: readonly Operation[], i: number): { end: number; mixed: boolean } {
+  const { verb, object: o } = ops[i]!;
+  if (o.kind !== 'element') return { end: i + 1, mixed: false };
+  let j = i + 1;
+  let mixed = false;
+  while (j < ops.length) {
+    const n = ops[j]!;
+    const e = n.object;
+    if (n.verb !== verb || e.kind !== 'element') break;
+    if (!mixed && (e.set !== o.set || e.table !== o.table || e.family !== o.family)) mixed = true;
+    j++;
+  }
+  return { end: j, mixed };
 }
 
 function objectMsg(verb: string, add: number, del: number, destroy: number, index: number): [number, number] {
