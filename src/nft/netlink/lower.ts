@@ -300,6 +300,61 @@ function writeImmediateData(out: ExprSink, dreg: number, type: DataType, text: s
   out.end();
 }
 
+/** dnat/snat: the address (and port) into registers, then the nat expression. */
+function writeNat(out: ExprSink, st: Extract<Statement, { kind: 'dnat' | 'snat' }>): void {
+  const v6 = st.addr.includes(':');
+  writeImmediateData(out, REG.R1, v6 ? 'ipv6_addr' : 'ipv4_addr', st.addr, v6 ? 16 : 4);
+  if (st.port !== undefined) {
+    const at = out.begin('immediate').u32(F.immediate.dreg, REG.R2).zeros(F.immediate.data, 2);
+    out.w.raw[at] = st.port >> 8;
+    out.w.raw[at + 1] = st.port & 0xff;
+    out.end();
+  }
+  const f = F.nat;
+  out
+    .begin('nat')
+    .u32(f.type, NAT_TYPE[st.kind])
+    .u32(f.family, v6 ? NFPROTO.ipv6 : NFPROTO.ipv4)
+    .u32(f.reg_addr_min, REG.R1);
+  if (st.port !== undefined) out.u32(f.reg_proto_min, REG.R2);
+  out.end();
+}
+
+/** dnat through a map: the lookup fills the registers that nat reads. */
+function writeDnatMap(out: ExprSink, st: Extract<Statement, { kind: 'dnat-map' }>): void {
+  // The map's data lands in registers as a concatenated key would: the
+  // address from NFT_REG_1 on, the port in the next 32-bit register.
+  const sreg = writeKeyLoads(out, st.keys);
+  out.begin('lookup').u32(F.lookup.sreg, sreg).u32(F.lookup.dreg, REG.R1).str(F.lookup.set, st.map).end();
+  const f = F.nat;
+  const v6 = st.family === 'ip6';
+  out
+    .begin('nat')
+    .u32(f.type, NAT_TYPE.dnat)
+    .u32(f.family, v6 ? NFPROTO.ipv6 : NFPROTO.ipv4)
+    .u32(f.reg_addr_min, REG.R1)
+    .u32(f.reg_proto_min, natMapPortRegister(st.family))
+    .end();
+}
+
+/** meta mark set (or `mark | value`): read-modify-write through a register. */
+function writeMarkSet(out: ExprSink, st: Extract<Statement, { kind: 'mark-set' }>): void {
+  const v = keyBytes('mark', st.value);
+  if (!st.or) {
+    out.begin('immediate').u32(F.immediate.dreg, REG.R1).bytes(F.immediate.data, v).end();
+    out.begin('meta').u32(F.meta.key, META_KEY.mark).u32(F.meta.sreg, REG.R1).end();
+    return;
+  }
+  out.begin('meta').u32(F.meta.key, META_KEY.mark).u32(F.meta.dreg, REG.R1).end();
+  writeBitwise(
+    out,
+    4,
+    v.map((b) => ~b & 0xff),
+    v,
+  );
+  out.begin('meta').u32(F.meta.key, META_KEY.mark).u32(F.meta.sreg, REG.R1).end();
+}
+
 function writeCore(out: ExprSink, st: Statement): void {
   switch (st.kind) {
     case 'match':
@@ -332,41 +387,12 @@ function writeCore(out: ExprSink, st: Statement): void {
       writeVerdict(out, st);
       return;
     case 'dnat':
-    case 'snat': {
-      const v6 = st.addr.includes(':');
-      writeImmediateData(out, REG.R1, v6 ? 'ipv6_addr' : 'ipv4_addr', st.addr, v6 ? 16 : 4);
-      if (st.port !== undefined) {
-        const at = out.begin('immediate').u32(F.immediate.dreg, REG.R2).zeros(F.immediate.data, 2);
-        out.w.raw[at] = st.port >> 8;
-        out.w.raw[at + 1] = st.port & 0xff;
-        out.end();
-      }
-      const f = F.nat;
-      out
-        .begin('nat')
-        .u32(f.type, NAT_TYPE[st.kind])
-        .u32(f.family, v6 ? NFPROTO.ipv6 : NFPROTO.ipv4)
-        .u32(f.reg_addr_min, REG.R1);
-      if (st.port !== undefined) out.u32(f.reg_proto_min, REG.R2);
-      out.end();
+    case 'snat':
+      writeNat(out, st);
       return;
-    }
-    case 'dnat-map': {
-      // The map's data lands in registers as a concatenated key would: the
-      // address from NFT_REG_1 on, the port in the next 32-bit register.
-      const sreg = writeKeyLoads(out, st.keys);
-      out.begin('lookup').u32(F.lookup.sreg, sreg).u32(F.lookup.dreg, REG.R1).str(F.lookup.set, st.map).end();
-      const f = F.nat;
-      const v6 = st.family === 'ip6';
-      out
-        .begin('nat')
-        .u32(f.type, NAT_TYPE.dnat)
-        .u32(f.family, v6 ? NFPROTO.ipv6 : NFPROTO.ipv4)
-        .u32(f.reg_addr_min, REG.R1)
-        .u32(f.reg_proto_min, natMapPortRegister(st.family))
-        .end();
+    case 'dnat-map':
+      writeDnatMap(out, st);
       return;
-    }
     case 'masquerade':
       out.begin('masq');
       if (st.fullyRandom) out.u32(F.masq.flags, NAT_RANGE_PROTO_RANDOM_FULLY);
@@ -390,23 +416,9 @@ function writeCore(out: ExprSink, st: Statement): void {
           assertNever(st.with);
       }
       throw new NftLowerError(`unknown reject type ${JSON.stringify((st as { with: unknown }).with)}`);
-    case 'mark-set': {
-      const v = keyBytes('mark', st.value);
-      if (!st.or) {
-        out.begin('immediate').u32(F.immediate.dreg, REG.R1).bytes(F.immediate.data, v).end();
-        out.begin('meta').u32(F.meta.key, META_KEY.mark).u32(F.meta.sreg, REG.R1).end();
-        return;
-      }
-      out.begin('meta').u32(F.meta.key, META_KEY.mark).u32(F.meta.dreg, REG.R1).end();
-      writeBitwise(
-        out,
-        4,
-        v.map((b) => ~b & 0xff),
-        v,
-      );
-      out.begin('meta').u32(F.meta.key, META_KEY.mark).u32(F.meta.sreg, REG.R1).end();
+    case 'mark-set':
+      writeMarkSet(out, st);
       return;
-    }
     case 'mark-xor':
       out.begin('meta').u32(F.meta.key, META_KEY.mark).u32(F.meta.dreg, REG.R1).end();
       writeBitwise(out, 4, ONES_4, keyBytes('mark', st.value));
