@@ -149,6 +149,65 @@ function rangeText(type: DataType, start: Uint8Array, last: Uint8Array): string 
   return prefixText(type, start, addOne(last)) ?? `${keyText(type, start)}-${keyText(type, last)}`;
 }
 
+function decodeChain(a: RawAttrs, family: Family): Chain {
+  const chain: Chain = { kind: 'chain', family, table: rawStr(a.get(CHAIN_ATTR.TABLE))!, name: rawStr(a.get(CHAIN_ATTR.NAME))! };
+  const hook = rawU32(a.get(CHAIN_ATTR.HOOKNUM));
+  if (hook !== undefined) {
+    chain.base = {
+      type: (rawStr(a.get(CHAIN_ATTR.TYPE)) ?? 'filter') as ChainType,
+      hook: HOOK_BY_NUMBER.get(hook) ?? ('prerouting' as ChainHook),
+      priority: rawU32(a.get(CHAIN_ATTR.PRIO))! | 0,
+    };
+    const policy = rawU32(a.get(CHAIN_ATTR.POLICY));
+    if (policy !== undefined) chain.base.policy = policy === 0 ? 'drop' : 'accept';
+  }
+  const c = udataComment(a.get(CHAIN_ATTR.USERDATA), UDATA_COMMENT.chain);
+  if (c !== undefined) chain.comment = c;
+  return chain;
+}
+
+/** A rule and its expressions (read from `r`); one the raiser cannot read goes to `unreadable` with no expressions. */
+function decodeRule(r: ByteReader, a: RawAttrs, family: Family, unreadable: DecodedListing['unreadable']): Rule {
+  const n = r.u16();
+  const kernel: KernelExpr[] = [];
+  for (let i = 0; i < n; i++) {
+    const name = r.text(r.u8());
+    kernel.push(exprFromAttrs(name, r.attrs()));
+  }
+  const rule: Rule = {
+    kind: 'rule',
+    family,
+    table: rawStr(a.get(RULE_ATTR.TABLE))!,
+    chain: rawStr(a.get(RULE_ATTR.CHAIN))!,
+    exprs: [],
+  };
+  const handle = rawU64(a.get(RULE_ATTR.HANDLE));
+  if (handle !== undefined) rule.handle = Number(handle);
+  const c = udataComment(a.get(RULE_ATTR.USERDATA), UDATA_COMMENT.rule);
+  if (c !== undefined) rule.comment = c;
+  try {
+    rule.exprs = raise(kernel, family);
+  } catch (e) {
+    if (!(e instanceof NftRaiseError)) throw e;
+    unreadable.push({ rule, reason: e.message, kernel });
+  }
+  return rule;
+}
+
+function decodeFlowtable(a: RawAttrs, family: Family): Flowtable {
+  const devices = a.get(FLOWTABLE_ATTR.DEVICES);
+  const f: Flowtable = {
+    kind: 'flowtable',
+    family,
+    table: rawStr(a.get(FLOWTABLE_ATTR.TABLE))!,
+    name: rawStr(a.get(FLOWTABLE_ATTR.NAME))!,
+    hook: 'ingress',
+    priority: (rawU32(a.get(FLOWTABLE_ATTR.PRIO)) ?? 0) | 0,
+    devices: Array.isArray(devices) ? devices : [],
+  };
+  return f;
+}
+
 export function decodeListing(bytes: Uint8Array, family: Family): DecodedListing {
   const r = new ByteReader(bytes);
   if (r.u32() !== MAGIC) throw new RangeError('not a listing buffer');
@@ -173,50 +232,12 @@ export function decodeListing(bytes: Uint8Array, family: Family): DecodedListing
         if (c !== undefined) listing.table.comment = c;
         break;
       }
-      case KIND.chain: {
-        const chain: Chain = { kind: 'chain', family, table: rawStr(a.get(CHAIN_ATTR.TABLE))!, name: rawStr(a.get(CHAIN_ATTR.NAME))! };
-        const hook = rawU32(a.get(CHAIN_ATTR.HOOKNUM));
-        if (hook !== undefined) {
-          chain.base = {
-            type: (rawStr(a.get(CHAIN_ATTR.TYPE)) ?? 'filter') as ChainType,
-            hook: HOOK_BY_NUMBER.get(hook) ?? ('prerouting' as ChainHook),
-            priority: rawU32(a.get(CHAIN_ATTR.PRIO))! | 0,
-          };
-          const policy = rawU32(a.get(CHAIN_ATTR.POLICY));
-          if (policy !== undefined) chain.base.policy = policy === 0 ? 'drop' : 'accept';
-        }
-        const c = udataComment(a.get(CHAIN_ATTR.USERDATA), UDATA_COMMENT.chain);
-        if (c !== undefined) chain.comment = c;
-        listing.chains.push(chain);
+      case KIND.chain:
+        listing.chains.push(decodeChain(a, family));
         break;
-      }
-      case KIND.rule: {
-        const n = r.u16();
-        const kernel: KernelExpr[] = [];
-        for (let i = 0; i < n; i++) {
-          const name = r.text(r.u8());
-          kernel.push(exprFromAttrs(name, r.attrs()));
-        }
-        const rule: Rule = {
-          kind: 'rule',
-          family,
-          table: rawStr(a.get(RULE_ATTR.TABLE))!,
-          chain: rawStr(a.get(RULE_ATTR.CHAIN))!,
-          exprs: [],
-        };
-        const handle = rawU64(a.get(RULE_ATTR.HANDLE));
-        if (handle !== undefined) rule.handle = Number(handle);
-        const c = udataComment(a.get(RULE_ATTR.USERDATA), UDATA_COMMENT.rule);
-        if (c !== undefined) rule.comment = c;
-        try {
-          rule.exprs = raise(kernel, family);
-        } catch (e) {
-          if (!(e instanceof NftRaiseError)) throw e;
-          unreadable.push({ rule, reason: e.message, kernel });
-        }
-        listing.rules.push(rule);
+      case KIND.rule:
+        listing.rules.push(decodeRule(r, a, family, unreadable));
         break;
-      }
       case KIND.set: {
         const name = rawStr(a.get(SET_ATTR.NAME))!;
         const flags = rawU32(a.get(SET_ATTR.FLAGS)) ?? 0;
@@ -252,20 +273,9 @@ export function decodeListing(bytes: Uint8Array, family: Family): DecodedListing
         if (c && !anonymous.has(set)) listing.elements.push(...decodeElements(c, raw));
         break;
       }
-      case KIND.flowtable: {
-        const devices = a.get(FLOWTABLE_ATTR.DEVICES);
-        const f: Flowtable = {
-          kind: 'flowtable',
-          family,
-          table: rawStr(a.get(FLOWTABLE_ATTR.TABLE))!,
-          name: rawStr(a.get(FLOWTABLE_ATTR.NAME))!,
-          hook: 'ingress',
-          priority: (rawU32(a.get(FLOWTABLE_ATTR.PRIO)) ?? 0) | 0,
-          devices: Array.isArray(devices) ? devices : [],
-        };
-        listing.flowtables.push(f);
+      case KIND.flowtable:
+        listing.flowtables.push(decodeFlowtable(a, family));
         break;
-      }
       default:
         throw new RangeError(`unknown record kind ${kind} in listing`);
     }
