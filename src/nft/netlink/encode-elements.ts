@@ -2,7 +2,7 @@
 // one run of same-verb element operations, become one record (the addon splits
 // it into messages), each key written in place from its texts.
 
-import { isVerdictValue, type DataType, type Element, type NftMap, type Operation, type Verdict } from '../objects.ts';
+import { isVerdictValue, type DataType, type Element, type NftMap, type NftSet, type Operation, type Verdict } from '../objects.ts';
 import { AT, ELEM_ATTR, ELEM_FLAG_INTERVAL_END, KIND, MSG, NLM_F, SET_ATTR, UDATA_COMMENT, VERDICT_CODE } from './kernel-constants.ts';
 import { dataBytes, keyBytes, writeKeyBytes } from './operands.ts';
 import { bytesMinusOne, prefixRange, typeLength } from '../values.ts';
@@ -95,31 +95,17 @@ function verdictAttrs(v: Verdict): Attr[] {
   return a;
 }
 
-/** Elements ops[from, to), or ops[order[from]], ops[order[from + 1]]... when order is given (same verb and set), as one record. */
-export function writeElements(enc: RecordSink, ops: readonly Operation[], from: number, to: number, order?: readonly number[]): void {
-  const at = (q: number): number => (order ? order[q]! : q);
-  const firstIndex = at(from);
-  const first = ops[firstIndex]!.object as Element;
-  const verb = ops[firstIndex]!.verb;
-  const c = enc.container(first.family, first.table, first.set);
-  if (!c)
-    throw new NftEncodeError(
-      firstIndex,
-      `set ${first.set} in ${first.family} ${first.table} is not known (add it in this transaction or list the table first)`,
-    );
-  const msg = verb === 'delete' ? MSG.DELSETELEM : verb === 'destroy' ? MSG.DESTROYSETELEM : MSG.NEWSETELEM;
-  const flags = verb === 'create' ? NLM_F.CREATE | NLM_F.EXCL : verb === 'add' ? NLM_F.CREATE : 0;
-  enc.record(KIND.elements, msg, flags, first.family, firstIndex, [
-    { id: SET_ATTR.TABLE, type: 'str', value: first.table },
-    { id: SET_ATTR.NAME, type: 'str', value: first.set },
-  ]);
-  const countAt = enc.w.position;
-  enc.w.u32(0);
+/** Elements of a set without intervals: each key written in place from its texts. Returns how many were written. */
+function writeExactElements(
+  w: ByteWriter,
+  c: NftSet | NftMap,
+  ops: readonly Operation[],
+  from: number,
+  to: number,
+  at: (q: number) => number,
+  defining: boolean,
+): number {
   let count = 0;
-  const defining = msg === MSG.NEWSETELEM;
-  const interval = c.flags?.includes('interval') ?? false;
-  const concat = c.keyType.length > 1;
-  const w = enc.w;
   const keyLen = keyLength(c.keyType);
   const offsets: number[] = [];
   for (let k = 0, offset = 0; k < c.keyType.length; k++) {
@@ -130,7 +116,7 @@ export function writeElements(enc: RecordSink, ops: readonly Operation[], from: 
   const data = c.kind === 'map' && !verdictMap ? dataLayout(c.dataType) : undefined;
   const types = c.keyType;
   const parts = types.length;
-  for (let q = from; q < to && !interval; q++) {
+  for (let q = from; q < to; q++) {
     const i = at(q);
     const e = ops[i]!.object as Element;
     const key = e.key;
@@ -183,19 +169,34 @@ export function writeElements(enc: RecordSink, ops: readonly Operation[], from: 
     w.patchU16(countAt, n);
     count++;
   }
-  for (let q = from; q < to && interval; q++) {
+  return count;
+}
+
+/** Elements of an interval set: each a start and end, from parsed ranges. Returns how many records were written. */
+function writeIntervalElements(
+  w: ByteWriter,
+  c: NftSet | NftMap,
+  ops: readonly Operation[],
+  from: number,
+  to: number,
+  at: (q: number) => number,
+  defining: boolean,
+): number {
+  const concat = c.keyType.length > 1;
+  let count = 0;
+  for (let q = from; q < to; q++) {
     const i = at(q);
     const e = ops[i]!.object as Element;
     let parts: ReturnType<typeof partBytes>[];
     try {
       if (e.key.length !== c.keyType.length) throw new Error(`key has ${e.key.length} parts, ${c.name} has ${c.keyType.length}`);
-      parts = e.key.map((text, k) => partBytes(c.keyType[k]!, text, interval));
+      parts = e.key.map((text, k) => partBytes(c.keyType[k]!, text, true));
     } catch (err) {
       throw new NftEncodeError(i, `bad element key ${JSON.stringify(e.key)}: ${(err as Error).message}`, { cause: err });
     }
     const key = concat ? concatParts(parts.map((p) => p.start)) : parts[0]!.start;
     const attrs: Attr[] = [{ id: ELEM_ATTR.KEY, type: 'bytes', value: key }];
-    if (interval && concat) attrs.push({ id: ELEM_ATTR.KEY_END, type: 'bytes', value: concatParts(parts.map((p) => p.last)) });
+    if (concat) attrs.push({ id: ELEM_ATTR.KEY_END, type: 'bytes', value: concatParts(parts.map((p) => p.last)) });
     if (defining) {
       if (e.value !== undefined) {
         if (!isVerdictValue(e.value)) {
@@ -213,7 +214,7 @@ export function writeElements(enc: RecordSink, ops: readonly Operation[], from: 
     count++;
     // A single-key interval element is a start and, unless it runs to the top, an end marker.
     const end = parts[0]!.endExclusive;
-    if (interval && !concat && end) {
+    if (!concat && end) {
       w.u32(i);
       w.attrs([
         { id: ELEM_ATTR.KEY, type: 'bytes', value: end },
@@ -222,5 +223,33 @@ export function writeElements(enc: RecordSink, ops: readonly Operation[], from: 
       count++;
     }
   }
-  w.patchU32(countAt, count);
+  return count;
+}
+
+/** Elements ops[from, to), or ops[order[from]], ops[order[from + 1]]... when order is given (same verb and set), as one record. */
+export function writeElements(enc: RecordSink, ops: readonly Operation[], from: number, to: number, order?: readonly number[]): void {
+  const at = (q: number): number => (order ? order[q]! : q);
+  const firstIndex = at(from);
+  const first = ops[firstIndex]!.object as Element;
+  const verb = ops[firstIndex]!.verb;
+  const c = enc.container(first.family, first.table, first.set);
+  if (!c)
+    throw new NftEncodeError(
+      firstIndex,
+      `set ${first.set} in ${first.family} ${first.table} is not known (add it in this transaction or list the table first)`,
+    );
+  const msg = verb === 'delete' ? MSG.DELSETELEM : verb === 'destroy' ? MSG.DESTROYSETELEM : MSG.NEWSETELEM;
+  const flags = verb === 'create' ? NLM_F.CREATE | NLM_F.EXCL : verb === 'add' ? NLM_F.CREATE : 0;
+  enc.record(KIND.elements, msg, flags, first.family, firstIndex, [
+    { id: SET_ATTR.TABLE, type: 'str', value: first.table },
+    { id: SET_ATTR.NAME, type: 'str', value: first.set },
+  ]);
+  const countAt = enc.w.position;
+  enc.w.u32(0);
+  const defining = msg === MSG.NEWSETELEM;
+  const interval = c.flags?.includes('interval') ?? false;
+  const count = interval
+    ? writeIntervalElements(enc.w, c, ops, from, to, at, defining)
+    : writeExactElements(enc.w, c, ops, from, to, at, defining);
+  enc.w.patchU32(countAt, count);
 }
