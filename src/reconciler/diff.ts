@@ -141,6 +141,152 @@ function sameRules(a: ChainSpec, b: ChainSpec): boolean {
 const EMPTY: Fragment = { chains: [], sets: [], elements: [], flowtables: [] };
 const NONE: readonly never[] = [];
 
+/**
+ * The differences of fragments, one pair at a time, gathered for one plan:
+ * sets, flowtables and chains straight into the phases; element keys, own
+ * elements and hairpin addresses noted to be settled once every fragment is seen.
+ */
+class FragmentDiffer {
+  readonly p: Phases;
+  readonly stats: SyncStats;
+  readonly stale: Map<string, StaleChain>;
+  readonly now: number;
+  readonly touchedKeys = new Set<string>();
+  readonly recreatedSets = new Set<string>();
+  readonly ownDeletes: Element[] = [];
+  readonly ownAdds: Element[] = [];
+  readonly touchedHairpin = new Map<IPFamily, Set<string>>();
+  skeletonSetRecreated = false;
+
+  constructor(p: Phases, stats: SyncStats, stale: Map<string, StaleChain>, now: number) {
+    this.p = p;
+    this.stats = stats;
+    this.stale = stale;
+    this.now = now;
+  }
+
+  /** `family`: the ServicePort's (undefined for a skeleton: no hairpin addresses, and its sets are everyone's). */
+  diff(before: Fragment, after: Fragment, family?: IPFamily): void {
+    const setRecreated = this.#sets(before, after, family);
+    const flowtableRecreated = this.#flowtables(before, after);
+    this.#chains(before, after, setRecreated || flowtableRecreated);
+    for (const k of claimKeysOf(before)) this.touchedKeys.add(k);
+    for (const k of claimKeysOf(after)) this.touchedKeys.add(k);
+
+    // Own elements: no other fragment wants their keys, so the two renderings say it all.
+    const oldOwn = new Map<string, Element>();
+    for (const e of before.ownElements ?? NONE) oldOwn.set(objectKey(e), e);
+    for (const e of after.ownElements ?? NONE) {
+      const k = objectKey(e);
+      const old = oldOwn.get(k);
+      oldOwn.delete(k);
+      if (old && sameElementValue(old, e) && !this.recreatedSets.has(setKey(e))) continue;
+      if (old) this.ownDeletes.push(old);
+      this.ownAdds.push(e);
+    }
+    for (const old of oldOwn.values()) this.ownDeletes.push(old);
+
+    if (family !== undefined && (before.hairpin || after.hairpin)) {
+      let touched = this.touchedHairpin.get(family);
+      if (!touched) {
+        touched = new Set();
+        this.touchedHairpin.set(family, touched);
+      }
+      for (const ip of before.hairpin ?? NONE) touched.add(ip);
+      for (const ip of after.hairpin ?? NONE) touched.add(ip);
+    }
+  }
+
+  /**
+   * Sets and maps first: a changed definition means delete and re-create,
+   * which needs every rule referencing it (in this fragment) flushed first.
+   * Returns whether one was re-created.
+   */
+  #sets(before: Fragment, after: Fragment, family: IPFamily | undefined): boolean {
+    const oldSets = new Map(before.sets.map((s) => [objectKey(s), s]));
+    let setRecreated = false;
+    for (const s of after.sets) {
+      const k = objectKey(s);
+      const old = oldSets.get(k);
+      oldSets.delete(k);
+      if (old && sameJSON(old, s)) continue;
+      if (old) {
+        this.p.deleteSets.push({ verb: 'delete', object: old });
+        this.stats.setsDeleted++;
+        setRecreated = true;
+        this.recreatedSets.add(setKey(s));
+        // Not a re-created flowtable: it holds no elements (see the refill below).
+        if (family === undefined) this.skeletonSetRecreated = true;
+      }
+      this.p.addSets.push({ verb: 'add', object: s });
+      this.stats.setsAdded++;
+    }
+    for (const old of oldSets.values()) {
+      this.p.deleteSets.push({ verb: 'delete', object: old });
+      this.stats.setsDeleted++;
+    }
+
+    return setRecreated;
+  }
+
+  /** Returns whether a flowtable was re-created (its rule is then flushed too). */
+  #flowtables(before: Fragment, after: Fragment): boolean {
+    let recreated = false;
+    const oldFlowtables = new Map(before.flowtables.map((f) => [objectKey(f), f]));
+    for (const f of after.flowtables) {
+      const k = objectKey(f);
+      const old = oldFlowtables.get(k);
+      oldFlowtables.delete(k);
+      if (old && sameJSON(old, f)) continue;
+      if (old && (old.hook !== f.hook || old.priority !== f.priority || old.devices.some((d) => !f.devices.includes(d)))) {
+        // An add only ever adds devices: anything else is delete and re-create,
+        // with the rule that uses it flushed first (offloaded flows fall back, they survive).
+        this.p.deleteFlowtables.push({ verb: 'delete', object: old });
+        this.p.recreateFlowtables.push({ verb: 'add', object: f });
+        recreated = true;
+      } else {
+        this.p.addFlowtables.push({ verb: 'add', object: f });
+      }
+    }
+    for (const old of oldFlowtables.values()) this.p.deleteFlowtables.push({ verb: 'delete', object: old });
+
+    return recreated;
+  }
+
+  /** `rewrite`: a set or flowtable was re-created, so every chain of the fragment is flushed and refilled. */
+  #chains(before: Fragment, after: Fragment, rewrite: boolean): void {
+    const oldChains = new Map(before.chains.map((c) => [objectKey(c.chain), c]));
+    for (const spec of after.chains) {
+      const k = objectKey(spec.chain);
+      const old = oldChains.get(k);
+      oldChains.delete(k);
+      if (!old) {
+        this.p.addChains.push({ verb: 'add', object: spec.chain });
+        // Flushed when it went stale, so it is empty: wanting it again is only a matter of forgetting it was stale.
+        this.stale.delete(k);
+        this.stats.chainsAdded++;
+      } else if (!sameChainDef(old.chain, spec.chain)) {
+        this.p.flushChains.push({ verb: 'flush', object: old.chain });
+        this.p.deleteChains.push({ verb: 'delete', object: old.chain });
+        this.p.addChains.push({ verb: 'add', object: spec.chain });
+        this.stats.chainsRewritten++;
+      } else if (rewrite || !sameRules(old, spec)) {
+        this.p.flushChains.push({ verb: 'flush', object: spec.chain });
+        this.stats.chainsRewritten++;
+      } else {
+        continue;
+      }
+      for (const r of spec.rules) this.p.addRules.push({ verb: 'add', object: r });
+      this.stats.rulesAdded += spec.rules.length;
+    }
+    for (const [k, old] of oldChains) {
+      this.p.flushChains.push({ verb: 'flush', object: old.chain });
+      this.stale.set(k, { chain: old.chain, since: this.now });
+      this.stats.chainsFlushedStale++;
+    }
+  }
+}
+
 export function diffRulesets(
   applied: Ruleset | undefined,
   desired: Ruleset,
@@ -152,120 +298,15 @@ export function diffRulesets(
   const p = new Phases();
   const stats = emptyStats();
   const stale = new Map(staleChains);
-  const touchedKeys = new Set<string>();
-  const recreatedSets = new Set<string>();
 
   const appliedTables = new Set((applied?.tables ?? []).map(objectKey));
   const desiredTables = new Set(desired.tables.map(objectKey));
   for (const t of desired.tables) if (!appliedTables.has(objectKey(t))) p.addTables.push({ verb: 'add', object: t });
   const removedTables = (applied?.tables ?? []).filter((t) => !desiredTables.has(objectKey(t)));
 
-  const ownDeletes: Element[] = [];
-  const ownAdds: Element[] = [];
-  const touchedHairpin = new Map<IPFamily, Set<string>>();
-  let skeletonSetRecreated = false;
-
-  /** `family`: the ServicePort's (undefined for a skeleton: no hairpin addresses, and its sets are everyone's). */
-  const diffFragment = (before: Fragment, after: Fragment, family?: IPFamily): void => {
-    // Sets and maps first: a changed definition means delete and re-create,
-    // which needs every rule referencing it (in this fragment) flushed first.
-    const oldSets = new Map(before.sets.map((s) => [objectKey(s), s]));
-    let setRecreated = false;
-    for (const s of after.sets) {
-      const k = objectKey(s);
-      const old = oldSets.get(k);
-      oldSets.delete(k);
-      if (old && sameJSON(old, s)) continue;
-      if (old) {
-        p.deleteSets.push({ verb: 'delete', object: old });
-        stats.setsDeleted++;
-        setRecreated = true;
-        recreatedSets.add(setKey(s));
-        // Not a re-created flowtable: it holds no elements (see the refill below).
-        if (family === undefined) skeletonSetRecreated = true;
-      }
-      p.addSets.push({ verb: 'add', object: s });
-      stats.setsAdded++;
-    }
-    for (const old of oldSets.values()) {
-      p.deleteSets.push({ verb: 'delete', object: old });
-      stats.setsDeleted++;
-    }
-
-    const oldFlowtables = new Map(before.flowtables.map((f) => [objectKey(f), f]));
-    for (const f of after.flowtables) {
-      const k = objectKey(f);
-      const old = oldFlowtables.get(k);
-      oldFlowtables.delete(k);
-      if (old && sameJSON(old, f)) continue;
-      if (old && (old.hook !== f.hook || old.priority !== f.priority || old.devices.some((d) => !f.devices.includes(d)))) {
-        // An add only ever adds devices: anything else is delete and re-create,
-        // with the rule that uses it flushed first (offloaded flows fall back, they survive).
-        p.deleteFlowtables.push({ verb: 'delete', object: old });
-        p.recreateFlowtables.push({ verb: 'add', object: f });
-        setRecreated = true;
-      } else {
-        p.addFlowtables.push({ verb: 'add', object: f });
-      }
-    }
-    for (const old of oldFlowtables.values()) p.deleteFlowtables.push({ verb: 'delete', object: old });
-
-    const oldChains = new Map(before.chains.map((c) => [objectKey(c.chain), c]));
-    for (const spec of after.chains) {
-      const k = objectKey(spec.chain);
-      const old = oldChains.get(k);
-      oldChains.delete(k);
-      if (!old) {
-        p.addChains.push({ verb: 'add', object: spec.chain });
-        // Flushed when it went stale, so it is empty: wanting it again is only a matter of forgetting it was stale.
-        stale.delete(k);
-        stats.chainsAdded++;
-      } else if (!sameChainDef(old.chain, spec.chain)) {
-        p.flushChains.push({ verb: 'flush', object: old.chain });
-        p.deleteChains.push({ verb: 'delete', object: old.chain });
-        p.addChains.push({ verb: 'add', object: spec.chain });
-        stats.chainsRewritten++;
-      } else if (setRecreated || !sameRules(old, spec)) {
-        p.flushChains.push({ verb: 'flush', object: spec.chain });
-        stats.chainsRewritten++;
-      } else {
-        continue;
-      }
-      for (const r of spec.rules) p.addRules.push({ verb: 'add', object: r });
-      stats.rulesAdded += spec.rules.length;
-    }
-    for (const [k, old] of oldChains) {
-      p.flushChains.push({ verb: 'flush', object: old.chain });
-      stale.set(k, { chain: old.chain, since: now });
-      stats.chainsFlushedStale++;
-    }
-
-    for (const k of claimKeysOf(before)) touchedKeys.add(k);
-    for (const k of claimKeysOf(after)) touchedKeys.add(k);
-
-    // Own elements: no other fragment wants their keys, so the two renderings say it all.
-    const oldOwn = new Map<string, Element>();
-    for (const e of before.ownElements ?? NONE) oldOwn.set(objectKey(e), e);
-    for (const e of after.ownElements ?? NONE) {
-      const k = objectKey(e);
-      const old = oldOwn.get(k);
-      oldOwn.delete(k);
-      if (old && sameElementValue(old, e) && !recreatedSets.has(setKey(e))) continue;
-      if (old) ownDeletes.push(old);
-      ownAdds.push(e);
-    }
-    for (const old of oldOwn.values()) ownDeletes.push(old);
-
-    if (family !== undefined && (before.hairpin || after.hairpin)) {
-      let touched = touchedHairpin.get(family);
-      if (!touched) {
-        touched = new Set();
-        touchedHairpin.set(family, touched);
-      }
-      for (const ip of before.hairpin ?? NONE) touched.add(ip);
-      for (const ip of after.hairpin ?? NONE) touched.add(ip);
-    }
-  };
+  const differ = new FragmentDiffer(p, stats, stale, now);
+  const diffFragment = (before: Fragment, after: Fragment, family?: IPFamily): void => differ.diff(before, after, family);
+  const { touchedKeys, recreatedSets, ownDeletes, ownAdds, touchedHairpin } = differ;
 
   const families = new Set([...(applied?.skeletons.keys() ?? []), ...desired.skeletons.keys()]);
   for (const f of families) {
@@ -319,7 +360,7 @@ export function diffRulesets(
   // A re-created set or map starts empty, whoever's elements it held. A port's
   // own maps were refilled with its fragment above; a skeleton's set (rare: its
   // definition changed) may hold anyone's.
-  if (skeletonSetRecreated) {
+  if (differ.skeletonSetRecreated) {
     forEachElement(desired, (e) => {
       if (recreatedSets.has(setKey(e))) addElement(e);
     });
