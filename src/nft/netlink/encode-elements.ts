@@ -253,3 +253,75 @@ export function writeElements(enc: RecordSink, ops: readonly Operation[], from: 
     : writeExactElements(enc.w, c, ops, from, to, at, defining);
   enc.w.patchU32(countAt, count);
 }
+
+/**
+ * Writes the run of same-verb element operations from `i`: one record when
+ * they are all of one set, else one per set (see groupBySet). Returns the
+ * index after the run.
+ */
+export function writeElementRun(enc: RecordSink, ops: readonly Operation[], i: number): number {
+  const { end, mixed } = elementRun(ops, i);
+  if (!mixed) writeElements(enc, ops, i, end);
+  else for (const group of groupBySet(ops, i, end)) writeElements(enc, ops, 0, group.length, group);
+  return end;
+}
+
+/** Where the run of same-verb element operations from `i` ends, and whether it spans more than one set. */
+function elementRun(ops: readonly Operation[], i: number): { end: number; mixed: boolean } {
+  const { verb, object: o } = ops[i]!;
+  if (o.kind !== 'element') return { end: i + 1, mixed: false };
+  let j = i + 1;
+  let mixed = false;
+  while (j < ops.length) {
+    const n = ops[j]!;
+    const e = n.object;
+    if (n.verb !== verb || e.kind !== 'element') break;
+    if (!mixed && (e.set !== o.set || e.table !== o.table || e.family !== o.family)) mixed = true;
+    j++;
+  }
+  return { end: j, mixed };
+}
+
+/**
+ * The op indexes of a run of same-verb element operations, grouped by set in
+ * order of first appearance. Adding (or deleting) distinct elements commutes,
+ * and the kernel pays per message: a full sync lists each port's elements
+ * together, across a dozen sets, which as written would be a message every
+ * few elements (100k endpoint-map elements: 289 ms of kernel time interleaved,
+ * 167 ms grouped).
+ */
+function groupBySet(ops: readonly Operation[], from: number, to: number): number[][] {
+  const byFamily = new Map<string, Map<string, Map<string, number[]>>>();
+  const groups: number[][] = [];
+  // Elements come in same-set runs: the maps are asked only where a run ends.
+  let family = '';
+  let table = '';
+  let set = '';
+  let group: number[] | undefined;
+  for (let i = from; i < to; i++) {
+    const e = ops[i]!.object as Element;
+    if (group === undefined || e.set !== set || e.table !== table || e.family !== family) {
+      family = e.family;
+      table = e.table;
+      set = e.set;
+      let byTable = byFamily.get(family);
+      if (!byTable) {
+        byTable = new Map();
+        byFamily.set(family, byTable);
+      }
+      let bySet = byTable.get(table);
+      if (!bySet) {
+        bySet = new Map();
+        byTable.set(table, bySet);
+      }
+      group = bySet.get(set);
+      if (!group) {
+        group = [];
+        bySet.set(set, group);
+        groups.push(group);
+      }
+    }
+    group.push(i);
+  }
+  return groups;
+}

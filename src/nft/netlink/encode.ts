@@ -3,10 +3,10 @@
 // here on the JS side, so that 100k elements cross the boundary as one buffer,
 // which the addon reads in place. Rule statements are lowered (lower.ts);
 // elements become key/data bytes; a run of consecutive element operations with
-// one verb becomes one record per set (groupBySet), which the addon splits into
+// one verb becomes one record per set (groupBySet in encode-elements.ts), which the addon splits into
 // messages of at most 500 elements inside the same transaction.
 
-import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from '../objects.ts';
+import type { Chain, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from '../objects.ts';
 import {
   AT,
   CHAIN_ATTR,
@@ -30,7 +30,7 @@ import { ExprSink } from './kernel-exprs.ts';
 import { lowerInto } from './lower.ts';
 import { typeLength } from '../values.ts';
 import { ByteWriter, type Attr } from './wire.ts';
-import { writeElements } from './encode-elements.ts';
+import { writeElementRun } from './encode-elements.ts';
 import { assertNever } from '../../assert-never.ts';
 import {
   comment,
@@ -278,50 +278,6 @@ const EXCL = NLM_F.CREATE | NLM_F.EXCL;
 const BATCH_BYTES_PER_OP = 320;
 
 /**
- * The op indexes of a run of same-verb element operations, grouped by set in
- * order of first appearance. Adding (or deleting) distinct elements commutes,
- * and the kernel pays per message: a full sync lists each port's elements
- * together, across a dozen sets, which as written would be a message every
- * few elements (100k endpoint-map elements: 289 ms of kernel time interleaved,
- * 167 ms grouped).
- */
-function groupBySet(ops: readonly Operation[], from: number, to: number): number[][] {
-  const byFamily = new Map<string, Map<string, Map<string, number[]>>>();
-  const groups: number[][] = [];
-  // Elements come in same-set runs: the maps are asked only where a run ends.
-  let family = '';
-  let table = '';
-  let set = '';
-  let group: number[] | undefined;
-  for (let i = from; i < to; i++) {
-    const e = ops[i]!.object as Element;
-    if (group === undefined || e.set !== set || e.table !== table || e.family !== family) {
-      family = e.family;
-      table = e.table;
-      set = e.set;
-      let byTable = byFamily.get(family);
-      if (!byTable) {
-        byTable = new Map();
-        byFamily.set(family, byTable);
-      }
-      let bySet = byTable.get(table);
-      if (!bySet) {
-        bySet = new Map();
-        byTable.set(table, bySet);
-      }
-      group = bySet.get(set);
-      if (!group) {
-        group = [];
-        bySet.set(set, group);
-        groups.push(group);
-      }
-    }
-    group.push(i);
-  }
-  return groups;
-}
-
-/**
  * Encodes operations (already validated by the transaction) into one batch.
  * `lookup` finds sets and maps that exist already, for their key types;
  * `writer`, when given, is reset and written into, and the result's bytes
@@ -345,13 +301,9 @@ export function encodeOperations(ops: readonly Operation[], lookup: ContainerLoo
     const { verb, object: o } = ops[i]!;
     try {
       switch (o.kind) {
-        case 'element': {
-          const { end: j, mixed } = elementRun(ops, i);
-          if (!mixed) writeElements(enc, ops, i, j);
-          else for (const group of groupBySet(ops, i, j)) writeElements(enc, ops, 0, group.length, group);
-          i = j;
+        case 'element':
+          i = writeElementRun(enc, ops, i);
           continue;
-        }
         case 'table': {
           if (verb === 'flush') {
             enc.rule(MSG.DELRULE, 0, { kind: 'rule', family: o.family, table: o.name, chain: '', exprs: [] }, i, false);
@@ -430,22 +382,6 @@ function encodeRule(enc: BatchEncoder, verb: Operation['verb'], o: Rule, i: numb
         throw new NftEncodeError(i, `rule does not take the verb ${verb}`);
       });
   }
-}
-
-/** Where the run of same-verb element operations from `i` ends, and whether it spans more than one set. */
-function elementRun(ops: readonly Operation[], i: number): { end: number; mixed: boolean } {
-  const { verb, object: o } = ops[i]!;
-  if (o.kind !== 'element') return { end: i + 1, mixed: false };
-  let j = i + 1;
-  let mixed = false;
-  while (j < ops.length) {
-    const n = ops[j]!;
-    const e = n.object;
-    if (n.verb !== verb || e.kind !== 'element') break;
-    if (!mixed && (e.set !== o.set || e.table !== o.table || e.family !== o.family)) mixed = true;
-    j++;
-  }
-  return { end: j, mixed };
 }
 
 function objectMsg(verb: string, add: number, del: number, destroy: number, index: number): [number, number] {
