@@ -232,3 +232,13 @@ export function objectKey(o: NftObject): string {
       assertNever(o);
   }
 }
+
+/** Everything one table holds, in a deterministic order (by name; rules in chain order). */
+export interface TableListing {
+  table: Table;
+  chains: Chain[];
+  rules: Rule[];
+  sets: Array<NftSet | NftMap>;
+  elements: Element[];
+  flowtables: Flowtable[];
+}

@@ -16,8 +16,8 @@ import type {
   Statement,
   Table,
   Verdict,
+  TableListing,
 } from './objects.ts';
-import type { TableListing } from './dataplane.ts';
 import { assertNever } from '../assert-never.ts';
 
 // Words nft 1.0.6 reads as keywords where a chain name is expected (measured:
