@@ -19,56 +19,16 @@ import type { Family } from '../nft/objects.ts';
 import type { NftInvalidError } from '../nft/transaction.ts';
 import type { RulesetConfig } from './config.ts';
 import { validateRulesetConfig } from './config.ts';
-import {
-  DEFAULT_STALE_CHAIN_DELAY_MS,
-  diffRulesets,
-  EMPTY_SYNC_STATE,
-  staleDeletionDueAt,
-  type SyncPlan,
-  type SyncState,
-  type SyncStats,
-} from './diff.ts';
+import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, EMPTY_SYNC_STATE, staleDeletionDueAt, type SyncPlan, type SyncState } from './diff.ts';
 import { type FullSyncMode, planFullSync } from './full-sync.ts';
 import { type Attempt, type Blame, commitIsolating, IsolationFailed, type Refusal } from './isolation.ts';
 import { OperationOwners } from './operation-owner.ts';
 import { planAdoption } from './adopt.ts';
 import { TABLE_FORMAT_VERSION, tableOwnership } from './ownership.ts';
-import { type RenderProblem, renderRuleset, type Ruleset } from './ruleset.ts';
+import { renderRuleset, type Ruleset } from './ruleset.ts';
+import type { RejectedServicePort, SyncReport, SyncRequest } from './sync-report.ts';
 
-export type SyncRequest = { kind: 'incremental' } | { kind: 'full'; mode: FullSyncMode };
-
-export interface SyncReport {
-  /** What ran: a first sync is always a full one (replace, or adopt when allowed), whatever was asked. */
-  kind: 'incremental' | 'full';
-  mode?: FullSyncMode | 'adopt';
-  /** Operations committed (0: nothing to do, no commit). */
-  ops: number;
-  stats: SyncStats;
-  servicePorts: number;
-  /** Distinct endpoint chains in the desired ruleset. */
-  endpointChains: number;
-  problems: RenderProblem[];
-  /** Flushed chains awaiting deletion. */
-  staleChains: number;
-  /** Run a sync in this many ms to delete stale chains (undefined: none). */
-  followUpMs?: number;
-  /** ServicePorts whose operations failed in this sync, now set aside (see the top of this file). */
-  rejected: RejectedServicePort[];
-  /** ServicePorts set aside, this sync's and earlier ones'. */
-  setAside: number;
-  /** A first sync that could have adopted the kernel's tables but replaced them: why. */
-  adoptionRefused?: string;
-}
-
-/** A ServicePort set aside: its operations failed (see the top of this file). */
-export interface RejectedServicePort extends Refusal {
-  servicePortId: string;
-  namespace: string;
-  serviceName: string;
-  portName: string;
-  /** Its last applied version is still programmed (false: it is not in the kernel at all). */
-  keptLastApplied: boolean;
-}
+export type { RejectedServicePort, SyncReport, SyncRequest } from './sync-report.ts';
 
 /**
  * Commits one sync may try while setting ports aside: each attempt either
