@@ -23,7 +23,8 @@ export function imageNodeFlags(): string[] {
   if (!m) throw new Error('deploy/Containerfile: no ENTRYPOINT in exec form');
   const argv = JSON.parse(m[1]!) as string[];
   const script = argv.findIndex((a) => a.endsWith('/bin/kube-nft-proxy.js'));
-  if (!argv[0]?.endsWith('node') || script < 1) throw new Error(`deploy/Containerfile: ENTRYPOINT ${m[1]} does not run node on bin/kube-nft-proxy.js`);
+  if (!argv[0]?.endsWith('node') || script < 1)
+    throw new Error(`deploy/Containerfile: ENTRYPOINT ${m[1]} does not run node on bin/kube-nft-proxy.js`);
   return argv.slice(1, script);
 }
 
@@ -46,7 +47,9 @@ export class AgentChild {
 
   /** Runs bin/kube-nft-proxy.js with these flags, node with the image's flags and `nodeFlags`. */
   constructor(flags: readonly string[], nodeFlags: readonly string[] = []) {
-    this.child = spawn(process.execPath, [...imageNodeFlags(), ...nodeFlags, '--require', BOOT_PRELOAD, BIN, ...flags], { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn(process.execPath, [...imageNodeFlags(), ...nodeFlags, '--require', BOOT_PRELOAD, BIN, ...flags], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     this.child.stdout!.setEncoding('utf8').on('data', (d: string) => {
       const lines = (this.#partial + d).split('\n');
       this.#partial = lines.pop()!;
@@ -64,7 +67,12 @@ export class AgentChild {
   }
 
   /** The first record at index >= from that matches, waiting for it. */
-  async waitFor(from: number, match: (r: LogRecord) => boolean, timeoutMs: number, what: string): Promise<{ record: LogRecord; index: number }> {
+  async waitFor(
+    from: number,
+    match: (r: LogRecord) => boolean,
+    timeoutMs: number,
+    what: string,
+  ): Promise<{ record: LogRecord; index: number }> {
     const deadline = Date.now() + timeoutMs;
     for (let i = from; ; ) {
       for (; i < this.records.length; i++) {
@@ -72,9 +80,16 @@ export class AgentChild {
         if (r.msg === 'nftables sync failed; will retry') throw new Error(`agent sync failed: ${JSON.stringify(r)}`);
         if (match(r)) return { record: r, index: i };
       }
-      if (this.child.exitCode !== null) throw new Error(`agent exited (${this.child.exitCode}) waiting for ${what}: ${this.#stderr.slice(-2000)}`);
+      if (this.child.exitCode !== null)
+        throw new Error(`agent exited (${this.child.exitCode}) waiting for ${what}: ${this.#stderr.slice(-2000)}`);
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`timed out waiting for ${what}; last records: ${this.records.slice(-5).map((r) => JSON.stringify(r)).join('\n')}`);
+      if (left <= 0)
+        throw new Error(
+          `timed out waiting for ${what}; last records: ${this.records
+            .slice(-5)
+            .map((r) => JSON.stringify(r))
+            .join('\n')}`,
+        );
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, left);
         this.#waiters.push(() => {

@@ -40,10 +40,22 @@ function endpoint(ip: string): Endpoint {
 function servicePort(i: number, endpoints: string[]): ServicePort {
   const eps = endpoints.map(endpoint);
   return {
-    id: `bench/svc-${i}/UDP/dns/IPv4`, namespace: 'bench', serviceName: `svc-${i}`, portName: 'dns', protocol: 'UDP', family: 'IPv4',
-    clusterIP: clusterIP(i), port: 53, externalIPs: [], loadBalancerIPs: [], loadBalancerSourceRanges: [],
-    externalPolicyLocal: false, internalPolicyLocal: false,
-    cluster: { kind: 'endpoints', endpoints: eps }, external: { kind: 'endpoints', endpoints: eps }, allEndpoints: eps,
+    id: `bench/svc-${i}/UDP/dns/IPv4`,
+    namespace: 'bench',
+    serviceName: `svc-${i}`,
+    portName: 'dns',
+    protocol: 'UDP',
+    family: 'IPv4',
+    clusterIP: clusterIP(i),
+    port: 53,
+    externalIPs: [],
+    loadBalancerIPs: [],
+    loadBalancerSourceRanges: [],
+    externalPolicyLocal: false,
+    internalPolicyLocal: false,
+    cluster: { kind: 'endpoints', endpoints: eps },
+    external: { kind: 'endpoints', endpoints: eps },
+    allEndpoints: eps,
   };
 }
 
@@ -53,8 +65,16 @@ function entriesOf(i: number, from: number, to: number): NativeConntrackEntry[] 
   for (let k = from; k < to; k++) {
     const client = clientIP(i);
     out.push({
-      protocol: 17, origSrc: client, origDst: clusterIP(i), origSport: 10_000 + k, origDport: 53,
-      replySrc: endpointIP(i, k % 2), replyDst: client, replySport: 5353, replyDport: 10_000 + k, timeoutSec: 3600,
+      protocol: 17,
+      origSrc: client,
+      origDst: clusterIP(i),
+      origSport: 10_000 + k,
+      origDport: 53,
+      replySrc: endpointIP(i, k % 2),
+      replyDst: client,
+      replySport: 5353,
+      replyDport: 10_000 + k,
+      timeoutSec: 3600,
     });
   }
   return out;
@@ -76,7 +96,10 @@ try {
   const before = Array.from({ length: SERVICES }, (_, i) => servicePort(i, [endpointIP(i, 0), endpointIP(i, 1)]));
 
   let perService = 0;
-  for (const [size, target] of [['10k', 2], ['100k', 20]] as const) {
+  for (const [size, target] of [
+    ['10k', 2],
+    ['100k', 20],
+  ] as const) {
     const t0 = performance.now();
     const fresh: NativeConntrackEntry[] = [];
     for (let i = 0; i < SERVICES; i++) fresh.push(...entriesOf(i, perService, target));
@@ -92,12 +115,23 @@ try {
       const s = performance.now();
       const r = await addon.conntrackClean(request, opts);
       const ms = performance.now() - s;
-      if (r.error || r.deleted !== perService / 2) throw new Error(`cleanup deleted ${r.deleted}, expected ${perService / 2}: ${r.error ?? ''}`);
+      if (r.error || r.deleted !== perService / 2)
+        throw new Error(`cleanup deleted ${r.deleted}, expected ${perService / 2}: ${r.error ?? ''}`);
       await staleAgain();
       return { ...r, ms };
     };
-    const changedReq: NativeConntrackCleanRequest = { family: 4, full: false, batchSize: BATCH, targets: toNative(conntrackTargets([changed]).IPv4) };
-    const fullReq: NativeConntrackCleanRequest = { family: 4, full: true, batchSize: BATCH, targets: toNative(conntrackTargets(after).IPv4) };
+    const changedReq: NativeConntrackCleanRequest = {
+      family: 4,
+      full: false,
+      batchSize: BATCH,
+      targets: toNative(conntrackTargets([changed]).IPv4),
+    };
+    const fullReq: NativeConntrackCleanRequest = {
+      family: 4,
+      full: true,
+      batchSize: BATCH,
+      targets: toNative(conntrackTargets(after).IPv4),
+    };
     const ours: Array<NativeConntrackCleanResult & { ms: number }> = [];
     const kube: Array<NativeConntrackCleanResult & { ms: number }> = [];
     for (let s = 0; s < SAMPLES; s++) {
@@ -113,7 +147,8 @@ try {
     results[`deleted_per_change_${size}`] = ours[0]!.deleted;
     console.log(
       `${SERVICES * perService} entries: one Service's endpoint change: ours ${results[`per_change_ours_${size}_ms`]} ms ` +
-        `(scanned ${ours[0]!.scanned}, deleted ${ours[0]!.deleted}), kube-proxy's whole-table pass ${results[`per_change_kube_proxy_${size}_ms`]} ms ` +
+        `(scanned ${ours[0]!.scanned}, deleted ${ours[0]!.deleted}), kube-proxy's whole-table pass ` +
+        `${results[`per_change_kube_proxy_${size}_ms`]} ms ` +
         `(scanned ${kube[0]!.scanned}); our full reconcile (at --sync-period) is that same pass`,
     );
   }
@@ -127,5 +162,10 @@ console.log(`load average: start ${results.loadavg_1m_start}, end ${results.load
 console.log(JSON.stringify(results));
 
 function toNative(targets: ReturnType<typeof conntrackTargets>['IPv4']): NativeConntrackCleanRequest['targets'] {
-  return targets.map((t) => ({ protocol: t.protocol === 'UDP' ? 17 : 132, ...(t.address !== undefined ? { address: t.address } : {}), port: t.port, keep: t.keep }));
+  return targets.map((t) => ({
+    protocol: t.protocol === 'UDP' ? 17 : 132,
+    ...(t.address !== undefined ? { address: t.address } : {}),
+    port: t.port,
+    keep: t.keep,
+  }));
 }

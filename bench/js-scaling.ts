@@ -85,8 +85,17 @@ function measure(size: BenchSize): SizeFigures {
   });
 
   const config = rulesetConfigFor(command.options, node, { wanted: false, supported: false, devices: [] });
-  const noKernel: Dataplane = { begin: () => new Transaction(), commit: () => Promise.reject(new Error('not used')), list: () => Promise.resolve(undefined) };
-  const reconciler = new Reconciler({ dataplane: noKernel, config, now: () => 0, servicePorts: () => ({ ports: [...tracker.servicePorts()], changed: 'all' }) });
+  const noKernel: Dataplane = {
+    begin: () => new Transaction(),
+    commit: () => Promise.reject(new Error('not used')),
+    list: () => Promise.resolve(undefined),
+  };
+  const reconciler = new Reconciler({
+    dataplane: noKernel,
+    config,
+    now: () => 0,
+    servicePorts: () => ({ ports: [...tracker.servicePorts()], changed: 'all' }),
+  });
   const { plan } = time('plan', () => reconciler.plan({ kind: 'full', mode: 'replace' }));
   const ops = plan.ops;
   time('validate', () => validateOperations(ops));
@@ -98,18 +107,24 @@ function measure(size: BenchSize): SizeFigures {
 
 const one = process.argv.find((a) => a.startsWith('--one='));
 if (one) {
-  process.stdout.write(JSON.stringify(measure(parseSize(one.slice('--one='.length)))) + '\n');
+  process.stdout.write(`${JSON.stringify(measure(parseSize(one.slice('--one='.length))))}\n`);
 } else {
   const sizes = parseSizes(process.env.BENCH_SIZES ?? '10k,30k,100k');
   const self = fileURLToPath(import.meta.url);
   const results: SizeFigures[] = [];
-  console.log(`load average at start: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(
+    `load average at start: ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
   for (const size of sizes) {
     const out = execFileSync(process.execPath, [self, `--one=${size.label}`], { encoding: 'utf8', maxBuffer: 1 << 20 });
     const r = JSON.parse(out.trim().split('\n').pop()!) as SizeFigures;
     r.label = size.label;
     results.push(r);
-    const per = STAGES.map((s) => `${s} ${r.cpuMs[s].toFixed(0)} (${r.ms[s].toFixed(0)} wall) ms = ${((r.cpuMs[s] * 1000) / r.endpoints).toFixed(2)} us/ep`).join(', ');
+    const per = STAGES.map(
+      (s) => `${s} ${r.cpuMs[s].toFixed(0)} (${r.ms[s].toFixed(0)} wall) ms = ${((r.cpuMs[s] * 1000) / r.endpoints).toFixed(2)} us/ep`,
+    ).join(', ');
     console.log(`${r.label}: ${r.endpoints} endpoints, ${r.ops} ops; main-thread CPU: ${per} (load ${loadavg()[0]!.toFixed(2)})`);
   }
   const summary: Record<string, number> = {};

@@ -27,8 +27,18 @@ function endpointOps(i: number, k: number, generation = 0): Operation[] {
   const addr = endpointIp(i, k, generation);
   return [
     add(chain(name)),
-    add(rule(name, [{ kind: 'match', left: { kind: 'payload', field: 'ip saddr' }, op: '==', right: addr }, { kind: 'verdict', verdict: 'jump', chain: 'mark-for-masquerade' }])),
-    add(rule(name, [{ kind: 'match', left: { kind: 'meta', key: 'l4proto' }, op: '==', right: 'tcp' }, { kind: 'dnat', addr, port: 8080 }])),
+    add(
+      rule(name, [
+        { kind: 'match', left: { kind: 'payload', field: 'ip saddr' }, op: '==', right: addr },
+        { kind: 'verdict', verdict: 'jump', chain: 'mark-for-masquerade' },
+      ]),
+    ),
+    add(
+      rule(name, [
+        { kind: 'match', left: { kind: 'meta', key: 'l4proto' }, op: '==', right: 'tcp' },
+        { kind: 'dnat', addr, port: 8080 },
+      ]),
+    ),
   ];
 }
 
@@ -38,7 +48,10 @@ function cascade(i: number, endpoints: string[]): Operation[] {
     const left = endpoints.length - k;
     const exprs: Statement[] =
       left > 1
-        ? [{ kind: 'match', left: { kind: 'numgen', mod: left }, op: '==', right: '0' }, { kind: 'verdict', verdict: 'goto', chain: ep }]
+        ? [
+            { kind: 'match', left: { kind: 'numgen', mod: left }, op: '==', right: '0' },
+            { kind: 'verdict', verdict: 'goto', chain: ep },
+          ]
         : [{ kind: 'verdict', verdict: 'goto', chain: ep }];
     return add(rule(serviceChain(i), exprs));
   });
@@ -53,13 +66,37 @@ export function fullRuleset(services: number, endpointsPerService = 2): Operatio
     add(chain('services')),
     add(chain('masquerading')),
     add(chain('mark-for-masquerade')),
-    add({ kind: 'map', family, table: TABLE, name: 'service-ips', keyType: ['ipv4_addr', 'inet_proto', 'inet_service'], dataType: 'verdict' }),
+    add({
+      kind: 'map',
+      family,
+      table: TABLE,
+      name: 'service-ips',
+      keyType: ['ipv4_addr', 'inet_proto', 'inet_service'],
+      dataType: 'verdict',
+    }),
     add(rule('nat-prerouting', [{ kind: 'verdict', verdict: 'jump', chain: 'services' }])),
     add(rule('nat-output', [{ kind: 'verdict', verdict: 'jump', chain: 'services' }])),
     add(rule('nat-postrouting', [{ kind: 'verdict', verdict: 'jump', chain: 'masquerading' }])),
-    add(rule('services', [{ kind: 'vmap', keys: [{ kind: 'payload', field: 'ip daddr' }, { kind: 'meta', key: 'l4proto' }, { kind: 'payload', field: 'th dport' }], map: 'service-ips' }])),
+    add(
+      rule('services', [
+        {
+          kind: 'vmap',
+          keys: [
+            { kind: 'payload', field: 'ip daddr' },
+            { kind: 'meta', key: 'l4proto' },
+            { kind: 'payload', field: 'th dport' },
+          ],
+          map: 'service-ips',
+        },
+      ]),
+    ),
     add(rule('mark-for-masquerade', [{ kind: 'mark-set', value: '0x4000', or: true }])),
-    add(rule('masquerading', [{ kind: 'match', left: { kind: 'meta', key: 'mark' }, op: '==', right: '0x0', mask: '0x4000' }, { kind: 'verdict', verdict: 'return' }])),
+    add(
+      rule('masquerading', [
+        { kind: 'match', left: { kind: 'meta', key: 'mark' }, op: '==', right: '0x0', mask: '0x4000' },
+        { kind: 'verdict', verdict: 'return' },
+      ]),
+    ),
     add(rule('masquerading', [{ kind: 'mark-xor', value: '0x4000' }])),
     add(rule('masquerading', [{ kind: 'masquerade', fullyRandom: true }])),
   ];
@@ -72,7 +109,16 @@ export function fullRuleset(services: number, endpointsPerService = 2): Operatio
     ops.push(add(chain(serviceChain(i))), ...cascade(i, eps));
   }
   for (let i = 0; i < services; i++) {
-    ops.push(add({ kind: 'element', family, table: TABLE, set: 'service-ips', key: [serviceIp(i), 'tcp', '80'], value: { verdict: 'goto', chain: serviceChain(i) } }));
+    ops.push(
+      add({
+        kind: 'element',
+        family,
+        table: TABLE,
+        set: 'service-ips',
+        key: [serviceIp(i), 'tcp', '80'],
+        value: { verdict: 'goto', chain: serviceChain(i) },
+      }),
+    );
   }
   return ops;
 }
@@ -81,7 +127,16 @@ export function fullRuleset(services: number, endpointsPerService = 2): Operatio
 export function elementOps(n: number): Operation[] {
   const ops: Operation[] = [];
   for (let i = 0; i < n; i++) {
-    ops.push(add({ kind: 'element', family, table: TABLE, set: 'service-ips', key: [serviceIp(i), i % 2 ? 'tcp' : 'udp', String(1 + (i % 60000))], value: { verdict: 'goto', chain: 'mark-for-masquerade' } }));
+    ops.push(
+      add({
+        kind: 'element',
+        family,
+        table: TABLE,
+        set: 'service-ips',
+        key: [serviceIp(i), i % 2 ? 'tcp' : 'udp', String(1 + (i % 60000))],
+        value: { verdict: 'goto', chain: 'mark-for-masquerade' },
+      }),
+    );
   }
   return ops;
 }

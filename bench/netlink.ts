@@ -35,7 +35,10 @@ function nftLoad(ns: NetNs, text: string, name: string): NftLoad {
 
 /** The kernel's time inside nft's one batch sendmsg (strace -T), or NaN without strace. */
 function nftKernelMs(ns: NetNs, file: string): number {
-  const r = spawnSync('ip', ['netns', 'exec', ns.name, 'strace', '-T', '-e', 'trace=sendmsg', 'nft', '-f', file], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  const r = spawnSync('ip', ['netns', 'exec', ns.name, 'strace', '-T', '-e', 'trace=sendmsg', 'nft', '-f', file], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 26,
+  });
   if (r.error || r.status !== 0) return NaN;
   const times = [...r.stderr.matchAll(/^sendmsg\(.*<([0-9.]+)>$/gm)].map((m) => Number(m[1]) * 1000);
   return times.length ? Math.max(...times) : NaN;
@@ -58,7 +61,8 @@ function breakdown(s: TimedCommit | undefined): string {
   if (!s) return '';
   return (
     `validate ${fmt(s.validateMs)} + encode ${fmt(s.encodeMs)} + hand-off ${fmt(s.handoffMs)} ms on the JS thread; ` +
-    `worker: check ${fmt(s.parseMs)}, open socket ${fmt(s.openMs)}, build ${fmt(s.buildMs)} (cpu ${fmt(s.buildCpuMs)}), kernel send ${fmt(s.sendMs)} (cpu ${fmt(s.sendCpuMs)}) ms; ` +
+    `worker: check ${fmt(s.parseMs)}, open socket ${fmt(s.openMs)}, build ${fmt(s.buildMs)} (cpu ${fmt(s.buildCpuMs)}), ` +
+    `kernel send ${fmt(s.sendMs)} (cpu ${fmt(s.sendCpuMs)}) ms; ` +
     `${fmt(s.batchBytes / MiB)} MiB, ${s.messages} messages`
   );
 }
@@ -69,7 +73,9 @@ function median(xs: number[]): number {
 }
 
 function countServices(ns: NetNs): number {
-  const out = execFileSync('ip', ['netns', 'exec', ns.name, 'sh', '-c', `nft list map ip ${TABLE} service-ips | grep -c 'goto service-'`], { encoding: 'utf8' });
+  const out = execFileSync('ip', ['netns', 'exec', ns.name, 'sh', '-c', `nft list map ip ${TABLE} service-ips | grep -c 'goto service-'`], {
+    encoding: 'utf8',
+  });
   return Number(out.trim());
 }
 
@@ -77,7 +83,11 @@ const results: Record<string, number> = {};
 const fmt = (n: number) => n.toFixed(n < 10 ? 2 : n < 100 ? 1 : 0);
 const load0 = loadavg()[0]!;
 results.loadavg_1m_start = Number(load0.toFixed(2));
-console.log(`load average at start: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+console.log(
+  `load average at start: ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+);
 
 try {
   for (const n of sizes) {
@@ -168,12 +178,17 @@ try {
     console.log(
       `${String(n).padStart(6)} services x 2 endpoints (${full.length} ops, ${fmt(textMiB)} MiB of nft text)\n` +
         `  full load:   addon ${fmt(addonFull)} ms   nft -f ${fmt(nftFull.ms)} ms   ratio ${fmt(nftFull.ms / addonFull)}x   ` +
-        `(nft peak RSS ${fmt(nftFull.peakMiB)} MiB; this process grew ${fmt(addonRss)} MiB, peak ${fmt(process.resourceUsage().maxRSS / 1024)} MiB)\n` +
+        `(nft peak RSS ${fmt(nftFull.peakMiB)} MiB; this process grew ${fmt(addonRss)} MiB, peak ` +
+        `${fmt(process.resourceUsage().maxRSS / 1024)} MiB)\n` +
         `  one service: addon ${fmt(addonIncr)} ms (${fmt(addonIncrRange[0])}-${fmt(addonIncrRange[1])})   ` +
-        `nft -f ${fmt(nftIncr.ms)} ms (${fmt(nftIncrRange[0])}-${fmt(nftIncrRange[1])})   ratio ${fmt(nftIncr.ms / addonIncr)}x (medians of ${INCREMENTAL_SAMPLES})\n` +
+        `nft -f ${fmt(nftIncr.ms)} ms (${fmt(nftIncrRange[0])}-${fmt(nftIncrRange[1])})   ratio ` +
+        `${fmt(nftIncr.ms / addonIncr)}x (medians of ${INCREMENTAL_SAMPLES})\n` +
         `  addon full:  ${breakdown(fullStats)}\n` +
         `  addon one:   ${breakdown(incrStats)}` +
-        (Number.isNaN(nftKernel) ? '' : `\n  nft -f full: the kernel's sendmsg took ${fmt(nftKernel)} ms of it (so at most ${fmt(nftFull.ms / nftKernel)}x is reachable)`),
+        (Number.isNaN(nftKernel)
+          ? ''
+          : `\n  nft -f full: the kernel's sendmsg took ${fmt(nftKernel)} ms of it (so at most ` +
+            `${fmt(nftFull.ms / nftKernel)}x is reachable)`),
     );
   }
 
@@ -206,5 +221,9 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 results.loadavg_1m_end = Number(loadavg()[0]!.toFixed(2));
-console.log(`load average at end: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+console.log(
+  `load average at end: ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+);
 console.log(JSON.stringify(results));

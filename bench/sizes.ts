@@ -30,5 +30,9 @@ export function parseSize(label: string): BenchSize {
 
 /** A comma-separated list of labels. */
 export function parseSizes(list: string): BenchSize[] {
-  return list.split(',').map((s) => s.trim()).filter(Boolean).map(parseSize);
+  return list
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map(parseSize);
 }

@@ -52,7 +52,13 @@ async function parent(): Promise<void> {
     const ip = `10.96.${(i >> 8) & 255}.${i & 255}`;
     api.create('services', {
       ...fixtures.service(ns, name, { spec: { clusterIP: ip, clusterIPs: [ip], selector: { app: name } } }, { app: name }),
-      metadata: { namespace: ns, name, labels: { app: name }, annotations: { 'example.com/owner': 'team-x' }, creationTimestamp: '2025-01-01T00:00:00Z' },
+      metadata: {
+        namespace: ns,
+        name,
+        labels: { app: name },
+        annotations: { 'example.com/owner': 'team-x' },
+        creationTimestamp: '2025-01-01T00:00:00Z',
+      },
     });
     const eps = [];
     for (let j = 0; j < ENDPOINTS_PER_SLICE; j++) {
@@ -65,7 +71,10 @@ async function parent(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-streams-'));
   const kc = join(dir, 'kubeconfig.json');
   api.writeKubeconfig(kc);
-  const child = fork(fileURLToPath(import.meta.url), ['--child', kc], { execArgv: ['--expose-gc', ...(process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_PROF] : [])], stdio: 'inherit' });
+  const child = fork(fileURLToPath(import.meta.url), ['--child', kc], {
+    execArgv: ['--expose-gc', ...(process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_PROF] : [])],
+    stdio: 'inherit',
+  });
   const result = await new Promise<Record<string, unknown>>((resolve, reject) => {
     child.on('message', (m: { phase: string; [k: string]: unknown }) => {
       if (m.phase === 'churn') {
@@ -105,7 +114,8 @@ const PATHS = ['/api/v1/services', '/apis/discovery.k8s.io/v1/endpointslices', '
 /** Resident size of each non-empty V8 heap space, MiB. */
 function heapSpaces(): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const sp of v8.getHeapSpaceStatistics()) if (sp.physical_space_size > 0) out[sp.space_name.replace(/_space$/, '')] = mib(sp.physical_space_size);
+  for (const sp of v8.getHeapSpaceStatistics())
+    if (sp.physical_space_size > 0) out[sp.space_name.replace(/_space$/, '')] = mib(sp.physical_space_size);
   return out;
 }
 
@@ -119,6 +129,11 @@ function settleGc(gc: () => void): void {
   gc();
 }
 
+// The phases share one heap on purpose: what each keeps alive (the first
+// stores, the fetched pages) and drops is what the next one's RSS and CPU
+// figures start from; split into functions, what stays reachable between
+// phases would shift and the figures with it, unmeasured here.
+// biome-ignore lint/complexity/noExcessiveLinesPerFunction: the measured phases share one heap; see above.
 async function child(kubeconfig: string): Promise<void> {
   const { pino } = await import('pino');
   const { createClusterStreams, makeInformers } = await import('../src/streams/cluster-streams.ts');
@@ -131,13 +146,26 @@ async function child(kubeconfig: string): Promise<void> {
   const listOverHttp = async (watchList = false) => {
     const c0 = process.cpuUsage();
     const t0 = performance.now();
-    const streams = await createClusterStreams({ source: 'apiserver', connection: await connect(kubeconfig), nodeName: 'node-a', logger, tuning: { ...tuning, watchList } });
+    const streams = await createClusterStreams({
+      source: 'apiserver',
+      connection: await connect(kubeconfig),
+      nodeName: 'node-a',
+      logger,
+      tuning: { ...tuning, watchList },
+    });
     await streams.whenSynced();
     return { streams, cpu: cpuMs(process.cpuUsage(c0)), wall: performance.now() - t0 };
   };
 
   // Warm-up on the node object only: loads undici, the kubeconfig path, pino.
-  const warm = await createClusterStreams({ source: 'apiserver', connection: await connect(kubeconfig), nodeName: 'node-a', serviceProxyName: 'nobody', logger, tuning });
+  const warm = await createClusterStreams({
+    source: 'apiserver',
+    connection: await connect(kubeconfig),
+    nodeName: 'node-a',
+    serviceProxyName: 'nobody',
+    logger,
+    tuning,
+  });
   await warm.whenSynced();
   await warm.stop();
 
@@ -148,7 +176,11 @@ async function child(kubeconfig: string): Promise<void> {
     for (const path of PATHS) {
       let cont = '';
       do {
-        const body = await fetchRaw(conn.baseUrl + path, { limit: PAGE, continue: cont, labelSelector: path.includes('nodes') ? '' : SELECTOR }, conn.dispatcher);
+        const body = await fetchRaw(
+          conn.baseUrl + path,
+          { limit: PAGE, continue: cont, labelSelector: path.includes('nodes') ? '' : SELECTOR },
+          conn.dispatcher,
+        );
         const page = JSON.parse(body.toString('utf8')) as { metadata: { continue?: string } };
         if (keep) pages.push({ path, body });
         cont = page.metadata.continue ?? '';
@@ -190,7 +222,8 @@ async function child(kubeconfig: string): Promise<void> {
   const storeHeap = mem.heapUsed - heap0;
   console.log(`V8 spaces resident (MiB) before the list ${JSON.stringify(spaces0)}, after ${JSON.stringify(heapSpaces())}`);
   console.log(
-    `list over HTTP (cold): ${streams.services.size} services, ${streams.endpointSlices.size} slices, ${endpoints} endpoints in ${coldWall.toFixed(0)} ms wall, ${coldCpu.toFixed(0)} ms CPU; ` +
+    `list over HTTP (cold): ${streams.services.size} services, ${streams.endpointSlices.size} slices, ${endpoints} ` +
+      `endpoints in ${coldWall.toFixed(0)} ms wall, ${coldCpu.toFixed(0)} ms CPU; ` +
       `stores RSS +${mib(storeRss)} MiB (heap +${mib(storeHeap)} MiB), process RSS ${mib(mem.rss)} MiB`,
   );
 
@@ -198,7 +231,9 @@ async function child(kubeconfig: string): Promise<void> {
   let events = 0;
   streams.endpointSlices$.subscribe(() => events++);
   const before = events;
-  const churned = new Promise<{ count: number; serverMs: number }>((resolve) => process.on('message', (m: { phase: string; count: number; serverMs: number }) => m.phase === 'churned' && resolve(m)));
+  const churned = new Promise<{ count: number; serverMs: number }>((resolve) =>
+    process.on('message', (m: { phase: string; count: number; serverMs: number }) => m.phase === 'churned' && resolve(m)),
+  );
   let c0 = process.cpuUsage();
   let t0 = performance.now();
   process.send!({ phase: 'churn' });
@@ -210,7 +245,8 @@ async function child(kubeconfig: string): Promise<void> {
   const got = events - before;
   const churnRss = process.memoryUsage().rss;
   console.log(
-    `churn: ${got}/${count} slice updates in ${churnWall.toFixed(0)} ms (${Math.round((got / churnWall) * 1000)} events/s, bounded by the server's rate); ` +
+    `churn: ${got}/${count} slice updates in ${churnWall.toFixed(0)} ms (${Math.round((got / churnWall) * 1000)} ` +
+      `events/s, bounded by the server's rate); ` +
       `${((churnCpu / got) * 1000).toFixed(1)} µs CPU per event; RSS ${mib(churnRss)} MiB`,
   );
   await streams.stop();
@@ -225,7 +261,8 @@ async function child(kubeconfig: string): Promise<void> {
     settleGc(gc);
     const c = process.cpuUsage();
     const { informers } = makeInformers(logger);
-    const sinkOf = (path: string) => (path.includes('services') ? informers.services : path.includes('nodes') ? informers.node : informers.endpointSlices);
+    const sinkOf = (path: string) =>
+      path.includes('services') ? informers.services : path.includes('nodes') ? informers.node : informers.endpointSlices;
     for (const inf of Object.values(informers)) inf.listStart();
     for (const p of pages) {
       const inf = sinkOf(p.path);
@@ -238,7 +275,8 @@ async function child(kubeconfig: string): Promise<void> {
   const parseCpu = median(parseRuns);
   const ingestCpu = median(ingestRuns);
   console.log(
-    `same ${mib(bytes)} MiB (${pages.length} pages of ${PAGE}) from memory, ${ROUNDS} rounds: JSON.parse ${parseCpu.toFixed(0)} ms CPU (median; ${parseRuns.map((x) => x.toFixed(0)).join('/')}), ` +
+    `same ${mib(bytes)} MiB (${pages.length} pages of ${PAGE}) from memory, ${ROUNDS} rounds: JSON.parse ` +
+      `${parseCpu.toFixed(0)} ms CPU (median; ${parseRuns.map((x) => x.toFixed(0)).join('/')}), ` +
       `ingest ${ingestCpu.toFixed(0)} ms (median; ${ingestRuns.map((x) => x.toFixed(0)).join('/')})`,
   );
   pages = [];
@@ -253,7 +291,10 @@ async function child(kubeconfig: string): Promise<void> {
   }
   const fetchParseCpu = median(fetchRuns);
   await conn.close();
-  console.log(`fetch over HTTP + JSON.parse, nothing kept: ${fetchParseCpu.toFixed(0)} ms CPU (median; ${fetchRuns.map((x) => x.toFixed(0)).join('/')})`);
+  console.log(
+    `fetch over HTTP + JSON.parse, nothing kept: ${fetchParseCpu.toFixed(0)} ms CPU (median; ` +
+      `${fetchRuns.map((x) => x.toFixed(0)).join('/')})`,
+  );
 
   // 4. the list over HTTP again, JIT warm.
   settleGc(gc);
@@ -301,7 +342,11 @@ async function child(kubeconfig: string): Promise<void> {
 
 async function fetchRaw(url: string, q: Record<string, string | number>, dispatcher: import('undici').Dispatcher): Promise<Buffer> {
   const { request } = await import('undici');
-  const qs = new URLSearchParams(Object.entries(q).filter(([, v]) => v !== '').map(([k, v]): [string, string] => [k, String(v)]));
+  const qs = new URLSearchParams(
+    Object.entries(q)
+      .filter(([, v]) => v !== '')
+      .map(([k, v]): [string, string] => [k, String(v)]),
+  );
   const res = await request(`${url}?${qs}`, { dispatcher });
   return Buffer.from(await res.body.arrayBuffer());
 }

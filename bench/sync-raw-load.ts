@@ -54,7 +54,13 @@ async function main(): Promise<void> {
   const gates = parseFeatureGates(options.featureGates);
   const base = heap();
 
-  const streams = await createClusterStreams({ source: 'apiserver', kubeConfig: options.kubeconfig, nodeName: NODE_NAME, serviceProxyName: options.serviceProxyName, logger });
+  const streams = await createClusterStreams({
+    source: 'apiserver',
+    kubeConfig: options.kubeconfig,
+    nodeName: NODE_NAME,
+    serviceProxyName: options.serviceProxyName,
+    logger,
+  });
   await streams.whenSynced();
   const afterStreams = heap();
 
@@ -69,9 +75,18 @@ async function main(): Promise<void> {
   const afterModel = heap();
 
   // The agent's flowtable probe answers "unsupported" on this kernel, so no offload objects.
-  const config = rulesetConfigFor(options, node, { wanted: gates.KubeProxyAcceleration && options.offloadPacketThreshold > 0, supported: false, devices: [] });
+  const config = rulesetConfigFor(options, node, {
+    wanted: gates.KubeProxyAcceleration && options.offloadPacketThreshold > 0,
+    supported: false,
+    devices: [],
+  });
   const dataplane = new NetlinkDataplane({ netns });
-  const reconciler = new Reconciler({ dataplane, config, now: Date.now, servicePorts: () => ({ ports: [...tracker.servicePorts()], changed: tracker.drain().changed }) });
+  const reconciler = new Reconciler({
+    dataplane,
+    config,
+    now: Date.now,
+    servicePorts: () => ({ ports: [...tracker.servicePorts()], changed: tracker.drain().changed }),
+  });
   let t0 = performance.now();
   let planned: ReturnType<Reconciler['plan']> | undefined = reconciler.plan({ kind: 'full', mode: 'replace' });
   const planMs = performance.now() - t0;
@@ -115,7 +130,13 @@ async function main(): Promise<void> {
     },
     externalAfterCommitMiB,
     rssMiB,
-    settled: { rss: settled.rss / MiB, heapTotal: settled.heapTotal / MiB, heapUsed: settled.heapUsed / MiB, external: settled.external / MiB, arrayBuffers: settled.arrayBuffers / MiB },
+    settled: {
+      rss: settled.rss / MiB,
+      heapTotal: settled.heapTotal / MiB,
+      heapUsed: settled.heapUsed / MiB,
+      external: settled.external / MiB,
+      arrayBuffers: settled.arrayBuffers / MiB,
+    },
   };
   // Keep the ruleset alive until here, so that the measurement above saw it held.
   if (desired.services.size < 0) console.log('unreachable');

@@ -60,8 +60,14 @@ const f = (x: number) => (x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : x.toF
 export function printStartup(s: StartupResult): void {
   const m = s.median;
   const phases = STARTUP_PHASES.map((p) => `${p} ${f(m.phasesMs[p])}`).join(' + ');
-  console.log(`start-up, ${STARTUP_SERVICES} services x ${STARTUP_ENDPOINTS} endpoints over TLS (median of ${s.runs.length}; load avg at start ${s.load.map((l) => l.toFixed(2)).join(' ')})`);
-  console.log(`  spawn → all rules ${f(m.totalMs)} ms = ${phases} ms (kernel ${f(m.kernelMs)} ms of the commit); runs ${s.runs.map((r) => f(r.totalMs)).join(', ')} ms`);
+  console.log(
+    `start-up, ${STARTUP_SERVICES} services x ${STARTUP_ENDPOINTS} endpoints over TLS (median of ${s.runs.length}; load ` +
+      `avg at start ${s.load.map((l) => l.toFixed(2)).join(' ')})`,
+  );
+  console.log(
+    `  spawn → all rules ${f(m.totalMs)} ms = ${phases} ms (kernel ${f(m.kernelMs)} ms of the commit); runs ` +
+      `${s.runs.map((r) => f(r.totalMs)).join(', ')} ms`,
+  );
 }
 
 function printCompare(r: SizeResult): void {
@@ -70,25 +76,50 @@ function printCompare(r: SizeResult): void {
   const { raw, nft } = r.compare;
   console.log(`  raw load (addon)  ${f(raw.commitMs)} ms (plan ${f(raw.planMs)} ms before it); ${f(raw.textBytes / MiB)} MiB of nft text`);
   console.log(`  nft -f            ${f(nft.ms)} ms, nft peak RSS ${f(nft.peakMiB)} MiB`);
-  console.log(`  ratios            cold/raw ${f(cold.coldMs / raw.commitMs)}  sync/raw ${f(cold.syncMs / raw.commitMs)}  nft-f/cold ${f(nft.ms / cold.coldMs)}  nft-f/raw ${f(nft.ms / raw.commitMs)}`);
+  console.log(
+    `  ratios            cold/raw ${f(cold.coldMs / raw.commitMs)}  sync/raw ${f(cold.syncMs / raw.commitMs)}  ` +
+      `nft-f/cold ${f(nft.ms / cold.coldMs)}  nft-f/raw ${f(nft.ms / raw.commitMs)}`,
+  );
   const h = raw.heapMiB;
   console.log(
-    `  heap kept (raw child, after GC): node+modules ${f(h.base)}  streams ${f(h.streams)}  model ${f(h.model)}  reconciler ${f(h.reconciler)} (+ ops ${f(h.reconcilerWithOps - h.reconciler)} while committing)  external after commit ${f(raw.externalAfterCommitMiB)}  child RSS ${f(raw.rssMiB)} MiB`,
+    `  heap kept (raw child, after GC): node+modules ${f(h.base)}  streams ${f(h.streams)}  model ${f(h.model)}  ` +
+      `reconciler ${f(h.reconciler)} (+ ops ${f(h.reconcilerWithOps - h.reconciler)} while committing)  ` +
+      `external after commit ${f(raw.externalAfterCommitMiB)}  child RSS ${f(raw.rssMiB)} MiB`,
   );
   const st = raw.settled;
-  console.log(`  raw child after commit + GC: RSS ${f(st.rss)}  heap ${f(st.heapUsed)}/${f(st.heapTotal)}  external ${f(st.external)} (array buffers ${f(st.arrayBuffers)}) MiB`);
+  console.log(
+    `  raw child after commit + GC: RSS ${f(st.rss)}  heap ${f(st.heapUsed)}/${f(st.heapTotal)}  external ` +
+      `${f(st.external)} (array buffers ${f(st.arrayBuffers)}) MiB`,
+  );
 }
 
 export function printSize(r: SizeResult, shape: string): void {
   const { cold, size } = r;
-  console.log(`${size.label}: ${size.services} services x ${size.endpoints} endpoints (endpoint shape ${shape}): ${cold.ops} ops (load avg at start ${r.load.map((l) => l.toFixed(2)).join(' ')})`);
-  console.log(`  agent cold sync   ${f(cold.coldMs)} ms = boot ${f(cold.bootMs)} + list/ready ${f(cold.listMs)} + sync ${f(cold.syncMs)} (+ ${f(cold.coldMs - cold.bootMs - cold.listMs - cold.syncMs)} rest)`);
+  console.log(
+    `${size.label}: ${size.services} services x ${size.endpoints} endpoints (endpoint shape ${shape}): ${cold.ops} ops ` +
+      `(load avg at start ${r.load.map((l) => l.toFixed(2)).join(' ')})`,
+  );
+  console.log(
+    `  agent cold sync   ${f(cold.coldMs)} ms = boot ${f(cold.bootMs)} + list/ready ${f(cold.listMs)} + sync ` +
+      `${f(cold.syncMs)} (+ ${f(cold.coldMs - cold.bootMs - cold.listMs - cold.syncMs)} rest)`,
+  );
   console.log(`  kernel's share    ${f(cold.kernelMs)} ms of the sync's commits: cold/kernel ${f(cold.coldMs / cold.kernelMs)}`);
   printCompare(r);
-  console.log(`  agent memory      VmRSS ${f(cold.rss)} MiB after cold sync, ${f(cold.rssSettled)} MiB 3 s later, ${f(cold.rssAfterChanges ?? NaN)} MiB right after the changes, ${f(cold.rssSteady ?? NaN)} MiB quiet again, VmHWM ${f(cold.hwm)} MiB`);
-  console.log(`  agent RSS by map   malloc main arena ${f(cold.smaps.brkHeap)}  anonymous (V8 heap, large/thread mallocs) ${f(cold.smaps.anonymous)}  files ${f(cold.smaps.files)} MiB (3 s after cold sync)`);
+  console.log(
+    `  agent memory      VmRSS ${f(cold.rss)} MiB after cold sync, ${f(cold.rssSettled)} MiB 3 s later, ` +
+      `${f(cold.rssAfterChanges ?? NaN)} MiB right after the changes, ${f(cold.rssSteady ?? NaN)} MiB ` +
+      `quiet again, VmHWM ${f(cold.hwm)} MiB`,
+  );
+  console.log(
+    `  agent RSS by map   malloc main arena ${f(cold.smaps.brkHeap)}  anonymous (V8 heap, large/thread mallocs) ` +
+      `${f(cold.smaps.anonymous)}  files ${f(cold.smaps.files)} MiB (3 s after cold sync)`,
+  );
   const a = cold.atSync;
-  if (a) console.log(`  agent at cold sync RSS ${a.rss}  V8 heap used ${a.heapUsed} of ${a.heapTotal}  external ${a.external} (array buffers ${a.arrayBuffers}) MiB`);
+  if (a)
+    console.log(
+      `  agent at cold sync RSS ${a.rss}  V8 heap used ${a.heapUsed} of ${a.heapTotal}  external ${a.external} (array ` +
+        `buffers ${a.arrayBuffers}) MiB`,
+    );
   for (const kind of ['idle', 'busy'] as const) {
     const xs = r.changes?.filter((c) => c.kind === kind) ?? [];
     if (xs.length === 0) continue;
@@ -96,7 +127,9 @@ export function printSize(r: SizeResult, shape: string): void {
     const exc = xs.map((c) => c.excessMs);
     const sync = xs.map((c) => c.syncMs);
     console.log(
-      `  one change (${kind}, ${xs.length}): event→kernel median ${f(median(lat))} max ${f(Math.max(...lat))} ms; beyond the allowed wait median ${f(median(exc))} max ${f(Math.max(...exc))} ms; sync itself median ${f(median(sync))} max ${f(Math.max(...sync))} ms (${xs[0]!.ops} ops)`,
+      `  one change (${kind}, ${xs.length}): event→kernel median ${f(median(lat))} max ${f(Math.max(...lat))} ms; beyond ` +
+        `the allowed wait median ${f(median(exc))} max ${f(Math.max(...exc))} ms; sync itself median ` +
+        `${f(median(sync))} max ${f(Math.max(...sync))} ms (${xs[0]!.ops} ops)`,
     );
   }
 }
@@ -133,7 +166,12 @@ function sizeKeys(summary: Record<string, number | string>, r: SizeResult, minSy
 }
 
 /** The last-line JSON. */
-export function summarize(shape: string, startup: StartupResult | undefined, results: readonly SizeResult[], minSyncMs: number): Record<string, number | string> {
+export function summarize(
+  shape: string,
+  startup: StartupResult | undefined,
+  results: readonly SizeResult[],
+  minSyncMs: number,
+): Record<string, number | string> {
   const summary: Record<string, number | string> = { endpoint_shape: shape };
   if (startup) {
     const m = startup.median;
@@ -146,7 +184,9 @@ export function summarize(shape: string, startup: StartupResult | undefined, res
     sizeKeys(summary, r, minSyncMs);
     summary[`loadavg_1m_${r.size.label}`] = r2(r.load[0]!);
   }
-  summary.note = 'idle runner syncs at once (min period counts from the previous sync start): one_change_*_ms_over_min_sync is negative by design; busy_beyond_min_sync is what a change costs past the period';
+  summary.note =
+    'idle runner syncs at once (min period counts from the previous sync start): one_change_*_ms_over_min_sync is ' +
+    'negative by design; busy_beyond_min_sync is what a change costs past the period';
   summary.loadavg_1m_end = r2(loadavg()[0]!);
   return summary;
 }

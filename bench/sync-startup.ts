@@ -50,9 +50,15 @@ async function oneRun(api: FakeApiServer, kubeconfig: string, shape: EndpointSha
     const agent = new AgentChild([`--kubeconfig=${kubeconfig}`, `--netns=${ns.path}`, ...agentFlags('1s', shape)]);
     try {
       const start = await agent.waitFor(0, (r) => r.msg === 'starting kube-nft-proxy', 60_000, 'agent start');
-      const ready = await agent.waitFor(start.index, (r) => r.msg === 'cluster state synced; programming the initial ruleset', 60_000, 'list');
+      const ready = await agent.waitFor(
+        start.index,
+        (r) => r.msg === 'cluster state synced; programming the initial ruleset',
+        60_000,
+        'list',
+      );
       const synced = await agent.waitFor(ready.index, (r) => r.msg === 'synced nftables rules', 60_000, 'first sync');
-      if (synced.record.servicePorts !== STARTUP_SERVICES) throw new Error(`start-up sync programmed ${String(synced.record.servicePorts)} service ports`);
+      if (synced.record.servicePorts !== STARTUP_SERVICES)
+        throw new Error(`start-up sync programmed ${String(synced.record.servicePorts)} service ports`);
       const requested = api.requests[firstRequest]?.at;
       if (agent.bootedAt === undefined || requested === undefined) throw new Error('start-up: no boot mark or no API request seen');
       return {
@@ -88,7 +94,11 @@ export async function measureStartup(dir: string, shape: EndpointShape, runs: nu
     for (let i = 0; i < runs; i++) all.push(await oneRun(api, kubeconfig, shape));
     const phasesMs = {} as Record<StartupPhase, number>;
     for (const p of STARTUP_PHASES) phasesMs[p] = median(all.map((r) => r.phasesMs[p]));
-    return { runs: all, median: { totalMs: median(all.map((r) => r.totalMs)), phasesMs, kernelMs: median(all.map((r) => r.kernelMs)) }, load };
+    return {
+      runs: all,
+      median: { totalMs: median(all.map((r) => r.totalMs)), phasesMs, kernelMs: median(all.map((r) => r.kernelMs)) },
+      load,
+    };
   } finally {
     await api.close();
   }

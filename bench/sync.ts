@@ -59,8 +59,10 @@ const SIZES = parseSizes(argValue('sizes') ?? process.env.BENCH_SIZES ?? '1k,10k
 /** Above this many endpoints the raw load and nft -f are left out (nft -f alone would need GiBs and minutes). */
 const COMPARE_MAX_ENDPOINTS = Number(process.env.BENCH_COMPARE_MAX_ENDPOINTS ?? 300_000);
 const STARTUP_RUNS = Number(process.env.BENCH_STARTUP_RUNS ?? 5);
-const ENDPOINT_SHAPE = (process.argv.find((a) => a.startsWith('--endpoint-shape='))?.slice('--endpoint-shape='.length) ?? 'map') as EndpointShape;
-if (!ENDPOINT_SHAPES.includes(ENDPOINT_SHAPE)) throw new Error(`--endpoint-shape=${ENDPOINT_SHAPE}: expected ${ENDPOINT_SHAPES.join(' or ')}`);
+const ENDPOINT_SHAPE = (process.argv.find((a) => a.startsWith('--endpoint-shape='))?.slice('--endpoint-shape='.length) ??
+  'map') as EndpointShape;
+if (!ENDPOINT_SHAPES.includes(ENDPOINT_SHAPE))
+  throw new Error(`--endpoint-shape=${ENDPOINT_SHAPE}: expected ${ENDPOINT_SHAPES.join(' or ')}`);
 const dir = mkdtempSync(join(tmpdir(), 'knp-bench-sync-'));
 // `npm run build`, what prepack and the image's build run: the agent is timed and weighed as shipped.
 buildDist();
@@ -78,7 +80,8 @@ async function coldSync(agent: AgentChild, spawnedAt: number, size: BenchSize): 
   const settled = agent.memory();
   const smaps = agent.smaps();
   const s = synced.record;
-  if (s.servicePorts !== size.services) throw new Error(`cold sync programmed ${String(s.servicePorts)} service ports, want ${size.services}`);
+  if (s.servicePorts !== size.services)
+    throw new Error(`cold sync programmed ${String(s.servicePorts)} service ports, want ${size.services}`);
   return {
     coldMs: s.time - spawnedAt,
     bootMs: start.record.time - spawnedAt,
@@ -123,7 +126,12 @@ async function changeLatency(api: FakeApiServer, agent: AgentChild, ns: NetNs, s
     // four operations (its map element and its hairpin element, each deleted and
     // added; with per-endpoint chains, a chain rewrite of > 10). A stale-chain follow-up (1 or 2 chain deletions, per-endpoint
     // chains only) due at the same moment may carry it too.
-    const { record, index } = await agent.waitFor(from, (r) => isSync(r) && (r.ops as number) > 2 && r.time >= writtenAt, 30_000, 'change sync');
+    const { record, index } = await agent.waitFor(
+      from,
+      (r) => isSync(r) && (r.ops as number) > 2 && r.time >= writtenAt,
+      30_000,
+      'change sync',
+    );
     // The runner may start a sync min-sync-period after the previous one started, not before.
     let prevStart = Number.NEGATIVE_INFINITY;
     for (let k = index - 1; k >= 0; k--) {
@@ -134,7 +142,13 @@ async function changeLatency(api: FakeApiServer, agent: AgentChild, ns: NetNs, s
       }
     }
     const allowedAt = Math.max(writtenAt, prevStart + MIN_SYNC_MS);
-    samples.push({ kind: busy ? 'busy' : 'idle', latencyMs: record.time - writtenAt, excessMs: record.time - allowedAt, syncMs: record.durationMs as number, ops: record.ops as number });
+    samples.push({
+      kind: busy ? 'busy' : 'idle',
+      latencyMs: record.time - writtenAt,
+      excessMs: record.time - allowedAt,
+      syncMs: record.durationMs as number,
+      ops: record.ops as number,
+    });
   }
   // The last change is in the kernel: its service chain sends traffic to the moved
   // pod, through an endpoint chain or through the service's endpoints map.
@@ -146,7 +160,8 @@ async function changeLatency(api: FakeApiServer, agent: AgentChild, ns: NetNs, s
     const [mod, offset] = [Number(shared![1]), Number(shared![2] ?? 0)];
     const map = ns.exec('nft', ['list', 'map', 'ip', 'kube-nft-proxy', shared![3]!], { timeoutMs: 120_000 });
     const escaped = last.ip.replaceAll('.', '\\.');
-    for (const m of map.matchAll(new RegExp(`(\\d+) : ${escaped} \\. 8080\\b`, 'g'))) if (Number(m[1]) >= offset && Number(m[1]) < offset + mod) return true;
+    for (const m of map.matchAll(new RegExp(`(\\d+) : ${escaped} \\. 8080\\b`, 'g')))
+      if (Number(m[1]) >= offset && Number(m[1]) < offset + mod) return true;
     return false;
   };
   const routed = shared
@@ -161,7 +176,11 @@ async function changeLatency(api: FakeApiServer, agent: AgentChild, ns: NetNs, s
 function rawLoad(kubeconfig: string, textFile: string, size: BenchSize): Promise<RawLoadResult> {
   const ns = createNetns('knp-bench-raw');
   const timeoutMs = 120_000 + size.services * size.endpoints * 2;
-  const child = fork(RAW, [kubeconfig, ns.path, textFile, `${MIN_SYNC_MS}ms`, ENDPOINT_SHAPE], { timeout: timeoutMs, execArgv: ['--expose-gc'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(RAW, [kubeconfig, ns.path, textFile, `${MIN_SYNC_MS}ms`, ENDPOINT_SHAPE], {
+    timeout: timeoutMs,
+    execArgv: ['--expose-gc'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   return new Promise<RawLoadResult>((resolve, reject) => {
     let result: RawLoadResult | undefined;
     child.on('message', (m) => (result = m as RawLoadResult));
@@ -192,7 +211,10 @@ async function runSize(size: BenchSize): Promise<SizeResult> {
     let changes: ChangeSample[] | undefined;
     try {
       const spawnedAt = Date.now();
-      const agent = new AgentChild([`--kubeconfig=${kubeconfig}`, `--netns=${ns.path}`, ...agentFlags(`${MIN_SYNC_MS}ms`, ENDPOINT_SHAPE)], AGENT_NODE_FLAGS);
+      const agent = new AgentChild(
+        [`--kubeconfig=${kubeconfig}`, `--netns=${ns.path}`, ...agentFlags(`${MIN_SYNC_MS}ms`, ENDPOINT_SHAPE)],
+        AGENT_NODE_FLAGS,
+      );
       try {
         cold = await coldSync(agent, spawnedAt, size);
         if (LATENCY_AT.has(size.label)) changes = await changeLatency(api, agent, ns, size);
@@ -209,7 +231,8 @@ async function runSize(size: BenchSize): Promise<SizeResult> {
     }
     if (size.services * size.endpoints > COMPARE_MAX_ENDPOINTS) return { size, cold, ...(changes ? { changes } : {}), load };
     const raw = await rawLoad(kubeconfig, textFile, size);
-    if (raw.ops !== cold.ops) throw new Error(`raw load has ${raw.ops} operations, the agent's cold sync ${cold.ops}: not the same ruleset`);
+    if (raw.ops !== cold.ops)
+      throw new Error(`raw load has ${raw.ops} operations, the agent's cold sync ${cold.ops}: not the same ruleset`);
     const nft = nftLoad(textFile);
     return { size, cold, ...(changes ? { changes } : {}), compare: { raw, nft }, load };
   } finally {

@@ -13,8 +13,13 @@ const NEED = [22, 19];
 const have = process.versions.node.split('.').map(Number);
 if (have[0] < NEED[0] || (have[0] === NEED[0] && have[1] < NEED[1])) {
   process.stderr.write(
-    'kube-nft-proxy: needs Node.js ' + NEED.join('.') + ' or newer (Node 24 LTS recommended); this is Node ' +
-      process.versions.node + ' at ' + process.execPath + '.\n' +
+    'kube-nft-proxy: needs Node.js ' +
+      NEED.join('.') +
+      ' or newer (Node 24 LTS recommended); this is Node ' +
+      process.versions.node +
+      ' at ' +
+      process.execPath +
+      '.\n' +
       'Install Node 24 (https://nodejs.org, or from the npm registry: npx -y node@24 ...), or in a source checkout run `npm ci`: ' +
       'its npm scripts run on the Node 24 it installs.\n',
   );
@@ -33,7 +38,7 @@ if (entry === undefined) {
   process.stderr.write('kube-nft-proxy: dist/ is missing; run `npm run build` first\n');
   process.exit(1);
 }
-import(entry.href).catch(function (e) {
+import(entry.href).catch((e) => {
   console.error(e);
   process.exit(1);
 });

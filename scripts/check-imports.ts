@@ -1,19 +1,30 @@
 // Checks the shape of src/: no import cycles (type-only imports included: a
 // cycle of types is a cycle of layers all the same), and no source file past
-// the line limit. Prints every cycle and every long file; exits 1 if any.
+// the line limit; and, over every source folder, no line past the formatter's
+// width (the formatter cannot break a long string or comment, so it is
+// checked here). Prints every finding; exits 1 if any.
 //
-//   node scripts/check-imports.ts [--max-lines 450]
+//   node scripts/check-imports.ts [--max-lines 450] [--max-width 140]
 
-import { readFileSync } from 'node:fs';
+import { type Dirent, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
 import { packageRoot } from '../src/package-root.ts';
 
 const maxLinesFlag = process.argv.indexOf('--max-lines');
 const MAX_LINES = maxLinesFlag > 0 ? Number(process.argv[maxLinesFlag + 1]) : 450;
+const maxWidthFlag = process.argv.indexOf('--max-width');
+// The formatter's lineWidth in biome.jsonc.
+const MAX_WIDTH = maxWidthFlag > 0 ? Number(process.argv[maxWidthFlag + 1]) : 140;
+const WIDTH_DIRS = ['src', 'test', 'bench', 'scripts', 'bin', 'examples'];
+const WIDTH_EXT = /\.(ts|js|mjs)$/;
 
 const configPath = path.join(packageRoot, 'tsconfig.json');
-const parsed = ts.getParsedCommandLineOfConfigFile(configPath, {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: (d) => console.error(d.messageText) });
+const parsed = ts.getParsedCommandLineOfConfigFile(
+  configPath,
+  {},
+  { ...ts.sys, onUnRecoverableConfigFileDiagnostic: (d) => console.error(d.messageText) },
+);
 if (!parsed) process.exit(2);
 const srcDir = path.join(packageRoot, 'src') + path.sep;
 const files = parsed.fileNames.filter((f) => f.startsWith(srcDir));
@@ -23,15 +34,22 @@ function importsOf(file: string): string[] {
   const sf = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
   const specs: string[] = [];
   const visit = (n: ts.Node): void => {
-    if ((ts.isImportDeclaration(n) || ts.isExportDeclaration(n)) && n.moduleSpecifier && ts.isStringLiteral(n.moduleSpecifier)) specs.push(n.moduleSpecifier.text);
-    else if (ts.isCallExpression(n) && n.expression.kind === ts.SyntaxKind.ImportKeyword && n.arguments[0] && ts.isStringLiteral(n.arguments[0])) specs.push(n.arguments[0].text);
+    if ((ts.isImportDeclaration(n) || ts.isExportDeclaration(n)) && n.moduleSpecifier && ts.isStringLiteral(n.moduleSpecifier))
+      specs.push(n.moduleSpecifier.text);
+    else if (
+      ts.isCallExpression(n) &&
+      n.expression.kind === ts.SyntaxKind.ImportKeyword &&
+      n.arguments[0] &&
+      ts.isStringLiteral(n.arguments[0])
+    )
+      specs.push(n.arguments[0].text);
     ts.forEachChild(n, visit);
   };
   visit(sf);
   const out: string[] = [];
   for (const spec of specs) {
     const r = ts.resolveModuleName(spec, file, parsed!.options, ts.sys).resolvedModule;
-    if (r && r.resolvedFileName.startsWith(srcDir) && !r.isExternalLibraryImport) out.push(r.resolvedFileName);
+    if (r?.resolvedFileName.startsWith(srcDir) && !r.isExternalLibraryImport) out.push(r.resolvedFileName);
   }
   return out;
 }
@@ -85,5 +103,38 @@ for (const f of files) {
 }
 for (const [f, n] of long) console.log(`over ${MAX_LINES} lines: ${f} (${n})`);
 
-console.log(`${files.length} modules, ${[...graph.values()].reduce((n, l) => n + l.length, 0)} imports: ${cycles.length} cycles, ${long.length} files over ${MAX_LINES} lines`);
-process.exit(cycles.length > 0 || long.length > 0 ? 1 : 0);
+/** Every .ts/.js/.mjs file under dir, recursively (node_modules and build output skipped). */
+function sourcesUnder(dir: string): string[] {
+  let entries: Dirent[];
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  for (const e of entries) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory() && e.name !== 'node_modules' && e.name !== 'build') out.push(...sourcesUnder(p));
+    else if (e.isFile() && WIDTH_EXT.test(e.name)) out.push(p);
+  }
+  return out;
+}
+
+// Width in characters (code points), as the formatter counts them.
+let wide = 0;
+for (const f of WIDTH_DIRS.flatMap((d) => sourcesUnder(path.join(packageRoot, d))).sort()) {
+  readFileSync(f, 'utf8')
+    .split('\n')
+    .forEach((line, i) => {
+      const width = [...line].length;
+      if (width <= MAX_WIDTH) return;
+      console.log(`over ${MAX_WIDTH} characters: ${rel(f)}:${i + 1} (${width})`);
+      wide++;
+    });
+}
+
+const modules = `${files.length} modules, ${[...graph.values()].reduce((n, l) => n + l.length, 0)} imports`;
+console.log(
+  `${modules}: ${cycles.length} cycles, ${long.length} files over ${MAX_LINES} lines, ${wide} lines over ${MAX_WIDTH} characters`,
+);
+process.exit(cycles.length > 0 || long.length > 0 || wide > 0 ? 1 : 0);

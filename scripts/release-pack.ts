@@ -30,7 +30,8 @@ for (const f of readdirSync(out)) if (f.endsWith('.tgz')) rmSync(join(out, f));
 rmSync(stage, { recursive: true, force: true });
 mkdirSync(stage);
 
-const run = (cmd: string, args: string[], cwd = root) => execFileSync(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
+const run = (cmd: string, args: string[], cwd = root) =>
+  execFileSync(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
 for (const arch of wanted) {
   run('bash', ['scripts/build-platform-package.sh', arch]);
   run('npm', ['pack', '--silent', '--pack-destination', out, join(out, 'platform', `linux-${arch}-gnu`)]);
@@ -44,10 +45,12 @@ rmSync(join(stage, packed));
 const manifestPath = join(stage, 'package', 'package.json');
 const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as Record<string, unknown>;
 manifest.optionalDependencies = Object.fromEntries(PLATFORMS.map((a) => [`@kube-nft-proxy/linux-${a}-gnu`, version]));
-writeFileSync(manifestPath, JSON.stringify(manifest, null, 2) + '\n');
+writeFileSync(manifestPath, `${JSON.stringify(manifest, null, 2)}\n`);
 run('npm', ['pack', '--silent', '--ignore-scripts', '--pack-destination', out, join(stage, 'package')]);
 rmSync(stage, { recursive: true, force: true });
 
-for (const f of readdirSync(out).filter((f) => f.endsWith('.tgz')).sort()) {
+for (const f of readdirSync(out)
+  .filter((f) => f.endsWith('.tgz'))
+  .sort()) {
   console.log(`${f}\t${(statSync(join(out, f)).size / 1024).toFixed(0)} KiB`);
 }

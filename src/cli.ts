@@ -22,12 +22,16 @@ async function cleanup(options: AgentOptions, logger: Logger): Promise<void> {
   const dataplane = new NetlinkDataplane({ netns: netnsPath(options.netns) });
   // Only tables bearing our mark; absent ones are fine, so cleanup is idempotent.
   const { removed, foreign } = await removeOurTables(dataplane, options.table);
-  for (const f of foreign) logger.warn({ table: options.table, family: f.family, comment: f.comment }, 'left a table of this name alone: it was not created by kube-nft-proxy');
+  for (const f of foreign)
+    logger.warn(
+      { table: options.table, family: f.family, comment: f.comment },
+      'left a table of this name alone: it was not created by kube-nft-proxy',
+    );
   logger.info({ table: options.table, families: removed }, 'removed our nftables tables');
 }
 
 async function main(argv: string[]): Promise<number> {
-  let command;
+  let command: ReturnType<typeof parseCommandLine>;
   try {
     command = parseCommandLine(argv);
   } catch (e) {
@@ -55,7 +59,11 @@ async function main(argv: string[]): Promise<number> {
   // In a dry run stdout carries the ruleset; logs go to stderr.
   const logger = createLogger(options.logLevel, options.dryRun ? process.stderr : process.stdout, command.logFormat);
   if (command.ignoredFlags.length > 0) {
-    logger.warn({ flags: command.ignoredFlags, config: command.configFile }, 'these flags are ignored: --config wins over them (as in kube-proxy; only the logging flags and --hostname-override win over the file)');
+    logger.warn(
+      { flags: command.ignoredFlags, config: command.configFile },
+      'these flags are ignored: --config wins over them (as in kube-proxy; only the logging flags and ' +
+        '--hostname-override win over the file)',
+    );
   }
   if (command.command === 'cleanup') {
     await cleanup(options, logger);
@@ -83,8 +91,12 @@ async function main(argv: string[]): Promise<number> {
     process.once('SIGINT', () => resolve(0));
   });
   const addon = loadNative();
-  const started = startAgent(options, { logger, dataplane: new NetlinkDataplane({ netns: netnsPath(options.netns), addon }), conntrack: addon });
-  let agent;
+  const started = startAgent(options, {
+    logger,
+    dataplane: new NetlinkDataplane({ netns: netnsPath(options.netns), addon }),
+    conntrack: addon,
+  });
+  let agent: Awaited<typeof started>;
   try {
     const early = await Promise.race([started.then(() => undefined), configChanged]);
     if (early !== undefined) return early;
@@ -119,7 +131,8 @@ async function applyNodeSettings(command: RunCommand, logger: Logger): Promise<v
     if (hash.failed) failed.push(hash.failed);
   }
   if (changed.length > 0) logger.info({ sysctls: changed }, 'set conntrack sysctls');
-  if (failed.length > 0) logger.warn({ failed }, 'this node does not let us set these conntrack sysctls (read-only /proc/sys?); the kernel keeps its values');
+  if (failed.length > 0)
+    logger.warn({ failed }, 'this node does not let us set these conntrack sysctls (read-only /proc/sys?); the kernel keeps its values');
 }
 
 main(process.argv.slice(2)).then(

@@ -36,7 +36,15 @@ export type * from './k8s/types.ts';
 export * from './model/index.ts';
 
 // The reconciler
-export { Reconciler, SyncError, type ModelRead, type RejectedServicePort, type ReconcilerOptions, type SyncReport, type SyncRequest } from './reconciler/reconciler.ts';
+export {
+  Reconciler,
+  SyncError,
+  type ModelRead,
+  type RejectedServicePort,
+  type ReconcilerOptions,
+  type SyncReport,
+  type SyncRequest,
+} from './reconciler/reconciler.ts';
 export { syncRunner, type SyncResult } from './reconciler/sync-runner.ts';
 export { renderRuleset, type Ruleset } from './reconciler/ruleset.ts';
 export { defaultRulesetConfig, type RulesetConfig, type FamilyConfig } from './reconciler/config.ts';

@@ -7,7 +7,8 @@ import { sweepOrphanNetns } from './helpers/netns-sweep.ts';
 function sweep(when: string): void {
   if (process.getuid?.() !== 0) return;
   const swept = sweepOrphanNetns();
-  if (swept.length > 0) console.warn(`${when}: deleted ${swept.length} network namespace(s) left by test processes that died: ${swept.join(', ')}`);
+  if (swept.length > 0)
+    console.warn(`${when}: deleted ${swept.length} network namespace(s) left by test processes that died: ${swept.join(', ')}`);
 }
 
 export function setup(): void {

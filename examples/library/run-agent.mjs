@@ -17,11 +17,16 @@ if (!netns) {
 }
 const manifests = process.argv[3] ?? join(dirname(fileURLToPath(import.meta.url)), '..');
 const { options } = parseCommandLine([
-  '--manifests', manifests,
-  '--netns', netns,
-  '--hostname-override', 'node-a',
-  '--cluster-cidr', '10.244.0.0/16',
-  '--min-sync-period', '0',
+  '--manifests',
+  manifests,
+  '--netns',
+  netns,
+  '--hostname-override',
+  'node-a',
+  '--cluster-cidr',
+  '10.244.0.0/16',
+  '--min-sync-period',
+  '0',
 ]);
 const logger = createLogger('info', process.stderr);
 

@@ -17,11 +17,16 @@ const tx = new Transaction()
   .add({ kind: 'table', family: 'inet', name: 'example', comment: 'made by examples/library/transaction.mjs' })
   .add({ kind: 'set', ...base, name: 'blocked', keyType: ['ipv4_addr'] })
   .add({ kind: 'chain', ...base, name: 'input', base: { type: 'filter', hook: 'input', priority: 0, policy: 'accept' } })
-  .add({ kind: 'rule', ...base, chain: 'input', exprs: [
-    { kind: 'lookup', keys: [{ kind: 'payload', field: 'ip saddr' }], set: 'blocked' },
-    { kind: 'counter' },
-    { kind: 'verdict', verdict: 'drop' },
-  ] })
+  .add({
+    kind: 'rule',
+    ...base,
+    chain: 'input',
+    exprs: [
+      { kind: 'lookup', keys: [{ kind: 'payload', field: 'ip saddr' }], set: 'blocked' },
+      { kind: 'counter' },
+      { kind: 'verdict', verdict: 'drop' },
+    ],
+  })
   .add({ kind: 'element', ...base, set: 'blocked', key: ['192.0.2.1'] })
   .add({ kind: 'element', ...base, set: 'blocked', key: ['198.51.100.7'] });
 

@@ -130,12 +130,20 @@ export class ConntrackCleaner {
       let result: NativeConntrackCleanResult | undefined;
       try {
         result = await this.#o.native.conntrackClean(
-          { family: FAMILY_NUMBER[family], full: kind === 'full' || list.length > FILTERED_DUMPS_MAX, batchSize: this.#batchSize, targets: list.map(nativeTarget) },
+          {
+            family: FAMILY_NUMBER[family],
+            full: kind === 'full' || list.length > FILTERED_DUMPS_MAX,
+            batchSize: this.#batchSize,
+            targets: list.map(nativeTarget),
+          },
           this.#o.netns !== undefined ? { netns: this.#o.netns } : {},
         );
       } catch (err) {
         this.#o.metrics.conntrackCleanupFailures.inc({ kind });
-        this.#o.logger.error({ err, family, kind }, 'conntrack cleanup failed; stale UDP/SCTP entries stay until they time out or the next full resync');
+        this.#o.logger.error(
+          { err, family, kind },
+          'conntrack cleanup failed; stale UDP/SCTP entries stay until they time out or the next full resync',
+        );
         continue;
       }
       report.scanned += result.scanned;

@@ -78,11 +78,12 @@ export async function dryRun(options: AgentOptions, logger: Logger, deps: DryRun
   } finally {
     await agent.stop();
   }
-  if (!result.ok) throw new DryRunError(`the first sync failed: ${(result.error as Error)?.message ?? String(result.error)}`, { cause: result.error });
+  if (!result.ok)
+    throw new DryRunError(`the first sync failed: ${(result.error as Error)?.message ?? String(result.error)}`, { cause: result.error });
   const offload = agent.offload.wanted && agent.offload.supported;
   const header = [
     `# kube-nft-proxy --dry-run for node ${agent.nodeName}: ${result.report?.servicePorts ?? 0} service ports`,
     offload ? '# flowtable support assumed, not probed (a dry run touches no kernel)' : '# flowtable offload off',
   ];
-  return header.join('\n') + '\n' + renderKernelText(kernel);
+  return `${header.join('\n')}\n${renderKernelText(kernel)}`;
 }

@@ -52,7 +52,9 @@ function microTime(ms: number): string {
 
 function truncateBytes(text: string, max: number): string {
   if (Buffer.byteLength(text) <= max) return text;
-  let out = Buffer.from(text).subarray(0, max - 3).toString('utf8');
+  let out = Buffer.from(text)
+    .subarray(0, max - 3)
+    .toString('utf8');
   // A cut multibyte character decodes as U+FFFD: drop it.
   out = out.replace(/\uFFFD$/, '');
   return `${out}...`;
@@ -90,8 +92,14 @@ export class EventRecorder {
     const objectKey = `${regarding.kind}/${regarding.namespace ?? ''}/${regarding.name}`;
     const key = `${objectKey}\u0000${type}\u0000${reason}\u0000${action}\u0000${note}`;
     const last = this.#lastSent.get(key);
-    if (last !== undefined && now - last < this.#o.dedupeWindowMs) return this.#outcome(type, 'deduplicated');
-    if (!this.#take(objectKey, now) || this.#queue.length >= this.#o.maxQueue) return this.#outcome(type, 'rate_limited');
+    if (last !== undefined && now - last < this.#o.dedupeWindowMs) {
+      this.#outcome(type, 'deduplicated');
+      return;
+    }
+    if (!this.#take(objectKey, now) || this.#queue.length >= this.#o.maxQueue) {
+      this.#outcome(type, 'rate_limited');
+      return;
+    }
     this.#lastSent.set(key, now);
     this.#forgetOld(now);
     if (this.#o.post === undefined) {

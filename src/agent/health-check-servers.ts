@@ -19,7 +19,14 @@ import type { Server, ServerResponse } from 'node:http';
 import type { IPFamily } from '../k8s/types.ts';
 import type { HealthCheckService } from '../model/local-endpoints.ts';
 import type { Logger } from '../observability/logger.ts';
-import { closeServer, type ConnectionBudget, createLimitedServer, DEFAULT_HTTP_LIMITS, type HttpLimits, listen } from '../observability/limited-http.ts';
+import {
+  closeServer,
+  type ConnectionBudget,
+  createLimitedServer,
+  DEFAULT_HTTP_LIMITS,
+  type HttpLimits,
+  listen,
+} from '../observability/limited-http.ts';
 
 /** Where every health-check port listens: an address, or every address ('::' or '0.0.0.0'). */
 export interface ListenAddress {
@@ -158,8 +165,10 @@ export class HealthCheckServers {
       }
       return false;
     }
-    if (this.#failing.delete(key)) this.#o.logger.info({ service: key, port: service.port }, 'health-check node port open after earlier failures');
-    else this.#o.logger.info({ service: key, port: service.port, addresses: addresses.map((a) => a.host) }, 'opening health-check node port');
+    if (this.#failing.delete(key))
+      this.#o.logger.info({ service: key, port: service.port }, 'health-check node port open after earlier failures');
+    else
+      this.#o.logger.info({ service: key, port: service.port, addresses: addresses.map((a) => a.host) }, 'opening health-check node port');
     this.#open.set(key, inst);
     return true;
   }

@@ -26,8 +26,10 @@ export function conntrackSysctls(c: ConntrackSettings, cpus: number): Sysctl[] {
   const out: Sysctl[] = [];
   if (c.maxPerCore > 0) out.push({ path: 'net/netfilter/nf_conntrack_max', value: Math.max(c.maxPerCore * cpus, c.min) });
   const seconds = (ms: number) => Math.floor(ms / 1000);
-  if (c.tcpEstablishedTimeout > 0) out.push({ path: 'net/netfilter/nf_conntrack_tcp_timeout_established', value: seconds(c.tcpEstablishedTimeout) });
-  if (c.tcpCloseWaitTimeout > 0) out.push({ path: 'net/netfilter/nf_conntrack_tcp_timeout_close_wait', value: seconds(c.tcpCloseWaitTimeout) });
+  if (c.tcpEstablishedTimeout > 0)
+    out.push({ path: 'net/netfilter/nf_conntrack_tcp_timeout_established', value: seconds(c.tcpEstablishedTimeout) });
+  if (c.tcpCloseWaitTimeout > 0)
+    out.push({ path: 'net/netfilter/nf_conntrack_tcp_timeout_close_wait', value: seconds(c.tcpCloseWaitTimeout) });
   if (c.tcpBeLiberal) out.push({ path: 'net/netfilter/nf_conntrack_tcp_be_liberal', value: 1 });
   if (c.udpTimeout > 0) out.push({ path: 'net/netfilter/nf_conntrack_udp_timeout', value: seconds(c.udpTimeout) });
   if (c.udpStreamTimeout > 0) out.push({ path: 'net/netfilter/nf_conntrack_udp_timeout_stream', value: seconds(c.udpStreamTimeout) });
@@ -41,7 +43,10 @@ export interface SettingFailure {
 }
 
 /** Writes each sysctl whose value differs (as kube-proxy does); returns what was changed and what could not be. */
-export async function applySysctls(sysctls: readonly Sysctl[], procSys = '/proc/sys'): Promise<{ changed: Sysctl[]; failed: SettingFailure[] }> {
+export async function applySysctls(
+  sysctls: readonly Sysctl[],
+  procSys = '/proc/sys',
+): Promise<{ changed: Sysctl[]; failed: SettingFailure[] }> {
   const changed: Sysctl[] = [];
   const failed: SettingFailure[] = [];
   for (const s of sysctls) {
@@ -63,7 +68,10 @@ export async function applySysctls(sysctls: readonly Sysctl[], procSys = '/proc/
  * quarter of the maximum when it is smaller (never shrunk). A module parameter
  * under /sys, read-only in most containers: the failure is returned.
  */
-export async function growConntrackHashsize(max: number, file = '/sys/module/nf_conntrack/parameters/hashsize'): Promise<{ changed?: Sysctl; failed?: SettingFailure }> {
+export async function growConntrackHashsize(
+  max: number,
+  file = '/sys/module/nf_conntrack/parameters/hashsize',
+): Promise<{ changed?: Sysctl; failed?: SettingFailure }> {
   const want = Math.floor(max / 4);
   try {
     const current = Number((await readFile(file, 'utf8')).trim());

@@ -63,7 +63,9 @@ export class OperatorEndpoints {
       this.healthChecks = new HealthCheckServers({
         logger: logger.child({ component: 'health-check-node-ports' }),
         proxyHealthy: () => health.isHealthy(now()),
-        budget: new ConnectionBudget(HEALTH_CHECK_MAX_CONNECTIONS, () => metrics.httpConnectionsRefused.inc({ server: 'health-check-node-port' })),
+        budget: new ConnectionBudget(HEALTH_CHECK_MAX_CONNECTIONS, () =>
+          metrics.httpConnectionsRefused.inc({ server: 'health-check-node-port' }),
+        ),
         onBindFailure: (service, port, err) => {
           metrics.healthCheckBindFailures.inc();
           // kube-proxy's reason and action for the same failure.
@@ -86,12 +88,20 @@ export class OperatorEndpoints {
       const refused = (server: string) => () => o.metrics.httpConnectionsRefused.inc({ server });
       // An empty address disables that server, as kube-proxy's flags do.
       if (o.bind.healthz !== '') {
-        const server = await startObservabilityServer(o.bind.healthz, { health: o.health, metrics: o.metrics }, { now: o.now, onRefused: refused('healthz') });
+        const server = await startObservabilityServer(
+          o.bind.healthz,
+          { health: o.health, metrics: o.metrics },
+          { now: o.now, onRefused: refused('healthz') },
+        );
         self.servers.push(server);
         self.listening.healthz = hostPort(server);
       }
       if (o.bind.metrics !== '') {
-        const server = await startObservabilityServer(o.bind.metrics, { metrics: o.metrics }, { now: o.now, onRefused: refused('metrics') });
+        const server = await startObservabilityServer(
+          o.bind.metrics,
+          { metrics: o.metrics },
+          { now: o.now, onRefused: refused('metrics') },
+        );
         self.servers.push(server);
         self.listening.metrics = hostPort(server);
       }

@@ -55,7 +55,12 @@ function inCidrs(family: IPFamily, cidrs: readonly string[], address: string): b
  * - a zero-length prefix (0.0.0.0/0, ::/0): every local address ('all');
  * - other CIDRs: the local addresses inside them.
  */
-export function nodePortAddressesFor(family: IPFamily, flag: readonly string[], node: NodeInfo | undefined, local: readonly LocalAddress[]): 'all' | string[] {
+export function nodePortAddressesFor(
+  family: IPFamily,
+  flag: readonly string[],
+  node: NodeInfo | undefined,
+  local: readonly LocalAddress[],
+): 'all' | string[] {
   if (flag.length === 1 && flag[0] === 'primary') {
     return nodeAddresses(node, family, 'InternalIP');
   }
@@ -102,7 +107,12 @@ function nodeWithBindAddress(options: AgentOptions, node: NodeInfo | undefined):
   return { ...node, addresses: [{ type: 'InternalIP', address: bind }, ...rest] };
 }
 
-export function rulesetConfigFor(options: AgentOptions, nodeObject: NodeInfo | undefined, offload: OffloadState, local: readonly LocalAddress[] = []): RulesetConfig {
+export function rulesetConfigFor(
+  options: AgentOptions,
+  nodeObject: NodeInfo | undefined,
+  offload: OffloadState,
+  local: readonly LocalAddress[] = [],
+): RulesetConfig {
   const node = nodeWithBindAddress(options, nodeObject);
   const families: Partial<Record<IPFamily, FamilyConfig>> = {};
   for (const family of ['IPv4', 'IPv6'] as const) {

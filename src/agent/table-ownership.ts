@@ -27,7 +27,10 @@ export async function assertTablesOurs(dataplane: Dataplane, name: string): Prom
 }
 
 /** Deletes the tables of that name that bear our mark; returns the foreign ones, left alone. */
-export async function removeOurTables(dataplane: Dataplane, name: string): Promise<{ removed: Family[]; foreign: Array<{ family: Family; comment?: string }> }> {
+export async function removeOurTables(
+  dataplane: Dataplane,
+  name: string,
+): Promise<{ removed: Family[]; foreign: Array<{ family: Family; comment?: string }> }> {
   const owners = await tableOwnerships(dataplane, name);
   const removed: Family[] = [];
   const foreign: Array<{ family: Family; comment?: string }> = [];
@@ -36,6 +39,9 @@ export async function removeOurTables(dataplane: Dataplane, name: string): Promi
     else if (o.kind === 'foreign') foreign.push(o.comment === undefined ? { family } : { family, comment: o.comment });
   }
   // destroy: a table gone since it was read is fine.
-  if (removed.length > 0) await dataplane.commit(dataplane.begin().queueAll(removed.map((family) => ({ verb: 'destroy', object: { kind: 'table', family, name } }))));
+  if (removed.length > 0)
+    await dataplane.commit(
+      dataplane.begin().queueAll(removed.map((family) => ({ verb: 'destroy', object: { kind: 'table', family, name } }))),
+    );
   return { removed, foreign };
 }

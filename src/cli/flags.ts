@@ -88,7 +88,10 @@ function problemsToFlagError(problems: ConfigError[], source: string): void {
 }
 
 /** The --config file's configuration, or the defaults; flags applied with kube-proxy's precedence. */
-function configurationFor(given: Map<string, string | boolean>, readConfig: (path: string) => string): { configuration: Configuration; ignoredFlags: string[]; text?: string } {
+function configurationFor(
+  given: Map<string, string | boolean>,
+  readConfig: (path: string) => string,
+): { configuration: Configuration; ignoredFlags: string[]; text?: string } {
   const configFile = given.get('config') as string | undefined;
   let configuration: Configuration;
   let text: string | undefined;
@@ -111,17 +114,23 @@ function configurationFor(given: Map<string, string | boolean>, readConfig: (pat
   for (const [name, value] of given) {
     const spec = FLAGS[name]!;
     if (!spec.apply) continue;
-    const fileWins = configFile !== undefined && (spec.group === 'kube-proxy' || (spec.group === 'ours' && configuration.hasOwnDocument)) && name !== 'hostname-override';
+    const fileWins =
+      configFile !== undefined &&
+      (spec.group === 'kube-proxy' || (spec.group === 'ours' && configuration.hasOwnDocument)) &&
+      name !== 'hostname-override';
     if (fileWins) ignoredFlags.push(`--${name}`);
     else spec.apply(configuration, value);
   }
-  problemsToFlagError([...kubeProxyConfigProblems(configuration.kubeProxy), ...ownConfigProblems(configuration.own)], configFile === undefined ? 'flags' : `--config ${configFile} with the flags`);
+  problemsToFlagError(
+    [...kubeProxyConfigProblems(configuration.kubeProxy), ...ownConfigProblems(configuration.own)],
+    configFile === undefined ? 'flags' : `--config ${configFile} with the flags`,
+  );
   return { configuration, ignoredFlags, ...(text !== undefined ? { text } : {}) };
 }
 
 /** AgentOptions from a checked configuration and the command flags. */
 function agentOptions(configuration: Configuration, given: Map<string, string | boolean>): AgentOptions {
-  let gates;
+  let gates: ReturnType<typeof featureGatesFromMap>;
   try {
     gates = featureGatesFromMap(configuration.kubeProxy.featureGates);
   } catch (e) {

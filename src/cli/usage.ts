@@ -15,15 +15,13 @@ const COLUMN = 36;
 function line(name: string, arg: string, help: string): string {
   const head = `  --${name}${arg === '' ? '' : ` ${arg}`}`;
   const [first, ...more] = help.split('\n');
-  const pad = (s: string) => s.padEnd(COLUMN - 1) + ' ';
+  const pad = (s: string) => `${s.padEnd(COLUMN - 1)} `;
   const firstLine = head.length < COLUMN - 1 ? `${pad(head)}${first}` : `${head}\n${pad('')}${first}`;
   return [firstLine, ...more.map((m) => `${pad('')}${m}`)].join('\n');
 }
 
 export function usage(): string {
-  const parts = [
-    'Usage: kube-nft-proxy [run] [flags]\n       kube-nft-proxy cleanup [--table NAME] [--netns NAME]\n',
-  ];
+  const parts = ['Usage: kube-nft-proxy [run] [flags]\n       kube-nft-proxy cleanup [--table NAME] [--netns NAME]\n'];
   for (const group of ['kube-proxy', 'logging', 'ours', 'command'] as const) {
     const lines = Object.entries(FLAGS)
       .filter(([, s]) => s.group === group)

@@ -6,8 +6,22 @@
 
 import { createRequire } from 'node:module';
 import { formatDuration } from './duration.ts';
-import { defaultedKubeProxyConfiguration, KUBE_PROXY_API_VERSION, KUBE_PROXY_KIND, KUBE_PROXY_SCHEMA, type DeepPartial, type KubeProxyConfiguration } from './kube-proxy-config.ts';
-import { defaultedOwnConfiguration, OWN_API_VERSION, OWN_KIND, OWN_SCHEMA, ownConfigProblems, type KubeNftProxyConfiguration } from './own-config.ts';
+import {
+  defaultedKubeProxyConfiguration,
+  KUBE_PROXY_API_VERSION,
+  KUBE_PROXY_KIND,
+  KUBE_PROXY_SCHEMA,
+  type DeepPartial,
+  type KubeProxyConfiguration,
+} from './kube-proxy-config.ts';
+import {
+  defaultedOwnConfiguration,
+  OWN_API_VERSION,
+  OWN_KIND,
+  OWN_SCHEMA,
+  ownConfigProblems,
+  type KubeNftProxyConfiguration,
+} from './own-config.ts';
 import { ConfigError, decodeObject, type Schema } from './schema.ts';
 import { kubeProxyConfigProblems, throwProblems } from './validate-kube-proxy.ts';
 
@@ -42,10 +56,22 @@ export function parseConfigFile(text: string): Configuration {
     const kindOf = `${String(head.apiVersion)} ${String(head.kind)}`;
     if (kindOf === `${KUBE_PROXY_API_VERSION} ${KUBE_PROXY_KIND}`) {
       if (kubeProxy) throw new ConfigError(where(i, 'kind'), `a second ${KUBE_PROXY_KIND}`);
-      kubeProxy = decodeDocument(KUBE_PROXY_SCHEMA, value, i, (d) => defaultedKubeProxyConfiguration(d as DeepPartial<KubeProxyConfiguration>), kubeProxyConfigProblems);
+      kubeProxy = decodeDocument(
+        KUBE_PROXY_SCHEMA,
+        value,
+        i,
+        (d) => defaultedKubeProxyConfiguration(d as DeepPartial<KubeProxyConfiguration>),
+        kubeProxyConfigProblems,
+      );
     } else if (kindOf === `${OWN_API_VERSION} ${OWN_KIND}`) {
       if (own) throw new ConfigError(where(i, 'kind'), `a second ${OWN_KIND}`);
-      own = decodeDocument(OWN_SCHEMA, value, i, (d) => defaultedOwnConfiguration(d as Partial<KubeNftProxyConfiguration>), ownConfigProblems);
+      own = decodeDocument(
+        OWN_SCHEMA,
+        value,
+        i,
+        (d) => defaultedOwnConfiguration(d as Partial<KubeNftProxyConfiguration>),
+        ownConfigProblems,
+      );
     } else {
       throw new ConfigError(
         where(i, head.apiVersion === undefined ? 'apiVersion' : 'kind'),
@@ -57,7 +83,13 @@ export function parseConfigFile(text: string): Configuration {
   return { kubeProxy, own: own ?? defaultedOwnConfiguration(), hasOwnDocument: own !== undefined };
 }
 
-function decodeDocument<T>(schema: Schema, value: unknown, doc: number, withDefaults: (d: unknown) => T, problems: (c: T) => ConfigError[]): T {
+function decodeDocument<T>(
+  schema: Schema,
+  value: unknown,
+  doc: number,
+  withDefaults: (d: unknown) => T,
+  problems: (c: T) => ConfigError[],
+): T {
   try {
     const config = withDefaults(decodeObject(schema, value));
     throwProblems(problems(config));

@@ -1,6 +1,6 @@
 // Go-style durations as kube-proxy's flags take them: "1s", "500ms", "1m30s", "0".
 
-const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, 'µs': 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 export class DurationError extends Error {
   readonly code = 'ERR_BAD_DURATION';
@@ -13,8 +13,7 @@ export function parseDuration(text: string): number {
   const part = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/gy;
   let total = 0;
   let pos = 0;
-  let m: RegExpExecArray | null;
-  while ((m = part.exec(s)) !== null) {
+  for (let m = part.exec(s); m !== null; m = part.exec(s)) {
     total += Number(m[1]) * UNIT_MS[m[2]!]!;
     pos = part.lastIndex;
   }

@@ -85,10 +85,22 @@ export const ACCEPTED_GATE_SPECS: Readonly<Record<string, AcceptedGateSpec>> = {
   ContextualLogging: { default: true, stage: 'beta' },
   LoggingAlphaOptions: { default: false, stage: 'alpha' },
   LoggingBetaOptions: { default: true, stage: 'beta' },
-  KubeProxyDrainingTerminatingNodes: { default: true, stage: 'GA', fixed: { value: true, reason: 'GA and locked to true in 1.32; /healthz always reports a Node being deleted' } },
-  MultiCIDRServiceAllocator: { default: false, stage: 'beta', fixed: { value: false, reason: 'ServiceCIDR objects are not watched; give the service ranges with --service-cluster-ip-range' } },
+  KubeProxyDrainingTerminatingNodes: {
+    default: true,
+    stage: 'GA',
+    fixed: { value: true, reason: 'GA and locked to true in 1.32; /healthz always reports a Node being deleted' },
+  },
+  MultiCIDRServiceAllocator: {
+    default: false,
+    stage: 'beta',
+    fixed: { value: false, reason: 'ServiceCIDR objects are not watched; give the service ranges with --service-cluster-ip-range' },
+  },
   NFTablesProxyMode: { default: true, stage: 'beta', fixed: { value: true, reason: 'kube-nft-proxy is the nftables proxy mode' } },
-  ServiceTrafficDistribution: { default: true, stage: 'beta', fixed: { value: true, reason: 'spec.trafficDistribution hints are always honoured' } },
+  ServiceTrafficDistribution: {
+    default: true,
+    stage: 'beta',
+    fixed: { value: true, reason: 'spec.trafficDistribution hints are always honoured' },
+  },
   TopologyAwareHints: { default: true, stage: 'beta', fixed: { value: true, reason: 'topology hints are always honoured' } },
 };
 
@@ -124,7 +136,11 @@ function parseBool(name: string, value: string): boolean {
   );
 }
 
-function withOverrides(overrides: Map<FeatureGateName, boolean>, base: FeatureGates, all: { alpha?: boolean; beta?: boolean } = {}): FeatureGates {
+function withOverrides(
+  overrides: Map<FeatureGateName, boolean>,
+  base: FeatureGates,
+  all: { alpha?: boolean; beta?: boolean } = {},
+): FeatureGates {
   const gates: { -readonly [K in FeatureGateName]: boolean } = { ...base };
   for (const name of Object.keys(FEATURE_GATE_SPECS) as FeatureGateName[]) {
     const stage = FEATURE_GATE_SPECS[name].stage;

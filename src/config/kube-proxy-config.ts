@@ -14,7 +14,13 @@ export const KUBE_PROXY_KIND = 'KubeProxyConfiguration';
 
 const formatOptions: Schema = { splitStream: S.bool, infoBufferSize: S.quantity };
 
-const IPTABLES: Schema = { masqueradeBit: S.int32, masqueradeAll: S.bool, localhostNodePorts: S.bool, syncPeriod: S.duration, minSyncPeriod: S.duration };
+const IPTABLES: Schema = {
+  masqueradeBit: S.int32,
+  masqueradeAll: S.bool,
+  localhostNodePorts: S.bool,
+  syncPeriod: S.duration,
+  minSyncPeriod: S.duration,
+};
 const IPVS: Schema = {
   syncPeriod: S.duration,
   minSyncPeriod: S.duration,
@@ -25,7 +31,13 @@ const IPVS: Schema = {
   tcpFinTimeout: S.duration,
   udpTimeout: S.duration,
 };
-const WINKERNEL: Schema = { networkName: S.string, sourceVip: S.string, enableDSR: S.bool, rootHnsEndpointName: S.string, forwardHealthCheckVip: S.bool };
+const WINKERNEL: Schema = {
+  networkName: S.string,
+  sourceVip: S.string,
+  enableDSR: S.bool,
+  rootHnsEndpointName: S.string,
+  forwardHealthCheckVip: S.bool,
+};
 
 export const KUBE_PROXY_SCHEMA: Schema = {
   apiVersion: S.string,
@@ -145,7 +157,10 @@ export function defaultedKubeProxyConfiguration(d: DeepPartial<KubeProxyConfigur
   const v6 = bindAddress.includes(':');
   const logging = d.logging ?? {};
   const opts = logging.options ?? {};
-  const fmt = (o: DeepPartial<FormatOptions> | undefined): FormatOptions => ({ splitStream: o?.splitStream ?? false, infoBufferSize: o?.infoBufferSize ?? '0' });
+  const fmt = (o: DeepPartial<FormatOptions> | undefined): FormatOptions => ({
+    splitStream: o?.splitStream ?? false,
+    infoBufferSize: o?.infoBufferSize ?? '0',
+  });
   return {
     apiVersion: KUBE_PROXY_API_VERSION,
     kind: KUBE_PROXY_KIND,

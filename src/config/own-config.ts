@@ -79,13 +79,23 @@ const LABEL_VALUE = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 
 export function ownConfigProblems(c: KubeNftProxyConfiguration): ConfigError[] {
   const out: ConfigError[] = [];
-  if (!TABLE_NAME.test(c.table)) out.push(new ConfigError('table', `${JSON.stringify(c.table)} must start with a letter and hold only letters, digits, '-' and '_' (at most 64)`));
-  if (!(ENDPOINT_SHAPES as readonly string[]).includes(c.endpointShape)) out.push(new ConfigError('endpointShape', `${JSON.stringify(c.endpointShape)} is not ${ENDPOINT_SHAPES.join(' or ')}`));
-  if (c.serviceProxyName !== '' && !LABEL_VALUE.test(c.serviceProxyName)) out.push(new ConfigError('serviceProxyName', `${JSON.stringify(c.serviceProxyName)} is not a valid label value`));
+  if (!TABLE_NAME.test(c.table))
+    out.push(
+      new ConfigError(
+        'table',
+        `${JSON.stringify(c.table)} must start with a letter and hold only letters, digits, '-' and '_' (at most 64)`,
+      ),
+    );
+  if (!(ENDPOINT_SHAPES as readonly string[]).includes(c.endpointShape))
+    out.push(new ConfigError('endpointShape', `${JSON.stringify(c.endpointShape)} is not ${ENDPOINT_SHAPES.join(' or ')}`));
+  if (c.serviceProxyName !== '' && !LABEL_VALUE.test(c.serviceProxyName))
+    out.push(new ConfigError('serviceProxyName', `${JSON.stringify(c.serviceProxyName)} is not a valid label value`));
   c.serviceCIDRs.forEach((cidr, i) => {
-    if (!isCIDR(cidr)) out.push(new ConfigError(`serviceCIDRs[${i}]`, `${JSON.stringify(cidr)} is not a CIDR (expected e.g. 10.96.0.0/16)`));
+    if (!isCIDR(cidr))
+      out.push(new ConfigError(`serviceCIDRs[${i}]`, `${JSON.stringify(cidr)} is not a CIDR (expected e.g. 10.96.0.0/16)`));
   });
   if (c.fullSyncPeriod <= 0) out.push(new ConfigError('fullSyncPeriod', 'must be greater than 0'));
-  if (c.logLevel !== '' && !(LOG_LEVELS as readonly string[]).includes(c.logLevel)) out.push(new ConfigError('logLevel', `${JSON.stringify(c.logLevel)} is not one of ${LOG_LEVELS.join(', ')}`));
+  if (c.logLevel !== '' && !(LOG_LEVELS as readonly string[]).includes(c.logLevel))
+    out.push(new ConfigError('logLevel', `${JSON.stringify(c.logLevel)} is not one of ${LOG_LEVELS.join(', ')}`));
   return out;
 }

@@ -84,7 +84,9 @@ function decodeField(field: Field, value: unknown, path: string): DecodedValue {
       return typeof value === 'string' ? durationMs(value, path) : wrong('a duration such as "5s" or nanoseconds');
     case 'quantity':
       if (typeof value === 'number' && Number.isFinite(value)) return String(value);
-      return typeof value === 'string' && /^[0-9.]+([KMGTPE]i?|[munkMGTPE]|e[0-9]+)?$/.test(value) ? value : wrong('a quantity such as "0" or "1Mi"');
+      return typeof value === 'string' && /^[0-9.]+([KMGTPE]i?|[munkMGTPE]|e[0-9]+)?$/.test(value)
+        ? value
+        : wrong('a quantity such as "0" or "1Mi"');
     case 'string-list':
       if (!Array.isArray(value)) return wrong('a list of strings');
       return value.map((v, i) => (typeof v === 'string' ? v : (decodeField(S.string, v, `${path}[${i}]`) as string)));

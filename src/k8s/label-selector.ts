@@ -7,9 +7,7 @@ import { assertNever } from '../assert-never.ts';
 // fake API server uses it to be faithful. Parsing is strict: a selector the
 // API server would reject must not silently match everything here.
 
-export type Requirement =
-  | { op: 'exists' | 'notexists'; key: string }
-  | { op: 'in' | 'notin'; key: string; values: string[] };
+export type Requirement = { op: 'exists' | 'notexists'; key: string } | { op: 'in' | 'notin'; key: string; values: string[] };
 
 export class LabelSelectorError extends Error {
   readonly code = 'ERR_LABEL_SELECTOR';
@@ -85,7 +83,7 @@ export type Labels = Readonly<Record<string, string>> | undefined | null;
 
 export function matchesLabels(reqs: readonly Requirement[], labels: Labels): boolean {
   for (const r of reqs) {
-    const has = labels != null && Object.prototype.hasOwnProperty.call(labels, r.key);
+    const has = labels != null && Object.hasOwn(labels, r.key);
     switch (r.op) {
       case 'exists':
         if (!has) return false;

@@ -109,6 +109,4 @@ export interface NodeInfo {
 }
 
 /** A change to one stored object, as the streams emit it. */
-export type StoreEvent<T> =
-  | { type: 'upsert'; key: string; object: T }
-  | { type: 'delete'; key: string; object: T };
+export type StoreEvent<T> = { type: 'upsert'; key: string; object: T } | { type: 'delete'; key: string; object: T };

@@ -76,12 +76,24 @@ export function readSlices(
     const ports = new Map<string, number>();
     slice.ports.forEach((p, i) => {
       if (!isValidPort(p.port)) {
-        sink.add('INVALID_PORT', obj, `ports[${i}].port`, `port ${p.port} is outside 1-65535; its endpoints are not used for it`, String(p.port));
+        sink.add(
+          'INVALID_PORT',
+          obj,
+          `ports[${i}].port`,
+          `port ${p.port} is outside 1-65535; its endpoints are not used for it`,
+          String(p.port),
+        );
         return;
       }
       const key = portKey(p.protocol, p.name);
       if (ports.has(key)) {
-        sink.add('DUPLICATE_PORT', obj, `ports[${i}].name`, `a second ${p.protocol} port named ${JSON.stringify(p.name)} is ignored`, p.name);
+        sink.add(
+          'DUPLICATE_PORT',
+          obj,
+          `ports[${i}].name`,
+          `a second ${p.protocol} port named ${JSON.stringify(p.name)} is ignored`,
+          p.name,
+        );
         return;
       }
       ports.set(key, p.port);

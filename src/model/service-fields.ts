@@ -56,14 +56,10 @@ function isProxiable(service: ServiceInfo): boolean {
   return !service.clusterIPs.some((ip) => ip.trim() === 'None');
 }
 
-/**
- * Reads the family-independent and per-family fields. Returns undefined for a
- * service that produces nothing (headless, ExternalName, no usable ClusterIP).
- */
-export function readServiceFields(service: ServiceInfo, gates: FeatureGates, sink: WarningSink): ServiceFields | undefined {
-  if (!isProxiable(service)) return undefined;
-  const obj = serviceObject(service.namespace, service.name);
+type ServiceObject = ReturnType<typeof serviceObject>;
 
+/** One family per usable ClusterIP (the first of each family), each with empty address lists to fill. */
+function readClusterIPs(service: ServiceInfo, obj: ServiceObject, sink: WarningSink): FamilyFields[] {
   const families: FamilyFields[] = [];
   service.clusterIPs.forEach((raw, i) => {
     const field = `spec.clusterIPs[${i}]`;
@@ -82,8 +78,64 @@ export function readServiceFields(service: ServiceInfo, gates: FeatureGates, sin
       return;
     }
     // The store's own string when it is already canonical: one copy per service, not two.
-    families.push({ family: ip.family, clusterIP: ip.address === raw ? raw : ip.address, externalIPs: [], loadBalancerIPs: [], loadBalancerSourceRanges: [] });
+    families.push({
+      family: ip.family,
+      clusterIP: ip.address === raw ? raw : ip.address,
+      externalIPs: [],
+      loadBalancerIPs: [],
+      loadBalancerSourceRanges: [],
+    });
   });
+  return families;
+}
+
+/** The usable ports (known protocol, valid port, unique name per protocol), with a nodePort where the type takes one. */
+function readPorts(service: ServiceInfo, obj: ServiceObject, hasNodePorts: boolean, sink: WarningSink): PortFields[] {
+  const ports: PortFields[] = [];
+  service.ports.forEach((p, i) => {
+    const field = `spec.ports[${i}]`;
+    if (!PROTOCOLS.has(p.protocol)) {
+      sink.add(
+        'INVALID_PORT',
+        obj,
+        `${field}.protocol`,
+        `unsupported protocol ${JSON.stringify(p.protocol)}; port skipped`,
+        String(p.protocol),
+      );
+      return;
+    }
+    if (!isValidPort(p.port)) {
+      sink.add('INVALID_PORT', obj, `${field}.port`, `port ${p.port} is outside 1-65535; port skipped`, String(p.port));
+      return;
+    }
+    if (ports.some((q) => q.name === p.name && q.protocol === p.protocol)) {
+      sink.add('DUPLICATE_PORT', obj, `${field}.name`, `a second ${p.protocol} port named ${JSON.stringify(p.name)} is skipped`, p.name);
+      return;
+    }
+    const out: PortFields = { name: p.name, protocol: p.protocol, port: p.port };
+    if (p.nodePort !== undefined && p.nodePort !== 0) {
+      if (!isValidPort(p.nodePort)) {
+        sink.add('INVALID_PORT', obj, `${field}.nodePort`, `nodePort ${p.nodePort} is outside 1-65535; ignored`, String(p.nodePort));
+      } else if (!hasNodePorts) {
+        sink.add('IGNORED_FIELD', obj, `${field}.nodePort`, `nodePort on a ${service.type} service is ignored`, String(p.nodePort));
+      } else {
+        out.nodePort = p.nodePort;
+      }
+    }
+    ports.push(out);
+  });
+  return ports;
+}
+
+/**
+ * Reads the family-independent and per-family fields. Returns undefined for a
+ * service that produces nothing (headless, ExternalName, no usable ClusterIP).
+ */
+export function readServiceFields(service: ServiceInfo, gates: FeatureGates, sink: WarningSink): ServiceFields | undefined {
+  if (!isProxiable(service)) return undefined;
+  const obj = serviceObject(service.namespace, service.name);
+
+  const families = readClusterIPs(service, obj, sink);
   if (families.length === 0) return undefined;
   const byFamily = (family: IPFamily): FamilyFields | undefined => families.find((f) => f.family === family);
 
@@ -118,33 +170,7 @@ export function readServiceFields(service: ServiceInfo, gates: FeatureGates, sin
   });
 
   const hasNodePorts = service.type === 'NodePort' || isLB;
-  const ports: PortFields[] = [];
-  service.ports.forEach((p, i) => {
-    const field = `spec.ports[${i}]`;
-    if (!PROTOCOLS.has(p.protocol)) {
-      sink.add('INVALID_PORT', obj, `${field}.protocol`, `unsupported protocol ${JSON.stringify(p.protocol)}; port skipped`, String(p.protocol));
-      return;
-    }
-    if (!isValidPort(p.port)) {
-      sink.add('INVALID_PORT', obj, `${field}.port`, `port ${p.port} is outside 1-65535; port skipped`, String(p.port));
-      return;
-    }
-    if (ports.some((q) => q.name === p.name && q.protocol === p.protocol)) {
-      sink.add('DUPLICATE_PORT', obj, `${field}.name`, `a second ${p.protocol} port named ${JSON.stringify(p.name)} is skipped`, p.name);
-      return;
-    }
-    const out: PortFields = { name: p.name, protocol: p.protocol, port: p.port };
-    if (p.nodePort !== undefined && p.nodePort !== 0) {
-      if (!isValidPort(p.nodePort)) {
-        sink.add('INVALID_PORT', obj, `${field}.nodePort`, `nodePort ${p.nodePort} is outside 1-65535; ignored`, String(p.nodePort));
-      } else if (!hasNodePorts) {
-        sink.add('IGNORED_FIELD', obj, `${field}.nodePort`, `nodePort on a ${service.type} service is ignored`, String(p.nodePort));
-      } else {
-        out.nodePort = p.nodePort;
-      }
-    }
-    ports.push(out);
-  });
+  const ports = readPorts(service, obj, hasNodePorts, sink);
 
   // Most services have none of these: one shared empty list instead of three per family.
   for (const f of families) {
@@ -184,7 +210,13 @@ export function readServiceFields(service: ServiceInfo, gates: FeatureGates, sin
     if (!isValidPort(hc)) {
       sink.add('INVALID_PORT', obj, 'spec.healthCheckNodePort', `healthCheckNodePort ${hc} is outside 1-65535; ignored`, String(hc));
     } else if (!externalPolicyLocal) {
-      sink.add('IGNORED_FIELD', obj, 'spec.healthCheckNodePort', 'healthCheckNodePort without externalTrafficPolicy Local is ignored', String(hc));
+      sink.add(
+        'IGNORED_FIELD',
+        obj,
+        'spec.healthCheckNodePort',
+        'healthCheckNodePort without externalTrafficPolicy Local is ignored',
+        String(hc),
+      );
     } else {
       fields.healthCheckNodePort = hc;
     }

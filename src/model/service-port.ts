@@ -21,10 +21,7 @@ export interface Endpoint {
  * - reject: the service has no usable endpoints anywhere (ICMP port-unreachable);
  * - drop: a Local traffic policy and none of the endpoints is on this node.
  */
-export type EndpointSelection =
-  | { kind: 'endpoints'; endpoints: Endpoint[] }
-  | { kind: 'reject' }
-  | { kind: 'drop' };
+export type EndpointSelection = { kind: 'endpoints'; endpoints: Endpoint[] } | { kind: 'reject' } | { kind: 'drop' };
 
 export interface ServicePort {
   /** Stable identity: `namespace/name/protocol/portName/family` (portName may be empty). */
@@ -62,13 +59,7 @@ export interface ServicePort {
   allEndpoints: Endpoint[];
 }
 
-export function servicePortId(
-  namespace: string,
-  serviceName: string,
-  protocol: Protocol,
-  portName: string,
-  family: IPFamily,
-): string {
+export function servicePortId(namespace: string, serviceName: string, protocol: Protocol, portName: string, family: IPFamily): string {
   // join() builds one flat string; a template literal leaves a tree of
   // concatenations (~120 instead of ~50 bytes), kept as long as the port is.
   return [namespace, serviceName, protocol, portName, family].join('/');

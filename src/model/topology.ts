@@ -91,7 +91,7 @@ export function allowedByHints(c: Candidate, mode: HintMode, node: NodeTopology)
     case 'none':
       return true;
     case 'node':
-      return c.nodeHints !== undefined && c.nodeHints.includes(node.nodeName);
+      return c.nodeHints?.includes(node.nodeName) ?? false;
     case 'zone':
       return c.zoneHints !== undefined && node.zone !== undefined && c.zoneHints.includes(node.zone);
     default:

@@ -165,9 +165,15 @@ function candidates(require: NodeJS.Require): Candidate[] {
     // Resolved from the package root, as npm places an optionalDependency beside or below it.
     out.push({ source: pkg, file: () => join(dirname(require.resolve(`${pkg}/package.json`, { paths: [packageRoot] })), ADDON_FILE) });
   } else {
-    out.push({ source: 'platform package', file: () => { throw new Error(`none is published for ${process.platform}-${process.arch}`); } });
+    out.push({
+      source: 'platform package',
+      file: () => {
+        throw new Error(`none is published for ${process.platform}-${process.arch}`);
+      },
+    });
   }
-  for (const dir of ['build/Release', 'build/Debug']) out.push({ source: join(packageRoot, dir, ADDON_FILE), file: () => join(packageRoot, dir, ADDON_FILE) });
+  for (const dir of ['build/Release', 'build/Debug'])
+    out.push({ source: join(packageRoot, dir, ADDON_FILE), file: () => join(packageRoot, dir, ADDON_FILE) });
   return out;
 }
 
@@ -198,7 +204,8 @@ export function loadAddon(): NativeAddon {
   const lines = attempts.map((a) => `  - ${a.source}: ${a.reason}`).join('\n');
   throw new NativeLoadError(
     `could not load the kube-nft-proxy addon; tried:\n${lines}\n` +
-      `Install the platform package (npm installs ${platformPackageName() ?? 'it'} as an optional dependency on glibc Linux x64/arm64; do not omit optional dependencies), ` +
+      `Install the platform package (npm installs ${platformPackageName() ?? 'it'} as an optional dependency on glibc ` +
+      `Linux x64/arm64; do not omit optional dependencies), ` +
       'or build from source with `npm run build:native` (needs: apt-get install libnftnl-dev libmnl-dev pkg-config g++ make python3).',
     attempts,
   );

@@ -62,5 +62,10 @@ export interface NativeConntrack {
   /** Dumps, matches and deletes off the JS thread; resolves with counts (also on kernel errors), rejects only on bad arguments. */
   conntrackClean(request: NativeConntrackCleanRequest, options?: NativeConntrackOptions): Promise<NativeConntrackCleanResult>;
   /** Creates entries; rejects when none could be created. */
-  conntrackCreate(family: 4 | 6, entries: readonly NativeConntrackEntry[], batchSize: number, options?: NativeConntrackOptions): Promise<{ created: number; failed: number; error?: string }>;
+  conntrackCreate(
+    family: 4 | 6,
+    entries: readonly NativeConntrackEntry[],
+    batchSize: number,
+    options?: NativeConntrackOptions,
+  ): Promise<{ created: number; failed: number; error?: string }>;
 }

@@ -103,7 +103,8 @@ export function readIPv6(text: string, from: number, to: number, out: Uint8Array
       break;
     }
     const digits = i - groupStart;
-    if (digits === 0 || digits > (syntax === 'strict' ? 4 : MAX_LENIENT_DIGITS) || value > 0xffff) return 'expected 1 to 4 hex digits per group';
+    if (digits === 0 || digits > (syntax === 'strict' ? 4 : MAX_LENIENT_DIGITS) || value > 0xffff)
+      return 'expected 1 to 4 hex digits per group';
     out[2 * count] = value >> 8;
     out[2 * count + 1] = value & 0xff;
     count++;

@@ -5,7 +5,7 @@
 // One door: commit takes a Transaction, whose operations were checked as they
 // were queued, so no dataplane can forget to validate and none validates twice.
 
-import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from './objects.ts';
+import type { Family, Operation, Table, TableListing } from './objects.ts';
 import type { Transaction } from './transaction.ts';
 
 /** One operation the kernel (or the fake) refused. */
@@ -29,7 +29,8 @@ export class NftCommitError extends Error {
     const op = first ? operations[first.index] : undefined;
     super(
       first
-        ? `nftables transaction rejected: operation ${first.index} (${op?.verb} ${op?.object.kind}) failed with ${first.code}: ${first.message}`
+        ? `nftables transaction rejected: operation ${first.index} (${op?.verb} ${op?.object.kind}) failed with ` +
+            `${first.code}: ${first.message}`
         : 'nftables transaction rejected',
     );
     this.name = 'NftCommitError';
@@ -38,15 +39,8 @@ export class NftCommitError extends Error {
   }
 }
 
-/** Everything one table holds, in a deterministic order (by name; rules in chain order). */
-export interface TableListing {
-  table: Table;
-  chains: Chain[];
-  rules: Rule[];
-  sets: Array<NftSet | NftMap>;
-  elements: Element[];
-  flowtables: Flowtable[];
-}
+// Defined beside the objects it lists, so that rendering a listing needs nothing of the dataplane.
+export type { TableListing } from './objects.ts';
 
 export interface Dataplane {
   /**

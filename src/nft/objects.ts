@@ -87,9 +87,7 @@ export interface NftMap {
 }
 
 /** A verdict as data: map values, rule verdicts. */
-export type Verdict =
-  | { verdict: 'accept' | 'drop' | 'return' | 'continue' }
-  | { verdict: 'jump' | 'goto'; chain: string };
+export type Verdict = { verdict: 'accept' | 'drop' | 'return' | 'continue' } | { verdict: 'jump' | 'goto'; chain: string };
 
 /**
  * One element of a set or map. Each key part is the text form of a value of the
@@ -233,4 +231,14 @@ export function objectKey(o: NftObject): string {
     default:
       assertNever(o);
   }
+}
+
+/** Everything one table holds, in a deterministic order (by name; rules in chain order). */
+export interface TableListing {
+  table: Table;
+  chains: Chain[];
+  rules: Rule[];
+  sets: Array<NftSet | NftMap>;
+  elements: Element[];
+  flowtables: Flowtable[];
 }

@@ -3,8 +3,21 @@
 // Nothing here is parsed back; the netlink encoding is the source of truth and
 // this text must mean exactly what that encoding means.
 
-import type { Chain, DataType, Element, Flowtable, NftMap, NftSet, Operation, Rule, Selector, Statement, Table, Verdict } from './objects.ts';
-import type { TableListing } from './dataplane.ts';
+import type {
+  Chain,
+  DataType,
+  Element,
+  Flowtable,
+  NftMap,
+  NftSet,
+  Operation,
+  Rule,
+  Selector,
+  Statement,
+  Table,
+  Verdict,
+  TableListing,
+} from './objects.ts';
 import { assertNever } from '../assert-never.ts';
 
 // Words nft 1.0.6 reads as keywords where a chain name is expected (measured:
@@ -179,8 +192,8 @@ function renderElement(e: Element, c: NftSet | NftMap | undefined, withValue: bo
   if (e.value !== undefined) {
     const dt = c?.kind === 'map' ? c.dataType : undefined;
     const v = e.value;
-    if (Array.isArray(v)) s += ' : ' + v.map((p, k) => value(Array.isArray(dt) ? dt[k] : undefined, p)).join(' . ');
-    else s += ' : ' + (typeof v === 'string' ? value(Array.isArray(dt) ? undefined : dt, v) : renderVerdict(v));
+    if (Array.isArray(v)) s += ` : ${v.map((p, k) => value(Array.isArray(dt) ? dt[k] : undefined, p)).join(' . ')}`;
+    else s += ` : ${typeof v === 'string' ? value(Array.isArray(dt) ? undefined : dt, v) : renderVerdict(v)}`;
   }
   return s;
 }
@@ -225,14 +238,17 @@ export function renderOperations(ops: readonly Operation[], known: ReadonlyArray
     i++;
     lines.push(renderOperation(verb, o, types));
   }
-  return lines.length ? lines.join('\n') + '\n' : '';
+  return lines.length ? `${lines.join('\n')}\n` : '';
 }
 
 function renderOperation(verb: Operation['verb'], o: Exclude<Operation['object'], Element>, types: Types): string {
   const defining = verb === 'add' || verb === 'create';
   switch (o.kind) {
     case 'table':
-      return `${verb} table ${o.family} ${renderName(o.name)}${defining && o.comment !== undefined ? ` { comment ${str(o.comment)} ; }` : ''}`;
+      return (
+        `${verb} table ${o.family} ` +
+        `${renderName(o.name)}${defining && o.comment !== undefined ? ` { comment ${str(o.comment)} ; }` : ''}`
+      );
     case 'chain':
       return head(verb, 'chain', o, renderName(o.name)) + (defining ? braces(baseSpec(o)) : '');
     case 'set':
@@ -306,7 +322,7 @@ export function renderTableText(listing: TableListing, opts: RenderTableTextOpti
     block(`chain ${renderName(c.name)}`, body);
   }
   out.push('}');
-  return out.join('\n') + '\n';
+  return `${out.join('\n')}\n`;
 }
 
 function stripSemicolon(s: string): string {

@@ -90,7 +90,15 @@ export function integerMax(s: Selector): number {
 export const CT_STATES = ['invalid', 'established', 'related', 'new', 'untracked'] as const;
 export const CT_STATUSES = ['expected', 'seen-reply', 'assured', 'confirmed', 'snat', 'dnat', 'dying'] as const;
 export const FIB_TYPES = [
-  'unspec', 'unicast', 'local', 'broadcast', 'anycast', 'multicast', 'blackhole', 'unreachable', 'prohibit',
+  'unspec',
+  'unicast',
+  'local',
+  'broadcast',
+  'anycast',
+  'multicast',
+  'blackhole',
+  'unreachable',
+  'prohibit',
 ] as const;
 
 /** Thrown by the checks below; the transaction adds the operation index. */
@@ -116,7 +124,11 @@ function checkSelector(s: Selector, family: Family): void {
   if (s.kind === 'numgen' && !(Number.isInteger(s.mod) && s.mod >= 1 && s.mod <= 0xffffffff)) {
     fail(`numgen mod must be an integer from 1, got ${s.mod}`);
   }
-  if (s.kind === 'numgen' && s.offset !== undefined && !(Number.isInteger(s.offset) && s.offset >= 0 && s.offset + s.mod - 1 <= 0xffffffff)) {
+  if (
+    s.kind === 'numgen' &&
+    s.offset !== undefined &&
+    !(Number.isInteger(s.offset) && s.offset >= 0 && s.offset + s.mod - 1 <= 0xffffffff)
+  ) {
     fail(`numgen offset must be an integer from 0 with offset + mod - 1 below 2^32, got offset ${s.offset} mod ${s.mod}`);
   }
   // The description is only built for the message.
@@ -148,7 +160,8 @@ function checkOperand(s: Selector, text: string, prefix: boolean): void {
       return;
     case 'integer': {
       const max = integerMax(s);
-      if (!/^(0|[1-9][0-9]{0,15})$/.test(text) || Number(text) > max) fail(`${what}: expected an integer 0-${max}, got ${JSON.stringify(text)}`);
+      if (!/^(0|[1-9][0-9]{0,15})$/.test(text) || Number(text) > max)
+        fail(`${what}: expected an integer 0-${max}, got ${JSON.stringify(text)}`);
       return;
     }
     case 'ipv4_addr':
@@ -216,7 +229,7 @@ export function checkStatements(exprs: readonly Statement[], family: Family, loo
     if (!st || typeof st !== 'object') fail(`statement ${i} is not an object`);
     // A port mapping rewrites a transport header, so the rule must first make
     // sure there is one (nft insists, and the kernel would mangle ICMP otherwise).
-    if (((st.kind === 'dnat' || st.kind === 'snat') && st.port !== undefined || st.kind === 'dnat-map') && !l4Known) {
+    if ((((st.kind === 'dnat' || st.kind === 'snat') && st.port !== undefined) || st.kind === 'dnat-map') && !l4Known) {
       fail(`statement ${i} (${st.kind}): a port mapping needs an earlier match on the transport protocol (meta l4proto tcp, ...)`);
     }
     if (st.kind === 'match' && st.op === '==' && fixesTransport(st.left, st.right)) l4Known = true;
@@ -237,7 +250,8 @@ const PORT_PROTOS = new Set(['tcp', 'udp', 'sctp', '136']); // 136: udplite
 
 function fixesTransport(s: Selector, right: string): boolean {
   if (s.kind === 'payload' && (s.field === 'tcp dport' || s.field === 'udp dport' || s.field === 'sctp dport')) return true;
-  const proto = (s.kind === 'meta' && s.key === 'l4proto') || (s.kind === 'payload' && (s.field === 'ip protocol' || s.field === 'ip6 nexthdr'));
+  const proto =
+    (s.kind === 'meta' && s.key === 'l4proto') || (s.kind === 'payload' && (s.field === 'ip protocol' || s.field === 'ip6 nexthdr'));
   return proto && PORT_PROTOS.has(right);
 }
 
@@ -258,22 +272,40 @@ function checkKeys(keys: readonly Selector[], family: Family, container: NftSet 
   }
 }
 
+/** A comparison: the operator suits the selector's type, the operand (and mask) parse as that type. */
+function checkMatch(st: Extract<Statement, { kind: 'match' }>, family: Family): void {
+  checkSelector(st.left, family);
+  if (!CMP_OPS.has(st.op)) fail(`unknown operator ${JSON.stringify(st.op)}`);
+  const t = selectorType(st.left);
+  const ordered = t === 'integer' || t === 'inet_service' || t === 'mark';
+  if (!ordered && st.op !== '==' && st.op !== '!=') fail(`${renderSelector(st.left)} only compares with == or !=`);
+  if (typeof st.right !== 'string') fail('the right-hand value must be a string');
+  checkOperand(st.left, st.right, (t === 'ipv4_addr' || t === 'ipv6_addr') && st.mask === undefined);
+  if (st.mask !== undefined) {
+    if (t !== 'mark' && t !== 'integer') fail(`${renderSelector(st.left)} cannot be masked`);
+    checkOperand(st.left, st.mask, false);
+  }
+}
+
+/** dnat/snat to one canonical address of the table's family, and a port if any. */
+function checkNat(st: Extract<Statement, { kind: 'dnat' | 'snat' }>, family: Family): void {
+  if (typeof st.addr !== 'string') fail(`${st.kind} address must be a string`);
+  const v6 = st.addr.includes(':');
+  const type = v6 ? 'ipv6_addr' : 'ipv4_addr';
+  if (!isCanonical(type, st.addr)) checkCanonical(type, st.addr, `${st.kind} address`);
+  if (st.addr.includes('/')) fail(`${st.kind} takes an address, not a prefix`);
+  if (family !== 'inet' && family !== (v6 ? 'ip6' : 'ip'))
+    checkFamily(family, v6 ? 'ip6' : 'ip', `an ${v6 ? 'IPv6' : 'IPv4'} ${st.kind} address`);
+  if (st.port !== undefined && !(Number.isInteger(st.port) && st.port >= 0 && st.port <= 65535)) {
+    fail(`${st.kind} port must be 0-65535, got ${st.port}`);
+  }
+}
+
 function checkStatement(st: Statement, family: Family, lookup: TableContainerLookup): void {
   switch (st.kind) {
-    case 'match': {
-      checkSelector(st.left, family);
-      if (!CMP_OPS.has(st.op)) fail(`unknown operator ${JSON.stringify(st.op)}`);
-      const t = selectorType(st.left);
-      const ordered = t === 'integer' || t === 'inet_service' || t === 'mark';
-      if (!ordered && st.op !== '==' && st.op !== '!=') fail(`${renderSelector(st.left)} only compares with == or !=`);
-      if (typeof st.right !== 'string') fail('the right-hand value must be a string');
-      checkOperand(st.left, st.right, (t === 'ipv4_addr' || t === 'ipv6_addr') && st.mask === undefined);
-      if (st.mask !== undefined) {
-        if (t !== 'mark' && t !== 'integer') fail(`${renderSelector(st.left)} cannot be masked`);
-        checkOperand(st.left, st.mask, false);
-      }
+    case 'match':
+      checkMatch(st, family);
       return;
-    }
     case 'lookup': {
       checkName(st.set, 'set');
       const c = lookup(st.set);
@@ -294,7 +326,8 @@ function checkStatement(st: Statement, family: Family, lookup: TableContainerLoo
       checkName(st.map, 'map');
       const c = lookup(st.map);
       const want = natMapDataType(st.family).join(' . ');
-      if (c && (c.kind !== 'map' || !Array.isArray(c.dataType) || c.dataType.join(' . ') !== want)) fail(`${st.map} is not a map to ${want}`);
+      if (c && (c.kind !== 'map' || !Array.isArray(c.dataType) || c.dataType.join(' . ') !== want))
+        fail(`${st.map} is not a map to ${want}`);
       checkKeys(st.keys, family, c);
       return;
     }
@@ -302,18 +335,9 @@ function checkStatement(st: Statement, family: Family, lookup: TableContainerLoo
       checkVerdict(st);
       return;
     case 'dnat':
-    case 'snat': {
-      if (typeof st.addr !== 'string') fail(`${st.kind} address must be a string`);
-      const v6 = st.addr.includes(':');
-      const type = v6 ? 'ipv6_addr' : 'ipv4_addr';
-      if (!isCanonical(type, st.addr)) checkCanonical(type, st.addr, `${st.kind} address`);
-      if (st.addr.includes('/')) fail(`${st.kind} takes an address, not a prefix`);
-      if (family !== 'inet' && family !== (v6 ? 'ip6' : 'ip')) checkFamily(family, v6 ? 'ip6' : 'ip', `an ${v6 ? 'IPv6' : 'IPv4'} ${st.kind} address`);
-      if (st.port !== undefined && !(Number.isInteger(st.port) && st.port >= 0 && st.port <= 65535)) {
-        fail(`${st.kind} port must be 0-65535, got ${st.port}`);
-      }
+    case 'snat':
+      checkNat(st, family);
       return;
-    }
     case 'masquerade':
     case 'counter':
     case 'notrack':

@@ -6,7 +6,21 @@
 // the first invalid one, so that a caller learns at once every operation that
 // would fail and whose it is (the reconciler sets those owners aside).
 
-import { isVerdictValue, type ChainHook, type ChainType, type DataType, type Element, type Family, type NftMap, type NftObject, type NftObjectKind, type NftSet, type Operation, type SetFlag, type Verb } from './objects.ts';
+import {
+  isVerdictValue,
+  type ChainHook,
+  type ChainType,
+  type DataType,
+  type Element,
+  type Family,
+  type NftMap,
+  type NftObject,
+  type NftObjectKind,
+  type NftSet,
+  type Operation,
+  type SetFlag,
+  type Verb,
+} from './objects.ts';
 import { checkCanonical, checkName, checkStatements, checkVerdict, isCanonical, RuleCheckFailure } from './rule-checks.ts';
 import { typeLength } from './values.ts';
 import { assertNever } from '../assert-never.ts';
@@ -68,7 +82,9 @@ export class Transaction {
   readonly #ops: Operation[] = [];
   readonly #containers = new Map<string, NftSet | NftMap>();
   readonly #known: ContainerLookup | undefined;
-  readonly #context = new CheckContext((family, table, name) => this.#containers.get(containerKey(family, table, name)) ?? this.#known?.(family, table, name));
+  readonly #context = new CheckContext(
+    (family, table, name) => this.#containers.get(containerKey(family, table, name)) ?? this.#known?.(family, table, name),
+  );
   readonly #errors: NftInvalidError[] = [];
   /** Operations queued, valid or not: the next one's index. */
   #queued = 0;
@@ -280,10 +296,15 @@ function checkBase(base: NonNullable<Extract<NftObject, { kind: 'chain' }>['base
   if (!CHAIN_TYPES.includes(base.type)) fail(`unknown chain type ${JSON.stringify(base.type)}`);
   const hooks = HOOKS_BY_TYPE[base.type];
   if (!hooks.includes(base.hook)) {
-    fail(base.hook === 'ingress' ? 'ingress base chains need a device, which this model does not carry' : `a ${base.type} chain cannot hook ${base.hook}`);
+    fail(
+      base.hook === 'ingress'
+        ? 'ingress base chains need a device, which this model does not carry'
+        : `a ${base.type} chain cannot hook ${base.hook}`,
+    );
   }
   if (!Number.isInteger(base.priority) || base.priority < INT32_MIN || base.priority > INT32_MAX) fail('priority must be a 32-bit integer');
-  if (base.policy !== undefined && base.policy !== 'accept' && base.policy !== 'drop') fail(`unknown policy ${JSON.stringify(base.policy)}`);
+  if (base.policy !== undefined && base.policy !== 'accept' && base.policy !== 'drop')
+    fail(`unknown policy ${JSON.stringify(base.policy)}`);
 }
 
 function checkContainer(c: NftSet | NftMap): void {
@@ -340,7 +361,8 @@ function checkElement(e: Element, c: NftSet | NftMap | undefined, defining: bool
       checkCanonical(types[i]!, v[i]!, `value part ${i}`);
     }
   } else {
-    if (typeof e.value !== 'string') fail(`map ${c.name} holds ${c.dataType} values, not ${Array.isArray(e.value) ? 'concatenations' : 'verdicts'}`);
+    if (typeof e.value !== 'string')
+      fail(`map ${c.name} holds ${c.dataType} values, not ${Array.isArray(e.value) ? 'concatenations' : 'verdicts'}`);
     if (e.value.includes('/')) fail('a map value cannot be a prefix');
     checkCanonical(c.dataType, e.value, 'value');
   }

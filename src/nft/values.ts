@@ -185,7 +185,10 @@ export function valueFromBytes(type: DataType, bytes: Uint8Array): string {
     if (bytes.length === 0 || bytes.length > IFNAMSIZ) fail(`expected 1 to ${IFNAMSIZ} bytes`);
     const end = bytes.indexOf(0);
     // Shorter than IFNAMSIZ without a NUL: a prefix compare, nft's `"veth*"`.
-    const name = end < 0 && bytes.length < IFNAMSIZ ? `${UTF8_DECODER.decode(bytes)}*` : UTF8_DECODER.decode(bytes.subarray(0, end < 0 ? bytes.length : end));
+    const name =
+      end < 0 && bytes.length < IFNAMSIZ
+        ? `${UTF8_DECODER.decode(bytes)}*`
+        : UTF8_DECODER.decode(bytes.subarray(0, end < 0 ? bytes.length : end));
     checkIfname(name);
     return name;
   }

@@ -80,13 +80,18 @@ export class HealthState {
   healthz(nowMs: number): HealthAnswer {
     const healthy = this.isHealthy(nowMs) && this.eligible;
     const lastUpdated = goTimeString(healthy ? nowMs : this.lastUpdatedMs);
-    const body = `{"lastUpdated": ${JSON.stringify(lastUpdated)},"currentTime": ${JSON.stringify(goTimeString(nowMs))}, "nodeEligible": ${this.eligible}}`;
+    const body =
+      `{"lastUpdated": ${JSON.stringify(lastUpdated)},"currentTime": ${JSON.stringify(goTimeString(nowMs))}, ` +
+      `"nodeEligible": ${this.eligible}}`;
     return { status: healthy ? 200 : 503, body };
   }
 
   livez(nowMs: number): HealthAnswer {
     const healthy = this.isHealthy(nowMs);
     const lastUpdated = goTimeString(healthy ? nowMs : this.lastUpdatedMs);
-    return { status: healthy ? 200 : 503, body: `{"lastUpdated": ${JSON.stringify(lastUpdated)},"currentTime": ${JSON.stringify(goTimeString(nowMs))}}` };
+    return {
+      status: healthy ? 200 : 503,
+      body: `{"lastUpdated": ${JSON.stringify(lastUpdated)},"currentTime": ${JSON.stringify(goTimeString(nowMs))}}`,
+    };
   }
 }

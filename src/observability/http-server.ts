@@ -8,7 +8,15 @@
 import type { Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { HealthAnswer, HealthState } from './health.ts';
-import { closeServer, ConnectionBudget, createLimitedServer, DEFAULT_HTTP_LIMITS, type HttpLimits, listen, splitHostPort } from './limited-http.ts';
+import {
+  closeServer,
+  ConnectionBudget,
+  createLimitedServer,
+  DEFAULT_HTTP_LIMITS,
+  type HttpLimits,
+  listen,
+  splitHostPort,
+} from './limited-http.ts';
 import type { ProxyMetrics } from './metrics.ts';
 
 export interface ObservabilityServer {

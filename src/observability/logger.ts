@@ -18,7 +18,7 @@ function two(n: number): string {
 }
 
 function value(v: unknown): string {
-  return typeof v === 'string' ? JSON.stringify(v) : JSON.stringify(v) ?? String(v);
+  return typeof v === 'string' ? JSON.stringify(v) : (JSON.stringify(v) ?? String(v));
 }
 
 /** One JSON log line as klog's text format prints a structured entry. */
@@ -31,7 +31,10 @@ export function textLine(json: string): string {
   }
   const t = new Date(typeof entry.time === 'number' ? entry.time : Date.now());
   const micros = String(t.getUTCMilliseconds() * 1000).padStart(6, '0');
-  const head = `${LEVEL_LETTER[entry.level as number] ?? 'I'}${two(t.getUTCMonth() + 1)}${two(t.getUTCDate())} ${two(t.getUTCHours())}:${two(t.getUTCMinutes())}:${two(t.getUTCSeconds())}.${micros} ${String(entry.pid ?? '')} ${String(entry.name ?? '')}]`;
+  const head =
+    `${LEVEL_LETTER[entry.level as number] ?? 'I'}${two(t.getUTCMonth() + 1)}${two(t.getUTCDate())} ` +
+    `${two(t.getUTCHours())}:${two(t.getUTCMinutes())}:${two(t.getUTCSeconds())}.${micros} ` +
+    `${String(entry.pid ?? '')} ${String(entry.name ?? '')}]`;
   const fields = Object.entries(entry)
     .filter(([k]) => !HEADER_FIELDS.has(k))
     .map(([k, v]) => ` ${k}=${value(v)}`)

@@ -13,7 +13,11 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 const SYNC_BUCKETS = [0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048, 4.096, 8.192, 16.384];
 // kube-proxy's network programming buckets: MergeBuckets starts from a 0 bucket, then
 // 0.25 s, 0.5 s, every second to 59 s, every 5 s to 115 s, every 30 s to 5 min.
-const PROGRAMMING_BUCKETS = [0, 0.25, 0.5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 65, 70, 75, 80, 85, 90, 95, 100, 105, 110, 115, 120, 150, 180, 210, 240, 270, 300];
+const PROGRAMMING_BUCKETS = [
+  0, 0.25, 0.5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33,
+  34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 65, 70, 75, 80, 85, 90, 95,
+  100, 105, 110, 115, 120, 150, 180, 210, 240, 270, 300,
+];
 
 export type SyncKind = 'full' | 'partial';
 
@@ -151,7 +155,9 @@ export class ProxyMetrics {
   /** Objects the stream boundary left out as invalid, by kind: read at scrape time from observeInvalidObjects' source. */
   readonly invalidObjects = new Gauge({
     name: 'kube_nft_proxy_invalid_objects',
-    help: 'API objects left out (or with parts left out) because the API server accepted what the proxy cannot program; each is logged once with its reason',
+    help:
+      'API objects left out (or with parts left out) because the API server accepted what the proxy cannot program; ' +
+      'each is logged once with its reason',
     labelNames: ['kind'],
     registers: [this.registry],
     collect: () => {
@@ -170,7 +176,10 @@ export class ProxyMetrics {
 
   readonly refusedServicePorts = new Gauge({
     name: 'kube_nft_proxy_refused_service_ports',
-    help: 'Service ports set aside because their rules were refused (by validation, the batch builder or the kernel): their last applied rules stay in force, or they are not programmed, until they change or a full sync runs',
+    help:
+      'Service ports set aside because their rules were refused (by validation, the batch builder or the kernel): ' +
+      'their last applied rules stay in force, or they are not programmed, until they change or a full ' +
+      'sync runs',
     registers: [this.registry],
   });
   readonly offloadEnabled = new Gauge({
@@ -186,7 +195,9 @@ export class ProxyMetrics {
   // Conntrack cleanup (UDP/SCTP entries that no longer lead to a serving endpoint).
   readonly conntrackEntriesDeleted = new Counter({
     name: 'kube_nft_proxy_conntrack_entries_deleted_total',
-    help: 'Stale UDP/SCTP conntrack entries deleted, by kind of cleanup (changed: after a sync, for the Service ports it changed; full: the whole table at the full resync)',
+    help:
+      'Stale UDP/SCTP conntrack entries deleted, by kind of cleanup (changed: after a sync, for the Service ports it ' +
+      'changed; full: the whole table at the full resync)',
     labelNames: ['kind'],
     registers: [this.registry],
   });

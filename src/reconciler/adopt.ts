@@ -103,7 +103,10 @@ function rulesByChain(rules: readonly Rule[]): Map<string, Rule[]> {
   const out = new Map<string, Rule[]>();
   for (const r of rules) {
     let list = out.get(r.chain);
-    if (!list) out.set(r.chain, (list = []));
+    if (!list) {
+      list = [];
+      out.set(r.chain, list);
+    }
     list.push(r);
   }
   return out;
@@ -142,7 +145,14 @@ function wantedTables(r: Ruleset): Map<Family, TableListing> {
 }
 
 /** Adds, to `p`, what turns `have` into `want` (one table); why not, when that cannot be done in place. */
-function adoptTable(want: TableListing, have: TableListing, p: AdoptionPhases, stale: Map<string, StaleChain>, now: number, stats: ReturnType<typeof emptyStats>): string | undefined {
+function adoptTable(
+  want: TableListing,
+  have: TableListing,
+  p: AdoptionPhases,
+  stale: Map<string, StaleChain>,
+  now: number,
+  stats: ReturnType<typeof emptyStats>,
+): string | undefined {
   const containers = new Map<string, NftSet | NftMap>(have.sets.map((s) => [s.name, s]));
   const dynamic = new Set<string>();
   for (const s of want.sets) {
@@ -166,7 +176,8 @@ function adoptTable(want: TableListing, have: TableListing, p: AdoptionPhases, s
     const old = flowtables.get(f.name);
     flowtables.delete(f.name);
     if (!old) p.addFlowtables.push({ verb: 'add', object: f });
-    else if (canonical({ ...old, devices: [...old.devices].sort() }) !== canonical({ ...f, devices: [...f.devices].sort() })) return `flowtable ${f.family} ${f.name} is defined differently`;
+    else if (canonical({ ...old, devices: [...old.devices].sort() }) !== canonical({ ...f, devices: [...f.devices].sort() }))
+      return `flowtable ${f.family} ${f.name} is defined differently`;
   }
   for (const old of flowtables.values()) p.deleteFlowtables.push({ verb: 'delete', object: old });
 

@@ -26,7 +26,9 @@ export interface FamilyConfig {
    * The agent resolves `--nodeport-addresses` (CIDRs or 'primary') to addresses.
    */
   nodePortAddresses: 'all' | string[];
-  /** The node's own addresses: a LoadBalancer source range that holds one of them also admits the LB IPs (hairpin through a VIP-like LB). */
+  /**
+   * The node's own addresses: a LoadBalancer source range that holds one of them also admits the LB IPs (hairpin through a VIP-like LB).
+   */
   nodeIPs: string[];
   /**
    * The CIDRs local (pod) traffic comes from: `--cluster-cidr` in kube-proxy's
@@ -141,7 +143,8 @@ export function validateRulesetConfig(c: RulesetConfig): RulesetConfig {
     if (!f) continue;
     const where = `families.${family}`;
     families[family] = {
-      nodePortAddresses: f.nodePortAddresses === 'all' ? 'all' : f.nodePortAddresses.map((a, i) => address(family, a, `${where}.nodePortAddresses[${i}]`)),
+      nodePortAddresses:
+        f.nodePortAddresses === 'all' ? 'all' : f.nodePortAddresses.map((a, i) => address(family, a, `${where}.nodePortAddresses[${i}]`)),
       nodeIPs: f.nodeIPs.map((a, i) => address(family, a, `${where}.nodeIPs[${i}]`)),
       clusterCIDRs: f.clusterCIDRs.map((a, i) => cidr(family, a, `${where}.clusterCIDRs[${i}]`)),
       serviceCIDRs: f.serviceCIDRs.map((a, i) => cidr(family, a, `${where}.serviceCIDRs[${i}]`)),

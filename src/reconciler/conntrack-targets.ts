@@ -64,7 +64,10 @@ export function conntrackTargets(ports: Iterable<ServicePort>): ConntrackTargets
     if (address !== undefined && familyOf(address) !== family) return;
     const key = `${family}/${protocol}/${address ?? '*'}/${port}`;
     let entry = byKey.get(key);
-    if (!entry) byKey.set(key, (entry = { target: { protocol, ...(address !== undefined ? { address } : {}), port, keep: [] }, keep: new Set(), family }));
+    if (!entry) {
+      entry = { target: { protocol, ...(address !== undefined ? { address } : {}), port, keep: [] }, keep: new Set(), family };
+      byKey.set(key, entry);
+    }
     for (const k of keep) entry.keep.add(k);
   };
   for (const sp of ports) {

@@ -64,14 +64,25 @@ export interface SyncPlan {
 /** When a sync should run to delete the earliest stale chain (undefined: none left). */
 export function staleDeletionDueAt(state: SyncState, staleChainDelayMs = DEFAULT_STALE_CHAIN_DELAY_MS): number | undefined {
   let due: number | undefined;
-  for (const s of state.staleChains.values()) due = due === undefined ? s.since + staleChainDelayMs : Math.min(due, s.since + staleChainDelayMs);
+  for (const s of state.staleChains.values())
+    due = due === undefined ? s.since + staleChainDelayMs : Math.min(due, s.since + staleChainDelayMs);
   return due;
 }
 
 export const DEFAULT_STALE_CHAIN_DELAY_MS = 1000;
 
 export function emptyStats(): SyncStats {
-  return { chainsAdded: 0, chainsRewritten: 0, chainsFlushedStale: 0, chainsDeleted: 0, rulesAdded: 0, elementsAdded: 0, elementsDeleted: 0, setsAdded: 0, setsDeleted: 0 };
+  return {
+    chainsAdded: 0,
+    chainsRewritten: 0,
+    chainsFlushedStale: 0,
+    chainsDeleted: 0,
+    rulesAdded: 0,
+    elementsAdded: 0,
+    elementsDeleted: 0,
+    setsAdded: 0,
+    setsDeleted: 0,
+  };
 }
 
 /** Operations grouped by phase; concatenated in this order they are valid in one transaction. */
@@ -130,29 +141,68 @@ function sameRules(a: ChainSpec, b: ChainSpec): boolean {
 const EMPTY: Fragment = { chains: [], sets: [], elements: [], flowtables: [] };
 const NONE: readonly never[] = [];
 
-export function diffRulesets(applied: Ruleset | undefined, desired: Ruleset, options: DiffOptions, staleChains: ReadonlyMap<string, StaleChain> = new Map()): SyncPlan {
-  const { now } = options;
-  const delay = options.staleChainDelayMs ?? DEFAULT_STALE_CHAIN_DELAY_MS;
-  const p = new Phases();
-  const stats = emptyStats();
-  const stale = new Map(staleChains);
-  const touchedKeys = new Set<string>();
-  const recreatedSets = new Set<string>();
+/**
+ * The differences of fragments, one pair at a time, gathered for one plan:
+ * sets, flowtables and chains straight into the phases; element keys, own
+ * elements and hairpin addresses noted to be settled once every fragment is seen.
+ */
+class FragmentDiffer {
+  readonly p: Phases;
+  readonly stats: SyncStats;
+  readonly stale: Map<string, StaleChain>;
+  readonly now: number;
+  readonly touchedKeys = new Set<string>();
+  readonly recreatedSets = new Set<string>();
+  readonly ownDeletes: Element[] = [];
+  readonly ownAdds: Element[] = [];
+  readonly touchedHairpin = new Map<IPFamily, Set<string>>();
+  skeletonSetRecreated = false;
 
-  const appliedTables = new Set((applied?.tables ?? []).map(objectKey));
-  const desiredTables = new Set(desired.tables.map(objectKey));
-  for (const t of desired.tables) if (!appliedTables.has(objectKey(t))) p.addTables.push({ verb: 'add', object: t });
-  const removedTables = (applied?.tables ?? []).filter((t) => !desiredTables.has(objectKey(t)));
-
-  const ownDeletes: Element[] = [];
-  const ownAdds: Element[] = [];
-  const touchedHairpin = new Map<IPFamily, Set<string>>();
-  let skeletonSetRecreated = false;
+  constructor(p: Phases, stats: SyncStats, stale: Map<string, StaleChain>, now: number) {
+    this.p = p;
+    this.stats = stats;
+    this.stale = stale;
+    this.now = now;
+  }
 
   /** `family`: the ServicePort's (undefined for a skeleton: no hairpin addresses, and its sets are everyone's). */
-  const diffFragment = (before: Fragment, after: Fragment, family?: IPFamily): void => {
-    // Sets and maps first: a changed definition means delete and re-create,
-    // which needs every rule referencing it (in this fragment) flushed first.
+  diff(before: Fragment, after: Fragment, family?: IPFamily): void {
+    const setRecreated = this.#sets(before, after, family);
+    const flowtableRecreated = this.#flowtables(before, after);
+    this.#chains(before, after, setRecreated || flowtableRecreated);
+    for (const k of claimKeysOf(before)) this.touchedKeys.add(k);
+    for (const k of claimKeysOf(after)) this.touchedKeys.add(k);
+
+    // Own elements: no other fragment wants their keys, so the two renderings say it all.
+    const oldOwn = new Map<string, Element>();
+    for (const e of before.ownElements ?? NONE) oldOwn.set(objectKey(e), e);
+    for (const e of after.ownElements ?? NONE) {
+      const k = objectKey(e);
+      const old = oldOwn.get(k);
+      oldOwn.delete(k);
+      if (old && sameElementValue(old, e) && !this.recreatedSets.has(setKey(e))) continue;
+      if (old) this.ownDeletes.push(old);
+      this.ownAdds.push(e);
+    }
+    for (const old of oldOwn.values()) this.ownDeletes.push(old);
+
+    if (family !== undefined && (before.hairpin || after.hairpin)) {
+      let touched = this.touchedHairpin.get(family);
+      if (!touched) {
+        touched = new Set();
+        this.touchedHairpin.set(family, touched);
+      }
+      for (const ip of before.hairpin ?? NONE) touched.add(ip);
+      for (const ip of after.hairpin ?? NONE) touched.add(ip);
+    }
+  }
+
+  /**
+   * Sets and maps first: a changed definition means delete and re-create,
+   * which needs every rule referencing it (in this fragment) flushed first.
+   * Returns whether one was re-created.
+   */
+  #sets(before: Fragment, after: Fragment, family: IPFamily | undefined): boolean {
     const oldSets = new Map(before.sets.map((s) => [objectKey(s), s]));
     let setRecreated = false;
     for (const s of after.sets) {
@@ -161,21 +211,27 @@ export function diffRulesets(applied: Ruleset | undefined, desired: Ruleset, opt
       oldSets.delete(k);
       if (old && sameJSON(old, s)) continue;
       if (old) {
-        p.deleteSets.push({ verb: 'delete', object: old });
-        stats.setsDeleted++;
+        this.p.deleteSets.push({ verb: 'delete', object: old });
+        this.stats.setsDeleted++;
         setRecreated = true;
-        recreatedSets.add(setKey(s));
+        this.recreatedSets.add(setKey(s));
         // Not a re-created flowtable: it holds no elements (see the refill below).
-        if (family === undefined) skeletonSetRecreated = true;
+        if (family === undefined) this.skeletonSetRecreated = true;
       }
-      p.addSets.push({ verb: 'add', object: s });
-      stats.setsAdded++;
+      this.p.addSets.push({ verb: 'add', object: s });
+      this.stats.setsAdded++;
     }
     for (const old of oldSets.values()) {
-      p.deleteSets.push({ verb: 'delete', object: old });
-      stats.setsDeleted++;
+      this.p.deleteSets.push({ verb: 'delete', object: old });
+      this.stats.setsDeleted++;
     }
 
+    return setRecreated;
+  }
+
+  /** Returns whether a flowtable was re-created (its rule is then flushed too). */
+  #flowtables(before: Fragment, after: Fragment): boolean {
+    let recreated = false;
     const oldFlowtables = new Map(before.flowtables.map((f) => [objectKey(f), f]));
     for (const f of after.flowtables) {
       const k = objectKey(f);
@@ -185,68 +241,72 @@ export function diffRulesets(applied: Ruleset | undefined, desired: Ruleset, opt
       if (old && (old.hook !== f.hook || old.priority !== f.priority || old.devices.some((d) => !f.devices.includes(d)))) {
         // An add only ever adds devices: anything else is delete and re-create,
         // with the rule that uses it flushed first (offloaded flows fall back, they survive).
-        p.deleteFlowtables.push({ verb: 'delete', object: old });
-        p.recreateFlowtables.push({ verb: 'add', object: f });
-        setRecreated = true;
+        this.p.deleteFlowtables.push({ verb: 'delete', object: old });
+        this.p.recreateFlowtables.push({ verb: 'add', object: f });
+        recreated = true;
       } else {
-        p.addFlowtables.push({ verb: 'add', object: f });
+        this.p.addFlowtables.push({ verb: 'add', object: f });
       }
     }
-    for (const old of oldFlowtables.values()) p.deleteFlowtables.push({ verb: 'delete', object: old });
+    for (const old of oldFlowtables.values()) this.p.deleteFlowtables.push({ verb: 'delete', object: old });
 
+    return recreated;
+  }
+
+  /** `rewrite`: a set or flowtable was re-created, so every chain of the fragment is flushed and refilled. */
+  #chains(before: Fragment, after: Fragment, rewrite: boolean): void {
     const oldChains = new Map(before.chains.map((c) => [objectKey(c.chain), c]));
     for (const spec of after.chains) {
       const k = objectKey(spec.chain);
       const old = oldChains.get(k);
       oldChains.delete(k);
       if (!old) {
-        p.addChains.push({ verb: 'add', object: spec.chain });
+        this.p.addChains.push({ verb: 'add', object: spec.chain });
         // Flushed when it went stale, so it is empty: wanting it again is only a matter of forgetting it was stale.
-        stale.delete(k);
-        stats.chainsAdded++;
+        this.stale.delete(k);
+        this.stats.chainsAdded++;
       } else if (!sameChainDef(old.chain, spec.chain)) {
-        p.flushChains.push({ verb: 'flush', object: old.chain });
-        p.deleteChains.push({ verb: 'delete', object: old.chain });
-        p.addChains.push({ verb: 'add', object: spec.chain });
-        stats.chainsRewritten++;
-      } else if (setRecreated || !sameRules(old, spec)) {
-        p.flushChains.push({ verb: 'flush', object: spec.chain });
-        stats.chainsRewritten++;
+        this.p.flushChains.push({ verb: 'flush', object: old.chain });
+        this.p.deleteChains.push({ verb: 'delete', object: old.chain });
+        this.p.addChains.push({ verb: 'add', object: spec.chain });
+        this.stats.chainsRewritten++;
+      } else if (rewrite || !sameRules(old, spec)) {
+        this.p.flushChains.push({ verb: 'flush', object: spec.chain });
+        this.stats.chainsRewritten++;
       } else {
         continue;
       }
-      for (const r of spec.rules) p.addRules.push({ verb: 'add', object: r });
-      stats.rulesAdded += spec.rules.length;
+      for (const r of spec.rules) this.p.addRules.push({ verb: 'add', object: r });
+      this.stats.rulesAdded += spec.rules.length;
     }
     for (const [k, old] of oldChains) {
-      p.flushChains.push({ verb: 'flush', object: old.chain });
-      stale.set(k, { chain: old.chain, since: now });
-      stats.chainsFlushedStale++;
+      this.p.flushChains.push({ verb: 'flush', object: old.chain });
+      this.stale.set(k, { chain: old.chain, since: this.now });
+      this.stats.chainsFlushedStale++;
     }
+  }
+}
 
-    for (const k of claimKeysOf(before)) touchedKeys.add(k);
-    for (const k of claimKeysOf(after)) touchedKeys.add(k);
+export function diffRulesets(
+  applied: Ruleset | undefined,
+  desired: Ruleset,
+  options: DiffOptions,
+  staleChains: ReadonlyMap<string, StaleChain> = new Map(),
+): SyncPlan {
+  const { now } = options;
+  const delay = options.staleChainDelayMs ?? DEFAULT_STALE_CHAIN_DELAY_MS;
+  const p = new Phases();
+  const stats = emptyStats();
+  const stale = new Map(staleChains);
 
-    // Own elements: no other fragment wants their keys, so the two renderings say it all.
-    const oldOwn = new Map<string, Element>();
-    for (const e of before.ownElements ?? NONE) oldOwn.set(objectKey(e), e);
-    for (const e of after.ownElements ?? NONE) {
-      const k = objectKey(e);
-      const old = oldOwn.get(k);
-      oldOwn.delete(k);
-      if (old && sameElementValue(old, e) && !recreatedSets.has(setKey(e))) continue;
-      if (old) ownDeletes.push(old);
-      ownAdds.push(e);
-    }
-    for (const old of oldOwn.values()) ownDeletes.push(old);
+  const appliedTables = new Set((applied?.tables ?? []).map(objectKey));
+  const desiredTables = new Set(desired.tables.map(objectKey));
+  for (const t of desired.tables) if (!appliedTables.has(objectKey(t))) p.addTables.push({ verb: 'add', object: t });
+  const removedTables = (applied?.tables ?? []).filter((t) => !desiredTables.has(objectKey(t)));
 
-    if (family !== undefined && (before.hairpin || after.hairpin)) {
-      let touched = touchedHairpin.get(family);
-      if (!touched) touchedHairpin.set(family, (touched = new Set()));
-      for (const ip of before.hairpin ?? NONE) touched.add(ip);
-      for (const ip of after.hairpin ?? NONE) touched.add(ip);
-    }
-  };
+  const differ = new FragmentDiffer(p, stats, stale, now);
+  const diffFragment = (before: Fragment, after: Fragment, family?: IPFamily): void => differ.diff(before, after, family);
+  const { touchedKeys, recreatedSets, ownDeletes, ownAdds, touchedHairpin } = differ;
 
   const families = new Set([...(applied?.skeletons.keys() ?? []), ...desired.skeletons.keys()]);
   for (const f of families) {
@@ -300,7 +360,7 @@ export function diffRulesets(applied: Ruleset | undefined, desired: Ruleset, opt
   // A re-created set or map starts empty, whoever's elements it held. A port's
   // own maps were refilled with its fragment above; a skeleton's set (rare: its
   // definition changed) may hold anyone's.
-  if (skeletonSetRecreated) {
+  if (differ.skeletonSetRecreated) {
     forEachElement(desired, (e) => {
       if (recreatedSets.has(setKey(e))) addElement(e);
     });

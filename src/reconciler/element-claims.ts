@@ -63,7 +63,11 @@ export class Claims {
   readonly contested: Map<string, readonly ElementClaim[]>;
   readonly #elementOf: (owner: string, key: string) => Element | undefined;
 
-  constructor(elementOf: (owner: string, key: string) => Element | undefined, prev?: OverlayMap<string, string>, contested?: ReadonlyMap<string, readonly ElementClaim[]>) {
+  constructor(
+    elementOf: (owner: string, key: string) => Element | undefined,
+    prev?: OverlayMap<string, string>,
+    contested?: ReadonlyMap<string, readonly ElementClaim[]>,
+  ) {
     this.#elementOf = elementOf;
     this.owners = new OverlayMap(prev);
     this.contested = new Map(contested);
@@ -79,7 +83,8 @@ export class Claims {
         this.owners.set(key, owner);
         continue;
       }
-      // Its own already (a fragment that wants a key twice): the winner heads any contested list, so nothing would change; skip the element lookup.
+      // Its own already (a fragment that wants a key twice): the winner heads any contested list, so nothing would change; skip the element
+      // lookup.
       if (cur === owner) continue;
       const list = this.contested.get(key) ?? [{ owner: cur, element: this.#elementOf(cur, key)! }];
       if (list.some((c) => c.owner === owner)) continue;
@@ -126,7 +131,10 @@ export class HairpinCounter {
   add(family: IPFamily, fragment: Fragment): void {
     if (!fragment.hairpin) return;
     let counts = this.#families.get(family);
-    if (!counts) this.#families.set(family, (counts = new Map()));
+    if (!counts) {
+      counts = new Map();
+      this.#families.set(family, counts);
+    }
     for (const ip of fragment.hairpin) {
       const n = counts.get(ip);
       counts.set(ip, n === undefined ? 1 : n + 1);

@@ -95,11 +95,15 @@ export interface FamilySlots {
 /** Every family's block index, derived from the previous ruleset's without changing it. */
 export class EndpointSlots {
   readonly #families = new Map<IPFamily, FamilySlots>();
-  /** Owners of regions whose blocks gained or lost a claim since construction, and owners added onto a claimed block: their status may have flipped. */
+  /**
+   * Owners of regions whose blocks gained or lost a claim since construction, and owners added onto a claimed block: their status may have
+   * flipped.
+   */
   readonly #touched = new Set<string>();
 
   constructor(from?: ReadonlyMap<IPFamily, FamilySlots>) {
-    for (const [f, slots] of from ?? []) this.#families.set(f, { blocks: new OverlayMap(slots.blocks), shards: new OverlayMap(slots.shards) });
+    for (const [f, slots] of from ?? [])
+      this.#families.set(f, { blocks: new OverlayMap(slots.blocks), shards: new OverlayMap(slots.shards) });
   }
 
   get families(): ReadonlyMap<IPFamily, FamilySlots> {
@@ -108,7 +112,10 @@ export class EndpointSlots {
 
   #slots(family: IPFamily): FamilySlots {
     let slots = this.#families.get(family);
-    if (!slots) this.#families.set(family, (slots = { blocks: new OverlayMap(), shards: new OverlayMap() }));
+    if (!slots) {
+      slots = { blocks: new OverlayMap(), shards: new OverlayMap() };
+      this.#families.set(family, slots);
+    }
     return slots;
   }
 
@@ -163,7 +170,8 @@ export class EndpointSlots {
     for (const region of regions) {
       for (let b = region.block; b < region.block + region.blocks; b++) {
         if ((index?.get(b)?.length ?? 0) > 1) {
-          (out ??= new Set()).add(region.label);
+          out ??= new Set();
+          out.add(region.label);
           break;
         }
       }

@@ -91,14 +91,16 @@ export class FragmentBuilder {
     if (value !== undefined) e.value = value;
     if (comment) e.comment = comment;
     this.fragment.elements.push(e);
-    (this.fragment.claimKeys ??= []).push(claimKey(e));
+    this.fragment.claimKeys ??= [];
+    this.fragment.claimKeys.push(claimKey(e));
   }
 
   /** An element only this fragment can want (see Fragment.ownElements). */
   ownElement(set: string, key: string[], value?: Element['value']): void {
     const e: Element = { kind: 'element', family: this.family, table: this.table, set, key };
     if (value !== undefined) e.value = value;
-    (this.fragment.ownElements ??= []).push(e);
+    this.fragment.ownElements ??= [];
+    this.fragment.ownElements.push(e);
   }
 
   flowtable(f: Omit<Flowtable, 'kind' | 'family' | 'table'>): void {

@@ -20,7 +20,10 @@
 
 /** Why a ServicePort was set aside. */
 export interface Refusal {
-  /** Who refused: the transaction's checks, the dataplane (encoder, batch builder or kernel) naming its operation, or bisection of a refusal that named none. */
+  /**
+   * Who refused: the transaction's checks, the dataplane (encoder, batch builder or kernel) naming its operation, or bisection of a refusal
+   * that named none.
+   */
   stage: 'validation' | 'dataplane' | 'bisection';
   /** The kernel's errno (0 for the transaction's checks). */
   errno: number;

@@ -86,7 +86,8 @@ const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
  * ~5 µs a call (mostly the call) against ~0.2 µs for two multiplicative lanes.
  */
 export function shortHash(text: string): string {
-  // Two 32-bit FNV-1a-style lanes with different primes (a is fnv1a32's, interleaved here to walk the text once), each finished with an avalanche mix.
+  // Two 32-bit FNV-1a-style lanes with different primes (a is fnv1a32's, interleaved here to walk the text once), each finished with an
+  // avalanche mix.
   let a = 0x811c9dc5;
   let b = 0x9e3779b9;
   for (let i = 0; i < text.length; i++) {
@@ -127,7 +128,7 @@ export function mix(h: number): number {
 export const COMMENT_MAX = 128;
 
 /** Characters nft cannot print inside quotes (NUL, double quote) and other control characters. */
-// eslint-disable-next-line no-control-regex
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point: nft cannot print them.
 const UNPRINTABLE = /[\u0000-\u001f"\u007f]/g;
 
 /** `text` with what nft cannot print replaced by '_'. */

@@ -31,7 +31,8 @@ export class OverlayMap<K, V> implements ReadonlyMap<K, V> {
     from.#sealed = true;
     this.#size = from.#size;
     if (from.#base.size === 0) {
-      // Built from nothing (a full render): its overlay holds no deletions (delete() marks only keys the base has) and becomes the shared base.
+      // Built from nothing (a full render): its overlay holds no deletions (delete() marks only keys the base has) and becomes the shared
+      // base.
       this.#base = from.#over as Map<K, V>;
       this.#over = new Map();
     } else if (from.#over.size > Math.max(1024, from.#base.size >> 3)) {

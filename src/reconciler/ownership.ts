@@ -45,7 +45,9 @@ export class ForeignTableError extends Error {
   readonly table: string;
   constructor(family: string, table: string, comment: string | undefined) {
     super(
-      `table ${family} ${table} exists and was not created by kube-nft-proxy (its comment is ${comment === undefined ? 'absent' : JSON.stringify(comment)}, not ${JSON.stringify(ownershipMark())}); ` +
+      `table ${family} ${table} exists and was not created by kube-nft-proxy (its comment is ` +
+        `${comment === undefined ? 'absent' : JSON.stringify(comment)}, not ` +
+        `${JSON.stringify(ownershipMark())}); ` +
         'refusing to replace it: choose another name with --table, or remove that table yourself',
     );
     this.name = 'ForeignTableError';

@@ -19,48 +19,16 @@ import type { Family } from '../nft/objects.ts';
 import type { NftInvalidError } from '../nft/transaction.ts';
 import type { RulesetConfig } from './config.ts';
 import { validateRulesetConfig } from './config.ts';
-import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, EMPTY_SYNC_STATE, staleDeletionDueAt, type SyncPlan, type SyncState, type SyncStats } from './diff.ts';
+import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, EMPTY_SYNC_STATE, staleDeletionDueAt, type SyncPlan, type SyncState } from './diff.ts';
 import { type FullSyncMode, planFullSync } from './full-sync.ts';
 import { type Attempt, type Blame, commitIsolating, IsolationFailed, type Refusal } from './isolation.ts';
 import { OperationOwners } from './operation-owner.ts';
 import { planAdoption } from './adopt.ts';
 import { TABLE_FORMAT_VERSION, tableOwnership } from './ownership.ts';
-import { type RenderProblem, renderRuleset, type Ruleset } from './ruleset.ts';
+import { renderRuleset, type Ruleset } from './ruleset.ts';
+import type { RejectedServicePort, SyncReport, SyncRequest } from './sync-report.ts';
 
-export type SyncRequest = { kind: 'incremental' } | { kind: 'full'; mode: FullSyncMode };
-
-export interface SyncReport {
-  /** What ran: a first sync is always a full one (replace, or adopt when allowed), whatever was asked. */
-  kind: 'incremental' | 'full';
-  mode?: FullSyncMode | 'adopt';
-  /** Operations committed (0: nothing to do, no commit). */
-  ops: number;
-  stats: SyncStats;
-  servicePorts: number;
-  /** Distinct endpoint chains in the desired ruleset. */
-  endpointChains: number;
-  problems: RenderProblem[];
-  /** Flushed chains awaiting deletion. */
-  staleChains: number;
-  /** Run a sync in this many ms to delete stale chains (undefined: none). */
-  followUpMs?: number;
-  /** ServicePorts whose operations failed in this sync, now set aside (see the top of this file). */
-  rejected: RejectedServicePort[];
-  /** ServicePorts set aside, this sync's and earlier ones'. */
-  setAside: number;
-  /** A first sync that could have adopted the kernel's tables but replaced them: why. */
-  adoptionRefused?: string;
-}
-
-/** A ServicePort set aside: its operations failed (see the top of this file). */
-export interface RejectedServicePort extends Refusal {
-  servicePortId: string;
-  namespace: string;
-  serviceName: string;
-  portName: string;
-  /** Its last applied version is still programmed (false: it is not in the kernel at all). */
-  keptLastApplied: boolean;
-}
+export type { RejectedServicePort, SyncReport, SyncRequest } from './sync-report.ts';
 
 /**
  * Commits one sync may try while setting ports aside: each attempt either
@@ -187,7 +155,12 @@ export class Reconciler {
       const mode = request.kind === 'full' ? request.mode : 'replace';
       return { plan: planFullSync(desired, mode, this.#state), desired, kind: 'full', mode };
     }
-    const plan = diffRulesets(this.#state.applied, desired, { now: this.#now(), staleChainDelayMs: this.#staleDelay }, this.#state.staleChains);
+    const plan = diffRulesets(
+      this.#state.applied,
+      desired,
+      { now: this.#now(), staleChainDelayMs: this.#staleDelay },
+      this.#state.staleChains,
+    );
     return { plan, desired, kind: 'incremental' };
   }
 
@@ -274,7 +247,8 @@ export class Reconciler {
       // Later attempts render again only what their set-aside and held ports change.
       last = this.plan(request_, last === undefined ? read : { ports, changed: NOTHING_CHANGED }, held);
       const { plan, desired, kind } = last;
-      if (plan.ops.length > 0) this.#onPlanned?.({ kind, servicePorts: desired.services.size, ops: plan.ops.length, planMs: performance.now() - t0 });
+      if (plan.ops.length > 0)
+        this.#onPlanned?.({ kind, servicePorts: desired.services.size, ops: plan.ops.length, planMs: performance.now() - t0 });
       const failed = await this.#commit(plan, desired, current);
       if (failed) return failed;
       ops += plan.ops.length;
@@ -301,7 +275,13 @@ export class Reconciler {
       await commitIsolating({ attempt, setAside, maxAttempts: MAX_ATTEMPTS });
     } catch (e) {
       const l = last!;
-      const report = this.#report(l.plan, l.desired, { kind: done?.kind ?? l.kind, ...(l.mode ? { mode: l.mode } : {}) }, ops || l.plan.ops.length, rejected);
+      const report = this.#report(
+        l.plan,
+        l.desired,
+        { kind: done?.kind ?? l.kind, ...(l.mode ? { mode: l.mode } : {}) },
+        ops || l.plan.ops.length,
+        rejected,
+      );
       throw new SyncError({ ...report, ...refusedNote }, e);
     }
     const l = last!;
@@ -324,7 +304,8 @@ export class Reconciler {
         if (!listing) continue;
         const owner = tableOwnership(listing.table);
         if (owner.kind !== 'ours') return `table ${family} ${listing.table.name} is not ours`;
-        if (owner.version !== TABLE_FORMAT_VERSION) return `table ${family} ${listing.table.name} has table format ${owner.version}, not ${TABLE_FORMAT_VERSION}`;
+        if (owner.version !== TABLE_FORMAT_VERSION)
+          return `table ${family} ${listing.table.name} has table format ${owner.version}, not ${TABLE_FORMAT_VERSION}`;
         listings.set(family, listing);
       }
     } catch (e) {
@@ -335,7 +316,8 @@ export class Reconciler {
     const plan = planAdoption(desired, listings, this.#now());
     listings.clear();
     if ('refused' in plan) return plan.refused;
-    if (plan.ops.length > 0) this.#onPlanned?.({ kind: 'full', servicePorts: desired.services.size, ops: plan.ops.length, planMs: performance.now() - t0 });
+    if (plan.ops.length > 0)
+      this.#onPlanned?.({ kind: 'full', servicePorts: desired.services.size, ops: plan.ops.length, planMs: performance.now() - t0 });
     const failed = await this.#commit(plan, desired, () => new Map());
     if (failed && !failed.ok) return `the kernel refused the adoption: ${(failed.error as Error)?.message ?? String(failed.error)}`;
     return this.#report(plan, desired, { kind: 'full', mode: 'adopt' }, plan.ops.length, rejected);
@@ -370,7 +352,12 @@ export class Reconciler {
     };
   }
 
-  #blameInvalid(errors: readonly NftInvalidError[], plan: SyncPlan, desired: Ruleset, current: () => ReadonlyMap<string, ServicePort>): Blame {
+  #blameInvalid(
+    errors: readonly NftInvalidError[],
+    plan: SyncPlan,
+    desired: Ruleset,
+    current: () => ReadonlyMap<string, ServicePort>,
+  ): Blame {
     const present = current();
     const owners = new OperationOwners([desired, this.#state.applied]);
     const found = new Map<string, Refusal>();
@@ -402,7 +389,13 @@ export class Reconciler {
     return transientOnly ? { kind: 'transient' } : { kind: 'unattributed', suspects };
   }
 
-  #report(plan: SyncPlan, desired: Ruleset, what: { kind: SyncReport['kind']; mode?: SyncReport['mode'] }, ops: number, rejected: RejectedServicePort[]): SyncReport {
+  #report(
+    plan: SyncPlan,
+    desired: Ruleset,
+    what: { kind: SyncReport['kind']; mode?: SyncReport['mode'] },
+    ops: number,
+    rejected: RejectedServicePort[],
+  ): SyncReport {
     const due = staleDeletionDueAt(this.#state, this.#staleDelay);
     let endpointChains = 0;
     for (const s of desired.services.values()) endpointChains += s.endpointChains;

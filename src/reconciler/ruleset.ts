@@ -14,7 +14,16 @@ import type { ServicePort } from '../model/service-port.ts';
 import type { Element, Table } from '../nft/objects.ts';
 import type { FamilyConfig, RulesetConfig } from './config.ts';
 import { EndpointSlots, type FamilySlots, NO_LABELS, sameLabels } from './endpoint-slots.ts';
-import { Claims, claimedIn, type ElementClaim, HairpinCounter, type HairpinCounts, hairpinElement, skeletonFamily, skeletonOwner } from './element-claims.ts';
+import {
+  Claims,
+  claimedIn,
+  type ElementClaim,
+  HairpinCounter,
+  type HairpinCounts,
+  hairpinElement,
+  skeletonFamily,
+  skeletonOwner,
+} from './element-claims.ts';
 import { claimKeysOf, type Fragment } from './fragment.ts';
 import type { OverlayMap } from './overlay-map.ts';
 import { type RenderContext, RenderedServicePort } from './rendered-service-port.ts';
@@ -64,24 +73,17 @@ export interface Ruleset {
 const FAMILIES: readonly IPFamily[] = ['IPv4', 'IPv6'];
 
 /**
- * Renders the desired ruleset. With `previous`, the entry of every ServicePort
- * not in `changed` (ids added, updated or removed since `previous` was
- * rendered; undefined: every one) is taken over from it as it is.
+ * Each ServicePort's entry: taken over from `reuse` when not in `changed`,
+ * else rendered (its id then in `rendered`). Refused ones go to `problems`.
  */
-export function renderRuleset(servicePorts: readonly ServicePort[], config: RulesetConfig, previous?: Ruleset, changed?: ReadonlySet<string>): Ruleset {
-  const reuse = previous !== undefined && sameConfig(previous.config, config) ? previous : undefined;
-  const problems: RenderProblem[] = [];
-  const tables: Table[] = [];
-  for (const family of FAMILIES) {
-    if (config.families[family]) tables.push({ kind: 'table', family: tableFamily(family), name: config.tableName, comment: ownershipMark() });
-  }
-
-  const contexts = new Map<IPFamily, RenderContext>();
-  const contextFor = (family: IPFamily, fc: FamilyConfig): RenderContext => {
-    let context = contexts.get(family);
-    if (!context) contexts.set(family, (context = { fc, config }));
-    return context;
-  };
+function renderServicePorts(
+  servicePorts: readonly ServicePort[],
+  config: RulesetConfig,
+  reuse: Ruleset | undefined,
+  changed: ReadonlySet<string> | undefined,
+  contextFor: (family: IPFamily, fc: FamilyConfig) => RenderContext,
+  problems: RenderProblem[],
+): { services: Map<string, RenderedServicePort>; rendered: Set<string>; inBoth: number } {
   const services = new Map<string, RenderedServicePort>();
   // Ids whose entry may differ from the previous ruleset's: what the rest of
   // the render (and the diff) looks at, so that a change costs itself, not
@@ -90,12 +92,20 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
   let inBoth = 0;
   for (const sp of servicePorts) {
     if (services.has(sp.id)) {
-      problems.push({ servicePortId: sp.id, code: 'ERR_DUPLICATE_SERVICE_PORT', message: `service port ${sp.id} appears twice; the first is used` });
+      problems.push({
+        servicePortId: sp.id,
+        code: 'ERR_DUPLICATE_SERVICE_PORT',
+        message: `service port ${sp.id} appears twice; the first is used`,
+      });
       continue;
     }
     const fc = config.families[sp.family];
     if (!fc) {
-      problems.push({ servicePortId: sp.id, code: 'ERR_FAMILY_NOT_CONFIGURED', message: `service port ${sp.id}: ${sp.family} is not configured on this node` });
+      problems.push({
+        servicePortId: sp.id,
+        code: 'ERR_FAMILY_NOT_CONFIGURED',
+        message: `service port ${sp.id}: ${sp.family} is not configured on this node`,
+      });
       continue;
     }
     const before = reuse?.services.get(sp.id);
@@ -118,25 +128,16 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
       problems.push({ servicePortId: sp.id, code: e.code, message: before ? `${e.message}; its previous rules stay` : e.message });
     }
   }
+  return { services, rendered, inBoth };
+}
 
-  // Ports that went: only looked for when some did.
-  if (reuse && inBoth < reuse.services.size) for (const id of reuse.services.keys()) if (!services.has(id)) rendered.add(id);
-
-  const slots = config.endpointShape === 'map' ? placeEndpoints(services, reuse, rendered, (family) => contextFor(family, config.families[family]!)) : undefined;
-
-  // The skeleton holds the shared endpoint maps that are in use: re-rendered when that changes.
-  const skeletons = new Map<IPFamily, Fragment>();
-  const endpointShards = new Map<IPFamily, readonly number[]>();
-  for (const family of FAMILIES) {
-    const fc = config.families[family];
-    if (!fc) continue;
-    const shards = slots?.usedShards(family) ?? NO_SHARDS;
-    const before = reuse?.endpointShards.get(family) ?? NO_SHARDS;
-    const same = before.length === shards.length && before.every((x, i) => x === shards[i]);
-    endpointShards.set(family, same ? before : shards);
-    skeletons.set(family, (same ? reuse?.skeletons.get(family) : undefined) ?? renderSkeleton(family, fc, config, shards));
-  }
-
+/** The element claims and hairpin counts: only what changed is re-claimed and re-counted. */
+function claimElements(
+  skeletons: Map<IPFamily, Fragment>,
+  services: Map<string, RenderedServicePort>,
+  reuse: Ruleset | undefined,
+  rendered: ReadonlySet<string>,
+): { claims: Claims; hairpin: HairpinCounter } {
   // Only what changed is re-claimed and re-counted: an incremental render costs the change, not the ruleset.
   const claims = new Claims((owner, key) => claimedIn(ownerFragment(owner, skeletons, services), key), reuse?.claims, reuse?.contested);
   const hairpin = new HairpinCounter(reuse?.hairpin);
@@ -168,6 +169,61 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
       hairpin.add(r.port.family, f);
     }
   }
+  return { claims, hairpin };
+}
+
+/**
+ * Renders the desired ruleset. With `previous`, the entry of every ServicePort
+ * not in `changed` (ids added, updated or removed since `previous` was
+ * rendered; undefined: every one) is taken over from it as it is.
+ */
+export function renderRuleset(
+  servicePorts: readonly ServicePort[],
+  config: RulesetConfig,
+  previous?: Ruleset,
+  changed?: ReadonlySet<string>,
+): Ruleset {
+  const reuse = previous !== undefined && sameConfig(previous.config, config) ? previous : undefined;
+  const problems: RenderProblem[] = [];
+  const tables: Table[] = [];
+  for (const family of FAMILIES) {
+    if (config.families[family])
+      tables.push({ kind: 'table', family: tableFamily(family), name: config.tableName, comment: ownershipMark() });
+  }
+
+  const contexts = new Map<IPFamily, RenderContext>();
+  const contextFor = (family: IPFamily, fc: FamilyConfig): RenderContext => {
+    let context = contexts.get(family);
+    if (!context) {
+      context = { fc, config };
+      contexts.set(family, context);
+    }
+    return context;
+  };
+  const { services, rendered, inBoth } = renderServicePorts(servicePorts, config, reuse, changed, contextFor, problems);
+
+  // Ports that went: only looked for when some did.
+  if (reuse && inBoth < reuse.services.size) for (const id of reuse.services.keys()) if (!services.has(id)) rendered.add(id);
+
+  const slots =
+    config.endpointShape === 'map'
+      ? placeEndpoints(services, reuse, rendered, (family) => contextFor(family, config.families[family]!))
+      : undefined;
+
+  // The skeleton holds the shared endpoint maps that are in use: re-rendered when that changes.
+  const skeletons = new Map<IPFamily, Fragment>();
+  const endpointShards = new Map<IPFamily, readonly number[]>();
+  for (const family of FAMILIES) {
+    const fc = config.families[family];
+    if (!fc) continue;
+    const shards = slots?.usedShards(family) ?? NO_SHARDS;
+    const before = reuse?.endpointShards.get(family) ?? NO_SHARDS;
+    const same = before.length === shards.length && before.every((x, i) => x === shards[i]);
+    endpointShards.set(family, same ? before : shards);
+    skeletons.set(family, (same ? reuse?.skeletons.get(family) : undefined) ?? renderSkeleton(family, fc, config, shards));
+  }
+
+  const { claims, hairpin } = claimElements(skeletons, services, reuse, rendered);
   for (const [key, list] of claims.contested) {
     const winner = list[0]!;
     for (const c of list.slice(1)) {
@@ -197,7 +253,11 @@ export function renderRuleset(servicePorts: readonly ServicePort[], config: Rule
   };
 }
 
-function ownerFragment(owner: string, skeletons: ReadonlyMap<IPFamily, Fragment>, services: ReadonlyMap<string, RenderedServicePort>): Fragment | undefined {
+function ownerFragment(
+  owner: string,
+  skeletons: ReadonlyMap<IPFamily, Fragment>,
+  services: ReadonlyMap<string, RenderedServicePort>,
+): Fragment | undefined {
   const family = skeletonFamily(owner);
   return family !== undefined ? skeletons.get(family) : services.get(owner)?.fragment;
 }
@@ -272,4 +332,3 @@ export function sameElementValue(a: Element, b: Element): boolean {
 function sameConfig(a: RulesetConfig, b: RulesetConfig): boolean {
   return a === b || JSON.stringify(a) === JSON.stringify(b);
 }
-

@@ -36,7 +36,15 @@ import type { Endpoint, EndpointSelection, ServicePort } from '../model/service-
 import type { Statement, Verdict } from '../nft/objects.ts';
 import { isCanonical } from '../nft/rule-checks.ts';
 import { cidrsContainAny, type FamilyConfig, type RulesetConfig } from './config.ts';
-import { DEFAULT_ENDPOINT_MAP_BLOCKS, type EndpointRegion, endpointRegion, NO_LABELS, regionOffset, shardMapName, shardOf } from './endpoint-slots.ts';
+import {
+  DEFAULT_ENDPOINT_MAP_BLOCKS,
+  type EndpointRegion,
+  endpointRegion,
+  NO_LABELS,
+  regionOffset,
+  shardMapName,
+  shardOf,
+} from './endpoint-slots.ts';
 import { type Fragment, FragmentBuilder } from './fragment.ts';
 import { outermostPrefixes } from './source-ranges.ts';
 import { CHAIN, endpointNameBase, MAP, PREFIX, SET, servicePortComment, servicePortNameBase, servicePortReadable } from './names.ts';
@@ -45,7 +53,6 @@ import {
   daddr,
   fibLocal,
   goto,
-  jump,
   jumpMarkForMasquerade,
   l4protoIs,
   lookup,
@@ -109,7 +116,8 @@ const PORT_TEXT: string[] = [];
 
 function checkPort(id: string, what: string, port: number): string {
   if (!Number.isInteger(port) || port < 1 || port > 65535) throw new ServicePortRenderError(id, `${what} ${port} is not a port`);
-  return (PORT_TEXT[port] ??= String(port));
+  PORT_TEXT[port] ??= String(port);
+  return PORT_TEXT[port];
 }
 
 /**
@@ -129,28 +137,212 @@ function localTraffic(config: RulesetConfig, fc: FamilyConfig, family: IPFamily,
   return fc.clusterCIDRs.map((c) => match(saddr(family), c, op));
 }
 
-export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: RulesetConfig, privateLabels: ReadonlySet<string> = NO_LABELS): Fragment {
-  const family: IPFamily = sp.family;
-  const type = addrType(family);
-  // The model writes addresses in the IP codec's canonical form (src/net/ip.ts),
-  // which is the nft layer's too: they are checked here, never rewritten. One
-  // that is not is a bug upstream, and sets aside this port only.
-  const address = (ip: string): string => {
-    if (!ip.includes('/') && isCanonical(type, ip)) return ip;
-    throw new ServicePortRenderError(sp.id, `${JSON.stringify(ip)} is not an ${family} address in canonical form`);
-  };
-  // A CIDR as the model writes it (Go's IPNet.String: '192.0.2.7/32' too) is an
-  // interval set's value once a full-length prefix is dropped ('192.0.2.7').
-  const fullPrefix = family === 'IPv4' ? '/32' : '/128';
-  const range = (c: string): string => {
-    const slash = c.indexOf('/');
-    const value = slash >= 0 && c.length - slash === fullPrefix.length && c.endsWith(fullPrefix) ? c.slice(0, slash) : c;
-    if (slash >= 0 && isCanonical(type, value)) return value;
-    throw new ServicePortRenderError(sp.id, `${JSON.stringify(c)} is not an ${family} range in canonical form`);
-  };
+// The model writes addresses in the IP codec's canonical form (src/net/ip.ts),
+// which is the nft layer's too: they are checked here, never rewritten. One
+// that is not is a bug upstream, and sets aside this port only.
+function canonicalAddress(sp: ServicePort, ip: string): string {
+  if (!ip.includes('/') && isCanonical(addrType(sp.family), ip)) return ip;
+  throw new ServicePortRenderError(sp.id, `${JSON.stringify(ip)} is not an ${sp.family} address in canonical form`);
+}
 
-  const natFamily = tableFamily(family) as 'ip' | 'ip6';
-  const b = new FragmentBuilder(natFamily, config.tableName);
+// A CIDR as the model writes it (Go's IPNet.String: '192.0.2.7/32' too) is an
+// interval set's value once a full-length prefix is dropped ('192.0.2.7').
+function canonicalRange(sp: ServicePort, c: string): string {
+  const fullPrefix = sp.family === 'IPv4' ? '/32' : '/128';
+  const slash = c.indexOf('/');
+  const value = slash >= 0 && c.length - slash === fullPrefix.length && c.endsWith(fullPrefix) ? c.slice(0, slash) : c;
+  if (slash >= 0 && isCanonical(addrType(sp.family), value)) return value;
+  throw new ServicePortRenderError(sp.id, `${JSON.stringify(c)} is not an ${sp.family} range in canonical form`);
+}
+
+/**
+ * kube-proxy's two policy chains: cluster-wide and node-local endpoints. With
+ * both policies Local the cluster-wide set is still needed, for the
+ * short-circuit of pod and host traffic to external destinations.
+ */
+function policyEndpoints(sp: ServicePort, externallyAccessible: boolean) {
+  const iLocal = sp.internalPolicyLocal;
+  const eLocal = sp.externalPolicyLocal;
+  const clusterEps = endpointsOf(sp.cluster);
+  const externalEps = endpointsOf(sp.external);
+  const clusterWide = !iLocal
+    ? (clusterEps ?? (!eLocal ? externalEps : undefined))
+    : !eLocal
+      ? externalEps
+      : externallyAccessible && sp.allEndpoints.length > 0
+        ? sp.allEndpoints
+        : undefined;
+  const localOnly = iLocal ? (clusterEps ?? (eLocal ? externalEps : undefined)) : eLocal ? externalEps : undefined;
+  return { clusterEps, externalEps, clusterWide, localOnly };
+}
+
+/** The masquerade rule of traffic to the ClusterIP (`dest`: ClusterIP, protocol, port), when one is needed. */
+function clusterIPMasqueradeRule(config: RulesetConfig, fc: FamilyConfig, family: IPFamily, dest: [string, string, string]) {
+  const [clusterIP, proto, port] = dest;
+  const matches = [match(daddr(family), clusterIP), l4protoIs(proto), match(thDport, port)];
+  if (config.masqueradeAll) return [...matches, jumpMarkForMasquerade];
+  // Off-cluster sources (a static route to the service range via any node) may
+  // be bounced to another node: masquerade so that the reply comes back here.
+  const notLocal = localTraffic(config, fc, family, '!=');
+  if (notLocal.length > 0) return [...matches, ...notLocal, jumpMarkForMasquerade];
+  return undefined;
+}
+
+/** loadBalancerSourceRanges: the LB IPs go through the firewall chain, which drops sources outside the ranges. */
+function firewall(
+  b: FragmentBuilder,
+  sp: ServicePort,
+  fc: FamilyConfig,
+  f: { lbIPs: string[]; sourceRanges: string[]; proto: string; port: string; base: string; firewallChain: string },
+): void {
+  const family = sp.family;
+  const type = addrType(family);
+  for (const ip of f.lbIPs) b.element(MAP.firewallIPs, [ip, f.proto, f.port], { verdict: 'goto', chain: f.firewallChain });
+  // A VIP-like LB often makes its VIP a local address: a node's request to it
+  // then loops back with the VIP as source, and must pass too.
+  const allowed = cidrsContainAny(family, f.sourceRanges, fc.nodeIPs) ? [...f.sourceRanges, ...f.lbIPs] : f.sourceRanges;
+  // One lookup in a set of the port's own, whatever the number of ranges (see source-ranges.ts).
+  const sources = PREFIX.firewallSources + f.base;
+  b.set({ name: sources, keyType: [type], flags: ['interval'] });
+  for (const r of outermostPrefixes(type, allowed)) b.ownElement(sources, [r]);
+  b.rule(f.firewallChain, [lookup([saddr(family)], sources, true), { kind: 'verdict', verdict: 'drop' }]);
+}
+
+/** The endpoint chains (masquerade of hairpin traffic, affinity, DNAT) and their affinity sets. */
+function endpointChains(
+  b: FragmentBuilder,
+  sp: ServicePort,
+  proto: string,
+  chains: Iterable<{ chain: string; set: string; ep: Endpoint }>,
+): void {
+  const family = sp.family;
+  const affinity = sp.sessionAffinityTimeout;
+  for (const { chain, set, ep } of chains) {
+    if (affinity !== undefined) {
+      // Affinity is per client address and service port, whichever service IP was used (as kube-proxy).
+      b.set({ name: set, keyType: [addrType(family)], flags: ['dynamic', 'timeout'], timeout: affinity });
+    }
+    const epPort = checkPort(sp.id, 'endpoint port', ep.port);
+    // Hairpin: an endpoint reaching itself through the service must see the node as source.
+    b.rule(chain, [match(saddr(family), ep.ip), jumpMarkForMasquerade]);
+    if (affinity !== undefined) b.rule(chain, [{ kind: 'set-update', op: 'update', set, keys: [saddr(family)] }]);
+    b.rule(chain, [l4protoIs(proto), { kind: 'dnat', addr: ep.ip, port: Number(epPort) }]);
+  }
+}
+
+/**
+ * The external chain of an externally reachable port: masquerade,
+ * short-circuits, then the policy chain. Says which policy chains it uses.
+ */
+function externalChainRules(
+  b: FragmentBuilder,
+  sp: ServicePort,
+  config: RulesetConfig,
+  fc: FamilyConfig,
+  eps: {
+    externalEps: readonly Endpoint[] | undefined;
+    clusterWide: readonly Endpoint[] | undefined;
+    localOnly: readonly Endpoint[] | undefined;
+  },
+  chains: { externalChain: string; serviceChain: string; localChain: string },
+): { service: boolean; local: boolean } {
+  const family = sp.family;
+  const { externalEps, clusterWide, localOnly } = eps;
+  const { externalChain, serviceChain, localChain } = chains;
+  let usesService = false;
+  let usesLocal = false;
+  if (!sp.externalPolicyLocal) {
+    // Endpoints may be on other nodes: masquerade so that replies come back through us.
+    b.rule(externalChain, [jumpMarkForMasquerade]);
+    if (externalEps && clusterWide) {
+      b.rule(externalChain, [goto(serviceChain)]);
+      usesService = true;
+    }
+  } else {
+    if (clusterWide) {
+      // Pods reaching an external destination behave as if they went out to
+      // the load balancer and came back: no traffic policy applies.
+      for (const local of localTraffic(config, fc, family, '=='))
+        b.rule(externalChain, [local, goto(serviceChain)], 'short-circuit pod traffic');
+    }
+    // The host's own traffic has a local address as source (maybe the LB IP itself): masquerade it.
+    b.rule(externalChain, [fibLocal('saddr'), jumpMarkForMasquerade], 'masquerade local traffic');
+    if (clusterWide) b.rule(externalChain, [fibLocal('saddr'), goto(serviceChain)], 'short-circuit local traffic');
+    if (clusterWide) usesService = true;
+    if (externalEps && localOnly) {
+      b.rule(externalChain, [goto(localChain)]);
+      usesLocal = true;
+    }
+  }
+  return { service: usesService, local: usesLocal };
+}
+
+/** An endpoint chain's names (and its affinity set's), made once per endpoint of the port. */
+type EndpointNames = { chain: string; set: string; ep: Endpoint; goto: Statement };
+
+function endpointNames(made: Map<string, EndpointNames>, readable: string, affinity: number | undefined, ep: Endpoint): EndpointNames {
+  const key = `${ep.ip}/${ep.port}`;
+  let e = made.get(key);
+  if (!e) {
+    const epBase = endpointNameBase(readable, ep.ip, ep.port);
+    const chain = PREFIX.endpoint + epBase;
+    e = { chain, set: affinity === undefined ? '' : PREFIX.affinity + epBase, ep, goto: goto(chain) };
+    made.set(key, e);
+  }
+  return e;
+}
+
+/** What a port's map-shaped policy chains share: the builder, and the hairpin addresses and regions they add to. */
+interface MapPolicyContext {
+  b: FragmentBuilder;
+  sp: ServicePort;
+  proto: string;
+  privateLabels: ReadonlySet<string>;
+  mapBlocks: number;
+  hairpin: Set<string>;
+  regions: EndpointRegion[];
+}
+
+/**
+ * A policy chain without affinity: optional masquerade rule, then DNAT
+ * through its slot range of the shared endpoints map, or through a map of its
+ * own when that range collides with another (`label` is that map's name).
+ */
+function writeMapPolicyChain(
+  c: MapPolicyContext,
+  name: string,
+  label: string,
+  eps: readonly Endpoint[],
+  masquerade: Statement[] | undefined,
+): void {
+  const { b, sp, proto } = c;
+  const list = distinctSorted(eps, (ip) => canonicalAddress(sp, ip));
+  const region = endpointRegion(label, list.length, c.mapBlocks);
+  c.regions.push(region);
+  const shared = !c.privateLabels.has(label);
+  const mapName = shared ? shardMapName(shardOf(region)) : label;
+  const offset = shared ? regionOffset(region) : 0;
+  b.chain(name);
+  if (masquerade) b.rule(name, masquerade);
+  if (!shared) b.map({ name: mapName, keyType: ['integer'], dataType: [addrType(sp.family), 'inet_service'] });
+  for (let i = 0; i < list.length; i++) {
+    const ep = list[i]!;
+    b.ownElement(mapName, [String(offset + i)], [ep.ip, checkPort(sp.id, 'endpoint port', ep.port)]);
+    c.hairpin.add(ep.ip);
+  }
+  const key = offset === 0 ? numgenKey(list.length) : { kind: 'numgen' as const, mod: list.length, offset };
+  b.rule(name, [l4protoIs(proto), { kind: 'dnat-map', family: tableFamily(sp.family) as 'ip' | 'ip6', keys: [key], map: mapName }]);
+}
+
+export function renderServicePort(
+  sp: ServicePort,
+  fc: FamilyConfig,
+  config: RulesetConfig,
+  privateLabels: ReadonlySet<string> = NO_LABELS,
+): Fragment {
+  const family: IPFamily = sp.family;
+  const address = (ip: string): string => canonicalAddress(sp, ip);
+  const b = new FragmentBuilder(tableFamily(family) as 'ip' | 'ip6', config.tableName);
   const base = servicePortNameBase(sp);
   const readable = servicePortReadable(sp);
   const comment = servicePortComment(readable);
@@ -160,25 +352,12 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
   const clusterIP = sp.clusterIP === undefined ? undefined : address(sp.clusterIP);
   const externalIPs = [...new Set(sp.externalIPs.map(address))];
   const lbIPs = [...new Set(sp.loadBalancerIPs.map(address))];
-  const sourceRanges = [...new Set(sp.loadBalancerSourceRanges.map(range))];
+  const sourceRanges = [...new Set(sp.loadBalancerSourceRanges.map((c) => canonicalRange(sp, c)))];
   const iLocal = sp.internalPolicyLocal;
-  const eLocal = sp.externalPolicyLocal;
   const externallyAccessible = nodePort !== undefined || externalIPs.length > 0 || lbIPs.length > 0;
   const hasAny = sp.cluster.kind !== 'reject' || sp.external.kind !== 'reject';
 
-  const clusterEps = endpointsOf(sp.cluster);
-  const externalEps = endpointsOf(sp.external);
-  // kube-proxy's two policy chains: cluster-wide and node-local endpoints. With
-  // both policies Local the cluster-wide set is still needed, for the
-  // short-circuit of pod and host traffic to external destinations.
-  const clusterWide = !iLocal
-    ? (clusterEps ?? (!eLocal ? externalEps : undefined))
-    : !eLocal
-      ? externalEps
-      : externallyAccessible && sp.allEndpoints.length > 0
-        ? sp.allEndpoints
-        : undefined;
-  const localOnly = iLocal ? (clusterEps ?? (eLocal ? externalEps : undefined)) : eLocal ? externalEps : undefined;
+  const { clusterEps, externalEps, clusterWide, localOnly } = policyEndpoints(sp, externallyAccessible);
 
   const serviceChain = PREFIX.service + base;
   const localChain = PREFIX.local + base;
@@ -187,46 +366,15 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
   const internalChain = iLocal ? localChain : serviceChain;
 
   const affinity = sp.sessionAffinityTimeout;
-  type EndpointNames = { chain: string; set: string; ep: Endpoint; goto: Statement };
   const endpointChain = new Map<string, EndpointNames>();
-  const endpointFor = (ep: Endpoint): EndpointNames => {
-    const key = `${ep.ip}/${ep.port}`;
-    let e = endpointChain.get(key);
-    if (!e) {
-      const epBase = endpointNameBase(readable, ep.ip, ep.port);
-      const chain = PREFIX.endpoint + epBase;
-      e = { chain, set: affinity === undefined ? '' : PREFIX.affinity + epBase, ep, goto: goto(chain) };
-      endpointChain.set(key, e);
-    }
-    return e;
-  };
+  const endpointFor = (ep: Endpoint): EndpointNames => endpointNames(endpointChain, readable, affinity, ep);
 
   const hairpin = new Set<string>();
   const regions: EndpointRegion[] = [];
   const mapBlocks = config.endpointMapBlocks ?? DEFAULT_ENDPOINT_MAP_BLOCKS;
-  /**
-   * A policy chain without affinity: optional masquerade rule, then DNAT
-   * through its slot range of the shared endpoints map, or through a map of its
-   * own when that range collides with another (`label` is that map's name).
-   */
-  const mapPolicyChain = (name: string, label: string, eps: readonly Endpoint[], masquerade: Statement[] | undefined): void => {
-    const list = distinctSorted(eps, address);
-    const region = endpointRegion(label, list.length, mapBlocks);
-    regions.push(region);
-    const shared = !privateLabels.has(label);
-    const mapName = shared ? shardMapName(shardOf(region)) : label;
-    const offset = shared ? regionOffset(region) : 0;
-    b.chain(name);
-    if (masquerade) b.rule(name, masquerade);
-    if (!shared) b.map({ name: mapName, keyType: ['integer'], dataType: [type, 'inet_service'] });
-    for (let i = 0; i < list.length; i++) {
-      const ep = list[i]!;
-      b.ownElement(mapName, [String(offset + i)], [ep.ip, checkPort(sp.id, 'endpoint port', ep.port)]);
-      hairpin.add(ep.ip);
-    }
-    const key = offset === 0 ? numgenKey(list.length) : { kind: 'numgen' as const, mod: list.length, offset };
-    b.rule(name, [l4protoIs(proto), { kind: 'dnat-map', family: natFamily, keys: [key], map: mapName }]);
-  };
+  const mapPolicy: MapPolicyContext = { b, sp, proto, privateLabels, mapBlocks, hairpin, regions };
+  const mapPolicyChain = (name: string, label: string, eps: readonly Endpoint[], masquerade: Statement[] | undefined): void =>
+    writeMapPolicyChain(mapPolicy, name, label, eps, masquerade);
 
   /** A policy chain: optional masquerade rule, affinity lookups, then the cascade. */
   const policyChain = (name: string, mapName: string, eps: readonly Endpoint[], masquerade: Statement[] | undefined): void => {
@@ -272,71 +420,31 @@ export function renderServicePort(sp: ServicePort, fc: FamilyConfig, config: Rul
     if (hasAny) b.element(MAP.serviceNodePorts, [proto, nodePort], externalVerdict);
     if (noExternal) b.element(MAP.noEndpointNodePorts, [proto, nodePort], noExternal, comment);
   }
-  if (lbIPs.length > 0 && sourceRanges.length > 0) {
-    for (const ip of lbIPs) b.element(MAP.firewallIPs, [ip, proto, port], { verdict: 'goto', chain: firewallChain });
-    // A VIP-like LB often makes its VIP a local address: a node's request to it
-    // then loops back with the VIP as source, and must pass too.
-    const allowed = cidrsContainAny(family, sourceRanges, fc.nodeIPs) ? [...sourceRanges, ...lbIPs] : sourceRanges;
-    // One lookup in a set of the port's own, whatever the number of ranges (see source-ranges.ts).
-    const sources = PREFIX.firewallSources + base;
-    b.set({ name: sources, keyType: [type], flags: ['interval'] });
-    for (const r of outermostPrefixes(type, allowed)) b.ownElement(sources, [r]);
-    b.rule(firewallChain, [lookup([saddr(family)], sources, true), { kind: 'verdict', verdict: 'drop' }]);
-  }
+  if (lbIPs.length > 0 && sourceRanges.length > 0) firewall(b, sp, fc, { lbIPs, sourceRanges, proto, port, base, firewallChain });
 
   if (externallyAccessible && hasAny) {
-    if (!eLocal) {
-      // Endpoints may be on other nodes: masquerade so that replies come back through us.
-      b.rule(externalChain, [jumpMarkForMasquerade]);
-      if (externalEps && clusterWide) {
-        b.rule(externalChain, [goto(serviceChain)]);
-        usesService = true;
-      }
-    } else {
-      if (clusterWide) {
-        // Pods reaching an external destination behave as if they went out to
-        // the load balancer and came back: no traffic policy applies.
-        for (const local of localTraffic(config, fc, family, '==')) b.rule(externalChain, [local, goto(serviceChain)], 'short-circuit pod traffic');
-      }
-      // The host's own traffic has a local address as source (maybe the LB IP itself): masquerade it.
-      b.rule(externalChain, [fibLocal('saddr'), jumpMarkForMasquerade], 'masquerade local traffic');
-      if (clusterWide) b.rule(externalChain, [fibLocal('saddr'), goto(serviceChain)], 'short-circuit local traffic');
-      if (clusterWide) usesService = true;
-      if (externalEps && localOnly) {
-        b.rule(externalChain, [goto(localChain)]);
-        usesLocal = true;
-      }
-    }
+    const uses = externalChainRules(
+      b,
+      sp,
+      config,
+      fc,
+      { externalEps, clusterWide, localOnly },
+      { externalChain, serviceChain, localChain },
+    );
+    usesService ||= uses.service;
+    usesLocal ||= uses.local;
   }
 
   // --- policy chains (the ClusterIP's masquerade rule lives in the internal one)
-  const clusterIPMasquerade = (): Statement[] | undefined => {
-    if (clusterIP === undefined || !clusterEps) return undefined;
-    const dest = [match(daddr(family), clusterIP), l4protoIs(proto), match(thDport, port)];
-    if (config.masqueradeAll) return [...dest, jumpMarkForMasquerade];
-    // Off-cluster sources (a static route to the service range via any node) may
-    // be bounced to another node: masquerade so that the reply comes back here.
-    const notLocal = localTraffic(config, fc, family, '!=');
-    if (notLocal.length > 0) return [...dest, ...notLocal, jumpMarkForMasquerade];
-    return undefined;
-  };
-  if (usesService && clusterWide) policyChain(serviceChain, PREFIX.endpoints + base, clusterWide, iLocal ? undefined : clusterIPMasquerade());
+  const clusterIPMasquerade = (): Statement[] | undefined =>
+    clusterIP === undefined || !clusterEps ? undefined : clusterIPMasqueradeRule(config, fc, family, [clusterIP, proto, port]);
+  if (usesService && clusterWide)
+    policyChain(serviceChain, PREFIX.endpoints + base, clusterWide, iLocal ? undefined : clusterIPMasquerade());
   if (usesLocal && localOnly) policyChain(localChain, PREFIX.localEndpoints + base, localOnly, iLocal ? clusterIPMasquerade() : undefined);
   // Counted per address by the ruleset (element-claims.ts): `ip . ip` is the same whoever wants it.
   if (hairpin.size > 0) b.fragment.hairpin = [...hairpin];
 
-  // --- endpoint chains and their affinity sets
-  for (const { chain, set, ep } of endpointChain.values()) {
-    if (affinity !== undefined) {
-      // Affinity is per client address and service port, whichever service IP was used (as kube-proxy).
-      b.set({ name: set, keyType: [type], flags: ['dynamic', 'timeout'], timeout: affinity });
-    }
-    const epPort = checkPort(sp.id, 'endpoint port', ep.port);
-    // Hairpin: an endpoint reaching itself through the service must see the node as source.
-    b.rule(chain, [match(saddr(family), ep.ip), jumpMarkForMasquerade]);
-    if (affinity !== undefined) b.rule(chain, [{ kind: 'set-update', op: 'update', set, keys: [saddr(family)] }]);
-    b.rule(chain, [l4protoIs(proto), { kind: 'dnat', addr: ep.ip, port: Number(epPort) }]);
-  }
+  endpointChains(b, sp, proto, endpointChain.values());
   if (regions.length > 0) b.fragment.regions = regions;
   return b.fragment;
 }

@@ -76,7 +76,12 @@ const JUMPS: readonly JumpSpec[] = [
 ];
 
 /** `endpointShards`: the shared endpoint maps some slot range starts in (endpoint shape 'map'). */
-export function renderSkeleton(family: IPFamily, fc: FamilyConfig, config: RulesetConfig, endpointShards: readonly number[] = []): Fragment {
+export function renderSkeleton(
+  family: IPFamily,
+  fc: FamilyConfig,
+  config: RulesetConfig,
+  endpointShards: readonly number[] = [],
+): Fragment {
   const b = new FragmentBuilder(tableFamily(family), config.tableName);
   const addr = addrType(family);
   const mark = masqueradeMark(config);
@@ -85,7 +90,12 @@ export function renderSkeleton(family: IPFamily, fc: FamilyConfig, config: Rules
   for (const j of JUMPS) b.rule(j.from, j.newOnly ? [ctStateNew, jump(j.to)] : [jump(j.to)]);
 
   b.set({ name: SET.clusterIPs, keyType: [addr], comment: 'Active ClusterIPs' });
-  b.map({ name: MAP.serviceIPs, keyType: [addr, 'inet_proto', 'inet_service'], dataType: 'verdict', comment: 'ClusterIP, ExternalIP and LoadBalancer IP traffic' });
+  b.map({
+    name: MAP.serviceIPs,
+    keyType: [addr, 'inet_proto', 'inet_service'],
+    dataType: 'verdict',
+    comment: 'ClusterIP, ExternalIP and LoadBalancer IP traffic',
+  });
   b.map({ name: MAP.serviceNodePorts, keyType: ['inet_proto', 'inet_service'], dataType: 'verdict', comment: 'NodePort traffic' });
   b.map({
     name: MAP.noEndpointServices,
@@ -99,7 +109,12 @@ export function renderSkeleton(family: IPFamily, fc: FamilyConfig, config: Rules
     dataType: 'verdict',
     comment: 'vmap to drop or reject packets to service nodeports with no endpoints',
   });
-  b.map({ name: MAP.firewallIPs, keyType: [addr, 'inet_proto', 'inet_service'], dataType: 'verdict', comment: 'destinations that are subject to LoadBalancerSourceRanges' });
+  b.map({
+    name: MAP.firewallIPs,
+    keyType: [addr, 'inet_proto', 'inet_service'],
+    dataType: 'verdict',
+    comment: 'destinations that are subject to LoadBalancerSourceRanges',
+  });
 
   // Masquerading: the mark asks for it, postrouting does it (and clears the
   // mark, so that a packet that re-enters the stack is judged afresh).
@@ -112,9 +127,18 @@ export function renderSkeleton(family: IPFamily, fc: FamilyConfig, config: Rules
   // that the 'chains' ruleset is kube-proxy's.
   if (config.endpointShape === 'map') {
     for (const shard of endpointShards) {
-      b.map({ name: shardMapName(shard), keyType: ['integer'], dataType: [addr, 'inet_service'], comment: 'endpoints of service ports, a slot range each' });
+      b.map({
+        name: shardMapName(shard),
+        keyType: ['integer'],
+        dataType: [addr, 'inet_service'],
+        comment: 'endpoints of service ports, a slot range each',
+      });
     }
-    b.set({ name: SET.hairpinEndpoints, keyType: [addr, addr], comment: 'endpoints whose traffic to themselves through a service is masqueraded' });
+    b.set({
+      name: SET.hairpinEndpoints,
+      keyType: [addr, addr],
+      comment: 'endpoints whose traffic to themselves through a service is masqueraded',
+    });
     b.rule(CHAIN.masquerading, [
       match({ kind: 'ct', key: 'status' }, 'dnat'),
       lookup([saddr(family), daddr(family)], SET.hairpinEndpoints),
@@ -155,7 +179,11 @@ export function renderSkeleton(family: IPFamily, fc: FamilyConfig, config: Rules
 
   // After DNAT, a packet still addressed to a ClusterIP matched no service
   // port: a wrong port (reject), or an unallocated address of the range (drop).
-  b.rule(CHAIN.clusterIPsCheck, [lookup([daddr(family)], SET.clusterIPs), rejectStatement(family)], 'Reject traffic to invalid ports of ClusterIPs');
+  b.rule(
+    CHAIN.clusterIPsCheck,
+    [lookup([daddr(family)], SET.clusterIPs), rejectStatement(family)],
+    'Reject traffic to invalid ports of ClusterIPs',
+  );
   for (const cidr of fc.serviceCIDRs) {
     b.rule(CHAIN.clusterIPsCheck, [match(daddr(family), cidr), drop], 'Drop traffic to unallocated ClusterIPs');
   }

@@ -27,20 +27,25 @@ const PROTO_MATCH = new Map<string, Statement>();
 /** `meta l4proto tcp`, shared per protocol. */
 export function l4protoIs(proto: string): Statement {
   let m = PROTO_MATCH.get(proto);
-  if (!m) PROTO_MATCH.set(proto, (m = { kind: 'match', left: l4proto, op: '==', right: proto }));
+  if (!m) {
+    m = { kind: 'match', left: l4proto, op: '==', right: proto };
+    PROTO_MATCH.set(proto, m);
+  }
   return m;
 }
 
 const NUMGEN_ZERO: Statement[] = [];
 /** `numgen random mod n == 0`, shared per n. */
 export function numgenZero(n: number): Statement {
-  return (NUMGEN_ZERO[n] ??= { kind: 'match', left: { kind: 'numgen', mod: n }, op: '==', right: '0' });
+  NUMGEN_ZERO[n] ??= { kind: 'match', left: { kind: 'numgen', mod: n }, op: '==', right: '0' };
+  return NUMGEN_ZERO[n];
 }
 
 const NUMGEN: Selector[] = [];
 /** `numgen random mod n` as a key, shared per n. */
 export function numgenKey(n: number): Selector {
-  return (NUMGEN[n] ??= { kind: 'numgen', mod: n });
+  NUMGEN[n] ??= { kind: 'numgen', mod: n };
+  return NUMGEN[n];
 }
 
 export const match = (left: Selector, right: string, op: '==' | '!=' = '=='): Statement => ({ kind: 'match', left, op, right });

@@ -19,7 +19,7 @@
 // the feedback (a sync's outcome decides the next one's kind and time) is what
 // throttle/audit/exhaustMap compositions get subtly wrong.
 
-import { asyncScheduler, from, Observable, type ObservableInput, type SchedulerLike, Subscription } from 'rxjs';
+import { asyncScheduler, from, Observable, type ObservableInput, type SchedulerLike, type Subscriber, Subscription } from 'rxjs';
 import type { FullSyncMode } from './full-sync.ts';
 import type { SyncReport, SyncRequest } from './reconciler.ts';
 import { SyncError } from './reconciler.ts';
@@ -73,136 +73,176 @@ export function backoffDelay(failures: number, b: SyncBackoffOptions): number {
 
 export function syncRunner(options: SyncRunnerOptions): Observable<SyncResult> {
   const { minSyncPeriodMs, syncPeriodMs } = options;
-  if (!(minSyncPeriodMs >= 0) || !(syncPeriodMs >= 0)) throw new SyncRunnerConfigError(`sync periods must be >= 0 (min ${minSyncPeriodMs}, full ${syncPeriodMs})`);
+  if (!(minSyncPeriodMs >= 0) || !(syncPeriodMs >= 0))
+    throw new SyncRunnerConfigError(`sync periods must be >= 0 (min ${minSyncPeriodMs}, full ${syncPeriodMs})`);
   const backoff: SyncBackoffOptions = { ...DEFAULT_BACKOFF, ...options.backoff };
   const scheduler = options.scheduler ?? asyncScheduler;
 
   return new Observable<SyncResult>((subscriber) => {
-    const subs = new Subscription();
-    let gateOpen = false;
-    let dirty = false;
-    let dirtyReason: SyncReason = 'change';
-    /** A full sync owed: the first one, a periodic one, a recovery. */
-    let fullPending: { mode: FullSyncMode; reason: SyncReason } | undefined = { mode: 'replace', reason: 'startup' };
-    let inFlight = false;
-    let lastStart = Number.NEGATIVE_INFINITY;
-    let notBefore = Number.NEGATIVE_INFINITY;
-    let failures = 0;
-    let runTimer: Subscription | undefined;
-    let runAt = Number.POSITIVE_INFINITY;
-    let periodicTimer: Subscription | undefined;
-    let followUpTimer: Subscription | undefined;
-
-    const markDirty = (reason: SyncReason): void => {
-      if (!dirty) dirtyReason = reason;
-      dirty = true;
-      schedule();
-    };
-
-    const schedule = (): void => {
-      if (!gateOpen || inFlight || (!dirty && !fullPending)) return;
-      const at = Math.max(scheduler.now(), lastStart + minSyncPeriodMs, notBefore);
-      if (runTimer && runAt <= at) return;
-      runTimer?.unsubscribe();
-      runAt = at;
-      runTimer = scheduler.schedule(run, at - scheduler.now());
-      subs.add(runTimer);
-    };
-
-    const armPeriodic = (): void => {
-      if (syncPeriodMs === 0) return;
-      periodicTimer?.unsubscribe();
-      periodicTimer = scheduler.schedule(() => {
-        fullPending ??= { mode: 'reassert', reason: 'periodic' };
-        schedule();
-      }, syncPeriodMs);
-      subs.add(periodicTimer);
-    };
-
-    const run = (): void => {
-      runTimer = undefined;
-      runAt = Number.POSITIVE_INFINITY;
-      const full = fullPending;
-      const request: SyncRequest = full ? { kind: 'full', mode: full.mode } : { kind: 'incremental' };
-      const reason = full ? full.reason : dirtyReason;
-      fullPending = undefined;
-      dirty = false;
-      inFlight = true;
-      const startedAt = scheduler.now();
-      lastStart = startedAt;
-      let report: SyncReport | undefined;
-
-      const finish = (error: unknown, failed: boolean): void => {
-        inFlight = false;
-        const durationMs = scheduler.now() - startedAt;
-        if (!failed) {
-          failures = 0;
-          notBefore = Number.NEGATIVE_INFINITY;
-          if (full) armPeriodic();
-          subscriber.next({ reason, request, ok: true, report, startedAt, durationMs, consecutiveFailures: 0 });
-          if (report?.followUpMs !== undefined) {
-            followUpTimer?.unsubscribe();
-            followUpTimer = scheduler.schedule(() => markDirty('stale-chains'), report.followUpMs);
-            subs.add(followUpTimer);
-          }
-        } else {
-          failures++;
-          notBefore = scheduler.now() + backoffDelay(failures, backoff);
-          if (failures >= backoff.fullResyncAfter) fullPending = { mode: 'replace', reason: 'recovery' };
-          else if (full) fullPending = { ...full, reason: 'retry' };
-          else {
-            dirty = true;
-            dirtyReason = 'retry';
-          }
-          const failedReport = error instanceof SyncError ? error.report : undefined;
-          subscriber.next({ reason, request, ok: false, ...(failedReport ? { report: failedReport } : {}), error, startedAt, durationMs, consecutiveFailures: failures });
-        }
-        schedule();
-      };
-
-      let source: Observable<SyncReport>;
-      try {
-        source = from(options.sync(request));
-      } catch (e) {
-        finish(e, true);
-        return;
-      }
-      let done = false;
-      subs.add(
-        source.subscribe({
-          next: (r) => {
-            report = r;
-          },
-          error: (e) => {
-            if (done) return;
-            done = true;
-            finish(e, true);
-          },
-          complete: () => {
-            if (done) return;
-            done = true;
-            finish(undefined, false);
-          },
-        }),
-      );
-    };
-
-    subs.add(
+    const loop = new SyncLoop(options, backoff, scheduler, subscriber);
+    loop.subs.add(
       options.synced$.subscribe({
-        next: (synced) => {
-          if (!synced || gateOpen) return;
-          gateOpen = true;
-          schedule();
-        },
+        next: (synced) => loop.synced(synced),
         error: (e) => subscriber.error(e),
       }),
     );
-    subs.add(
+    loop.subs.add(
       options.changes$.subscribe({
-        next: () => markDirty('change'),
+        next: () => loop.markDirty('change'),
         error: (e) => subscriber.error(e),
       }),
     );
-    return subs;
+    return loop.subs;
   });
+}
+
+/** One subscription's sync loop: what is owed (a full sync, changes), when the next sync may start, and the timers. */
+class SyncLoop {
+  readonly subs = new Subscription();
+  #gateOpen = false;
+  #dirty = false;
+  #dirtyReason: SyncReason = 'change';
+  /** A full sync owed: the first one, a periodic one, a recovery. */
+  #fullPending: { mode: FullSyncMode; reason: SyncReason } | undefined = { mode: 'replace', reason: 'startup' };
+  #inFlight = false;
+  #lastStart = Number.NEGATIVE_INFINITY;
+  #notBefore = Number.NEGATIVE_INFINITY;
+  #failures = 0;
+  #runTimer: Subscription | undefined;
+  #runAt = Number.POSITIVE_INFINITY;
+  #periodicTimer: Subscription | undefined;
+  #followUpTimer: Subscription | undefined;
+
+  readonly options: SyncRunnerOptions;
+  readonly backoff: SyncBackoffOptions;
+  readonly scheduler: SchedulerLike;
+  readonly subscriber: Subscriber<SyncResult>;
+
+  constructor(options: SyncRunnerOptions, backoff: SyncBackoffOptions, scheduler: SchedulerLike, subscriber: Subscriber<SyncResult>) {
+    this.options = options;
+    this.backoff = backoff;
+    this.scheduler = scheduler;
+    this.subscriber = subscriber;
+  }
+
+  /** The cluster state has synced (or not yet): no sync runs before it has. */
+  synced(synced: boolean): void {
+    if (!synced || this.#gateOpen) return;
+    this.#gateOpen = true;
+    this.#schedule();
+  }
+
+  markDirty(reason: SyncReason): void {
+    if (!this.#dirty) this.#dirtyReason = reason;
+    this.#dirty = true;
+    this.#schedule();
+  }
+
+  #schedule(): void {
+    if (!this.#gateOpen || this.#inFlight || (!this.#dirty && !this.#fullPending)) return;
+    const at = Math.max(this.scheduler.now(), this.#lastStart + this.options.minSyncPeriodMs, this.#notBefore);
+    if (this.#runTimer && this.#runAt <= at) return;
+    this.#runTimer?.unsubscribe();
+    this.#runAt = at;
+    this.#runTimer = this.scheduler.schedule(() => this.#run(), at - this.scheduler.now());
+    this.subs.add(this.#runTimer);
+  }
+
+  #armPeriodic(): void {
+    if (this.options.syncPeriodMs === 0) return;
+    this.#periodicTimer?.unsubscribe();
+    this.#periodicTimer = this.scheduler.schedule(() => {
+      this.#fullPending ??= { mode: 'reassert', reason: 'periodic' };
+      this.#schedule();
+    }, this.options.syncPeriodMs);
+    this.subs.add(this.#periodicTimer);
+  }
+
+  #run(): void {
+    this.#runTimer = undefined;
+    this.#runAt = Number.POSITIVE_INFINITY;
+    const full = this.#fullPending;
+    const request: SyncRequest = full ? { kind: 'full', mode: full.mode } : { kind: 'incremental' };
+    const started: Started = { reason: full ? full.reason : this.#dirtyReason, request, full, startedAt: this.scheduler.now() };
+    this.#fullPending = undefined;
+    this.#dirty = false;
+    this.#inFlight = true;
+    this.#lastStart = started.startedAt;
+    let report: SyncReport | undefined;
+
+    let source: Observable<SyncReport>;
+    try {
+      source = from(this.options.sync(request));
+    } catch (e) {
+      this.#failed(started, e);
+      return;
+    }
+    let done = false;
+    this.subs.add(
+      source.subscribe({
+        next: (r) => {
+          report = r;
+        },
+        error: (e) => {
+          if (done) return;
+          done = true;
+          this.#failed(started, e);
+        },
+        complete: () => {
+          if (done) return;
+          done = true;
+          this.#succeeded(started, report);
+        },
+      }),
+    );
+  }
+
+  #succeeded(s: Started, report: SyncReport | undefined): void {
+    this.#inFlight = false;
+    const durationMs = this.scheduler.now() - s.startedAt;
+    this.#failures = 0;
+    this.#notBefore = Number.NEGATIVE_INFINITY;
+    if (s.full) this.#armPeriodic();
+    const { reason, request, startedAt } = s;
+    this.subscriber.next({ reason, request, ok: true, report, startedAt, durationMs, consecutiveFailures: 0 });
+    if (report?.followUpMs !== undefined) {
+      this.#followUpTimer?.unsubscribe();
+      this.#followUpTimer = this.scheduler.schedule(() => this.markDirty('stale-chains'), report.followUpMs);
+      this.subs.add(this.#followUpTimer);
+    }
+    this.#schedule();
+  }
+
+  #failed(s: Started, error: unknown): void {
+    this.#inFlight = false;
+    const durationMs = this.scheduler.now() - s.startedAt;
+    this.#failures++;
+    this.#notBefore = this.scheduler.now() + backoffDelay(this.#failures, this.backoff);
+    if (this.#failures >= this.backoff.fullResyncAfter) this.#fullPending = { mode: 'replace', reason: 'recovery' };
+    else if (s.full) this.#fullPending = { ...s.full, reason: 'retry' };
+    else {
+      this.#dirty = true;
+      this.#dirtyReason = 'retry';
+    }
+    const failedReport = error instanceof SyncError ? error.report : undefined;
+    this.subscriber.next({
+      reason: s.reason,
+      request: s.request,
+      ok: false,
+      ...(failedReport ? { report: failedReport } : {}),
+      error,
+      startedAt: s.startedAt,
+      durationMs,
+      consecutiveFailures: this.#failures,
+    });
+    this.#schedule();
+  }
+}
+
+/** A sync as it started. */
+interface Started {
+  reason: SyncReason;
+  request: SyncRequest;
+  full: { mode: FullSyncMode; reason: SyncReason } | undefined;
+  startedAt: number;
 }

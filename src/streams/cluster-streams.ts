@@ -37,7 +37,10 @@ import { Reflector, type ReflectorOptions } from './reflector.ts';
 import type { Store, StoreView } from './store.ts';
 
 export type ReflectorTuning = Partial<
-  Pick<ReflectorOptions, 'pageSize' | 'progressIntervalMs' | 'watchList' | 'watchTimeoutSeconds' | 'readTimeoutMs' | 'headersTimeoutMs' | 'backoff'>
+  Pick<
+    ReflectorOptions,
+    'pageSize' | 'progressIntervalMs' | 'watchList' | 'watchTimeoutSeconds' | 'readTimeoutMs' | 'headersTimeoutMs' | 'backoff'
+  >
 >;
 
 export interface ApiServerStreamsOptions {
@@ -149,7 +152,13 @@ export async function createClusterStreams(options: ClusterStreamsOptions): Prom
     const selector = serviceProxySelector(options.serviceProxyName);
     const common = { connection, clock: options.clock, ...options.tuning };
     const reflectors = [
-      new Reflector({ ...common, path: '/api/v1/services', labelSelector: selector, sink: informers.services, logger: logger.child({ resource: 'services' }) }),
+      new Reflector({
+        ...common,
+        path: '/api/v1/services',
+        labelSelector: selector,
+        sink: informers.services,
+        logger: logger.child({ resource: 'services' }),
+      }),
       new Reflector({
         ...common,
         path: '/apis/discovery.k8s.io/v1/endpointslices',

@@ -33,7 +33,7 @@ export class StringPool {
     const hit = this.pool.get(s);
     if (hit !== undefined) return hit;
     // Flatten sliced/cons strings so the pooled copy does not pin a parent string.
-    const own = (' ' + s).slice(1);
+    const own = ` ${s}`.slice(1);
     this.pool.set(own, own);
     return own;
   }
@@ -47,7 +47,10 @@ export class StringPool {
     const hit = this.lookup(digest, value, same);
     if (hit !== undefined) return hit;
     let bucket = this.buckets.get(digest);
-    if (bucket === undefined) this.buckets.set(digest, (bucket = []));
+    if (bucket === undefined) {
+      bucket = [];
+      this.buckets.set(digest, bucket);
+    }
     deepFreeze(value);
     bucket.push(value);
     this.shared++;

@@ -33,7 +33,10 @@ export class KeyedMap<T> {
   /** Sets the value; returns the one it replaced. */
   set(namespace: string, name: string, value: T): T | undefined {
     let space = this.spaces.get(namespace);
-    if (space === undefined) this.spaces.set(namespace, (space = new Map()));
+    if (space === undefined) {
+      space = new Map();
+      this.spaces.set(namespace, space);
+    }
     const old = space.get(name);
     if (old === undefined) this.count++;
     space.set(name, value);
@@ -61,6 +64,10 @@ export class KeyedMap<T> {
 
   /** Calls fn for each entry, without a joined key (nor an entry array per entry). */
   forEach(fn: (value: T, namespace: string, name: string) => void): void {
-    this.spaces.forEach((space, namespace) => space.forEach((value, name) => fn(value, namespace, name)));
+    this.spaces.forEach((space, namespace) => {
+      space.forEach((value, name) => {
+        fn(value, namespace, name);
+      });
+    });
   }
 }

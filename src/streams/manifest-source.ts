@@ -165,7 +165,7 @@ export class ManifestSource {
 
   private async loadOnce(): Promise<void> {
     if (this.stopped) return;
-    let read;
+    let read: Awaited<ReturnType<typeof readManifests>>;
     try {
       await this.arm();
       read = await readManifests(this.o.path);
@@ -218,4 +218,3 @@ export class ManifestSource {
     await this.loading;
   }
 }
-

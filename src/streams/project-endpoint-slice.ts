@@ -180,7 +180,8 @@ function projectSliceUnchecked(raw: unknown, pool: StringPool, dropped: string[]
   if (typeof serviceName !== 'string' || serviceName === '') fail(`label ${LABEL_SERVICE_NAME} missing`);
   if (serviceName.length > 63) fail(`label ${LABEL_SERVICE_NAME} longer than 63 characters`);
   const addressType = obj.addressType;
-  if (addressType !== 'IPv4' && addressType !== 'IPv6' && addressType !== 'FQDN') fail(`addressType unknown: ${JSON.stringify(addressType)}`);
+  if (addressType !== 'IPv4' && addressType !== 'IPv6' && addressType !== 'FQDN')
+    fail(`addressType unknown: ${JSON.stringify(addressType)}`);
 
   const ports = projectPorts(obj.ports, pool, dropped);
   const list = asList('endpoints', obj.endpoints);

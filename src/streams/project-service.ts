@@ -108,14 +108,18 @@ function sameServicePorts(a: ServicePortSpec[], b: ServicePortSpec[]): boolean {
   for (let i = 0; i < a.length; i++) {
     const x = a[i]!;
     const y = b[i]!;
-    if (x.port !== y.port || x.protocol !== y.protocol || x.name !== y.name || x.targetPort !== y.targetPort || x.nodePort !== y.nodePort) return false;
+    if (x.port !== y.port || x.protocol !== y.protocol || x.name !== y.name || x.targetPort !== y.targetPort || x.nodePort !== y.nodePort)
+      return false;
   }
   return true;
 }
 
 function portDigest(digest: number, port: unknown, name: unknown, targetPort: unknown, nodePort: unknown): number {
   const tp = typeof targetPort === 'number' ? targetPort : typeof targetPort === 'string' && targetPort !== '' ? digestOf(targetPort) : -1;
-  return digestStep(digestStep(digestStep(digestStep(digest, typeof port === 'number' ? port : -1), typeof name === 'string' ? digestOf(name) : 0), tp), typeof nodePort === 'number' && nodePort !== 0 ? nodePort : -1);
+  return digestStep(
+    digestStep(digestStep(digestStep(digest, typeof port === 'number' ? port : -1), typeof name === 'string' ? digestOf(name) : 0), tp),
+    typeof nodePort === 'number' && nodePort !== 0 ? nodePort : -1,
+  );
 }
 
 function sharePorts(pool: StringPool, ports: ServicePortSpec[]): ServicePortSpec[] {
@@ -140,7 +144,13 @@ function rawPortsMatch(pooled: ServicePortSpec[], list: unknown[]): boolean {
   for (let i = 0; i < list.length; i++) {
     const p = list[i];
     const q = pooled[i]!;
-    if (!isObject(p) || p.port !== q.port || (absent(p.name) ? '' : p.name) !== q.name || (absent(p.protocol) ? 'TCP' : p.protocol) !== q.protocol) return false;
+    if (
+      !isObject(p) ||
+      p.port !== q.port ||
+      (absent(p.name) ? '' : p.name) !== q.name ||
+      (absent(p.protocol) ? 'TCP' : p.protocol) !== q.protocol
+    )
+      return false;
     const tp = p.targetPort;
     if (absent(tp) || tp === '' ? q.targetPort !== undefined : tp !== q.targetPort) return false;
     const np = p.nodePort;
@@ -153,7 +163,9 @@ function projectPorts(list: unknown[], pool: StringPool): ServicePortSpec[] {
   let rawDigest = list.length;
   for (let i = 0; i < list.length; i++) {
     const p = list[i];
-    rawDigest = isObject(p) ? portDigest(rawDigest, p.port, absent(p.name) ? '' : p.name, p.targetPort, p.nodePort) : digestStep(rawDigest, -2);
+    rawDigest = isObject(p)
+      ? portDigest(rawDigest, p.port, absent(p.name) ? '' : p.name, p.targetPort, p.nodePort)
+      : digestStep(rawDigest, -2);
   }
   const seen = pool.lookup(rawDigest, list, rawPortsMatch);
   if (seen !== undefined) return seen;
@@ -211,7 +223,8 @@ function projectServiceUnchecked(raw: unknown, pool: StringPool): ServiceInfo {
 
   const externalIPs = mapList(asList('spec.externalIPs', spec.externalIPs), (ip, i) => checkIP(`spec.externalIPs[${i}]`, ip));
   const loadBalancerSourceRanges = mapList(asList('spec.loadBalancerSourceRanges', spec.loadBalancerSourceRanges), (r, i) => {
-    if (typeof r !== 'string' || !isCIDRText(r.trim(), 'lenient')) fail(`spec.loadBalancerSourceRanges[${i}] is not a CIDR: ${JSON.stringify(r)}`);
+    if (typeof r !== 'string' || !isCIDRText(r.trim(), 'lenient'))
+      fail(`spec.loadBalancerSourceRanges[${i}] is not a CIDR: ${JSON.stringify(r)}`);
     return r.trim();
   });
   const status = isObject(obj.status) ? obj.status : undefined;
@@ -223,9 +236,11 @@ function projectServiceUnchecked(raw: unknown, pool: StringPool): ServiceInfo {
 
   let sessionAffinityTimeoutSeconds: number | undefined;
   if (affinity === 'ClientIP') {
-    const cfg = isObject(spec.sessionAffinityConfig) && isObject(spec.sessionAffinityConfig.clientIP) ? spec.sessionAffinityConfig.clientIP : {};
+    const cfg =
+      isObject(spec.sessionAffinityConfig) && isObject(spec.sessionAffinityConfig.clientIP) ? spec.sessionAffinityConfig.clientIP : {};
     const t = cfg.timeoutSeconds ?? DEFAULT_AFFINITY_TIMEOUT;
-    if (typeof t !== 'number' || !Number.isInteger(t) || t < 1 || t > 86400) fail(`sessionAffinityConfig timeoutSeconds out of range: ${JSON.stringify(t)}`);
+    if (typeof t !== 'number' || !Number.isInteger(t) || t < 1 || t > 86400)
+      fail(`sessionAffinityConfig timeoutSeconds out of range: ${JSON.stringify(t)}`);
     sessionAffinityTimeoutSeconds = t;
   }
   let healthCheckNodePort: number | undefined;

@@ -89,7 +89,10 @@ class ListProgress {
     const now = this.#clock.now();
     if (now < this.#next) return;
     this.#next = now + this.#intervalMs;
-    this.#logger.info({ items: this.items, ...(this.pages ? { pages: this.pages } : {}), ...(remaining !== undefined ? { remaining } : {}) }, 'listing');
+    this.#logger.info(
+      { items: this.items, ...(this.pages ? { pages: this.pages } : {}), ...(remaining !== undefined ? { remaining } : {}) },
+      'listing',
+    );
   }
 }
 
@@ -247,11 +250,27 @@ export class Reflector {
    * loop while the next page is fetched, where every scavenge would copy it
    * and promote it to the old generation.
    */
-  private async listOnePage(limit: number, cont: string, scratch: ScratchBuffer): Promise<{ items: number; continueToken: string; resourceVersion: string; remainingItemCount?: number }> {
-    const page = await listPage(this.o.connection, this.o.path, { ...this.selectors(), limit, continue: cont || undefined }, this.timeouts, this.abort.signal, scratch);
+  private async listOnePage(
+    limit: number,
+    cont: string,
+    scratch: ScratchBuffer,
+  ): Promise<{ items: number; continueToken: string; resourceVersion: string; remainingItemCount?: number }> {
+    const page = await listPage(
+      this.o.connection,
+      this.o.path,
+      { ...this.selectors(), limit, continue: cont || undefined },
+      this.timeouts,
+      this.abort.signal,
+      scratch,
+    );
     this.delivered = true;
     const n = deliverListItems(page.items, this.o.sink);
-    return { items: n, continueToken: page.continueToken, resourceVersion: page.resourceVersion, remainingItemCount: page.remainingItemCount };
+    return {
+      items: n,
+      continueToken: page.continueToken,
+      resourceVersion: page.resourceVersion,
+      remainingItemCount: page.remainingItemCount,
+    };
   }
 
   private async watch(initial: boolean): Promise<void> {

@@ -15,7 +15,10 @@ export class ReportOnce {
 
   report(key: string, reason: string, fields: Record<string, unknown> = {}, msg = 'invalid object left out'): void {
     let reasons = this.seen.get(key);
-    if (!reasons) this.seen.set(key, (reasons = new Set()));
+    if (!reasons) {
+      reasons = new Set();
+      this.seen.set(key, reasons);
+    }
     if (reasons.has(reason)) return;
     reasons.add(reason);
     this.#reported++;

@@ -112,7 +112,11 @@ export class Store<T extends Versioned> implements StoreView<T> {
     if (this.map.size === 0) {
       // The first list: adopt the map instead of copying it entry by entry.
       this.map = next;
-      if (this.subject.observed) next.forEach((object, namespace, name) => this.upserted(namespace, name, object));
+      if (this.subject.observed) {
+        next.forEach((object, namespace, name) => {
+          this.upserted(namespace, name, object);
+        });
+      }
       return next.size;
     }
     let changes = 0;

@@ -48,9 +48,11 @@ class Kernel extends FakeKernel {
   override async commit(tx: Transaction): Promise<void> {
     const ops = tx.ops();
     const i = ops.findIndex((o) => o.verb === 'delete' && o.object.kind === 'chain');
-    if (this.refuseDeletes && i >= 0) throw new NftCommitError([{ index: i, errno: 16, code: 'EBUSY', message: 'refused by the test' }], ops);
+    if (this.refuseDeletes && i >= 0)
+      throw new NftCommitError([{ index: i, errno: 16, code: 'EBUSY', message: 'refused by the test' }], ops);
     const needle = this.refuseChains;
-    const j = needle === undefined ? -1 : ops.findIndex((o) => o.verb === 'add' && o.object.kind === 'chain' && o.object.name.includes(needle));
+    const j =
+      needle === undefined ? -1 : ops.findIndex((o) => o.verb === 'add' && o.object.kind === 'chain' && o.object.name.includes(needle));
     if (j >= 0) throw new NftCommitError([{ index: j, errno: 22, code: 'EINVAL', message: 'refused by the test' }], ops);
     return super.commit(tx);
   }
@@ -59,7 +61,9 @@ class Kernel extends FakeKernel {
 /** One sample from /metrics' text, by name and exact labels ({} for none). */
 async function value(agent: Agent, name: string, labels: Record<string, string> = {}): Promise<number> {
   const text = await agent.metrics.registry.metrics();
-  const l = Object.entries(labels).map(([k, v]) => `${k}="${v}"`).join(',');
+  const l = Object.entries(labels)
+    .map(([k, v]) => `${k}="${v}"`)
+    .join(',');
   const line = text.split('\n').find((x) => x.startsWith(l ? `${name}{${l}} ` : `${name} `));
   return line === undefined ? NaN : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
@@ -76,7 +80,13 @@ describe('agent metrics', { timeout: 30_000 }, () => {
     const kernel = new Kernel();
     const cmd = parseCommandLine(['--hostname-override=node-a', '--min-sync-period=0', '--cluster-cidr=10.244.0.0/16']);
     if (cmd.command !== 'run') throw new Error('run');
-    agent = await startAgent(cmd.options, { logger: createLogger('silent'), dataplane: kernel, serveHttp: false, streams: s.asStreams(), releaseMemory: () => {} });
+    agent = await startAgent(cmd.options, {
+      logger: createLogger('silent'),
+      dataplane: kernel,
+      serveHttp: false,
+      streams: s.asStreams(),
+      releaseMemory: () => {},
+    });
     const syncs = () => firstValueFrom(agent!.syncs$.pipe(filter((r) => r.ok)));
 
     s.node$.next(node());
@@ -84,8 +94,16 @@ describe('agent metrics', { timeout: 30_000 }, () => {
     s.services$.next({ type: 'upsert', key: 'default/web', object: web });
     const t0 = Date.now() + 1;
     // One slice with a fresh trigger time, one whose time predates the agent.
-    s.endpointSlices$.next({ type: 'upsert', key: 'default/web-1', object: slice('web-1', [ep('10.244.1.5')], { lastChangeTriggerTime: t0 }) });
-    s.endpointSlices$.next({ type: 'upsert', key: 'default/web-2', object: slice('web-2', [ep('10.244.1.6')], { lastChangeTriggerTime: t0 - 3_600_000 }) });
+    s.endpointSlices$.next({
+      type: 'upsert',
+      key: 'default/web-1',
+      object: slice('web-1', [ep('10.244.1.5')], { lastChangeTriggerTime: t0 }),
+    });
+    s.endpointSlices$.next({
+      type: 'upsert',
+      key: 'default/web-2',
+      object: slice('web-2', [ep('10.244.1.6')], { lastChangeTriggerTime: t0 - 3_600_000 }),
+    });
     expect(await value(agent, 'kubeproxy_sync_proxy_rules_service_changes_pending')).toBe(1);
     expect(await value(agent, 'kubeproxy_sync_proxy_rules_endpoint_changes_pending')).toBe(1);
 
@@ -102,12 +120,20 @@ describe('agent metrics', { timeout: 30_000 }, () => {
 
     // A deleted slice carries its last update's time, not the deletion's: not observed.
     const second = syncs();
-    s.endpointSlices$.next({ type: 'delete', key: 'default/web-1', object: slice('web-1', [ep('10.244.1.5')], { lastChangeTriggerTime: Date.now() }) });
+    s.endpointSlices$.next({
+      type: 'delete',
+      key: 'default/web-1',
+      object: slice('web-1', [ep('10.244.1.5')], { lastChangeTriggerTime: Date.now() }),
+    });
     await second;
     expect(await value(agent, 'kubeproxy_network_programming_duration_seconds_count')).toBe(1);
     // An endpoint on this node: no longer "no local endpoints".
     const third = syncs();
-    s.endpointSlices$.next({ type: 'upsert', key: 'default/web-2', object: slice('web-2', [ep('10.244.1.6', { nodeName: 'node-a' })], { lastChangeTriggerTime: Date.now() }) });
+    s.endpointSlices$.next({
+      type: 'upsert',
+      key: 'default/web-2',
+      object: slice('web-2', [ep('10.244.1.6', { nodeName: 'node-a' })], { lastChangeTriggerTime: Date.now() }),
+    });
     await third;
     expect(await value(agent, 'kubeproxy_network_programming_duration_seconds_count')).toBe(2);
     expect(await value(agent, 'kubeproxy_sync_proxy_rules_no_local_endpoints_total', { traffic_policy: 'internal' })).toBe(0);
@@ -118,7 +144,13 @@ describe('agent metrics', { timeout: 30_000 }, () => {
     const kernel = new Kernel();
     const cmd = parseCommandLine(['--hostname-override=node-a', '--min-sync-period=0', '--endpoint-shape=chains']);
     if (cmd.command !== 'run') throw new Error('run');
-    agent = await startAgent(cmd.options, { logger: createLogger('silent'), dataplane: kernel, serveHttp: false, streams: s.asStreams(), releaseMemory: () => {} });
+    agent = await startAgent(cmd.options, {
+      logger: createLogger('silent'),
+      dataplane: kernel,
+      serveHttp: false,
+      streams: s.asStreams(),
+      releaseMemory: () => {},
+    });
     s.node$.next(node());
     s.services$.next({ type: 'upsert', key: 'default/web', object: service() });
     s.endpointSlices$.next({ type: 'upsert', key: 'default/web-1', object: slice('web-1', [ep('10.244.1.5')]) });
@@ -144,11 +176,21 @@ describe('agent metrics', { timeout: 30_000 }, () => {
       kernel.refuseChains = '/bad/';
       const cmd = parseCommandLine(['--hostname-override=node-a', '--min-sync-period=0']);
       if (cmd.command !== 'run') throw new Error('run');
-      agent = await startAgent(cmd.options, { logger: createLogger('silent'), dataplane: kernel, serveHttp: false, streams: s.asStreams(), releaseMemory: () => {} });
+      agent = await startAgent(cmd.options, {
+        logger: createLogger('silent'),
+        dataplane: kernel,
+        serveHttp: false,
+        streams: s.asStreams(),
+        releaseMemory: () => {},
+      });
       s.node$.next(node());
       for (const name of ['good', 'bad']) {
         s.services$.next({ type: 'upsert', key: `default/${name}`, object: service({ name }) });
-        s.endpointSlices$.next({ type: 'upsert', key: `default/${name}-1`, object: slice(`${name}-1`, [ep('10.244.1.5')], { serviceName: name }) });
+        s.endpointSlices$.next({
+          type: 'upsert',
+          key: `default/${name}-1`,
+          object: slice(`${name}-1`, [ep('10.244.1.5')], { serviceName: name }),
+        });
       }
       const first = firstValueFrom(agent.syncs$.pipe(filter((r) => r.ok)));
       s.synced$.next(true);
@@ -156,7 +198,10 @@ describe('agent metrics', { timeout: 30_000 }, () => {
       await waitFor(() => api.events.length >= 2, 5000, 'two events');
       const warning = api.events.find((e) => e.object.type === 'Warning')!;
       expect(warning.namespace).toBe('default');
-      expect(warning.object).toMatchObject({ reason: 'FailedToProgramServiceRules', regarding: { kind: 'Service', namespace: 'default', name: 'bad' } });
+      expect(warning.object).toMatchObject({
+        reason: 'FailedToProgramServiceRules',
+        regarding: { kind: 'Service', namespace: 'default', name: 'bad' },
+      });
       expect(warning.object.note).toMatch(/EINVAL/);
       expect(api.events.find((e) => e.object.reason === 'Starting')!.object.regarding).toMatchObject({ kind: 'Node', name: 'node-a' });
     } finally {

@@ -10,7 +10,17 @@ import { createLogger } from '../../src/observability/logger.ts';
 import { ProxyMetrics } from '../../src/observability/metrics.ts';
 import { ep, sp } from '../reconciler/fixtures.ts';
 
-const OK: NativeConntrackCleanResult = { scanned: 3, stale: 2, deleted: 2, vanished: 0, failed: 0, dumps: 1, batches: 1, dumpMs: 0, deleteMs: 0 };
+const OK: NativeConntrackCleanResult = {
+  scanned: 3,
+  stale: 2,
+  deleted: 2,
+  vanished: 0,
+  failed: 0,
+  dumps: 1,
+  batches: 1,
+  dumpMs: 0,
+  deleteMs: 0,
+};
 
 function recorder(answer: (r: NativeConntrackCleanRequest) => Promise<NativeConntrackCleanResult>) {
   const calls: Array<{ request: NativeConntrackCleanRequest; options: unknown }> = [];
@@ -30,18 +40,39 @@ async function metric(m: ProxyMetrics, name: string, kind: string): Promise<numb
   return json.find((x) => x.name === name)?.values.find((v) => v.labels.kind === kind)?.value ?? 0;
 }
 
-const udp = (name: string, ip: string, extra = {}) => sp({ serviceName: name, protocol: 'UDP', port: 53, clusterIP: ip, endpoints: [ep('10.244.1.2', 53)], ...extra });
+const udp = (name: string, ip: string, extra = {}) =>
+  sp({ serviceName: name, protocol: 'UDP', port: 53, clusterIP: ip, endpoints: [ep('10.244.1.2', 53)], ...extra });
 
 describe('ConntrackCleaner', () => {
   it('asks for kernel-filtered dumps of the changed ports, per family, and for one full dump at a full sync', async () => {
     const r = recorder(async () => OK);
     const metrics = new ProxyMetrics();
     const c = new ConntrackCleaner({ native: r.native, netns: '/var/run/netns/x', logger: createLogger('silent'), metrics, batchSize: 64 });
-    c.changed([udp('a', '10.96.0.10'), sp({ protocol: 'TCP', endpoints: [ep('10.244.1.2')] }), udp('v6', 'fd00:96::10', { family: 'IPv6', endpoints: [ep('fd00:244::2', 53)] })]);
+    c.changed([
+      udp('a', '10.96.0.10'),
+      sp({ protocol: 'TCP', endpoints: [ep('10.244.1.2')] }),
+      udp('v6', 'fd00:96::10', { family: 'IPv6', endpoints: [ep('fd00:244::2', 53)] }),
+    ]);
     await c.idle();
     expect(r.calls).toEqual([
-      { request: { family: 4, full: false, batchSize: 64, targets: [{ protocol: 17, address: '10.96.0.10', port: 53, keep: ['10.244.1.2'] }] }, options: { netns: '/var/run/netns/x' } },
-      { request: { family: 6, full: false, batchSize: 64, targets: [{ protocol: 17, address: 'fd00:96::10', port: 53, keep: ['fd00:244::2'] }] }, options: { netns: '/var/run/netns/x' } },
+      {
+        request: {
+          family: 4,
+          full: false,
+          batchSize: 64,
+          targets: [{ protocol: 17, address: '10.96.0.10', port: 53, keep: ['10.244.1.2'] }],
+        },
+        options: { netns: '/var/run/netns/x' },
+      },
+      {
+        request: {
+          family: 6,
+          full: false,
+          batchSize: 64,
+          targets: [{ protocol: 17, address: 'fd00:96::10', port: 53, keep: ['fd00:244::2'] }],
+        },
+        options: { netns: '/var/run/netns/x' },
+      },
     ]);
     c.full([udp('a', '10.96.0.10')]);
     await c.idle();

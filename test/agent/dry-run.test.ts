@@ -31,7 +31,12 @@ function optionsFor(extra: string[]) {
 
 function links(...names: string[]): LinkMap {
   const lo = toLinkInfo({ index: 1, name: 'lo', flags: 0x49, kind: '', mtu: 65536, operState: 0, master: 0 });
-  return new Map([[1, lo], ...names.map((name, i) => [i + 2, toLinkInfo({ index: i + 2, name, flags: 0x1043, kind: 'veth', mtu: 1500, operState: 6, master: 0 })] as const)]);
+  return new Map([
+    [1, lo],
+    ...names.map(
+      (name, i) => [i + 2, toLinkInfo({ index: i + 2, name, flags: 0x1043, kind: 'veth', mtu: 1500, operState: 6, master: 0 })] as const,
+    ),
+  ]);
 }
 
 /** A listing with the kernel's free choices taken out: element order, set flag order, rule handles. */
@@ -48,31 +53,51 @@ function normalised(l: TableListing | undefined): unknown {
 
 describe('--dry-run', () => {
   const namespaces: NetNs[] = [];
-  afterAll(() => namespaces.forEach((n) => n.destroy()));
+  afterAll(() => {
+    for (const n of namespaces) n.destroy();
+  });
 
   it('prints exactly what the agent commits to the kernel', async () => {
     const ns = createNetns('knp-dry');
     namespaces.push(ns);
     // The agent itself, programming the namespace (this kernel has no flowtables: offload off on both sides).
-    const agent = spawn(process.execPath, [join(packageRoot, 'src/cli.ts'), ...base, `--netns=${ns.name}`, '--offload-packet-threshold=0',
-      '--metrics-bind-address=127.0.0.1:0', '--healthz-bind-address=127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const agent = spawn(
+      process.execPath,
+      [
+        join(packageRoot, 'src/cli.ts'),
+        ...base,
+        `--netns=${ns.name}`,
+        '--offload-packet-threshold=0',
+        '--metrics-bind-address=127.0.0.1:0',
+        '--healthz-bind-address=127.0.0.1:0',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let out = '';
     agent.stdout.on('data', (d) => (out += d));
     try {
-      await eventually(async () => out, (o) => o.includes('synced nftables rules'), 20_000, 'the agent\'s first sync');
+      await eventually(
+        async () => out,
+        (o) => o.includes('synced nftables rules'),
+        20_000,
+        "the agent's first sync",
+      );
     } finally {
       agent.kill('SIGTERM');
       await once(agent, 'exit');
     }
     const kernel = new FakeKernel();
-    const text = await dryRun(optionsFor([`--netns=${ns.name}`, '--offload-packet-threshold=0']), silent, { kernel, links: () => staticLinkSource(links('eth0')) });
+    const text = await dryRun(optionsFor([`--netns=${ns.name}`, '--offload-packet-threshold=0']), silent, {
+      kernel,
+      links: () => staticLinkSource(links('eth0')),
+    });
     const real = new NetlinkDataplane({ netns: ns.path });
     for (const family of ['ip', 'ip6'] as const) {
       const committed = kernel.listSync(family, 'kube-nft-proxy');
       expect(committed?.rules.length, family).toBeGreaterThan(10);
       expect(normalised(await real.list(family, 'kube-nft-proxy')), family).toEqual(normalised(committed));
     }
-    expect(text).toBe('# kube-nft-proxy --dry-run for node node-a: 8 service ports\n# flowtable offload off\n' + renderKernelText(kernel));
+    expect(text).toBe(`# kube-nft-proxy --dry-run for node node-a: 8 service ports\n# flowtable offload off\n${renderKernelText(kernel)}`);
   });
 
   it('derives the flowtable devices from the node links as the agent does (loopback never, the filter flags applied)', async () => {
@@ -81,7 +106,9 @@ describe('--dry-run', () => {
     expect(all).toContain('# flowtable support assumed, not probed');
     expect(all).toMatch(/devices = \{ "eth0", "veth-a" \}/);
     expect(all).toMatch(/flow add @service-flowtable/);
-    const narrowed = await dryRun(optionsFor([gate, '--offload-exclude-interfaces=veth-a']), silent, { links: () => staticLinkSource(links('eth0', 'veth-a')) });
+    const narrowed = await dryRun(optionsFor([gate, '--offload-exclude-interfaces=veth-a']), silent, {
+      links: () => staticLinkSource(links('eth0', 'veth-a')),
+    });
     expect(narrowed).toMatch(/devices = \{ "eth0" \}/);
   });
 
@@ -99,8 +126,14 @@ describe('--dry-run', () => {
     ns.exec('ip', ['link', 'set', 'knp-v0', 'up']);
     const script = `import { readSysfsLinks } from ${JSON.stringify(join(packageRoot, 'src/links/sysfs-links.ts'))};
       console.log(JSON.stringify([...readSysfsLinks().values()].map((l) => [l.name, l.loopback, l.up])));`;
-    const seen = JSON.parse(execFileSync('ip', ['netns', 'exec', ns.name, process.execPath, '--input-type=module', '-e', script], { encoding: 'utf8' }));
-    expect(seen.sort()).toEqual([['knp-v0', false, true], ['knp-v1', false, false], ['lo', true, true]]);
+    const seen = JSON.parse(
+      execFileSync('ip', ['netns', 'exec', ns.name, process.execPath, '--input-type=module', '-e', script], { encoding: 'utf8' }),
+    );
+    expect(seen.sort()).toEqual([
+      ['knp-v0', false, true],
+      ['knp-v1', false, false],
+      ['lo', true, true],
+    ]);
     // This process's own namespace is read the same way.
     expect([...readSysfsLinks().values()].some((l) => l.loopback)).toBe(true);
   });

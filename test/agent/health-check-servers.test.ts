@@ -51,7 +51,7 @@ describe('HealthCheckServers', { timeout: 20_000 }, () => {
     return { hc, failures, log };
   }
 
-  it("answers as kube-proxy: 200 with a local endpoint and a healthy proxy, else 503", async () => {
+  it('answers as kube-proxy: 200 with a local endpoint and a healthy proxy, else 503', async () => {
     let healthy = true;
     const { hc } = manager({ healthy: () => healthy });
     const port = await freePort();
@@ -77,9 +77,15 @@ describe('HealthCheckServers', { timeout: 20_000 }, () => {
   it('moves a changed port and closes a removed Service', async () => {
     const { hc } = manager();
     const [p1, p2, p3] = [await freePort(), await freePort(), await freePort()];
-    await hc.sync(services({ namespace: 'a', name: 'one', port: p1, localEndpoints: 1 }, { namespace: 'a', name: 'two', port: p3, localEndpoints: 1 }), LOOPBACK);
+    await hc.sync(
+      services({ namespace: 'a', name: 'one', port: p1, localEndpoints: 1 }, { namespace: 'a', name: 'two', port: p3, localEndpoints: 1 }),
+      LOOPBACK,
+    );
     expect(await probe(p1)).toMatchObject({ status: 200 });
-    await hc.sync(services({ namespace: 'a', name: 'one', port: p2, localEndpoints: 1 }, { namespace: 'a', name: 'two', port: p3, localEndpoints: 1 }), LOOPBACK);
+    await hc.sync(
+      services({ namespace: 'a', name: 'one', port: p2, localEndpoints: 1 }, { namespace: 'a', name: 'two', port: p3, localEndpoints: 1 }),
+      LOOPBACK,
+    );
     expect(await probe(p1)).toBe('refused');
     expect(await probe(p2)).toMatchObject({ status: 200, body: { service: { name: 'one' } } });
     await hc.sync(services({ namespace: 'a', name: 'one', port: p2, localEndpoints: 1 }), LOOPBACK);
@@ -96,7 +102,13 @@ describe('HealthCheckServers', { timeout: 20_000 }, () => {
     let squatting = true;
     cleanup.push(() => (squatting ? new Promise((r) => squatter.close(r)) : Promise.resolve()));
 
-    await hc.sync(services({ namespace: 'a', name: 'busy', port: busy, localEndpoints: 1 }, { namespace: 'a', name: 'free', port: other, localEndpoints: 1 }), LOOPBACK);
+    await hc.sync(
+      services(
+        { namespace: 'a', name: 'busy', port: busy, localEndpoints: 1 },
+        { namespace: 'a', name: 'free', port: other, localEndpoints: 1 },
+      ),
+      LOOPBACK,
+    );
     expect(failures[0]).toBe(`a/busy ${busy} EADDRINUSE`);
     expect(await probe(other)).toMatchObject({ status: 200 });
     await waitFor(() => failures.length >= 2, 5000, 'a retry');

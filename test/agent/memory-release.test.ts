@@ -11,7 +11,14 @@ import { Writable } from 'node:stream';
 import { firstValueFrom, filter } from 'rxjs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { startAgent, type Agent } from '../../src/agent/agent.ts';
-import { collectGarbage, LARGE_SYNC_OPS, MemoryReleaser, releaseMemory, worthCollecting, type ReleaseReason } from '../../src/agent/memory-release.ts';
+import {
+  collectGarbage,
+  LARGE_SYNC_OPS,
+  MemoryReleaser,
+  releaseMemory,
+  worthCollecting,
+  type ReleaseReason,
+} from '../../src/agent/memory-release.ts';
 import { parseCommandLine } from '../../src/cli/flags.ts';
 import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import { createLogger } from '../../src/observability/logger.ts';
@@ -183,7 +190,12 @@ describe('the agent', () => {
   it('exports its own memory on /metrics (prom-client default metrics in its registry)', async () => {
     const command = parseCommandLine(['--manifests', EXAMPLES, '--hostname-override=node-a']);
     if (command.command !== 'run') throw new Error('expected a run command');
-    agent = await startAgent(command.options, { logger: createLogger('silent'), dataplane: new FakeKernel(), serveHttp: false, releaseMemory: () => {} });
+    agent = await startAgent(command.options, {
+      logger: createLogger('silent'),
+      dataplane: new FakeKernel(),
+      serveHttp: false,
+      releaseMemory: () => {},
+    });
     const text = await agent.metrics.registry.metrics();
     const rss = Number(/^process_resident_memory_bytes (\d+)/m.exec(text)?.[1]);
     expect(rss).toBeGreaterThan(10 * 2 ** 20);

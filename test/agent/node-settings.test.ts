@@ -6,7 +6,15 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { applyOomScoreAdj, applySysctls, conntrackSysctls, growConntrackHashsize } from '../../src/agent/node-settings.ts';
 
-const DEFAULTS = { maxPerCore: 32768, min: 131072, tcpEstablishedTimeout: 86_400_000, tcpCloseWaitTimeout: 3_600_000, tcpBeLiberal: false, udpTimeout: 0, udpStreamTimeout: 0 };
+const DEFAULTS = {
+  maxPerCore: 32768,
+  min: 131072,
+  tcpEstablishedTimeout: 86_400_000,
+  tcpCloseWaitTimeout: 3_600_000,
+  tcpBeLiberal: false,
+  udpTimeout: 0,
+  udpStreamTimeout: 0,
+};
 
 describe('conntrackSysctls', () => {
   it("plans kube-proxy's defaults: max = max(perCore x CPUs, min), the TCP timeouts in seconds", () => {
@@ -19,7 +27,10 @@ describe('conntrackSysctls', () => {
   });
 
   it('leaves what is 0 alone and sets be_liberal and the UDP timeouts only when asked', () => {
-    const plan = conntrackSysctls({ ...DEFAULTS, maxPerCore: 0, tcpEstablishedTimeout: 0, tcpBeLiberal: true, udpTimeout: 30_000, udpStreamTimeout: 300_000 }, 4);
+    const plan = conntrackSysctls(
+      { ...DEFAULTS, maxPerCore: 0, tcpEstablishedTimeout: 0, tcpBeLiberal: true, udpTimeout: 30_000, udpStreamTimeout: 300_000 },
+      4,
+    );
     expect(plan.map((s) => `${s.path}=${s.value}`)).toEqual([
       'net/netfilter/nf_conntrack_tcp_timeout_close_wait=3600',
       'net/netfilter/nf_conntrack_tcp_be_liberal=1',

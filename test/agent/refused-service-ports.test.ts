@@ -27,7 +27,8 @@ class RefusingKernel implements Dataplane {
     return this.inner.begin();
   }
   async commit(tx: Transaction): Promise<void> {
-    if (tx.ops().some((op) => op.verb === 'add' && JSON.stringify(op.object).includes(`"${this.address}"`))) throw new Error('netlink: refused for the test');
+    if (tx.ops().some((op) => op.verb === 'add' && JSON.stringify(op.object).includes(`"${this.address}"`)))
+      throw new Error('netlink: refused for the test');
     await this.inner.commit(tx);
   }
   list(family: Family, table: string) {
@@ -42,35 +43,45 @@ describe('a Service port the dataplane refuses, seen from the agent', () => {
     agent = undefined;
   });
 
-  it('is logged once with the Service and the reason, counted, and told on refused$; the rest is programmed and /healthz is healthy', async () => {
-    const lines: Array<Record<string, unknown>> = [];
-    const sink = new Writable({
-      write(chunk, _enc, done) {
-        for (const l of String(chunk).split('\n')) if (l.startsWith('{')) lines.push(JSON.parse(l) as Record<string, unknown>);
-        done();
-      },
-    });
-    const command = parseCommandLine(['--manifests', EXAMPLES, '--hostname-override=node-a', '--min-sync-period=0']);
-    if (command.command !== 'run') throw new Error('expected a run command');
-    const kernel = new RefusingKernel('10.244.1.11');
-    agent = await startAgent(command.options, { logger: createLogger('info', sink), dataplane: kernel, serveHttp: false, releaseMemory: () => {} });
-    const refused = firstValueFrom(agent.refused$.pipe(take(2), toArray()));
-    const first = await firstValueFrom(agent.syncs$.pipe(filter((r) => r.ok)));
-    // demo/web's two IPv4 ports use the endpoint 10.244.1.11.
-    expect((await refused).map((x) => [x.namespace, x.serviceName, x.portName, x.stage]).sort()).toEqual([
-      ['demo', 'web', 'http', 'bisection'],
-      ['demo', 'web', 'https', 'bisection'],
-    ]);
-    expect(first.report?.setAside).toBe(2);
-    const errors = lines.filter((l) => Number(l.level) >= 50);
-    expect(errors).toHaveLength(2);
-    expect(errors[0]).toMatchObject({ service: 'demo/web', reason: 'netlink: refused for the test', keptLastApplied: false });
-    expect(await agent.metrics.registry.getSingleMetricAsString('kube_nft_proxy_refused_service_ports')).toMatch(/^kube_nft_proxy_refused_service_ports 2$/m);
-    expect(agent.health.healthz(Date.now()).status).toBe(200);
-    // The other Services are in: demo/dns's ClusterIP, and web's IPv6 ports.
-    const v4 = JSON.stringify(kernel.inner.listSync('ip', 'kube-nft-proxy'));
-    expect(v4).toContain('10.96.0.53');
-    expect(v4).not.toContain('10.244.1.11');
-    expect(JSON.stringify(kernel.inner.listSync('ip6', 'kube-nft-proxy'))).toContain('fd00:10:244:1::b');
-  });
+  it(
+    'is logged once with the Service and the reason, counted, and told on refused$; ' + 'the rest is programmed and /healthz is healthy',
+    async () => {
+      const lines: Array<Record<string, unknown>> = [];
+      const sink = new Writable({
+        write(chunk, _enc, done) {
+          for (const l of String(chunk).split('\n')) if (l.startsWith('{')) lines.push(JSON.parse(l) as Record<string, unknown>);
+          done();
+        },
+      });
+      const command = parseCommandLine(['--manifests', EXAMPLES, '--hostname-override=node-a', '--min-sync-period=0']);
+      if (command.command !== 'run') throw new Error('expected a run command');
+      const kernel = new RefusingKernel('10.244.1.11');
+      agent = await startAgent(command.options, {
+        logger: createLogger('info', sink),
+        dataplane: kernel,
+        serveHttp: false,
+        releaseMemory: () => {},
+      });
+      const refused = firstValueFrom(agent.refused$.pipe(take(2), toArray()));
+      const first = await firstValueFrom(agent.syncs$.pipe(filter((r) => r.ok)));
+      // demo/web's two IPv4 ports use the endpoint 10.244.1.11.
+      expect((await refused).map((x) => [x.namespace, x.serviceName, x.portName, x.stage]).sort()).toEqual([
+        ['demo', 'web', 'http', 'bisection'],
+        ['demo', 'web', 'https', 'bisection'],
+      ]);
+      expect(first.report?.setAside).toBe(2);
+      const errors = lines.filter((l) => Number(l.level) >= 50);
+      expect(errors).toHaveLength(2);
+      expect(errors[0]).toMatchObject({ service: 'demo/web', reason: 'netlink: refused for the test', keptLastApplied: false });
+      expect(await agent.metrics.registry.getSingleMetricAsString('kube_nft_proxy_refused_service_ports')).toMatch(
+        /^kube_nft_proxy_refused_service_ports 2$/m,
+      );
+      expect(agent.health.healthz(Date.now()).status).toBe(200);
+      // The other Services are in: demo/dns's ClusterIP, and web's IPv6 ports.
+      const v4 = JSON.stringify(kernel.inner.listSync('ip', 'kube-nft-proxy'));
+      expect(v4).toContain('10.96.0.53');
+      expect(v4).not.toContain('10.244.1.11');
+      expect(JSON.stringify(kernel.inner.listSync('ip6', 'kube-nft-proxy'))).toContain('fd00:10:244:1::b');
+    },
+  );
 });

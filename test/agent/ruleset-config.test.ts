@@ -28,7 +28,12 @@ describe('rulesetConfigFor: --endpoint-shape', () => {
 });
 
 describe("rulesetConfigFor: kube-proxy's detect-local modes", () => {
-  const node = { name: 'node-a', resourceVersion: '1', addresses: [], podCIDRs: ['10.244.1.0/24', 'fd00:10:244:1::/64'] } as unknown as Parameters<typeof rulesetConfigFor>[1];
+  const node = {
+    name: 'node-a',
+    resourceVersion: '1',
+    addresses: [],
+    podCIDRs: ['10.244.1.0/24', 'fd00:10:244:1::/64'],
+  } as unknown as Parameters<typeof rulesetConfigFor>[1];
   const cidrs = (c: ReturnType<typeof rulesetConfigFor>) => [c.families.IPv4!.clusterCIDRs, c.families.IPv6!.clusterCIDRs];
 
   it('ClusterCIDR (the default) takes --cluster-cidr per family', () => {
@@ -43,10 +48,18 @@ describe("rulesetConfigFor: kube-proxy's detect-local modes", () => {
     expect(cidrs(rulesetConfigFor(o, undefined, NO_OFFLOAD))).toEqual([[], []]);
   });
 
-  it('BridgeInterface and InterfaceNamePrefix match the input interface (a prefix with nft\'s wildcard), no CIDR', () => {
-    const bridge = rulesetConfigFor(options(['--detect-local-mode=BridgeInterface', '--pod-bridge-interface=cbr0', '--cluster-cidr=10.244.0.0/16']), node, NO_OFFLOAD);
+  it("BridgeInterface and InterfaceNamePrefix match the input interface (a prefix with nft's wildcard), no CIDR", () => {
+    const bridge = rulesetConfigFor(
+      options(['--detect-local-mode=BridgeInterface', '--pod-bridge-interface=cbr0', '--cluster-cidr=10.244.0.0/16']),
+      node,
+      NO_OFFLOAD,
+    );
     expect([bridge.localInterface, ...cidrs(bridge)]).toEqual(['cbr0', [], []]);
-    const prefix = rulesetConfigFor(options(['--detect-local-mode=InterfaceNamePrefix', '--pod-interface-name-prefix=cali']), node, NO_OFFLOAD);
+    const prefix = rulesetConfigFor(
+      options(['--detect-local-mode=InterfaceNamePrefix', '--pod-interface-name-prefix=cali']),
+      node,
+      NO_OFFLOAD,
+    );
     expect(prefix.localInterface).toBe('cali*');
     expect(validateRulesetConfig(prefix).localInterface).toBe('cali*');
   });

@@ -53,7 +53,13 @@ describe('the synced log line', () => {
 
   it("carries the kernel time of that sync's commits only", async () => {
     const { lines, sink } = logLines();
-    const command = parseCommandLine(['--manifests', EXAMPLES, '--hostname-override=node-a', '--min-sync-period=0', '--feature-gates=KubeProxyAcceleration=false']);
+    const command = parseCommandLine([
+      '--manifests',
+      EXAMPLES,
+      '--hostname-override=node-a',
+      '--min-sync-period=0',
+      '--feature-gates=KubeProxyAcceleration=false',
+    ]);
     if (command.command !== 'run') throw new Error('expected a run command');
     // Commit n costs 1000·n ms, so the figure names the commits it summed.
     const dataplane = new TimedFakeKernel((n) => 1000 * n);
@@ -73,7 +79,12 @@ describe('the synced log line', () => {
     const { lines, sink } = logLines();
     const command = parseCommandLine(['--manifests', EXAMPLES, '--hostname-override=node-a', '--min-sync-period=0']);
     if (command.command !== 'run') throw new Error('expected a run command');
-    agent = await startAgent(command.options, { logger: createLogger('info', sink), dataplane: new FakeKernel(), serveHttp: false, releaseMemory: () => {} });
+    agent = await startAgent(command.options, {
+      logger: createLogger('info', sink),
+      dataplane: new FakeKernel(),
+      serveHttp: false,
+      releaseMemory: () => {},
+    });
     await firstValueFrom(agent.syncs$.pipe(filter((r) => r.ok)));
     const synced = lines.filter((l) => l.msg === 'synced nftables rules');
     expect(synced).toHaveLength(1);

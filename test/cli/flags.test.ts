@@ -47,9 +47,11 @@ describe('parseCommandLine', () => {
   it('takes every flag in both --k=v and --k v forms', () => {
     const o = run([
       '--kubeconfig=/etc/k.conf',
-      '--hostname-override', 'node-a',
+      '--hostname-override',
+      'node-a',
       '--cluster-cidr=10.244.0.0/16,fd00:10:244::/64',
-      '--service-cluster-ip-range', '10.96.0.0/16',
+      '--service-cluster-ip-range',
+      '10.96.0.0/16',
       '--nodeport-addresses=192.0.2.0/24',
       '--masquerade-all',
       '--min-sync-period=0',
@@ -60,8 +62,10 @@ describe('parseCommandLine', () => {
       '--table=knp',
       '--offload-packet-threshold=0',
       '--offload-interfaces=eth0,eth1',
-      '--endpoint-shape', 'map',
-      '--netns', 'node',
+      '--endpoint-shape',
+      'map',
+      '--netns',
+      'node',
       '--dry-run',
       '--log-level=debug',
     ]);
@@ -89,7 +93,12 @@ describe('parseCommandLine', () => {
 
   it('takes --endpoint-shape=chains and documents both shapes and the default in the usage text', () => {
     expect(run(['--endpoint-shape=chains']).endpointShape).toBe('chains');
-    expect(USAGE).toMatch(/--endpoint-shape map\|chains +ports without affinity DNAT through slot ranges of shared endpoint maps\n +\(default\) or a cascade of per-endpoint chains/);
+    expect(USAGE).toMatch(
+      new RegExp(
+        '--endpoint-shape map\\|chains +ports without affinity DNAT through slot ranges of shared endpoint maps\\n +' +
+          '\\(default\\) or a cascade of per-endpoint chains',
+      ),
+    );
   });
 
   it('knows the cleanup subcommand', () => {
@@ -104,7 +113,7 @@ describe('parseCommandLine', () => {
     [['--sync-period=0'], /nftables.syncPeriod: must be greater than 0/],
     [['--full-sync-period=0'], /fullSyncPeriod: must be greater than 0/],
     [['--table=has space'], /table: "has space"/],
-    [['--table=' + 'x'.repeat(300)], /table: /],
+    [[`--table=${'x'.repeat(300)}`], /table: /],
     [['--log-level=loud'], /logLevel: "loud"/],
     [['--offload-packet-threshold=-1'], /--offload-packet-threshold/],
     [['--offload-packet-threshold=ten'], /--offload-packet-threshold/],
@@ -173,7 +182,10 @@ describe("kube-proxy's flags", () => {
 
   it('takes NodeCIDR and BridgeInterface', () => {
     expect(run(['--detect-local-mode=NodeCIDR']).detectLocal).toEqual({ mode: 'NodeCIDR' });
-    expect(run(['--detect-local-mode=BridgeInterface', '--pod-bridge-interface=cbr0']).detectLocal).toEqual({ mode: 'BridgeInterface', bridgeInterface: 'cbr0' });
+    expect(run(['--detect-local-mode=BridgeInterface', '--pod-bridge-interface=cbr0']).detectLocal).toEqual({
+      mode: 'BridgeInterface',
+      bridgeInterface: 'cbr0',
+    });
     expect(run([]).detectLocal).toEqual({ mode: 'ClusterCIDR' });
   });
 
@@ -248,11 +260,23 @@ describe('--config and the flags', () => {
       apiClient: { qps: 5, burst: 10, contentType: 'application/vnd.kubernetes.protobuf' },
     });
     expect(c.oomScoreAdj).toBe(-999);
-    expect(c.conntrack).toMatchObject({ maxPerCore: 32768, min: 131072, tcpEstablishedTimeout: 86_400_000, tcpCloseWaitTimeout: 3_600_000 });
+    expect(c.conntrack).toMatchObject({
+      maxPerCore: 32768,
+      min: 131072,
+      tcpEstablishedTimeout: 86_400_000,
+      tcpCloseWaitTimeout: 3_600_000,
+    });
   });
 
   it('lets the file win over kube-proxy flags, but not over logging flags and --hostname-override', () => {
-    const c = cmd(['--config=/kubeadm.conf', '--cluster-cidr=10.1.0.0/16', '--min-sync-period=5s', '--v=4', '--logging-format=text', '--hostname-override=n1']);
+    const c = cmd([
+      '--config=/kubeadm.conf',
+      '--cluster-cidr=10.1.0.0/16',
+      '--min-sync-period=5s',
+      '--v=4',
+      '--logging-format=text',
+      '--hostname-override=n1',
+    ]);
     expect(c.options.clusterCIDRs).toEqual(['10.244.0.0/16']);
     expect(c.options.minSyncPeriodMs).toBe(1000);
     expect(c.ignoredFlags).toEqual(['--cluster-cidr', '--min-sync-period']);

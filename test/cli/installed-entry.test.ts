@@ -48,18 +48,51 @@ describe('the installed entry point (bin/ over the compiled dist/)', () => {
   });
 
   it('is what the npm package carries, with the license, the native sources and no tests', () => {
-    const out = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
+    const out = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+      cwd: root,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: 60_000,
+    });
     const files = new Set((JSON.parse(out) as Array<{ files: Array<{ path: string }> }>)[0]!.files.map((f) => f.path));
-    const sources = JSON.parse(readFileSync(`${root}/native/sources.json`, 'utf8')) as { addon: string[]; netlink: string[]; glue: string[] };
-    const needed = ['LICENSE', 'README.md', 'package.json', 'bin/kube-nft-proxy.js', 'dist/src/cli.js', 'dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/native/addon.js', 'dist/src/package-root.js'];
-    needed.push('binding.gyp', 'native/sources.json', ...sources.addon, ...sources.netlink, ...sources.glue, 'examples/services.yaml', 'examples/library/render-text.mjs', 'examples/library/run-agent.mjs', 'examples/library/transaction.mjs');
+    const sources = JSON.parse(readFileSync(`${root}/native/sources.json`, 'utf8')) as {
+      addon: string[];
+      netlink: string[];
+      glue: string[];
+    };
+    const needed = [
+      'LICENSE',
+      'README.md',
+      'package.json',
+      'bin/kube-nft-proxy.js',
+      'dist/src/cli.js',
+      'dist/src/index.js',
+      'dist/src/index.d.ts',
+      'dist/src/native/addon.js',
+      'dist/src/package-root.js',
+    ];
+    needed.push(
+      'binding.gyp',
+      'native/sources.json',
+      ...sources.addon,
+      ...sources.netlink,
+      ...sources.glue,
+      'examples/services.yaml',
+      'examples/library/render-text.mjs',
+      'examples/library/run-agent.mjs',
+      'examples/library/transaction.mjs',
+    );
     expect(needed.filter((f) => !files.has(f))).toEqual([]);
-    expect([...files].filter((f) => /^(test|bench|scripts|src)\//.test(f) || f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
+    expect([...files].filter((f) => /^(test|bench|scripts|src)\//.test(f) || (f.endsWith('.ts') && !f.endsWith('.d.ts')))).toEqual([]);
   });
 
   it('loads the addon and removes our table from a namespace (cleanup)', () => {
     ns = createNetns('knp-bin');
-    ns.exec('nft', ['-f', '-'], { input: 'table ip kube-nft-proxy {\n  comment "managed by kube-nft-proxy (table format 1)"\n  chain services {\n  }\n}\ntable ip other {\n}\n' });
+    ns.exec('nft', ['-f', '-'], {
+      input:
+        'table ip kube-nft-proxy {\n  comment "managed by kube-nft-proxy (table format 1)"\n  chain services {\n  ' +
+        '}\n}\ntable ip other {\n}\n',
+    });
     const r = bin(['cleanup', `--netns=${ns.name}`]);
     expect(r.stderr).not.toMatch(/addon|ERR_/);
     expect(r.status).toBe(0);

@@ -11,7 +11,12 @@ import { parseConfigFile } from '../../src/config/config-file.ts';
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
 function cli(args: string[]): string {
-  return execFileSync(process.execPath, ['src/cli.ts', ...args], { cwd: root, encoding: 'utf8', timeout: 20_000, stdio: ['ignore', 'pipe', 'pipe'] });
+  return execFileSync(process.execPath, ['src/cli.ts', ...args], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 20_000,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 }
 
 describe('the dry run on the bundled examples', () => {
@@ -37,10 +42,25 @@ describe('the dry run on the bundled examples', () => {
 
   it('renders the offload flowtable and rule (KEP-4963) once its alpha gate is on, and none with threshold 0', () => {
     expect(text).not.toMatch(/flowtable service-flowtable|flow add/);
-    const on = cli(['--manifests', 'examples/', '--dry-run', '--hostname-override', 'node-a', '--feature-gates=KubeProxyAcceleration=true']);
+    const on = cli([
+      '--manifests',
+      'examples/',
+      '--dry-run',
+      '--hostname-override',
+      'node-a',
+      '--feature-gates=KubeProxyAcceleration=true',
+    ]);
     expect(on).toMatch(/flowtable service-flowtable \{/);
     expect(on).toMatch(/ct original ip daddr @cluster-ips ct packets > 20 flow add @service-flowtable/);
-    const off = cli(['--manifests', 'examples/', '--dry-run', '--hostname-override', 'node-a', '--feature-gates=KubeProxyAcceleration=true', '--offload-packet-threshold=0']);
+    const off = cli([
+      '--manifests',
+      'examples/',
+      '--dry-run',
+      '--hostname-override',
+      'node-a',
+      '--feature-gates=KubeProxyAcceleration=true',
+      '--offload-packet-threshold=0',
+    ]);
     expect(off).not.toMatch(/flowtable service-flowtable|flow add/);
     expect(off).toContain('# flowtable offload off');
   });
@@ -84,7 +104,9 @@ describe('first run', () => {
   it('logs one readable line per event with --logging-format=text', () => {
     const r = run(['--manifests', 'examples/', '--dry-run', '--hostname-override', 'ghost', '--logging-format=text']);
     const line = r.stderr.split('\n').find((l) => l.includes('Node object was not found'))!;
-    expect(line).toMatch(/^W\d{4} \d\d:\d\d:\d\d\.\d{6} \d+ kube-nft-proxy\] "this node's Node object was not found.*" dryRun=true nodeName="ghost"$/);
+    expect(line).toMatch(
+      /^W\d{4} \d\d:\d\d:\d\d\.\d{6} \d+ kube-nft-proxy\] "this node's Node object was not found.*" dryRun=true nodeName="ghost"$/,
+    );
   });
 });
 
@@ -125,7 +147,20 @@ describe('--config through the command line', () => {
 describe('the library entry point', () => {
   it('exports every layer', async () => {
     const lib = await import('../../src/index.ts');
-    for (const name of ['startAgent', 'NetlinkDataplane', 'FakeKernel', 'createClusterStreams', 'buildServicePorts', 'ServiceChangeTracker', 'Reconciler', 'syncRunner', 'renderRuleset', 'renderOperations', 'LinkMonitor', 'probeFlowtables']) {
+    for (const name of [
+      'startAgent',
+      'NetlinkDataplane',
+      'FakeKernel',
+      'createClusterStreams',
+      'buildServicePorts',
+      'ServiceChangeTracker',
+      'Reconciler',
+      'syncRunner',
+      'renderRuleset',
+      'renderOperations',
+      'LinkMonitor',
+      'probeFlowtables',
+    ]) {
       expect(typeof (lib as Record<string, unknown>)[name], name).toBe('function');
     }
   });

@@ -28,7 +28,12 @@ function packagesLoadedBy(entries: string[]): Set<string> {
 }
 
 describe("the agent's start-up imports", () => {
-  const loaded = packagesLoadedBy(['src/agent/agent.ts', 'src/agent/dry-run.ts', 'src/nft/netlink/netlink-dataplane.ts', 'src/cli/flags.ts']);
+  const loaded = packagesLoadedBy([
+    'src/agent/agent.ts',
+    'src/agent/dry-run.ts',
+    'src/nft/netlink/netlink-dataplane.ts',
+    'src/cli/flags.ts',
+  ]);
 
   it('include what every run needs', () => {
     for (const p of ['rxjs', 'undici', 'pino']) expect(loaded).toContain(p);

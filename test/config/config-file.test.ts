@@ -33,7 +33,12 @@ describe("kubeadm's generated config.conf (Kubernetes 1.32)", () => {
       oomScoreAdj: -999,
       mode: '',
       nftables: { masqueradeBit: 14, masqueradeAll: false, syncPeriod: 30_000, minSyncPeriod: 1000 },
-      clientConnection: { kubeconfig: '/var/lib/kube-proxy/kubeconfig.conf', qps: 5, burst: 10, contentType: 'application/vnd.kubernetes.protobuf' },
+      clientConnection: {
+        kubeconfig: '/var/lib/kube-proxy/kubeconfig.conf',
+        qps: 5,
+        burst: 10,
+        contentType: 'application/vnd.kubernetes.protobuf',
+      },
       conntrack: { maxPerCore: 32768, min: 131072, tcpEstablishedTimeout: 86_400_000, tcpCloseWaitTimeout: 3_600_000, udpTimeout: 0 },
       logging: { format: 'json', flushFrequency: 5000, verbosity: 0 },
     });
@@ -58,7 +63,10 @@ describe("kubeadm's generated config.conf (Kubernetes 1.32)", () => {
 
 describe('our own document', () => {
   it('follows the KubeProxyConfiguration in the same file', () => {
-    const c = parseConfigFile(`${HEAD}---\napiVersion: kubenftproxy.io/v1alpha1\nkind: KubeNftProxyConfiguration\ntable: knp\nfullSyncPeriod: 2h\noffload:\n  packetThreshold: 0\n`);
+    const c = parseConfigFile(
+      `${HEAD}---\napiVersion: kubenftproxy.io/v1alpha1\nkind: KubeNftProxyConfiguration\ntable: knp\nfullSyncPeriod: ` +
+        `2h\noffload:\n  packetThreshold: 0\n`,
+    );
     expect(c.own).toMatchObject({ table: 'knp', fullSyncPeriod: 7_200_000, offload: { packetThreshold: 0, interfaces: [] } });
     expect(c.hasOwnDocument).toBe(true);
   });
@@ -81,15 +89,30 @@ describe('strict decoding: every class of bad value is refused with its path', (
     ['a malformed duration', `${HEAD}configSyncPeriod: 15 minutes\n`, 'configSyncPeriod', /invalid duration/],
     ['a scalar for a section', `${HEAD}conntrack: 5\n`, 'conntrack', /expected an object/],
     ['a scalar for a list', `${HEAD}nodePortAddresses: 10.0.0.0/8\n`, 'nodePortAddresses', /expected a list/],
-    ['a non-boolean feature gate', `${HEAD}featureGates:\n  LoadBalancerIPMode: "on"\n`, 'featureGates.LoadBalancerIPMode', /expected true or false/],
+    [
+      'a non-boolean feature gate',
+      `${HEAD}featureGates:\n  LoadBalancerIPMode: "on"\n`,
+      'featureGates.LoadBalancerIPMode',
+      /expected true or false/,
+    ],
     ['an out-of-range int32', `${HEAD}oomScoreAdj: 3000000000\n`, 'oomScoreAdj', /out of range/],
     ['an out-of-range masquerade bit', `${HEAD}nftables:\n  masqueradeBit: 32\n`, 'nftables.masqueradeBit', /within the range \[0, 31\]/],
-    ['a zero sync period after defaults? no: a negative one', `${HEAD}nftables:\n  syncPeriod: -1s\n`, 'nftables.syncPeriod', /greater than 0/],
+    [
+      'a zero sync period after defaults? no: a negative one',
+      `${HEAD}nftables:\n  syncPeriod: -1s\n`,
+      'nftables.syncPeriod',
+      /greater than 0/,
+    ],
     ['a negative min sync period', `${HEAD}nftables:\n  minSyncPeriod: -1s\n`, 'nftables.minSyncPeriod', /greater than or equal to 0/],
     ['an oomScoreAdj out of range', `${HEAD}oomScoreAdj: 1001\n`, 'oomScoreAdj', /\[-1000, 1000\]/],
     ['a negative conntrack value', `${HEAD}conntrack:\n  min: -1\n`, 'conntrack.min', /greater than or equal to 0/],
     ['a negative burst', `${HEAD}clientConnection:\n  burst: -1\n`, 'clientConnection.burst', /non-negative/],
-    ['an unknown content type', `${HEAD}clientConnection:\n  contentType: text/plain\n`, 'clientConnection.contentType', /application\/json/],
+    [
+      'an unknown content type',
+      `${HEAD}clientConnection:\n  contentType: text/plain\n`,
+      'clientConnection.contentType',
+      /application\/json/,
+    ],
     ['a bad bind address', `${HEAD}bindAddress: localhost\n`, 'bindAddress', /valid IP address/],
     ['a bad healthz address', `${HEAD}healthzBindAddress: "0.0.0.0:99999"\n`, 'healthzBindAddress', /IP:port/],
     ['a bad cluster CIDR', `${HEAD}clusterCIDR: 10.0.0.0/33\n`, 'clusterCIDR', /valid CIDR block/],
@@ -99,24 +122,69 @@ describe('strict decoding: every class of bad value is refused with its path', (
     ['an unknown mode', `${HEAD}mode: userspace\n`, 'mode', /nftables or blank/],
     ['an unknown detect-local mode', `${HEAD}detectLocalMode: PodCIDR\n`, 'detectLocalMode', /must be one of ClusterCIDR, NodeCIDR/],
     ['BridgeInterface without a bridge', `${HEAD}detectLocalMode: BridgeInterface\n`, 'detectLocal.bridgeInterface', /must not be empty/],
-    ['InterfaceNamePrefix without a prefix', `${HEAD}detectLocalMode: InterfaceNamePrefix\n`, 'detectLocal.interfaceNamePrefix', /must not be empty/],
-    ['an interface name too long', `${HEAD}detectLocal:\n  bridgeInterface: abcdefghijklmnop\n`, 'detectLocal.bridgeInterface', /at most 15 bytes/],
-    ['an iptables setting off its default', `${HEAD}iptables:\n  masqueradeAll: true\n`, 'iptables.masqueradeAll', /does not apply.*set nftables.masqueradeAll instead/],
+    [
+      'InterfaceNamePrefix without a prefix',
+      `${HEAD}detectLocalMode: InterfaceNamePrefix\n`,
+      'detectLocal.interfaceNamePrefix',
+      /must not be empty/,
+    ],
+    [
+      'an interface name too long',
+      `${HEAD}detectLocal:\n  bridgeInterface: abcdefghijklmnop\n`,
+      'detectLocal.bridgeInterface',
+      /at most 15 bytes/,
+    ],
+    [
+      'an iptables setting off its default',
+      `${HEAD}iptables:\n  masqueradeAll: true\n`,
+      'iptables.masqueradeAll',
+      /does not apply.*set nftables.masqueradeAll instead/,
+    ],
     ['an ipvs setting off its default', `${HEAD}ipvs:\n  scheduler: rr\n`, 'ipvs.scheduler', /the ipvs section does not apply/],
-    ['a winkernel setting off its default', `${HEAD}winkernel:\n  enableDSR: true\n`, 'winkernel.enableDSR', /the winkernel section does not apply/],
+    [
+      'a winkernel setting off its default',
+      `${HEAD}winkernel:\n  enableDSR: true\n`,
+      'winkernel.enableDSR',
+      /the winkernel section does not apply/,
+    ],
     ['a logging format', `${HEAD}logging:\n  format: xml\n`, 'logging.format', /not text or json/],
     ['a vmodule', `${HEAD}logging:\n  vmodule: [{filePattern: "proxier*", verbosity: 4}]\n`, 'logging.vmodule', /per-file verbosity/],
-    ['a split stream', `${HEAD}logging:\n  options:\n    json:\n      splitStream: true\n`, 'logging.options.json.splitStream', /not supported/],
+    [
+      'a split stream',
+      `${HEAD}logging:\n  options:\n    json:\n      splitStream: true\n`,
+      'logging.options.json.splitStream',
+      /not supported/,
+    ],
     ['profiling', `${HEAD}enableProfiling: true\n`, 'enableProfiling', /profiler/],
     ['a port range', `${HEAD}portRange: 30000-31000\n`, 'portRange', /userspace/],
     ['a hidden-metrics version', `${HEAD}showHiddenMetricsForVersion: latest\n`, 'showHiddenMetricsForVersion', /version such as 1.31/],
     ['another kind', 'apiVersion: v1\nkind: ConfigMap\n', 'kind', /is not kubeproxy.config.k8s.io\/v1alpha1 KubeProxyConfiguration/],
     ['no kind at all', 'mode: nftables\n', 'apiVersion', /is not/],
     ['two KubeProxyConfigurations', `${HEAD}---\n${HEAD}`, 'document 2: kind', /a second KubeProxyConfiguration/],
-    ['only our document', 'apiVersion: kubenftproxy.io/v1alpha1\nkind: KubeNftProxyConfiguration\n', 'kind', /holds no kubeproxy.config.k8s.io\/v1alpha1 KubeProxyConfiguration/],
-    ['an unknown field of ours', `${HEAD}---\napiVersion: kubenftproxy.io/v1alpha1\nkind: KubeNftProxyConfiguration\ntables: x\n`, 'document 2: tables', /unknown field/],
-    ['a bad value of ours', `${HEAD}---\napiVersion: kubenftproxy.io/v1alpha1\nkind: KubeNftProxyConfiguration\noffload:\n  packetThreshold: -1\n`, 'document 2: offload.packetThreshold', /out of range/],
-    ['a bad table name of ours', `${HEAD}---\napiVersion: kubenftproxy.io/v1alpha1\nkind: KubeNftProxyConfiguration\ntable: "a b"\n`, 'document 2: table', /must start with a letter/],
+    [
+      'only our document',
+      'apiVersion: kubenftproxy.io/v1alpha1\nkind: KubeNftProxyConfiguration\n',
+      'kind',
+      /holds no kubeproxy.config.k8s.io\/v1alpha1 KubeProxyConfiguration/,
+    ],
+    [
+      'an unknown field of ours',
+      `${HEAD}---\napiVersion: kubenftproxy.io/v1alpha1\nkind: KubeNftProxyConfiguration\ntables: x\n`,
+      'document 2: tables',
+      /unknown field/,
+    ],
+    [
+      'a bad value of ours',
+      `${HEAD}---\napiVersion: kubenftproxy.io/v1alpha1\nkind: KubeNftProxyConfiguration\noffload:\n  packetThreshold: -1\n`,
+      'document 2: offload.packetThreshold',
+      /out of range/,
+    ],
+    [
+      'a bad table name of ours',
+      `${HEAD}---\napiVersion: kubenftproxy.io/v1alpha1\nkind: KubeNftProxyConfiguration\ntable: "a b"\n`,
+      'document 2: table',
+      /must start with a letter/,
+    ],
   ])('%s', (_what, text, path, message) => {
     const e = refused(text);
     expect(e.path).toBe(path);

@@ -20,15 +20,27 @@ describe('feature gates', () => {
   it.each([
     ['TopologyAwareProxying=true', { TopologyAwareProxying: true, LoadBalancerIPMode: true, KubeProxyAcceleration: false }],
     ['TopologyAwareProxying=false', { TopologyAwareProxying: false, LoadBalancerIPMode: true, KubeProxyAcceleration: false }],
-    ['LoadBalancerIPMode=false,KubeProxyAcceleration=false', { TopologyAwareProxying: false, LoadBalancerIPMode: false, KubeProxyAcceleration: false }],
+    [
+      'LoadBalancerIPMode=false,KubeProxyAcceleration=false',
+      { TopologyAwareProxying: false, LoadBalancerIPMode: false, KubeProxyAcceleration: false },
+    ],
     ['AllAlpha=true', { TopologyAwareProxying: true, LoadBalancerIPMode: true, KubeProxyAcceleration: true }],
     ['AllAlpha=false', { TopologyAwareProxying: false, LoadBalancerIPMode: true, KubeProxyAcceleration: false }],
     ['AllAlpha=true,TopologyAwareProxying=false', { TopologyAwareProxying: false, LoadBalancerIPMode: true, KubeProxyAcceleration: true }],
     ['AllBeta=false', { TopologyAwareProxying: false, LoadBalancerIPMode: false, KubeProxyAcceleration: false }],
-    ['NFTablesProxyMode=true,ServiceTrafficDistribution=true,LoggingAlphaOptions=true', { TopologyAwareProxying: false, LoadBalancerIPMode: true, KubeProxyAcceleration: false }],
+    [
+      'NFTablesProxyMode=true,ServiceTrafficDistribution=true,LoggingAlphaOptions=true',
+      { TopologyAwareProxying: false, LoadBalancerIPMode: true, KubeProxyAcceleration: false },
+    ],
     ['--feature-gates=TopologyAwareProxying=True', { TopologyAwareProxying: true, LoadBalancerIPMode: true, KubeProxyAcceleration: false }],
-    [' TopologyAwareProxying = 1 , LoadBalancerIPMode=F ', { TopologyAwareProxying: true, LoadBalancerIPMode: false, KubeProxyAcceleration: false }],
-    ['KubeProxyAcceleration=false,KubeProxyAcceleration=TRUE', { TopologyAwareProxying: false, LoadBalancerIPMode: true, KubeProxyAcceleration: true }],
+    [
+      ' TopologyAwareProxying = 1 , LoadBalancerIPMode=F ',
+      { TopologyAwareProxying: true, LoadBalancerIPMode: false, KubeProxyAcceleration: false },
+    ],
+    [
+      'KubeProxyAcceleration=false,KubeProxyAcceleration=TRUE',
+      { TopologyAwareProxying: false, LoadBalancerIPMode: true, KubeProxyAcceleration: true },
+    ],
   ])('%j', (text, expected) => {
     expect(parseFeatureGates(text)).toEqual(expected);
   });
@@ -55,7 +67,11 @@ describe('feature gates', () => {
 
   it('names the known gates when one is unknown', () => {
     expect(() => parseFeatureGates('PreferSameTrafficDistribution=true')).toThrow(
-      /AllAlpha, AllBeta, ContextualLogging, KubeProxyAcceleration, KubeProxyDrainingTerminatingNodes, LoadBalancerIPMode, LoggingAlphaOptions, LoggingBetaOptions, MultiCIDRServiceAllocator, NFTablesProxyMode, ServiceTrafficDistribution, TopologyAwareHints, TopologyAwareProxying/,
+      new RegExp(
+        'AllAlpha, AllBeta, ContextualLogging, KubeProxyAcceleration, KubeProxyDrainingTerminatingNodes, LoadBalancerIPMode, ' +
+          'LoggingAlphaOptions, LoggingBetaOptions, MultiCIDRServiceAllocator, NFTablesProxyMode, ServiceTrafficDistribution, ' +
+          'TopologyAwareHints, TopologyAwareProxying',
+      ),
     );
   });
 

@@ -11,7 +11,11 @@ describe("the image's node flags", () => {
     const flags = imageNodeFlags();
     expect(flags.length).toBeGreaterThan(0);
     for (const f of flags) expect(f).toMatch(/^--[a-z0-9-]+(=\S+)?$/);
-    const r = spawnSync(process.execPath, [...flags, '-e', 'process.stdout.write(String(require("node:v8").getHeapStatistics().total_heap_size > 0))'], { encoding: 'utf8', timeout: 20_000 });
+    const r = spawnSync(
+      process.execPath,
+      [...flags, '-e', 'process.stdout.write(String(require("node:v8").getHeapStatistics().total_heap_size > 0))'],
+      { encoding: 'utf8', timeout: 20_000 },
+    );
     expect(r.stderr).toBe('');
     expect(r.stdout).toBe('true');
   });

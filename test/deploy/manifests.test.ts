@@ -38,7 +38,9 @@ describe('deploy/kube-nft-proxy.yaml', () => {
 });
 
 describe('deploy/kubeadm/kube-nft-proxy.yaml', () => {
-  const kubeadm = parseAllDocuments(readFileSync(new URL('../../deploy/kubeadm/kube-nft-proxy.yaml', import.meta.url), 'utf8')).map((d) => d.toJS());
+  const kubeadm = parseAllDocuments(readFileSync(new URL('../../deploy/kubeadm/kube-nft-proxy.yaml', import.meta.url), 'utf8')).map((d) =>
+    d.toJS(),
+  );
   const ds = kubeadm.find((d) => d.kind === 'DaemonSet');
   const pod = ds.spec.template.spec;
 
@@ -57,7 +59,11 @@ describe('deploy/kubeadm/kube-nft-proxy.yaml', () => {
       return fixture;
     });
     if (cmd.command !== 'run') throw new Error(cmd.command);
-    expect(cmd.options).toMatchObject({ hostnameOverride: 'node-a', kubeconfig: '/var/lib/kube-proxy/kubeconfig.conf', healthzBindAddress: '0.0.0.0:10256' });
+    expect(cmd.options).toMatchObject({
+      hostnameOverride: 'node-a',
+      kubeconfig: '/var/lib/kube-proxy/kubeconfig.conf',
+      healthzBindAddress: '0.0.0.0:10256',
+    });
     expect(cmd.ignoredFlags).toEqual([]);
     expect(pod.containers[0].livenessProbe.httpGet.port).toBe(10256);
   });

@@ -14,7 +14,11 @@ export interface AgentCluster {
 }
 
 /** seed runs before the agent starts, so what it creates arrives in the agent's first list. */
-export async function startAgentCluster(pods: string[], agentArgs: string[] = [], seed?: (api: FakeApiServer) => void): Promise<AgentCluster> {
+export async function startAgentCluster(
+  pods: string[],
+  agentArgs: string[] = [],
+  seed?: (api: FakeApiServer) => void,
+): Promise<AgentCluster> {
   const cluster = await createCluster(pods);
   let api: FakeApiServer | undefined;
   let agent: AgentProcess | undefined;

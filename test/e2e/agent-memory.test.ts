@@ -36,7 +36,11 @@ describe('agent memory after a large cold sync', () => {
 
   it('is released once idle, without --expose-gc', async () => {
     // bench:sync's cluster: its own node name and CIDRs (later flags win).
-    agent = await startAgentProcess(api, ns.path, agentFlags('0').filter((f) => !f.startsWith('--log-level')));
+    agent = await startAgentProcess(
+      api,
+      ns.path,
+      agentFlags('0').filter((f) => !f.startsWith('--log-level')),
+    );
     const synced = await eventually(
       async () => agent!.entries().find((e) => e.msg === 'synced nftables rules'),
       (e) => e !== undefined,

@@ -28,7 +28,12 @@ export interface AgentProcessOptions {
   server?: string;
 }
 
-export async function startAgentProcess(api: FakeApiServer, netns: string, extraArgs: string[] = [], o: AgentProcessOptions = {}): Promise<AgentProcess> {
+export async function startAgentProcess(
+  api: FakeApiServer,
+  netns: string,
+  extraArgs: string[] = [],
+  o: AgentProcessOptions = {},
+): Promise<AgentProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'knp-agent-'));
   const kubeconfig = join(dir, 'kubeconfig');
   const config = api.kubeconfig() as { clusters: Array<{ cluster: { server: string } }> };
@@ -92,7 +97,10 @@ export async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean,
 
 export function nodeObject(name: string, zone: string, region: string, internalIP: string): K8sObject {
   return {
-    metadata: { name, labels: { 'kubernetes.io/hostname': name, 'topology.kubernetes.io/zone': zone, 'topology.kubernetes.io/region': region } },
+    metadata: {
+      name,
+      labels: { 'kubernetes.io/hostname': name, 'topology.kubernetes.io/zone': zone, 'topology.kubernetes.io/region': region },
+    },
     spec: { podCIDRs: ['10.244.0.0/24'] },
     status: { addresses: [{ type: 'InternalIP', address: internalIP }] },
   };

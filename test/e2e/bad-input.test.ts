@@ -22,7 +22,12 @@ describe('bad input with real packets', { timeout: 60_000 }, () => {
       api.create('endpointslices', sliceObject('good', 'good-1', [{ ip: '10.244.0.11' }]));
     });
     ({ cluster, api, agent } = env);
-    await eventually(() => probe('10.96.0.10'), (o) => o[0]!.startsWith('b1'), 20_000, 'the good service');
+    await eventually(
+      () => probe('10.96.0.10'),
+      (o) => o[0]!.startsWith('b1'),
+      20_000,
+      'the good service',
+    );
   }, 60_000);
 
   afterAll(() => env?.destroy());
@@ -31,7 +36,12 @@ describe('bad input with real packets', { timeout: 60_000 }, () => {
     api.create('services', serviceObject({ name: 'bad-ip', clusterIP: '10.96.0.300' }));
     api.create('services', serviceObject({ name: 'after-bad', clusterIP: '10.96.0.11' }));
     api.create('endpointslices', sliceObject('after-bad', 'after-bad-1', [{ ip: '10.244.0.12' }]));
-    await eventually(() => probe('10.96.0.11'), (o) => o[0]!.startsWith('b2'), 15_000, 'the service created after the bad one');
+    await eventually(
+      () => probe('10.96.0.11'),
+      (o) => o[0]!.startsWith('b2'),
+      15_000,
+      'the service created after the bad one',
+    );
     expect(await probe('10.96.0.10')).toEqual([expect.stringMatching(/^b1 /)]);
     const complaint = logLines().find((l) => JSON.stringify(l).includes('bad-ip') && Number(l.level) >= 40);
     expect(complaint, 'a warning or error naming e2e/bad-ip').toBeDefined();
@@ -44,22 +54,44 @@ describe('bad input with real packets', { timeout: 60_000 }, () => {
     };
     slice.ports.push({ name: 'bogus', protocol: 'TCP', port: 70000 });
     api.create('endpointslices', slice);
-    const out = await eventually(() => probe('10.96.0.12'), (o) => o[0]!.startsWith('b1'), 15_000, 'the good endpoint of the mixed slice');
+    const out = await eventually(
+      () => probe('10.96.0.12'),
+      (o) => o[0]!.startsWith('b1'),
+      15_000,
+      'the good endpoint of the mixed slice',
+    );
     expect(out[0]).toMatch(/^b1 /);
   });
 
   it('contains an update that turns a Service invalid: logged, the others keep working, and it returns when fixed', async () => {
     api.create('services', serviceObject({ name: 'flip', clusterIP: '10.96.0.13' }));
     api.create('endpointslices', sliceObject('flip', 'flip-1', [{ ip: '10.244.0.12' }]));
-    await eventually(() => probe('10.96.0.13'), (o) => o[0]!.startsWith('b2'), 15_000, 'flip up');
+    await eventually(
+      () => probe('10.96.0.13'),
+      (o) => o[0]!.startsWith('b2'),
+      15_000,
+      'flip up',
+    );
     // An unknown protocol: the object fails validation; the other services are untouched.
-    const broken = serviceObject({ name: 'flip', clusterIP: '10.96.0.13' }) as K8sObject & { spec: { ports: Array<Record<string, unknown>> } };
+    const broken = serviceObject({ name: 'flip', clusterIP: '10.96.0.13' }) as K8sObject & {
+      spec: { ports: Array<Record<string, unknown>> };
+    };
     broken.spec.ports[0]!.protocol = 'QUIC';
     api.update('services', broken);
-    await eventually(async () => logLines(), (ls) => ls.some((l) => JSON.stringify(l).includes('QUIC')), 15_000, 'a log line about QUIC');
+    await eventually(
+      async () => logLines(),
+      (ls) => ls.some((l) => JSON.stringify(l).includes('QUIC')),
+      15_000,
+      'a log line about QUIC',
+    );
     expect(await probe('10.96.0.10')).toEqual([expect.stringMatching(/^b1 /)]);
     api.update('services', serviceObject({ name: 'flip', clusterIP: '10.96.0.13' }));
-    await eventually(() => probe('10.96.0.13'), (o) => o[0]!.startsWith('b2'), 15_000, 'flip back');
+    await eventually(
+      () => probe('10.96.0.13'),
+      (o) => o[0]!.startsWith('b2'),
+      15_000,
+      'flip back',
+    );
   });
 
   it('never failed a commit because of bad input', () => {

@@ -21,7 +21,9 @@ describe('--config from a ConfigMap volume', { timeout: 60_000 }, () => {
   let agent: AgentProcess;
   let configPath: string;
 
-  /** As the kubelet lays out a ConfigMap volume: config.conf -> ..data/config.conf, ..data -> a timestamped directory swapped atomically. */
+  /**
+   * As the kubelet lays out a ConfigMap volume: config.conf -> ..data/config.conf, ..data -> a timestamped directory swapped atomically.
+   */
   const publish = (version: string, text: string) => {
     const target = join(dir, `..${version}`);
     mkdirSync(target);
@@ -42,7 +44,10 @@ describe('--config from a ConfigMap volume', { timeout: 60_000 }, () => {
     const text = KUBEADM.replace('/var/lib/kube-proxy/kubeconfig.conf', kubeconfig)
       .replace('healthzBindAddress: ""', 'healthzBindAddress: 127.0.0.1:0')
       .replace('metricsBindAddress: ""', 'metricsBindAddress: 127.0.0.1:0')
-      .replace('  masqueradeBit: null\n  minSyncPeriod: 0s\n  syncPeriod: 0s\nnodePortAddresses', '  masqueradeBit: 13\n  minSyncPeriod: 0s\n  syncPeriod: 0s\nnodePortAddresses');
+      .replace(
+        '  masqueradeBit: null\n  minSyncPeriod: 0s\n  syncPeriod: 0s\nnodePortAddresses',
+        '  masqueradeBit: 13\n  minSyncPeriod: 0s\n  syncPeriod: 0s\nnodePortAddresses',
+      );
     publish('v1', text);
     symlinkSync('..data/config.conf', join(dir, 'config.conf'));
     configPath = join(dir, 'config.conf');
@@ -58,7 +63,12 @@ describe('--config from a ConfigMap volume', { timeout: 60_000 }, () => {
   });
 
   it('programs what the file says, and says which flags it ignored', async () => {
-    await eventually(async () => agent.entries().some((e) => e.msg === 'synced nftables rules'), (ok) => ok, 20_000, 'a first sync');
+    await eventually(
+      async () => agent.entries().some((e) => e.msg === 'synced nftables rules'),
+      (ok) => ok,
+      20_000,
+      'a first sync',
+    );
     const table = ns.exec('nft', ['list', 'table', 'ip', 'kube-nft-proxy']);
     expect(table).toContain('meta mark set meta mark | 0x00002000'); // masqueradeBit 13 from the file
     expect(table).toContain('ip saddr != 10.244.0.0/16 jump mark-for-masquerade'); // clusterCIDR from the file
@@ -72,7 +82,9 @@ describe('--config from a ConfigMap volume', { timeout: 60_000 }, () => {
     publish('v2', readFileSync(configPath, 'utf8').replace('masqueradeBit: 13', 'masqueradeBit: 12'));
     const [code] = (await exited) as [number];
     expect(code).toBe(1);
-    expect(agent.entries().some((e) => e.msg === 'the configuration file changed; exiting so that the new one is read on restart')).toBe(true);
+    expect(agent.entries().some((e) => e.msg === 'the configuration file changed; exiting so that the new one is read on restart')).toBe(
+      true,
+    );
     // The rules stay in place for the next run to adopt.
     expect(ns.exec('nft', ['list', 'table', 'ip', 'kube-nft-proxy'])).toContain('0x00002000');
   });

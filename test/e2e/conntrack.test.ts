@@ -38,16 +38,26 @@ describe('conntrack cleanup with real flows', { timeout: 90_000 }, () => {
 
   const udpService = (name: string, clusterIP: string, extra: Partial<Parameters<typeof serviceObject>[0]> = {}) =>
     api.create('services', serviceObject({ name, clusterIP, protocol: 'UDP', ...extra }));
-  const udpSlice = (service: string, ip: string, family: 'IPv4' | 'IPv6' = 'IPv4') => sliceObject(service, `${service}-1`, [{ ip }], { protocol: 'UDP', family });
+  const udpSlice = (service: string, ip: string, family: 'IPv4' | 'IPv6' = 'IPv4') =>
+    sliceObject(service, `${service}-1`, [{ ip }], { protocol: 'UDP', family });
   const flow = async (address: string, port: number, sourcePort: number) => {
     const f = await startUdpFlow(cluster.client, address, port, sourcePort);
     flows.push(f);
     return f;
   };
-  const reaches = (f: Flow, backend: string, what: string) => eventually(async () => f.last(), (b) => b === backend, 20_000, what);
+  const reaches = (f: Flow, backend: string, what: string) =>
+    eventually(
+      async () => f.last(),
+      (b) => b === backend,
+      20_000,
+      what,
+    );
   /** conntrack's own listing in the node namespace (the tool is an oracle only). */
   const entries = (proto: 'udp' | 'tcp', sourcePort: number) =>
-    cluster.node.tryExec('conntrack', ['-L', '-p', proto, '--orig-port-src', String(sourcePort)]).stdout.split('\n').filter((l) => l.includes(`sport=${sourcePort}`));
+    cluster.node
+      .tryExec('conntrack', ['-L', '-p', proto, '--orig-port-src', String(sourcePort)])
+      .stdout.split('\n')
+      .filter((l) => l.includes(`sport=${sourcePort}`));
   const changedCleanups = () => agent.entries().filter((e) => e.msg === 'deleted stale conntrack entries' && e.kind === 'changed');
 
   it('(a) moves a UDP flow to the new endpoint when its endpoint is replaced', async () => {
@@ -68,7 +78,12 @@ describe('conntrack cleanup with real flows', { timeout: 90_000 }, () => {
     // and conntrack holds an entry to the bare address. (Unallocated ClusterIPs
     // are rejected by the agent's rules and never get a confirmed entry.)
     const f = await flow('198.51.100.60', 80, 40002);
-    await eventually(async () => entries('udp', 40002), (l) => l.some((x) => x.includes('src=198.51.100.60')), 10_000, 'the un-NATed entry');
+    await eventually(
+      async () => entries('udp', 40002),
+      (l) => l.some((x) => x.includes('src=198.51.100.60')),
+      10_000,
+      'the un-NATed entry',
+    );
     expect(f.answers()).toEqual([]);
     udpService('late', '10.96.1.20', { externalIPs: ['198.51.100.60'] });
     api.create('endpointslices', udpSlice('late', b1.v4));
@@ -104,7 +119,12 @@ describe('conntrack cleanup with real flows', { timeout: 90_000 }, () => {
     // The TCP connection's entry is still there, still to b1, and the connection still carries data.
     expect(entries('tcp', 40004).join('\n')).toMatch(new RegExp(`ESTABLISHED.*src=${b1.v4.replace(/\./g, '\\.')}`));
     tcp!.send('still-here');
-    await eventually(async () => tcp!.answers(), (a) => a.includes('still-here'), 10_000, 'the echo over the old connection');
+    await eventually(
+      async () => tcp!.answers(),
+      (a) => a.includes('still-here'),
+      10_000,
+      'the echo over the old connection',
+    );
   });
 
   it('(d) moves an IPv6 UDP flow', async () => {

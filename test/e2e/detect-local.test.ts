@@ -25,13 +25,49 @@ interface Case {
 }
 
 const CASES: Case[] = [
-  { name: 'ClusterCIDR', args: ['--detect-local-mode=ClusterCIDR'], fromPod: C1, fromClient: MASQUERADED, rule: /ip saddr != 10\.244\.0\.0\/16 jump mark-for-masquerade/ },
-  { name: 'NodeCIDR (the Node has 10.244.0.0/24)', args: ['--detect-local-mode=NodeCIDR'], fromPod: C1, fromClient: MASQUERADED, rule: /ip saddr != 10\.244\.0\.0\/24 jump mark-for-masquerade/ },
-  { name: 'BridgeInterface cbr0', args: ['--detect-local-mode=BridgeInterface', '--pod-bridge-interface=cbr0'], fromPod: C1, fromClient: MASQUERADED, rule: /iifname != "cbr0" jump mark-for-masquerade/ },
-  { name: 'BridgeInterface of another bridge', args: ['--detect-local-mode=BridgeInterface', '--pod-bridge-interface=br-other'], fromPod: MASQUERADED, fromClient: MASQUERADED, rule: /iifname != "br-other" jump mark-for-masquerade/ },
-  { name: 'InterfaceNamePrefix cbr', args: ['--detect-local-mode=InterfaceNamePrefix', '--pod-interface-name-prefix=cbr'], fromPod: C1, fromClient: MASQUERADED, rule: /iifname != "cbr\*" jump mark-for-masquerade/ },
+  {
+    name: 'ClusterCIDR',
+    args: ['--detect-local-mode=ClusterCIDR'],
+    fromPod: C1,
+    fromClient: MASQUERADED,
+    rule: /ip saddr != 10\.244\.0\.0\/16 jump mark-for-masquerade/,
+  },
+  {
+    name: 'NodeCIDR (the Node has 10.244.0.0/24)',
+    args: ['--detect-local-mode=NodeCIDR'],
+    fromPod: C1,
+    fromClient: MASQUERADED,
+    rule: /ip saddr != 10\.244\.0\.0\/24 jump mark-for-masquerade/,
+  },
+  {
+    name: 'BridgeInterface cbr0',
+    args: ['--detect-local-mode=BridgeInterface', '--pod-bridge-interface=cbr0'],
+    fromPod: C1,
+    fromClient: MASQUERADED,
+    rule: /iifname != "cbr0" jump mark-for-masquerade/,
+  },
+  {
+    name: 'BridgeInterface of another bridge',
+    args: ['--detect-local-mode=BridgeInterface', '--pod-bridge-interface=br-other'],
+    fromPod: MASQUERADED,
+    fromClient: MASQUERADED,
+    rule: /iifname != "br-other" jump mark-for-masquerade/,
+  },
+  {
+    name: 'InterfaceNamePrefix cbr',
+    args: ['--detect-local-mode=InterfaceNamePrefix', '--pod-interface-name-prefix=cbr'],
+    fromPod: C1,
+    fromClient: MASQUERADED,
+    rule: /iifname != "cbr\*" jump mark-for-masquerade/,
+  },
   // The prefix decides, not the address: with "ext" the client's interface counts as local and the pods' does not.
-  { name: 'InterfaceNamePrefix ext', args: ['--detect-local-mode=InterfaceNamePrefix', '--pod-interface-name-prefix=ext'], fromPod: MASQUERADED, fromClient: CLIENT, rule: /iifname != "ext\*" jump mark-for-masquerade/ },
+  {
+    name: 'InterfaceNamePrefix ext',
+    args: ['--detect-local-mode=InterfaceNamePrefix', '--pod-interface-name-prefix=ext'],
+    fromPod: MASQUERADED,
+    fromClient: CLIENT,
+    rule: /iifname != "ext\*" jump mark-for-masquerade/,
+  },
 ];
 
 describe.each(CASES)('--detect-local-mode: $name', { timeout: 60_000 }, (c) => {
@@ -69,9 +105,16 @@ describe.each(CASES)('--detect-local-mode: $name', { timeout: 60_000 }, (c) => {
     it("follows the Node's spec.podCIDRs as they change", async () => {
       const node = nodeObject('node-a', 'zone-a', 'region-1', env.cluster.nodeIPv4);
       env.api.update('nodes', { ...node, spec: { podCIDRs: ['10.245.0.0/24'] } });
-      const after = await eventually(fromPod, (o) => o[0] === `b1 ${MASQUERADED}`, 15_000, 'pod traffic masqueraded once its CIDR is not the node one');
+      const after = await eventually(
+        fromPod,
+        (o) => o[0] === `b1 ${MASQUERADED}`,
+        15_000,
+        'pod traffic masqueraded once its CIDR is not the node one',
+      );
       expect(after).toEqual([`b1 ${MASQUERADED}`]);
-      expect(env.cluster.node.exec('nft', ['list', 'table', 'ip', 'kube-nft-proxy'])).toMatch(/ip saddr != 10\.245\.0\.0\/24 jump mark-for-masquerade/);
+      expect(env.cluster.node.exec('nft', ['list', 'table', 'ip', 'kube-nft-proxy'])).toMatch(
+        /ip saddr != 10\.245\.0\.0\/24 jump mark-for-masquerade/,
+      );
     });
   }
 });

@@ -2,7 +2,7 @@
 // (test/e2e/udp-flow.ts) and a TCP connection held open by socat, each from a
 // namespace, with what came back so far.
 
-import { type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import type { NetNs } from '../helpers/netns.ts';
@@ -53,7 +53,9 @@ function flowOf(child: ChildProcess, lines: string[]): Flow {
 
 /** A UDP flow from `sourcePort` to address:port, one datagram every intervalMs. */
 export async function startUdpFlow(from: NetNs, address: string, port: number, sourcePort: number, intervalMs = 100): Promise<Flow> {
-  const child = from.spawn(process.execPath, [`${here}udp-flow.ts`, address, String(port), String(sourcePort), String(intervalMs)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = from.spawn(process.execPath, [`${here}udp-flow.ts`, address, String(port), String(sourcePort), String(intervalMs)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   return flowOf(child, await started(child, 'udp flow'));
 }
 

@@ -23,7 +23,8 @@ describe.each(ENDPOINT_SHAPES)('hairpin and endpoint moves, --endpoint-shape=%s'
   // A pod reaching itself through a service must see the node as the source:
   // with its own address it would answer itself directly, the reply would skip
   // the un-DNAT, and the connection would never complete.
-  const fromPodNs = (pod: string, address: string, port: number, count = 1) => cluster.probe(cluster.pods.get(pod)!.ns, 'tcp', address, port, count, 1000);
+  const fromPodNs = (pod: string, address: string, port: number, count = 1) =>
+    cluster.probe(cluster.pods.get(pod)!.ns, 'tcp', address, port, count, 1000);
   const table = () => cluster.node.exec('nft', ['list', 'table', 'ip', 'kube-nft-proxy']);
 
   beforeAll(async () => {
@@ -36,7 +37,12 @@ describe.each(ENDPOINT_SHAPES)('hairpin and endpoint moves, --endpoint-shape=%s'
   it('masquerades hairpin traffic: a pod reaching itself through its ClusterIP sees the node bridge address', async () => {
     api.create('services', serviceObject({ name: 'hairpin', clusterIP: '10.96.0.120' }));
     api.create('endpointslices', sliceObject('hairpin', 'hairpin-1', [{ ip: b1 }]));
-    const out = await eventually(() => fromPodNs('b1', '10.96.0.120', 80, 3), (o) => o.every((x) => x.startsWith('b1')), 15_000, 'hairpin answers');
+    const out = await eventually(
+      () => fromPodNs('b1', '10.96.0.120', 80, 3),
+      (o) => o.every((x) => x.startsWith('b1')),
+      15_000,
+      'hairpin answers',
+    );
     expect([...new Set(out)]).toEqual(['b1 10.244.0.1']);
     // Another pod through the same service keeps its own address (the ClusterIP is reached from the pod CIDR).
     expect(await fromPodNs('c1', '10.96.0.120', 80)).toEqual(['b1 10.244.0.14']);
@@ -63,23 +69,43 @@ describe.each(ENDPOINT_SHAPES)('hairpin and endpoint moves, --endpoint-shape=%s'
   it('masquerades hairpin traffic of a service with session affinity too', async () => {
     api.create('services', serviceObject({ name: 'hairpin-sticky', clusterIP: '10.96.0.121', sessionAffinity: true }));
     api.create('endpointslices', sliceObject('hairpin-sticky', 'hairpin-sticky-1', [{ ip: b2 }]));
-    const out = await eventually(() => fromPodNs('b2', '10.96.0.121', 80, 3), (o) => o.every((x) => x.startsWith('b2')), 15_000, 'hairpin answers');
+    const out = await eventually(
+      () => fromPodNs('b2', '10.96.0.121', 80, 3),
+      (o) => o.every((x) => x.startsWith('b2')),
+      15_000,
+      'hairpin answers',
+    );
     expect([...new Set(out)]).toEqual(['b2 10.244.0.1']);
   });
 
   it('masquerades IPv6 hairpin traffic', async () => {
     api.create('services', serviceObject({ name: 'hairpin-v6', clusterIP: 'fd00:10:96::20' }));
     api.create('endpointslices', sliceObject('hairpin-v6', 'hairpin-v6-1', [{ ip: 'fd00:10:244::b' }], { family: 'IPv6' }));
-    const out = await eventually(() => fromPodNs('b1', 'fd00:10:96::20', 80, 3), (o) => o.every((x) => x.startsWith('b1')), 15_000, 'IPv6 hairpin answers');
+    const out = await eventually(
+      () => fromPodNs('b1', 'fd00:10:96::20', 80, 3),
+      (o) => o.every((x) => x.startsWith('b1')),
+      15_000,
+      'IPv6 hairpin answers',
+    );
     expect([...new Set(out)]).toEqual(['b1 fd00:10:244::1']);
   });
 
   it('follows an endpoint replaced by another (the same count)', async () => {
     api.create('services', serviceObject({ name: 'moving', clusterIP: '10.96.0.130' }));
     api.create('endpointslices', sliceObject('moving', 'moving-1', [{ ip: b1 }, { ip: b2 }]));
-    await eventually(() => fromClient('10.96.0.130', 80, 20), (o) => names(o).join() === 'b1,b2', 15_000, 'b1 and b2');
+    await eventually(
+      () => fromClient('10.96.0.130', 80, 20),
+      (o) => names(o).join() === 'b1,b2',
+      15_000,
+      'b1 and b2',
+    );
     api.update('endpointslices', sliceObject('moving', 'moving-1', [{ ip: b1 }, { ip: b3 }]));
-    const moved = await eventually(() => fromClient('10.96.0.130', 80, 20), (o) => names(o).join() === 'b1,b3', 15_000, 'b1 and b3');
+    const moved = await eventually(
+      () => fromClient('10.96.0.130', 80, 20),
+      (o) => names(o).join() === 'b1,b3',
+      15_000,
+      'b1 and b3',
+    );
     expect(names(moved)).toEqual(['b1', 'b3']);
   });
 

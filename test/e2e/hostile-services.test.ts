@@ -18,7 +18,10 @@ const LONG_PORT = `p${'o'.repeat(61)}t`;
 
 /** A Service in namespace `ns` with one port named `portName` and no endpoints (its elements carry a comment naming it). */
 function namedService(ns: string, name: string, portName: string, clusterIP: string, nodePort: number): K8sObject {
-  const o = serviceObject({ name, clusterIP, type: 'NodePort', nodePort }) as K8sObject & { metadata: { namespace: string }; spec: { ports: Array<Record<string, unknown>> } };
+  const o = serviceObject({ name, clusterIP, type: 'NodePort', nodePort }) as K8sObject & {
+    metadata: { namespace: string };
+    spec: { ports: Array<Record<string, unknown>> };
+  };
   o.metadata.namespace = ns;
   o.spec.ports[0]!.name = portName;
   return o;
@@ -50,7 +53,12 @@ describe('hostile Services next to plain ones, with real packets', { timeout: 90
   afterAll(() => env?.destroy());
 
   it('a Service whose namespace, name and port name are 63 characters each does not hold back the plain one', async () => {
-    await eventually(() => probe('10.96.0.10'), (o) => o[0]!.startsWith('b1'), 20_000, 'the plain service');
+    await eventually(
+      () => probe('10.96.0.10'),
+      (o) => o[0]!.startsWith('b1'),
+      20_000,
+      'the plain service',
+    );
     // Its own rules are in too: no endpoints, so its ClusterIP port is rejected rather than left unrouted.
     expect(await probe('10.96.0.30')).toEqual(['refused']);
   });
@@ -60,19 +68,36 @@ describe('hostile Services next to plain ones, with real packets', { timeout: 90
     api.create('services', namedService('e2e', 'wide-port', 'é'.repeat(200), '10.96.0.32', 30032));
     api.create('services', serviceObject({ name: 'after', clusterIP: '10.96.0.11' }));
     api.create('endpointslices', sliceObject('after', 'after-1', [{ ip: '10.244.0.12' }]));
-    await eventually(() => probe('10.96.0.11'), (o) => o[0]!.startsWith('b2'), 15_000, 'the service created after the bad ones');
-    const warned = (name: string) => agent.entries().some((l) => JSON.stringify(l).includes(`e2e/${name}`) && /DNS label|longer than 63/.test(String(l.reason)));
+    await eventually(
+      () => probe('10.96.0.11'),
+      (o) => o[0]!.startsWith('b2'),
+      15_000,
+      'the service created after the bad ones',
+    );
+    const warned = (name: string) =>
+      agent.entries().some((l) => JSON.stringify(l).includes(`e2e/${name}`) && /DNS label|longer than 63/.test(String(l.reason)));
     expect(warned('nul-port') && warned('wide-port')).toBe(true);
   });
 
   it('1,000 loadBalancerSourceRanges: the allowed source gets in, another is dropped, the NodePort is not filtered', async () => {
-    const lb = serviceObject({ name: 'guarded', clusterIP: '10.96.0.40', type: 'LoadBalancer', nodePort: 30040, ingress: [{ ip: '203.0.113.40' }] }) as K8sObject & {
+    const lb = serviceObject({
+      name: 'guarded',
+      clusterIP: '10.96.0.40',
+      type: 'LoadBalancer',
+      nodePort: 30040,
+      ingress: [{ ip: '203.0.113.40' }],
+    }) as K8sObject & {
       spec: Record<string, unknown>;
     };
     lb.spec.loadBalancerSourceRanges = RANGES;
     api.create('services', lb);
     api.create('endpointslices', sliceObject('guarded', 'guarded-1', [{ ip: '10.244.0.12' }]));
-    await eventually(() => probe('203.0.113.40', 80, ALLOWED), (o) => o[0]!.startsWith('b2'), 20_000, 'the allowed source through the LB IP');
+    await eventually(
+      () => probe('203.0.113.40', 80, ALLOWED),
+      (o) => o[0]!.startsWith('b2'),
+      20_000,
+      'the allowed source through the LB IP',
+    );
     expect(await probe('203.0.113.40', 80, BLOCKED)).toEqual(['timeout']);
     expect(await probe(cluster.nodeIPv4, 30040, BLOCKED)).toEqual([expect.stringMatching(/^b2 /)]);
     expect(await probe('10.96.0.10', 80, BLOCKED)).toEqual([expect.stringMatching(/^b1 /)]);
@@ -81,7 +106,9 @@ describe('hostile Services next to plain ones, with real packets', { timeout: 90
   it('never failed a sync, set nothing aside, and is healthy', async () => {
     expect(agent.logs()).not.toContain('nftables sync failed');
     expect(agent.logs()).not.toContain('set aside');
-    const served = agent.entries().find((l) => l.msg === 'serving /healthz and /metrics') as { healthz: string; metrics: string } | undefined;
+    const served = agent.entries().find((l) => l.msg === 'serving /healthz and /metrics') as
+      | { healthz: string; metrics: string }
+      | undefined;
     expect(served).toBeDefined();
     expect((await fetch(`http://${served!.healthz}/healthz`)).status).toBe(200);
     const scraped = await (await fetch(`http://${served!.metrics}/metrics`)).text();

@@ -36,7 +36,12 @@ describe('agent life cycle', { timeout: 90_000 }, () => {
   it('keeps serving across SIGTERM and a restart, with no failed connection', async () => {
     const first = await startAgentProcess(api, cluster.node.name);
     agents.push(first);
-    await eventually(() => probe(), (o) => o[0]!.startsWith('b'), 20_000, 'first agent programs the service');
+    await eventually(
+      () => probe(),
+      (o) => o[0]!.startsWith('b'),
+      20_000,
+      'first agent programs the service',
+    );
 
     // A client keeps connecting while the agent stops and a new one starts.
     const during: string[] = [];

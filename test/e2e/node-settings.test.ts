@@ -22,19 +22,40 @@ describe('conntrack settings', { timeout: 60_000 }, () => {
   it('sets the timeouts it may set and warns once about nf_conntrack_max', async () => {
     const sysctl = (name: string) => Number(ns.exec('sysctl', ['-n', `net.netfilter.${name}`]).trim());
     // A rule with a ct match loads nf_conntrack, and with it these sysctls, where it is not loaded yet.
-    ns.exec('nft', ['-f', '-'], { input: 'table ip ct-probe {\n chain c {\n  type filter hook output priority 0\n  ct state new accept\n }\n}\n' });
+    ns.exec('nft', ['-f', '-'], {
+      input: 'table ip ct-probe {\n chain c {\n  type filter hook output priority 0\n  ct state new accept\n }\n}\n',
+    });
     ns.exec('nft', ['delete', 'table', 'ip', 'ct-probe']);
     expect(sysctl('nf_conntrack_tcp_timeout_established')).not.toBe(7200);
-    const child = ns.spawn(process.execPath, [
-      CLI, `--manifests=${EXAMPLES}`, '--hostname-override=node-a', '--healthz-bind-address=', '--metrics-bind-address=',
-      '--offload-packet-threshold=0', '--conntrack-tcp-timeout-established=2h', '--conntrack-udp-timeout=45s', '--conntrack-tcp-be-liberal',
-    ], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = ns.spawn(
+      process.execPath,
+      [
+        CLI,
+        `--manifests=${EXAMPLES}`,
+        '--hostname-override=node-a',
+        '--healthz-bind-address=',
+        '--metrics-bind-address=',
+        '--offload-packet-threshold=0',
+        '--conntrack-tcp-timeout-established=2h',
+        '--conntrack-udp-timeout=45s',
+        '--conntrack-tcp-be-liberal',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let out = '';
     child.stdout!.on('data', (d) => (out += d));
     child.stderr!.on('data', (d) => (out += d));
     try {
-      await eventually(async () => out, (o) => o.includes('synced nftables rules'), 20_000, 'a first sync');
-      const lines = out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, any>);
+      await eventually(
+        async () => out,
+        (o) => o.includes('synced nftables rules'),
+        20_000,
+        'a first sync',
+      );
+      const lines = out
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Record<string, any>);
       expect(sysctl('nf_conntrack_tcp_timeout_established')).toBe(7200);
       expect(sysctl('nf_conntrack_udp_timeout')).toBe(45);
       expect(sysctl('nf_conntrack_tcp_be_liberal')).toBe(1);

@@ -22,7 +22,12 @@ describe('the agent on a kernel without flowtables', { timeout: 60_000 }, () => 
   let agent: AgentProcess;
   const logLines = () => agent.entries() as LogLine[];
   const metricsText = async () => {
-    const served = await eventually(async () => logLines().find((l) => l.msg === 'serving /healthz and /metrics'), (l) => l !== undefined, 20_000, 'the agent to log its metrics address');
+    const served = await eventually(
+      async () => logLines().find((l) => l.msg === 'serving /healthz and /metrics'),
+      (l) => l !== undefined,
+      20_000,
+      'the agent to log its metrics address',
+    );
     const res = await fetch(`http://${String(served!.metrics)}/metrics`);
     expect(res.status).toBe(200);
     return res.text();
@@ -40,12 +45,22 @@ describe('the agent on a kernel without flowtables', { timeout: 60_000 }, () => 
   it('serves a ClusterIP Service normally', async () => {
     api.create('services', serviceObject({ name: 'web', clusterIP: '10.96.0.10' }));
     api.create('endpointslices', sliceObject('web', 'web-1', [{ ip: '10.244.0.11' }]));
-    const out = await eventually(() => cluster.probe(cluster.client, 'tcp', '10.96.0.10', 80), (o) => o[0]!.startsWith('b1'), 20_000, 'the ClusterIP to answer');
+    const out = await eventually(
+      () => cluster.probe(cluster.client, 'tcp', '10.96.0.10', 80),
+      (o) => o[0]!.startsWith('b1'),
+      20_000,
+      'the ClusterIP to answer',
+    );
     expect(out[0]).toMatch(/^b1 /);
     // A second change: the warning must not come back with every sync.
     api.create('services', serviceObject({ name: 'web2', clusterIP: '10.96.0.11' }));
     api.create('endpointslices', sliceObject('web2', 'web2-1', [{ ip: '10.244.0.11' }]));
-    await eventually(() => cluster.probe(cluster.client, 'tcp', '10.96.0.11', 80), (o) => o[0]!.startsWith('b1'), 20_000, 'the second ClusterIP to answer');
+    await eventually(
+      () => cluster.probe(cluster.client, 'tcp', '10.96.0.11', 80),
+      (o) => o[0]!.startsWith('b1'),
+      20_000,
+      'the second ClusterIP to answer',
+    );
   });
 
   it('logs exactly one warning, naming the missing kernel support', () => {
@@ -63,7 +78,9 @@ describe('the agent on a kernel without flowtables', { timeout: 60_000 }, () => 
     const text = await metricsText();
     expect(sample(text, 'kube_nft_proxy_flowtable_offload_enabled')).toBe('kube_nft_proxy_flowtable_offload_enabled 0');
     expect(sample(text, 'kube_nft_proxy_flowtable_devices')).toBe('kube_nft_proxy_flowtable_devices 0');
-    expect(sample(text, 'kubeproxy_sync_proxy_rules_nftables_sync_failures_total')).toBe('kubeproxy_sync_proxy_rules_nftables_sync_failures_total 0');
+    expect(sample(text, 'kubeproxy_sync_proxy_rules_nftables_sync_failures_total')).toBe(
+      'kubeproxy_sync_proxy_rules_nftables_sync_failures_total 0',
+    );
   });
 
   it('leaves no flowtable, offload rule or probe table in the kernel', () => {

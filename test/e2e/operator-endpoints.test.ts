@@ -8,7 +8,7 @@
 // - /metrics after real syncs: every kube-proxy 1.32 nftables-mode metric has a sample;
 // - the start-up Event on the Node, posted to the API server.
 
-import { type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { connect, createServer, type Server } from 'node:net';
@@ -74,7 +74,14 @@ describe('operator endpoints, from another namespace', { timeout: 120_000 }, () 
     api.create('nodes', nodeObject('node-a', 'zone-a', 'region-1', NODE_IP));
     api.create(
       'services',
-      serviceObject({ name: 'lb', clusterIP: '10.96.0.20', type: 'LoadBalancer', nodePort: 30080, externalTrafficPolicy: 'Local', healthCheckNodePort: HC_PORT }),
+      serviceObject({
+        name: 'lb',
+        clusterIP: '10.96.0.20',
+        type: 'LoadBalancer',
+        nodePort: 30080,
+        externalTrafficPolicy: 'Local',
+        healthCheckNodePort: HC_PORT,
+      }),
     );
     api.create('endpointslices', sliceObject('lb', 'lb-1', [{ ip: '10.244.0.11', node: 'node-a' }]));
     // The fake API server listens on this process's loopback; the agent, inside
@@ -89,7 +96,9 @@ describe('operator endpoints, from another namespace', { timeout: 120_000 }, () 
       up.on('error', () => s.destroy());
     });
     await new Promise<void>((r) => bridge.listen(socketPath, r));
-    forwarder = cluster.node.spawn(process.execPath, [`${here}unix-forward.ts`, '127.0.0.1', String(API_PORT_IN_NODE), socketPath], { stdio: ['ignore', 'pipe', 'pipe'] });
+    forwarder = cluster.node.spawn(process.execPath, [`${here}unix-forward.ts`, '127.0.0.1', String(API_PORT_IN_NODE), socketPath], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     await once(forwarder.stdout!, 'data');
     agent = await startAgentProcess(
       api,
@@ -121,7 +130,9 @@ describe('operator endpoints, from another namespace', { timeout: 120_000 }, () 
 
     // The endpoint moves to another node; the slice says when the change began.
     const slice = sliceObject('lb', 'lb-1', [{ ip: '10.244.0.11', node: 'node-b' }]);
-    (slice.metadata as Record<string, unknown>).annotations = { 'endpoints.kubernetes.io/last-change-trigger-time': new Date().toISOString() };
+    (slice.metadata as Record<string, unknown>).annotations = {
+      'endpoints.kubernetes.io/last-change-trigger-time': new Date().toISOString(),
+    };
     api.update('endpointslices', slice);
     const drained = await eventually(healthCheck, (a) => a.status === 503, 15_000, 'the health-check port to answer 503');
     expect(JSON.parse(drained.body!)).toEqual({ service: { namespace: 'e2e', name: 'lb' }, localEndpoints: 0, serviceProxyHealthy: true });
@@ -135,14 +146,21 @@ describe('operator endpoints, from another namespace', { timeout: 120_000 }, () 
     expect(healthz.status).toBe(200);
     expect(JSON.parse(healthz.body!)).toMatchObject({ nodeEligible: true });
     const tainted = nodeObject('node-a', 'zone-a', 'region-1', NODE_IP);
-    (tainted.spec as Record<string, unknown>).taints = [{ key: 'ToBeDeletedByClusterAutoscaler', value: '1700000000', effect: 'NoSchedule' }];
+    (tainted.spec as Record<string, unknown>).taints = [
+      { key: 'ToBeDeletedByClusterAutoscaler', value: '1700000000', effect: 'NoSchedule' },
+    ];
     api.update('nodes', tainted);
-    const failing = await eventually(() => get(`http://${NODE_IP}:10256/healthz`), (a) => a.status === 503, 15_000, '/healthz to fail');
+    const failing = await eventually(
+      () => get(`http://${NODE_IP}:10256/healthz`),
+      (a) => a.status === 503,
+      15_000,
+      '/healthz to fail',
+    );
     expect(JSON.parse(failing.body!)).toMatchObject({ nodeEligible: false });
     expect((await get(`http://${NODE_IP}:10256/livez`)).status).toBe(200);
   });
 
-  it("exports every kube-proxy nftables-mode metric with a sample after real syncs", async () => {
+  it('exports every kube-proxy nftables-mode metric with a sample after real syncs', async () => {
     expect([...KUBE_PROXY_NFTABLES_METRICS].map((m) => `kubeproxy_${m}`).sort()).toEqual([...KUBE_PROXY_METRICS].sort());
     const res = await get(`http://${NODE_IP}:10249/metrics`);
     expect(res.status).toBe(200);

@@ -27,7 +27,13 @@ function tcpOnce(): Promise<string> {
     });
     sock.on('error', (e: NodeJS.ErrnoException) => {
       clearTimeout(timer);
-      resolve(e.code === 'ECONNREFUSED' ? 'refused' : e.code === 'EHOSTUNREACH' || e.code === 'ENETUNREACH' ? 'unreachable' : (e.code ?? e.message));
+      resolve(
+        e.code === 'ECONNREFUSED'
+          ? 'refused'
+          : e.code === 'EHOSTUNREACH' || e.code === 'ENETUNREACH'
+            ? 'unreachable'
+            : (e.code ?? e.message),
+      );
     });
   });
 }

@@ -30,7 +30,14 @@ describe('restarts adopt our tables', { timeout: 120_000 }, () => {
     api = await FakeApiServer.start();
     api.create('nodes', nodeObject('node-a', 'zone-a', 'region-1', cluster.nodeIPv4));
     api.create('services', serviceObject({ name: 'sticky', clusterIP: '10.96.2.10', sessionAffinity: true }));
-    api.create('endpointslices', sliceObject('sticky', 'sticky-1', backends.map((ip) => ({ ip }))));
+    api.create(
+      'endpointslices',
+      sliceObject(
+        'sticky',
+        'sticky-1',
+        backends.map((ip) => ({ ip })),
+      ),
+    );
     api.create('services', serviceObject({ name: 'web', clusterIP: '10.96.2.20' }));
     api.create('endpointslices', sliceObject('web', 'web-1', [{ ip: backends[0]! }]));
   }, 60_000);
@@ -52,11 +59,21 @@ describe('restarts adopt our tables', { timeout: 120_000 }, () => {
     if (a.child.exitCode === null && a.child.signalCode === null) await once(a.child, 'exit');
   };
   const firstSync = (a: AgentProcess) =>
-    eventually(async () => a.entries().find((e) => e.msg === 'synced nftables rules'), (e) => e !== undefined, 20_000, 'the first sync');
+    eventually(
+      async () => a.entries().find((e) => e.msg === 'synced nftables rules'),
+      (e) => e !== undefined,
+      20_000,
+      'the first sync',
+    );
 
   it('keeps ClientIP affinity across SIGKILL and a restart, with no failed connection', async () => {
     const first = await start();
-    const before = await eventually(() => probe('10.96.2.10', 5), (o) => o.every((x) => x.startsWith('b')), 20_000, 'sticky answers');
+    const before = await eventually(
+      () => probe('10.96.2.10', 5),
+      (o) => o.every((x) => x.startsWith('b')),
+      20_000,
+      'sticky answers',
+    );
     const backend = before[0]!.split(' ')[0];
     expect(new Set(before.map((o) => o.split(' ')[0]))).toEqual(new Set([backend]));
 
@@ -82,7 +99,12 @@ describe('restarts adopt our tables', { timeout: 120_000 }, () => {
 
   it('repairs at start-up a table damaged while no agent ran', async () => {
     const first = await start();
-    await eventually(() => probe('10.96.2.20'), (o) => o[0]!.startsWith('b1'), 20_000, 'the web service');
+    await eventually(
+      () => probe('10.96.2.20'),
+      (o) => o[0]!.startsWith('b1'),
+      20_000,
+      'the web service',
+    );
     const intact = ourTables(cluster.node);
     await kill(first);
 
@@ -102,7 +124,8 @@ describe('restarts adopt our tables', { timeout: 120_000 }, () => {
     expect((await probe('10.96.2.20'))[0]).toMatch(/^b1 /);
     const repaired = ourTables(cluster.node);
     // Affinity entries are the kernel's own: compare everything else.
-    for (const t of [intact, repaired]) for (const f of Object.values(t)) for (const [n, s] of Object.entries(f.sets)) if (n.startsWith('affinity-')) delete s.elem;
+    for (const t of [intact, repaired])
+      for (const f of Object.values(t)) for (const [n, s] of Object.entries(f.sets)) if (n.startsWith('affinity-')) delete s.elem;
     expect(repaired).toEqual(intact);
     await kill(second);
   });
@@ -115,14 +138,29 @@ describe('tables of our name that are not ours', { timeout: 60_000 }, () => {
     const dir = mkdtempSync(join(tmpdir(), 'knp-foreign-'));
     try {
       api.create('nodes', nodeObject('node-a', 'zone-a', 'region-1', '192.0.2.1'));
-      ns.exec('nft', ['-f', '-'], { input: 'table ip kube-nft-proxy {\n  comment "the firewall team\'s"\n  chain input {\n    type filter hook input priority 0; policy accept;\n    counter\n  }\n}\n' });
+      ns.exec('nft', ['-f', '-'], {
+        input:
+          'table ip kube-nft-proxy {\n  comment "the firewall team\'s"\n  chain input {\n    type filter hook input ' +
+          'priority 0; policy accept;\n    counter\n  }\n}\n',
+      });
       const before = ns.exec('nft', ['list', 'ruleset']);
       const kubeconfig = join(dir, 'kubeconfig');
       api.writeKubeconfig(kubeconfig);
-      const run = spawnSync(process.execPath, [CLI, `--kubeconfig=${kubeconfig}`, '--hostname-override=node-a', `--netns=${ns.name}`, '--metrics-bind-address=127.0.0.1:0', '--healthz-bind-address=127.0.0.1:0'], {
-        encoding: 'utf8',
-        timeout: 30_000,
-      });
+      const run = spawnSync(
+        process.execPath,
+        [
+          CLI,
+          `--kubeconfig=${kubeconfig}`,
+          '--hostname-override=node-a',
+          `--netns=${ns.name}`,
+          '--metrics-bind-address=127.0.0.1:0',
+          '--healthz-bind-address=127.0.0.1:0',
+        ],
+        {
+          encoding: 'utf8',
+          timeout: 30_000,
+        },
+      );
       expect(run.status).toBe(2);
       expect(run.stderr).toMatch(/table ip kube-nft-proxy exists and was not created by kube-nft-proxy/);
       expect(ns.exec('nft', ['list', 'ruleset'])).toBe(before);

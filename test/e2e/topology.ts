@@ -10,7 +10,7 @@
 // documentation range or the test pod range, and all default routes point at
 // the node namespace.
 
-import { type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { createNetns, type NetNs } from '../helpers/netns.ts';
@@ -33,7 +33,15 @@ export interface Cluster {
   nodeIPv4: string;
   clientIPv4: string;
   /** Runs a probe (test/e2e/probe.ts) from a namespace and returns its outcomes; `source`: the local address to use (TCP). */
-  probe(from: NetNs, proto: 'tcp' | 'udp', address: string, port: number, count?: number, timeoutMs?: number, source?: string): Promise<string[]>;
+  probe(
+    from: NetNs,
+    proto: 'tcp' | 'udp',
+    address: string,
+    port: number,
+    count?: number,
+    timeoutMs?: number,
+    source?: string,
+  ): Promise<string[]>;
   destroy(): Promise<void>;
 }
 
@@ -145,9 +153,23 @@ export async function createCluster(podNames: string[], backendPorts: number[] =
     });
 
     for (const pod of pods.values()) children.push(await startBackend(pod.ns, pod.name, backendPorts));
-    children.push(await startBackend(lb, 'lb', backendPorts.concat([80, 443]).filter((p, i, a) => a.indexOf(p) === i)));
+    children.push(
+      await startBackend(
+        lb,
+        'lb',
+        backendPorts.concat([80, 443]).filter((p, i, a) => a.indexOf(p) === i),
+      ),
+    );
 
-    const probe = async (from: NetNs, proto: 'tcp' | 'udp', address: string, port: number, count = 1, timeoutMs = 1000, source?: string) => {
+    const probe = async (
+      from: NetNs,
+      proto: 'tcp' | 'udp',
+      address: string,
+      port: number,
+      count = 1,
+      timeoutMs = 1000,
+      source?: string,
+    ) => {
       const args = [`${here}probe.ts`, proto, address, String(port), String(count), String(timeoutMs), ...(source ? [source] : [])];
       const child = from.spawn(NODE_BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
       let out = '';

@@ -33,7 +33,8 @@ export function invalidEvent(namespace: string, ev: Record<string, any>): string
   if (ev.apiVersion !== 'events.k8s.io/v1' || ev.kind !== 'Event') return 'apiVersion/kind must be events.k8s.io/v1 Event';
   if (typeof ev.metadata?.name !== 'string' || ev.metadata.name === '') return 'metadata.name: Required value';
   if ((ev.metadata.namespace ?? namespace) !== namespace) return 'metadata.namespace does not match the request';
-  if (typeof ev.eventTime !== 'string' || !/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/.test(ev.eventTime)) return 'eventTime: Required value (MicroTime)';
+  if (typeof ev.eventTime !== 'string' || !/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/.test(ev.eventTime))
+    return 'eventTime: Required value (MicroTime)';
   for (const f of ['reportingController', 'reportingInstance', 'action', 'reason'] as const) {
     if (typeof ev[f] !== 'string' || ev[f] === '') return `${f}: Required value`;
     if (ev[f].length > 128) return `${f}: Too long`;
@@ -49,7 +50,12 @@ function status(code: number, reason: string, message: string): string {
 }
 
 /** The answer to an Event POST; accepted ones are appended to `into`. */
-export async function answerEventPost(req: IncomingMessage, namespace: string, refuse: number | undefined, into: RecordedEvent[]): Promise<{ status: number; body: string }> {
+export async function answerEventPost(
+  req: IncomingMessage,
+  namespace: string,
+  refuse: number | undefined,
+  into: RecordedEvent[],
+): Promise<{ status: number; body: string }> {
   let ev: Record<string, any>;
   try {
     ev = JSON.parse(await readBody(req)) as Record<string, any>;

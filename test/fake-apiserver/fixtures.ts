@@ -39,7 +39,11 @@ export function endpointSlice(
     metadata: {
       namespace: ns,
       name,
-      labels: { 'kubernetes.io/service-name': serviceName, 'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io', ...extraLabels },
+      labels: {
+        'kubernetes.io/service-name': serviceName,
+        'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io',
+        ...extraLabels,
+      },
     },
     addressType: 'IPv4',
     ports: [{ name: 'http', protocol: 'TCP', port: 8080 }],

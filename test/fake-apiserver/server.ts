@@ -116,7 +116,10 @@ export class FakeApiServer {
     let self: FakeApiServer | undefined;
     const handler = (req: IncomingMessage, res: ServerResponse) => self!.handle(req, res);
     const server = tls
-      ? createHttpsServer({ cert: tls.cert, key: tls.key, ...(o.clientCA ? { ca: o.clientCA, requestCert: true, rejectUnauthorized: true } : {}) }, handler)
+      ? createHttpsServer(
+          { cert: tls.cert, key: tls.key, ...(o.clientCA ? { ca: o.clientCA, requestCert: true, rejectUnauthorized: true } : {}) },
+          handler,
+        )
       : createHttpServer(handler);
     server.keepAliveTimeout = 60_000;
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -223,7 +226,8 @@ export class FakeApiServer {
 
   private takeFault(resource: ResourceName | undefined, watch: boolean): Fault | undefined {
     const i = this.faults.findIndex(
-      (f) => (f.resource === undefined || f.resource === resource) && (f.on === undefined || f.on === 'any' || (f.on === 'watch') === watch),
+      (f) =>
+        (f.resource === undefined || f.resource === resource) && (f.on === undefined || f.on === 'any' || (f.on === 'watch') === watch),
     );
     if (i < 0) return undefined;
     const f = this.faults[i]!;
@@ -246,7 +250,14 @@ export class FakeApiServer {
     const parsed = parsePath(u.pathname);
     const query = Object.fromEntries(u.searchParams);
     const watch = query.watch === '1' || query.watch === 'true';
-    const rec: RequestRecord = { method: req.method ?? 'GET', path: u.pathname, resource: parsed?.resource.name as ResourceName | undefined, watch, query, at: Date.now() };
+    const rec: RequestRecord = {
+      method: req.method ?? 'GET',
+      path: u.pathname,
+      resource: parsed?.resource.name as ResourceName | undefined,
+      watch,
+      query,
+      at: Date.now(),
+    };
     this.requests.push(rec);
     rec.authorization = req.headers.authorization;
     const basic = this.o.basic && `Basic ${Buffer.from(`${this.o.basic.username}:${this.o.basic.password}`).toString('base64')}`;
@@ -265,7 +276,9 @@ export class FakeApiServer {
           rec.status = 0;
           return; // never answered; close() cleans up
         case '429':
-          return this.reply(res, rec, 429, statusJson(429, 'TooManyRequests', 'slow down'), { 'retry-after': String(fault.retryAfterSeconds ?? 1) });
+          return this.reply(res, rec, 429, statusJson(429, 'TooManyRequests', 'slow down'), {
+            'retry-after': String(fault.retryAfterSeconds ?? 1),
+          });
         case '500':
           return this.reply(res, rec, 500, statusJson(500, 'InternalError', 'injected failure'));
         case '410':
@@ -294,7 +307,14 @@ export class FakeApiServer {
     this.reply(res, rec, answer.status, answer.body);
   }
 
-  private async handleList(res: ServerResponse, rec: RequestRecord, r: ResourceDef, filter: ObjectFilter, q: Record<string, string>, chunkDelayMs?: number): Promise<void> {
+  private async handleList(
+    res: ServerResponse,
+    rec: RequestRecord,
+    r: ResourceDef,
+    filter: ObjectFilter,
+    q: Record<string, string>,
+    chunkDelayMs?: number,
+  ): Promise<void> {
     const limit = q.limit ? Number(q.limit) : 0;
     let snap: { rv: number; items: Version[] };
     let offset = 0;
@@ -332,7 +352,10 @@ export class FakeApiServer {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.write(`{"kind":"${r.kind}List","apiVersion":"${apiVersionOf(r)}","metadata":${JSON.stringify(meta)},"items":[`);
     for (let i = offset; i < end; i += 100) {
-      const part = snap.items.slice(i, Math.min(i + 100, end)).map((v) => v.json).join(',');
+      const part = snap.items
+        .slice(i, Math.min(i + 100, end))
+        .map((v) => v.json)
+        .join(',');
       res.write(i === offset ? part : `,${part}`);
       if (chunkDelayMs) await new Promise((r2) => setTimeout(r2, Math.min(chunkDelayMs, 50)));
     }
@@ -343,8 +366,12 @@ export class FakeApiServer {
     const bookmarks = q.allowWatchBookmarks === 'true';
     const initial = q.sendInitialEvents === 'true';
     if (initial && (this.o.watchList === false || q.resourceVersionMatch !== 'NotOlderThan' || !bookmarks)) {
-      const why = this.o.watchList === false ? 'sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled' : 'sendInitialEvents requires resourceVersionMatch=NotOlderThan and allowWatchBookmarks';
-      return this.reply(res, rec, 422, statusJson(422, 'Invalid', why));
+      const why =
+        this.o.watchList === false
+          ? 'sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled'
+          : 'sendInitialEvents requires resourceVersionMatch=NotOlderThan and allowWatchBookmarks';
+      this.reply(res, rec, 422, statusJson(422, 'Invalid', why));
+      return;
     }
     rec.status = 200;
     res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });

@@ -11,7 +11,11 @@ const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 /** Compiles src/ into dist/; throws with tsc's diagnostics when it fails. */
 export function buildDist(): void {
   try {
-    execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: packageRoot, stdio: ['ignore', 'pipe', 'pipe'], timeout: 180_000 });
+    execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], {
+      cwd: packageRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: 180_000,
+    });
   } catch (e) {
     // tsc writes its errors to stdout, which execFileSync's message leaves out.
     const { stdout, stderr } = e as { stdout?: Buffer; stderr?: Buffer };

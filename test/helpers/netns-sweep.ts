@@ -33,7 +33,7 @@ export function sweepOrphanNetns(): string[] {
   for (const name of listNetns()) {
     // createNetns's names only, and of its knp prefixes only.
     const ours = parseNetnsName(name);
-    if (!ours || !ours.prefix.startsWith('knp') || alive(ours.pid)) continue;
+    if (!ours?.prefix.startsWith('knp') || alive(ours.pid)) continue;
     execFileSync('ip', ['netns', 'del', name]);
     swept.push(name);
   }

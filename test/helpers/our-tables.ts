@@ -15,13 +15,17 @@ export function ourTables(ns: NetNs, name = 'kube-nft-proxy'): Record<string, Li
   for (const o of ns.nftJson().nftables) {
     const [kind, v] = Object.entries(o)[0] as [string, any];
     if ((kind === 'table' ? v.name : v.table) !== name) continue;
-    const t = (out[v.family] ??= { chains: {}, sets: {} });
+    out[v.family] ??= { chains: {}, sets: {} };
+    const t = out[v.family]!;
     const { handle, ...rest } = v;
     void handle;
     if (kind === 'table') t.table = rest;
     else if (kind === 'chain') t.chains[v.name] ??= [];
-    else if (kind === 'rule') (t.chains[v.chain] ??= []).push(rest.expr);
-    else if (kind === 'set' || kind === 'map') t.sets[v.name] = { ...rest, elem: Array.isArray(rest.elem) ? rest.elem.map((e: unknown) => JSON.stringify(e)).sort() : rest.elem };
+    else if (kind === 'rule') {
+      t.chains[v.chain] ??= [];
+      t.chains[v.chain]!.push(rest.expr);
+    } else if (kind === 'set' || kind === 'map')
+      t.sets[v.name] = { ...rest, elem: Array.isArray(rest.elem) ? rest.elem.map((e: unknown) => JSON.stringify(e)).sort() : rest.elem };
   }
   return out;
 }

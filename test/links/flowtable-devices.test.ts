@@ -27,12 +27,20 @@ describe('flowtableDevices', () => {
     { name: 'exclude names', opts: { exclude: ['eth0', 'Zed'] }, want: ['cni0', 'flannel.1', 'veth0a1b', 'veth1b2c'] },
     { name: 'include then exclude', opts: { include: /^veth|^eth/, exclude: ['veth0a1b'] }, want: ['eth0', 'veth1b2c'] },
     { name: 'loopback never, even when included by name', opts: { include: ['lo', 'eth0'] }, want: ['eth0'] },
-    { name: 'loopback never, even when included by regexp', opts: { include: /.*/ }, want: ['Zed', 'cni0', 'eth0', 'flannel.1', 'veth0a1b', 'veth1b2c'] },
+    {
+      name: 'loopback never, even when included by regexp',
+      opts: { include: /.*/ },
+      want: ['Zed', 'cni0', 'eth0', 'flannel.1', 'veth0a1b', 'veth1b2c'],
+    },
     { name: 'global regexp is not stateful', opts: { include: /veth/g }, want: ['veth0a1b', 'veth1b2c'] },
     { name: 'sticky regexp is not stateful and stays anchored', opts: { exclude: /veth/y }, want: ['Zed', 'cni0', 'eth0', 'flannel.1'] },
     { name: 'sticky regexp anchors at the start', opts: { include: /eth/y }, want: ['eth0'] },
     { name: 'empty include list selects nothing', opts: { include: [] }, want: [] },
-    { name: 'empty exclude list removes nothing', opts: { exclude: [] }, want: ['Zed', 'cni0', 'eth0', 'flannel.1', 'veth0a1b', 'veth1b2c'] },
+    {
+      name: 'empty exclude list removes nothing',
+      opts: { exclude: [] },
+      want: ['Zed', 'cni0', 'eth0', 'flannel.1', 'veth0a1b', 'veth1b2c'],
+    },
   ];
   it.each(cases)('$name', ({ opts, want }) => {
     expect(flowtableDevices(node, opts)).toEqual(want);

@@ -38,7 +38,11 @@ export async function until(mon: LinkMonitor, pred: (links: LinkMap) => boolean,
   try {
     return await firstValueFrom(mon.links$.pipe(filter(pred), timeout(ms)));
   } catch (e) {
-    const last = mon.links ? monitorView(mon.links).map((l) => `${l.index}:${l.name}`).join(' ') : 'none';
+    const last = mon.links
+      ? monitorView(mon.links)
+          .map((l) => `${l.index}:${l.name}`)
+          .join(' ')
+      : 'none';
     throw new Error(`waiting for ${what}: ${(e as Error).message}; last state: ${last}`, { cause: e });
   }
 }

@@ -13,7 +13,7 @@ describe('LinkMonitor input', () => {
     { opts: { netns: 5 }, code: 'ERR_INVALID_ARG_TYPE' },
     { opts: { netns: '' }, code: 'ERR_INVALID_ARG_VALUE' },
     { opts: { netns: '/var/run/netns/a\0b' }, code: 'ERR_INVALID_ARG_VALUE' },
-    { opts: { netns: '/' + 'x'.repeat(5000) }, code: 'ERR_INVALID_ARG_VALUE' },
+    { opts: { netns: `/${'x'.repeat(5000)}` }, code: 'ERR_INVALID_ARG_VALUE' },
     { opts: { receiveBufferBytes: -1 }, code: 'ERR_INVALID_ARG_VALUE' },
     { opts: { receiveBufferBytes: 1.5 }, code: 'ERR_INVALID_ARG_VALUE' },
     { opts: { receiveBufferBytes: Number.NaN }, code: 'ERR_INVALID_ARG_VALUE' },
@@ -69,9 +69,7 @@ describe('native LinkMonitor input', () => {
 
   it.each([[], [noop], [1, 2], [noop, 'x'], ['x', noop]])('start(%p) is a TypeError', (...args) => {
     const mon = new Native({});
-    expect(() => (mon.start as (...a: unknown[]) => void)(...args)).toThrow(
-      expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }),
-    );
+    expect(() => (mon.start as (...a: unknown[]) => void)(...args)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }));
     expect(mon.running).toBe(false);
   });
 

@@ -64,11 +64,7 @@ describe('LinkMonitor (kernel)', () => {
         let links = await until(mon, (l) => byName(l, 'knpa')?.up === true, 'knpa up');
         expect(byName(links, 'knpa')).toMatchObject({ up: true, lowerUp: false });
         ip(ns, 'link', 'set', 'knpb', 'up');
-        links = await until(
-          mon,
-          (l) => byName(l, 'knpa')?.running === true && byName(l, 'knpb')?.running === true,
-          'both ends running',
-        );
+        links = await until(mon, (l) => byName(l, 'knpa')?.running === true && byName(l, 'knpb')?.running === true, 'both ends running');
         expect(byName(links, 'knpa')).toMatchObject({ up: true, lowerUp: true, operState: 'up' });
         ip(ns, 'link', 'set', 'knpa', 'down');
         links = await until(mon, (l) => byName(l, 'knpa')?.up === false, 'knpa down again');
@@ -152,10 +148,7 @@ describe('LinkMonitor (kernel)', () => {
         async (mon, events) => {
           await until(mon, () => true, 'the initial dump');
           expect(mon.stats().receiveBufferBytes).toBeLessThan(8192);
-          const batch = Array.from(
-            { length: 150 },
-            (_, i) => `link add knpa${i} group 5 type veth peer name knpb${i} group 5\n`,
-          ).join('');
+          const batch = Array.from({ length: 150 }, (_, i) => `link add knpa${i} group 5 type veth peer name knpb${i} group 5\n`).join('');
           ns.exec('ip', ['-batch', '-'], { input: batch });
           let links = await until(mon, (l) => l.size === 301, '301 links');
           expect(monitorView(links)).toEqual(oracleLinks(ns));
@@ -209,7 +202,9 @@ describe('LinkMonitor (kernel)', () => {
             ip(host, 'link', 'set', 'knpp', 'netns', pod.name);
             const hostLinks = await until(hostMon, (l) => !byName(l, 'knpp'), 'knpp gone from the host');
             const podLinks = await until(podMon, (l) => !!byName(l, 'knpp'), 'knpp in the pod');
-            expect(hostEvents).toContainEqual(expect.objectContaining({ type: 'removed', link: expect.objectContaining({ name: 'knpp' }) }));
+            expect(hostEvents).toContainEqual(
+              expect.objectContaining({ type: 'removed', link: expect.objectContaining({ name: 'knpp' }) }),
+            );
             expect(byName(podLinks, 'knpp')?.kind).toBe('veth');
             expect(monitorView(hostLinks)).toEqual(oracleLinks(host));
             expect(monitorView(podLinks)).toEqual(oracleLinks(pod));

@@ -72,7 +72,12 @@ describe('applyLinkBatch', () => {
   it('a new link reusing a deleted link name is a different link', () => {
     const { links, events } = fold([
       { resync: 'initial', links: [lo, rec(2, 'a')], changes: [] },
-      { changes: [{ removed: true, link: rec(2, 'a') }, { removed: false, link: rec(3, 'a') }] },
+      {
+        changes: [
+          { removed: true, link: rec(2, 'a') },
+          { removed: false, link: rec(3, 'a') },
+        ],
+      },
     ]);
     expect([...links!.keys()]).toEqual([1, 3]);
     expect(events.slice(-2)).toEqual(['removed:2:a', 'added:3:a']);
@@ -93,7 +98,12 @@ describe('applyLinkBatch', () => {
   it('never mutates its input', () => {
     const first = applyLinkBatch(undefined, { resync: 'initial', links: [lo], changes: [] });
     const before = [...first.links.values()];
-    applyLinkBatch(first.links, { changes: [{ removed: false, link: rec(2, 'a') }, { removed: true, link: lo }] });
+    applyLinkBatch(first.links, {
+      changes: [
+        { removed: false, link: rec(2, 'a') },
+        { removed: true, link: lo },
+      ],
+    });
     applyLinkBatch(first.links, { resync: 'overrun', links: [], changes: [] });
     expect([...first.links.values()]).toEqual(before);
   });
@@ -112,14 +122,7 @@ describe('applyLinkBatch', () => {
     ]);
     expect([...links!.keys()].sort()).toEqual([1, 3, 5]);
     expect(links!.get(3)?.up).toBe(true);
-    expect(events.slice(4)).toEqual([
-      'resync:overrun',
-      'removed:2:a',
-      'changed:3:b->b',
-      'added:4:c',
-      'added:5:d',
-      'removed:4:c',
-    ]);
+    expect(events.slice(4)).toEqual(['resync:overrun', 'removed:2:a', 'changed:3:b->b', 'added:4:c', 'added:5:d', 'removed:4:c']);
   });
 
   it('changes before any snapshot apply to an empty state', () => {

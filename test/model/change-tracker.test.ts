@@ -6,8 +6,16 @@ import type { EndpointSliceInfo, NodeInfo, ServiceInfo } from '../../src/k8s/typ
 import type { ServicePort } from '../../src/model/service-port.ts';
 import { config, ep, node, service, show, slice } from './fixtures.ts';
 
-const up = <T extends { namespace: string; name: string }>(object: T) => ({ type: 'upsert' as const, key: `${object.namespace}/${object.name}`, object });
-const del = <T extends { namespace: string; name: string }>(object: T) => ({ type: 'delete' as const, key: `${object.namespace}/${object.name}`, object });
+const up = <T extends { namespace: string; name: string }>(object: T) => ({
+  type: 'upsert' as const,
+  key: `${object.namespace}/${object.name}`,
+  object,
+});
+const del = <T extends { namespace: string; name: string }>(object: T) => ({
+  type: 'delete' as const,
+  key: `${object.namespace}/${object.name}`,
+  object,
+});
 const summary = (changes: ServicePortChange[]) => changes.map((c) => [c.kind, c.id, c.triggeredAt]);
 
 const twoPorts = () =>
@@ -81,24 +89,39 @@ describe('ServiceChangeTracker', () => {
   });
 
   it.each([
-    ['a service update and its revert', (t: ServiceChangeTracker) => {
-      t.onService(up(service({ ports: [{ name: 'http', protocol: 'TCP', port: 81 }] })), 2);
-      t.onService(up(service()), 3);
-    }],
+    [
+      'a service update and its revert',
+      (t: ServiceChangeTracker) => {
+        t.onService(up(service({ ports: [{ name: 'http', protocol: 'TCP', port: 81 }] })), 2);
+        t.onService(up(service()), 3);
+      },
+    ],
     ['a slice re-sent with the same content', (t: ServiceChangeTracker) => t.onEndpointSlice(up(sliceFor('web-1', ['10.0.1.1'])), 2)],
-    ['a new resourceVersion with nothing else changed', (t: ServiceChangeTracker) => t.onService(up(service({ resourceVersion: '99' })), 2)],
-    ['a slice removed and re-added', (t: ServiceChangeTracker) => {
-      t.onEndpointSlice(del(sliceFor('web-1', ['10.0.1.1'])), 2);
-      t.onEndpointSlice(up(sliceFor('web-1', ['10.0.1.1'])), 3);
-    }],
-    ['an endpoint split into another slice', (t: ServiceChangeTracker) => {
-      t.onEndpointSlice(up(sliceFor('web-2', ['10.0.1.1'])), 2);
-      t.onEndpointSlice(del(sliceFor('web-1', ['10.0.1.1'])), 3);
-    }],
-    ['a node label flapping back', (t: ServiceChangeTracker) => {
-      t.onNode(node({ zone: 'zone-z' }), 2);
-      t.onNode(node(), 3);
-    }],
+    [
+      'a new resourceVersion with nothing else changed',
+      (t: ServiceChangeTracker) => t.onService(up(service({ resourceVersion: '99' })), 2),
+    ],
+    [
+      'a slice removed and re-added',
+      (t: ServiceChangeTracker) => {
+        t.onEndpointSlice(del(sliceFor('web-1', ['10.0.1.1'])), 2);
+        t.onEndpointSlice(up(sliceFor('web-1', ['10.0.1.1'])), 3);
+      },
+    ],
+    [
+      'an endpoint split into another slice',
+      (t: ServiceChangeTracker) => {
+        t.onEndpointSlice(up(sliceFor('web-2', ['10.0.1.1'])), 2);
+        t.onEndpointSlice(del(sliceFor('web-1', ['10.0.1.1'])), 3);
+      },
+    ],
+    [
+      'a node label flapping back',
+      (t: ServiceChangeTracker) => {
+        t.onNode(node({ zone: 'zone-z' }), 2);
+        t.onNode(node(), 3);
+      },
+    ],
   ])('changes that cancel out yield nothing: %s', (_, act) => {
     const t = tracker();
     t.onService(up(service()), 1);
@@ -134,7 +157,16 @@ describe('ServiceChangeTracker', () => {
     t.drain();
     t.onService(up(service({ clusterIPs: ['10.96.0.10', 'fd00:10:96::a'], ipFamilies: ['IPv4', 'IPv6'] })), 2);
     expect(summary(t.drain().changes)).toEqual([['added', 'default/web/TCP/http/IPv6', 2]]);
-    t.onService(up(service({ clusterIPs: ['10.96.0.10', 'fd00:10:96::a'], ipFamilies: ['IPv4', 'IPv6'], ports: [{ name: 'web', protocol: 'TCP', port: 80 }] })), 3);
+    t.onService(
+      up(
+        service({
+          clusterIPs: ['10.96.0.10', 'fd00:10:96::a'],
+          ipFamilies: ['IPv4', 'IPv6'],
+          ports: [{ name: 'web', protocol: 'TCP', port: 80 }],
+        }),
+      ),
+      3,
+    );
     expect(summary(t.drain().changes)).toEqual([
       ['added', 'default/web/TCP/web/IPv4', 3],
       ['added', 'default/web/TCP/web/IPv6', 3],
@@ -323,14 +355,17 @@ describe('scale', () => {
       const s = service({ name, clusterIPs: [`10.${96 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}`] });
       t.onService(up(s), 1);
       const eps = [];
-      for (let j = 0; j < 10; j++) eps.push(ep(`10.${(i >> 8) & 255}.${i & 255}.${j + 1}`, { zone: j % 2 ? 'zone-a' : 'zone-b', nodeName: `node-${j}` }));
+      for (let j = 0; j < 10; j++)
+        eps.push(ep(`10.${(i >> 8) & 255}.${i & 255}.${j + 1}`, { zone: j % 2 ? 'zone-a' : 'zone-b', nodeName: `node-${j}` }));
       t.onEndpointSlice(up(slice(`${name}-1`, eps, { serviceName: name })), 1);
     }
     const t1 = performance.now();
     const first = t.drain();
     const t2 = performance.now();
     expect(first.changes).toHaveLength(N);
-    expect(first.changes.every((c) => c.kind === 'added' && c.current.cluster.kind === 'endpoints' && c.current.cluster.endpoints.length === 10)).toBe(true);
+    expect(
+      first.changes.every((c) => c.kind === 'added' && c.current.cluster.kind === 'endpoints' && c.current.cluster.endpoints.length === 10),
+    ).toBe(true);
 
     t.onEndpointSlice(up(slice('svc-42-1', [ep('10.0.42.1')], { serviceName: 'svc-42' })), 2);
     const t3 = performance.now();

@@ -81,7 +81,7 @@ const rows: Row[] = [
     all: [],
   },
   {
-    name: 'internalTrafficPolicy Local: only this node\'s ready endpoints',
+    name: "internalTrafficPolicy Local: only this node's ready endpoints",
     svc: service({ internalTrafficPolicy: 'Local' }),
     endpoints: [ep('10.0.1.1'), ep('10.0.2.1', here), ep('10.0.2.2', here)],
     cluster: ['10.0.2.1:8080', '10.0.2.2:8080'],
@@ -113,7 +113,7 @@ const rows: Row[] = [
     all: [],
   },
   {
-    name: 'Local falls back to this node\'s serving-terminating endpoints even when others are ready elsewhere',
+    name: "Local falls back to this node's serving-terminating endpoints even when others are ready elsewhere",
     svc: service({ internalTrafficPolicy: 'Local' }),
     endpoints: [ep('10.0.1.1'), servingTerminating('10.0.2.1', here)],
     cluster: ['10.0.2.1:8080'],
@@ -121,7 +121,7 @@ const rows: Row[] = [
     all: ['10.0.2.1:8080'],
   },
   {
-    name: 'Local prefers this node\'s ready endpoints over its terminating ones',
+    name: "Local prefers this node's ready endpoints over its terminating ones",
     svc: service({ internalTrafficPolicy: 'Local' }),
     endpoints: [ep('10.0.2.1', here), servingTerminating('10.0.2.2', here)],
     cluster: ['10.0.2.1:8080'],
@@ -220,10 +220,7 @@ describe('endpoint selection (kube-proxy meaning)', () => {
 
 describe('slices and duplicates', () => {
   it('the same endpoint in two slices is used once; the ready record wins over a stale not-ready one', () => {
-    const slices = [
-      slice('web-a', [ep('10.0.1.1', { ready: false, serving: false })]),
-      slice('web-b', [ep('10.0.1.1'), ep('10.0.1.2')]),
-    ];
+    const slices = [slice('web-a', [ep('10.0.1.1', { ready: false, serving: false })]), slice('web-b', [ep('10.0.1.1'), ep('10.0.1.2')])];
     const p = only(buildServicePorts(service(), slices, node(), config()).ports);
     expect(show(p.cluster)).toEqual(['10.0.1.1:8080', '10.0.1.2:8080']);
     expect(p.allEndpoints[0]).toMatchObject({ ip: '10.0.1.1', ready: true });
@@ -238,7 +235,9 @@ describe('slices and duplicates', () => {
       slice(staleName!, [ep('10.0.1.1', { ready: false, serving: true, terminating: true, zone: 'stale' })]),
     ];
     const p = only(buildServicePorts(service(), slices, node(), config()).ports);
-    expect(p.allEndpoints).toEqual([{ ip: '10.0.1.1', port: 8080, isLocal: false, ready: true, serving: true, terminating: false, zone: 'fresh' }]);
+    expect(p.allEndpoints).toEqual([
+      { ip: '10.0.1.1', port: 8080, isLocal: false, ready: true, serving: true, terminating: false, zone: 'fresh' },
+    ]);
   });
 
   it('spellings of one address are one endpoint', () => {
@@ -247,7 +246,10 @@ describe('slices and duplicates', () => {
   });
 
   it('the same address on two ports of the slice is two endpoints only if the service port maps to both (it cannot)', () => {
-    const slices = [slice('web-a', [ep('10.0.1.1')]), slice('web-b', [ep('10.0.1.1')], { ports: [{ name: 'http', protocol: 'TCP', port: 9090 }] })];
+    const slices = [
+      slice('web-a', [ep('10.0.1.1')]),
+      slice('web-b', [ep('10.0.1.1')], { ports: [{ name: 'http', protocol: 'TCP', port: 9090 }] }),
+    ];
     expect(show(only(buildServicePorts(service(), slices, node(), config()).ports).cluster)).toEqual(['10.0.1.1:8080', '10.0.1.1:9090']);
   });
 

@@ -8,7 +8,15 @@ import { describe, expect, it } from 'vitest';
 import { endpointEqual, selectionEqual, servicePortEqual } from '../../src/model/equality.ts';
 import type { Endpoint, EndpointSelection, ServicePort } from '../../src/model/service-port.ts';
 
-const endpoint = (ip: string): Endpoint => ({ ip, port: 8080, isLocal: false, ready: true, serving: true, terminating: false, zone: 'zone-a' });
+const endpoint = (ip: string): Endpoint => ({
+  ip,
+  port: 8080,
+  isLocal: false,
+  ready: true,
+  serving: true,
+  terminating: false,
+  zone: 'zone-a',
+});
 
 /** Every field set, optional ones too, so that each can be flipped. */
 function full(): ServicePort {
@@ -98,7 +106,8 @@ describe('servicePortEqual tells every field apart', () => {
     const a = full();
     const flipped: Endpoint = { ...a.allEndpoints[0]!, [key]: (f as (e: Endpoint) => unknown)(a.allEndpoints[0]!) };
     expect(endpointEqual(a.allEndpoints[0]!, flipped)).toBe(false);
-    const withFlipped = (s: EndpointSelection): EndpointSelection => (s.kind === 'endpoints' ? { kind: 'endpoints', endpoints: [flipped, ...s.endpoints.slice(1)] } : s);
+    const withFlipped = (s: EndpointSelection): EndpointSelection =>
+      s.kind === 'endpoints' ? { kind: 'endpoints', endpoints: [flipped, ...s.endpoints.slice(1)] } : s;
     expect(selectionEqual(a.cluster, withFlipped(a.cluster))).toBe(false);
     expect(servicePortEqual(a, { ...a, cluster: withFlipped(a.cluster) })).toBe(false);
     expect(servicePortEqual(a, { ...a, external: withFlipped(a.external) })).toBe(false);

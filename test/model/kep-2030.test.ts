@@ -26,72 +26,91 @@ describe('KEP-2030 test plan', () => {
     const all = ['10.0.1.1:8080', '10.0.2.1:8080', '10.1.0.1:8080', '10.2.0.1:8080', '10.9.0.1:8080'];
     expect(clusterOf([zoneA, zoneB, region1, region2, unlabelled], node(), OFF)).toEqual(all);
     // the gate is alpha, so off by default: the defaults consume every slice, as kube-proxy does
-    expect(show(only(buildServicePorts(service(), [zoneA, zoneB, region1, region2, unlabelled], node(), config()).ports).cluster)).toEqual(all);
+    expect(show(only(buildServicePorts(service(), [zoneA, zoneB, region1, region2, unlabelled], node(), config()).ports).cluster)).toEqual(
+      all,
+    );
     // turned on, the same node uses only its zone's slice
     expect(clusterOf([zoneA, zoneB, region1, region2, unlabelled], node(), ON)).not.toEqual(all);
   });
 
-  it('"Ensure EndpointSlices delivered to a specific zone will be consumed by kube-proxy running in the same zone when this feature is enabled."', () => {
-    expect(clusterOf([zoneA, zoneB], node({ zone: 'zone-a' }))).toEqual(['10.0.1.1:8080']);
-    expect(clusterOf([zoneA, zoneB], node({ zone: 'zone-b' }))).toEqual(['10.0.2.1:8080']);
-  });
+  it(
+    '"Ensure EndpointSlices delivered to a specific zone will be consumed by kube-proxy running in the same zone when ' +
+      'this feature is enabled."',
+    () => {
+      expect(clusterOf([zoneA, zoneB], node({ zone: 'zone-a' }))).toEqual(['10.0.1.1:8080']);
+      expect(clusterOf([zoneA, zoneB], node({ zone: 'zone-b' }))).toEqual(['10.0.2.1:8080']);
+    },
+  );
 
-  it('"Ensure EndpointSlices delivered to a specific zone will not be consumed by kube-proxy running in a different zone when this feature is enabled."', () => {
-    // zone-b's node has its own slice, so zone-a's is not consumed there, nor region or unlabelled ones
-    expect(clusterOf([zoneA, zoneB, region1, unlabelled], node({ zone: 'zone-b' }))).toEqual(['10.0.2.1:8080']);
-  });
+  it(
+    '"Ensure EndpointSlices delivered to a specific zone will not be consumed by kube-proxy running in a different zone ' +
+      'when this feature is enabled."',
+    () => {
+      // zone-b's node has its own slice, so zone-a's is not consumed there, nor region or unlabelled ones
+      expect(clusterOf([zoneA, zoneB, region1, unlabelled], node({ zone: 'zone-b' }))).toEqual(['10.0.2.1:8080']);
+    },
+  );
 
-  it('"Ensure EndpointSlices delivered to a specific region will be consumed by kube-proxy running in the same region when this feature is enabled."', () => {
-    expect(clusterOf([region1, region2], node({ zone: 'zone-a', region: 'region-1' }))).toEqual(['10.1.0.1:8080']);
-    expect(clusterOf([region1, region2], node({ zone: 'zone-x', region: 'region-2' }))).toEqual(['10.2.0.1:8080']);
-  });
+  it(
+    '"Ensure EndpointSlices delivered to a specific region will be consumed by kube-proxy running in the same region ' +
+      'when this feature is enabled."',
+    () => {
+      expect(clusterOf([region1, region2], node({ zone: 'zone-a', region: 'region-1' }))).toEqual(['10.1.0.1:8080']);
+      expect(clusterOf([region1, region2], node({ zone: 'zone-x', region: 'region-2' }))).toEqual(['10.2.0.1:8080']);
+    },
+  );
 
-  it('"Ensure EndpointSlices delivered to a specific region will not be consumed by kube-proxy running in a different region when this feature is enabled."', () => {
-    expect(clusterOf([region1, region2, unlabelled], node({ region: 'region-2' }))).toEqual(['10.2.0.1:8080']);
-  });
+  it(
+    '"Ensure EndpointSlices delivered to a specific region will not be consumed by kube-proxy running in a different ' +
+      'region when this feature is enabled."',
+    () => {
+      expect(clusterOf([region1, region2, unlabelled], node({ region: 'region-2' }))).toEqual(['10.2.0.1:8080']);
+    },
+  );
 
-  it('"Ensure transition between EndpointSlices without zone specified to EndpointSlices with zone specified results in appropriate iptables rules without leftover endpoints."', () => {
-    const tracker = new ServiceChangeTracker(config(ON));
-    tracker.onNode(node({ zone: 'zone-a' }), 0);
-    tracker.onService({ type: 'upsert', key: 'default/web', object: service() }, 1);
-    // before: one unlabelled slice with the old pods
-    const before = slice('web-shared', [ep('10.0.9.1', { zone: 'zone-a' }), ep('10.0.9.2', { zone: 'zone-b' })]);
-    tracker.onEndpointSlice({ type: 'upsert', key: 'default/web-shared', object: before }, 2);
-    let changes = tracker.drain().changes;
-    expect(changes.map((c) => c.kind)).toEqual(['added']);
-    const first = only(changes);
-    expect(show(first.kind === 'added' ? first.current.cluster : { kind: 'reject' })).toEqual([
-      '10.0.9.1:8080',
-      '10.0.9.2:8080',
-    ]);
+  it(
+    '"Ensure transition between EndpointSlices without zone specified to EndpointSlices with zone specified results in ' +
+      'appropriate iptables rules without leftover endpoints."',
+    () => {
+      const tracker = new ServiceChangeTracker(config(ON));
+      tracker.onNode(node({ zone: 'zone-a' }), 0);
+      tracker.onService({ type: 'upsert', key: 'default/web', object: service() }, 1);
+      // before: one unlabelled slice with the old pods
+      const before = slice('web-shared', [ep('10.0.9.1', { zone: 'zone-a' }), ep('10.0.9.2', { zone: 'zone-b' })]);
+      tracker.onEndpointSlice({ type: 'upsert', key: 'default/web-shared', object: before }, 2);
+      let changes = tracker.drain().changes;
+      expect(changes.map((c) => c.kind)).toEqual(['added']);
+      const first = only(changes);
+      expect(show(first.kind === 'added' ? first.current.cluster : { kind: 'reject' })).toEqual(['10.0.9.1:8080', '10.0.9.2:8080']);
 
-    // during: the controller publishes per-zone slices (new pods) while the old slice still exists
-    tracker.onEndpointSlice({ type: 'upsert', key: 'default/web-zone-a', object: zoneA }, 3);
-    tracker.onEndpointSlice({ type: 'upsert', key: 'default/web-zone-b', object: zoneB }, 4);
-    changes = tracker.drain().changes;
-    const during = only(changes);
-    expect(during.kind).toBe('updated');
-    expect(during.kind === 'updated' && show(during.current.cluster)).toEqual(['10.0.1.1:8080']);
-    expect(during.kind === 'updated' && during.current.allEndpoints.map((e) => e.ip)).toEqual(['10.0.1.1']);
-    expect(during.triggeredAt).toBe(3);
+      // during: the controller publishes per-zone slices (new pods) while the old slice still exists
+      tracker.onEndpointSlice({ type: 'upsert', key: 'default/web-zone-a', object: zoneA }, 3);
+      tracker.onEndpointSlice({ type: 'upsert', key: 'default/web-zone-b', object: zoneB }, 4);
+      changes = tracker.drain().changes;
+      const during = only(changes);
+      expect(during.kind).toBe('updated');
+      expect(during.kind === 'updated' && show(during.current.cluster)).toEqual(['10.0.1.1:8080']);
+      expect(during.kind === 'updated' && during.current.allEndpoints.map((e) => e.ip)).toEqual(['10.0.1.1']);
+      expect(during.triggeredAt).toBe(3);
 
-    // after: the unlabelled slice goes; nothing of it remains anywhere
-    tracker.onEndpointSlice({ type: 'delete', key: 'default/web-shared', object: before }, 5);
-    expect(tracker.drain().changes).toEqual([]);
-    const now = only([...tracker.servicePorts()]);
-    const everyIp = [
-      ...now.allEndpoints,
-      ...(now.cluster.kind === 'endpoints' ? now.cluster.endpoints : []),
-      ...(now.external.kind === 'endpoints' ? now.external.endpoints : []),
-    ].map((e) => e.ip);
-    expect(everyIp.filter((ip) => ip.startsWith('10.0.9.'))).toEqual([]);
-    expect(show(now.cluster)).toEqual(['10.0.1.1:8080']);
+      // after: the unlabelled slice goes; nothing of it remains anywhere
+      tracker.onEndpointSlice({ type: 'delete', key: 'default/web-shared', object: before }, 5);
+      expect(tracker.drain().changes).toEqual([]);
+      const now = only([...tracker.servicePorts()]);
+      const everyIp = [
+        ...now.allEndpoints,
+        ...(now.cluster.kind === 'endpoints' ? now.cluster.endpoints : []),
+        ...(now.external.kind === 'endpoints' ? now.external.endpoints : []),
+      ].map((e) => e.ip);
+      expect(everyIp.filter((ip) => ip.startsWith('10.0.9.'))).toEqual([]);
+      expect(show(now.cluster)).toEqual(['10.0.1.1:8080']);
 
-    // and a node in a zone without a slice of its own now falls back to the zone slices only
-    tracker.onNode(node({ zone: 'zone-c' }), 6);
-    const fallback = only(tracker.drain().changes);
-    expect(fallback.kind === 'updated' && show(fallback.current.cluster)).toEqual(['10.0.1.1:8080', '10.0.2.1:8080']);
-  });
+      // and a node in a zone without a slice of its own now falls back to the zone slices only
+      tracker.onNode(node({ zone: 'zone-c' }), 6);
+      const fallback = only(tracker.drain().changes);
+      expect(fallback.kind === 'updated' && show(fallback.current.cluster)).toEqual(['10.0.1.1:8080', '10.0.2.1:8080']);
+    },
+  );
 
   it('"Ensure endpoints from other zones will be used as a fallback if no endpoints have been delivered to the zone."', () => {
     expect(clusterOf([zoneA, zoneB], node({ zone: 'zone-c', region: 'region-9' }))).toEqual(['10.0.1.1:8080', '10.0.2.1:8080']);
@@ -126,7 +145,7 @@ describe('KEP-2030: precise rules beyond the test plan', () => {
       ['10.0.1.1:8080', '10.1.0.1:8080', '10.9.0.1:8080'],
     ],
     [
-      'a slice with both labels is a zone slice (not consumed as the region\'s)',
+      "a slice with both labels is a zone slice (not consumed as the region's)",
       [slice('web-both', [ep('10.0.3.1')], { forZone: 'zone-c', forRegion: 'region-1' }), region1],
       'zone-a',
       'region-1',
@@ -140,14 +159,14 @@ describe('KEP-2030: precise rules beyond the test plan', () => {
       ['10.0.3.1:8080'],
     ],
     [
-      'our zone\'s slices with nothing ready fall back instead of black-holing',
+      "our zone's slices with nothing ready fall back instead of black-holing",
       [slice('web-zone-a', [ep('10.0.1.1', { ready: false, serving: false })], { forZone: 'zone-a' }), zoneB],
       'zone-a',
       'region-1',
       ['10.0.2.1:8080'],
     ],
     [
-      'our zone\'s slices with only terminating endpoints fall back to ready ones elsewhere',
+      "our zone's slices with only terminating endpoints fall back to ready ones elsewhere",
       [slice('web-zone-a', [servingTerminating('10.0.1.1')], { forZone: 'zone-a' }), zoneB],
       'zone-a',
       'region-1',
@@ -200,7 +219,12 @@ describe('KEP-2030: precise rules beyond the test plan', () => {
   });
 
   it('subsetting is decided per service port: a zone slice without the port does not count', () => {
-    const svc = service({ ports: [{ name: 'http', protocol: 'TCP', port: 80 }, { name: 'admin', protocol: 'TCP', port: 81 }] });
+    const svc = service({
+      ports: [
+        { name: 'http', protocol: 'TCP', port: 80 },
+        { name: 'admin', protocol: 'TCP', port: 81 },
+      ],
+    });
     const adminEverywhere = slice('web-any', [ep('10.9.0.1')], {
       ports: [
         { name: 'http', protocol: 'TCP', port: 8080 },

@@ -12,12 +12,39 @@ describe('healthCheckServices', () => {
   it('counts distinct local ready addresses per Service, over its ports and families', () => {
     const a = local('10.244.0.11', 8080);
     const ports = [
-      sp({ serviceName: 'web', portName: 'http', healthCheckNodePort: 32000, externalPolicyLocal: true, nodePort: 30080, endpoints: [a, ep('10.244.1.5')] }),
+      sp({
+        serviceName: 'web',
+        portName: 'http',
+        healthCheckNodePort: 32000,
+        externalPolicyLocal: true,
+        nodePort: 30080,
+        endpoints: [a, ep('10.244.1.5')],
+      }),
       // Same pod, another port: still one endpoint.
-      sp({ serviceName: 'web', portName: 'https', port: 443, healthCheckNodePort: 32000, externalPolicyLocal: true, nodePort: 30443, endpoints: [local('10.244.0.11', 8443)] }),
-      sp({ serviceName: 'web', portName: 'http', family: 'IPv6', healthCheckNodePort: 32000, externalPolicyLocal: true, endpoints: [local('fd00:10:244::b')] }),
+      sp({
+        serviceName: 'web',
+        portName: 'https',
+        port: 443,
+        healthCheckNodePort: 32000,
+        externalPolicyLocal: true,
+        nodePort: 30443,
+        endpoints: [local('10.244.0.11', 8443)],
+      }),
+      sp({
+        serviceName: 'web',
+        portName: 'http',
+        family: 'IPv6',
+        healthCheckNodePort: 32000,
+        externalPolicyLocal: true,
+        endpoints: [local('fd00:10:244::b')],
+      }),
       // Local but terminating (not ready): not counted.
-      sp({ serviceName: 'drain', healthCheckNodePort: 32001, externalPolicyLocal: true, endpoints: [ep('10.244.0.12', 8080, { isLocal: true, ready: false, terminating: true })] }),
+      sp({
+        serviceName: 'drain',
+        healthCheckNodePort: 32001,
+        externalPolicyLocal: true,
+        endpoints: [ep('10.244.0.12', 8080, { isLocal: true, ready: false, terminating: true })],
+      }),
       // No health-check port: not served at all.
       sp({ serviceName: 'plain', endpoints: [a] }),
     ];
@@ -45,11 +72,27 @@ describe('health-check node ports and the rules', () => {
   it('no rule, set or map element names a healthCheckNodePort', () => {
     const HC = 32199;
     const ports = [
-      sp({ serviceName: 'lb', nodePort: 30080, loadBalancerIPs: ['203.0.113.7'], externalPolicyLocal: true, healthCheckNodePort: HC, endpoints: [local('10.244.0.11')] }),
-      sp({ serviceName: 'gone', nodePort: 30081, externalPolicyLocal: true, healthCheckNodePort: HC + 1, external: { kind: 'drop' }, endpoints: [ep('10.244.1.5')] }),
+      sp({
+        serviceName: 'lb',
+        nodePort: 30080,
+        loadBalancerIPs: ['203.0.113.7'],
+        externalPolicyLocal: true,
+        healthCheckNodePort: HC,
+        endpoints: [local('10.244.0.11')],
+      }),
+      sp({
+        serviceName: 'gone',
+        nodePort: 30081,
+        externalPolicyLocal: true,
+        healthCheckNodePort: HC + 1,
+        external: { kind: 'drop' },
+        endpoints: [ep('10.244.1.5')],
+      }),
       sp({ serviceName: 'none', nodePort: 30082, externalPolicyLocal: true, healthCheckNodePort: HC + 2, endpoints: [] }),
     ];
-    const text = rulesetListings(renderRuleset(ports, config())).map((l) => renderText(l)).join('\n');
+    const text = rulesetListings(renderRuleset(ports, config()))
+      .map((l) => renderText(l))
+      .join('\n');
     // The NodePorts are there (the check is not vacuous), the health-check ports nowhere,
     // and no port range (a-b) of any rule covers them.
     expect(text).toContain('30080');

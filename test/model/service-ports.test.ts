@@ -184,7 +184,10 @@ describe('KEP-1860 LoadBalancer ipMode (gate LoadBalancerIPMode)', () => {
       type: 'LoadBalancer',
       clusterIPs: ['10.96.0.10', 'fd00:10:96::a'],
       ipFamilies: ['IPv4', 'IPv6'],
-      loadBalancerIngress: [{ ip: '198.51.100.1', ipMode: 'Proxy' }, { ip: '2001:db8::1', ipMode: 'VIP' }],
+      loadBalancerIngress: [
+        { ip: '198.51.100.1', ipMode: 'Proxy' },
+        { ip: '2001:db8::1', ipMode: 'VIP' },
+      ],
     });
     const { ports } = build(dual, []);
     expect(ports.map((p) => [p.family, p.loadBalancerIPs])).toEqual([

@@ -22,7 +22,12 @@ const c1 = ep('10.0.3.1', { zone: 'zone-c', ...zh('zone-c', 'zone-a') });
 
 describe('zone hints (hints.forZones)', () => {
   it.each([
-    ['every ready endpoint hinted, some for our zone -> only those', [a1, a2, b1, c1], node(), ['10.0.1.1:8080', '10.0.1.2:8080', '10.0.3.1:8080']],
+    [
+      'every ready endpoint hinted, some for our zone -> only those',
+      [a1, a2, b1, c1],
+      node(),
+      ['10.0.1.1:8080', '10.0.1.2:8080', '10.0.3.1:8080'],
+    ],
     ['a hint can name several zones', [b1, c1], node(), ['10.0.3.1:8080']],
     [
       'one ready endpoint without hints -> no hint filtering',
@@ -70,13 +75,8 @@ describe('spec.trafficDistribution (through the hints the controller writes)', (
   it.each([
     ['PreferClose: zone hints', 'PreferClose', [a1, a2, b1], ['10.0.1.1:8080', '10.0.1.2:8080']],
     ['PreferSameZone: zone hints', 'PreferSameZone', [a1, a2, b1], ['10.0.1.1:8080', '10.0.1.2:8080']],
-    ['PreferSameNode: this node\'s endpoints', 'PreferSameNode', sameNode, ['10.0.1.1:8080']],
-    [
-      'PreferSameNode, none for this node -> falls back to zone hints',
-      'PreferSameNode',
-      sameNode.slice(1),
-      ['10.0.1.2:8080'],
-    ],
+    ["PreferSameNode: this node's endpoints", 'PreferSameNode', sameNode, ['10.0.1.1:8080']],
+    ['PreferSameNode, none for this node -> falls back to zone hints', 'PreferSameNode', sameNode.slice(1), ['10.0.1.2:8080']],
     [
       'PreferSameNode, an endpoint without node hints -> zone hints',
       'PreferSameNode',

@@ -245,7 +245,13 @@ describe('validation: one bad field never drops the rest of the service', () => 
     svc.externalIPs = [' 192.0.2.300'];
     const { warnings } = buildServicePorts(svc, goodSlices(), node(), config());
     expect(warnings).toEqual([
-      { code: 'INVALID_IP', object: SVC, field: 'spec.externalIPs[0]', value: ' 192.0.2.300', message: expect.stringContaining('not an IP address') },
+      {
+        code: 'INVALID_IP',
+        object: SVC,
+        field: 'spec.externalIPs[0]',
+        value: ' 192.0.2.300',
+        message: expect.stringContaining('not an IP address'),
+      },
     ]);
   });
 

@@ -11,7 +11,9 @@ import { kernel, verdictMapOps } from './kernel-helpers.ts';
 /** The map's elements as "addr . proto . port" strings, from nft -j. */
 function mapKeys(ns: ReturnType<typeof kernel>['ns'], table: string): string[] {
   // Only this map, with time to spare: nft prints 100k elements slowly on a busy machine.
-  const out = JSON.parse(ns.exec('nft', ['-j', 'list', 'map', 'ip', table, 'm'], { timeoutMs: 120_000 })) as { nftables: Array<Record<string, any>> };
+  const out = JSON.parse(ns.exec('nft', ['-j', 'list', 'map', 'ip', table, 'm'], { timeoutMs: 120_000 })) as {
+    nftables: Array<Record<string, any>>;
+  };
   const map = out.nftables.find((o) => 'map' in o)!.map;
   return (map.elem ?? []).map((e: [{ concat: unknown[] }, unknown]) => e[0].concat.join(' . '));
 }
@@ -48,7 +50,11 @@ describe('the batch handed to the addon', () => {
     const b = mapKeys(ns, 'b');
     expect(b).toHaveLength(2_000);
     expect(b.every((k) => k.endsWith(' . tcp . 443'))).toBe(true);
-    await dp.commit(dp.begin().queueAll([{ verb: 'delete', object: { kind: 'element', family: 'ip', table: 'b', set: 'm', key: ['10.0.0.1', 'tcp', '443'] } }]));
+    await dp.commit(
+      dp
+        .begin()
+        .queueAll([{ verb: 'delete', object: { kind: 'element', family: 'ip', table: 'b', set: 'm', key: ['10.0.0.1', 'tcp', '443'] } }]),
+    );
     expect(mapKeys(ns, 'b')).toHaveLength(1_999);
   }, 120_000);
 });

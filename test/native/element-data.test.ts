@@ -17,7 +17,12 @@ function mapOps(dataType: NftMap['dataType'], values: Array<string | string[]>):
   const ops: Operation[] = [
     { verb: 'add', object: { kind: 'table', family: 'ip', name: T } },
     { verb: 'add', object: map },
-    ...values.map((value, i): Operation => ({ verb: 'add', object: { kind: 'element', family: 'ip', table: T, set: 'm', key: [String(i)], value } as Element })),
+    ...values.map(
+      (value, i): Operation => ({
+        verb: 'add',
+        object: { kind: 'element', family: 'ip', table: T, set: 'm', key: [String(i)], value } as Element,
+      }),
+    ),
   ];
   return { ops, map };
 }
@@ -25,7 +30,16 @@ function mapOps(dataType: NftMap['dataType'], values: Array<string | string[]>):
 /** The DATA attribute as the batch spells it: id (u16), type, length (u32), bytes. */
 function dataAttr(bytes: Uint8Array): Uint8Array {
   const len = bytes.length;
-  return Uint8Array.of(ELEM_ATTR.DATA & 0xff, ELEM_ATTR.DATA >>> 8, AT.bytes, len & 0xff, (len >>> 8) & 0xff, (len >>> 16) & 0xff, len >>> 24, ...bytes);
+  return Uint8Array.of(
+    ELEM_ATTR.DATA & 0xff,
+    ELEM_ATTR.DATA >>> 8,
+    AT.bytes,
+    len & 0xff,
+    (len >>> 8) & 0xff,
+    (len >>> 16) & 0xff,
+    len >>> 24,
+    ...bytes,
+  );
 }
 
 function count(hay: Uint8Array, needle: Uint8Array): number {
@@ -38,11 +52,42 @@ function count(hay: Uint8Array, needle: Uint8Array): number {
 }
 
 const CASES: Array<[NftMap['dataType'], Array<string | string[]>]> = [
-  [['ipv4_addr', 'inet_service'], [['10.244.0.11', '8080'], ['192.0.2.1', '65535'], ['0.0.0.0', '0']]],
-  [['ipv6_addr', 'inet_service'], [['fd00:10:244::11', '8080'], ['2001:db8::1', '1']]],
-  [['ipv4_addr', 'inet_proto', 'inet_service'], [['10.0.0.1', 'tcp', '53'], ['10.0.0.2', '132', '3868']]],
-  [['mark', 'ifname'], [['0x4000', 'eth0'], ['0xffffffff', 'cni0']]],
-  [['integer', 'ipv4_addr'], [['1', '10.0.0.1'], ['4294967295', '10.0.0.2']]],
+  [
+    ['ipv4_addr', 'inet_service'],
+    [
+      ['10.244.0.11', '8080'],
+      ['192.0.2.1', '65535'],
+      ['0.0.0.0', '0'],
+    ],
+  ],
+  [
+    ['ipv6_addr', 'inet_service'],
+    [
+      ['fd00:10:244::11', '8080'],
+      ['2001:db8::1', '1'],
+    ],
+  ],
+  [
+    ['ipv4_addr', 'inet_proto', 'inet_service'],
+    [
+      ['10.0.0.1', 'tcp', '53'],
+      ['10.0.0.2', '132', '3868'],
+    ],
+  ],
+  [
+    ['mark', 'ifname'],
+    [
+      ['0x4000', 'eth0'],
+      ['0xffffffff', 'cni0'],
+    ],
+  ],
+  [
+    ['integer', 'ipv4_addr'],
+    [
+      ['1', '10.0.0.1'],
+      ['4294967295', '10.0.0.2'],
+    ],
+  ],
   ['ipv4_addr', ['10.96.0.10', '203.0.113.7']],
   ['inet_service', ['80', '443']],
   ['mark', ['0x1', '0xdeadbeef']],
@@ -71,7 +116,10 @@ describe('map element data in the batch', () => {
   ];
   for (const [what, dataType, value] of refused) {
     it(`refuses ${what} with the reference's message, naming the operation`, () => {
-      const { ops } = mapOps(dataType, [['10.0.0.9', '80'], value].map((v, i) => (i === 0 && !Array.isArray(dataType) ? '10.0.0.9' : v)));
+      const { ops } = mapOps(
+        dataType,
+        [['10.0.0.9', '80'], value].map((v, i) => (i === 0 && !Array.isArray(dataType) ? '10.0.0.9' : v)),
+      );
       let reference = '';
       try {
         dataBytes(dataType as DataType | DataType[], value);
@@ -79,7 +127,13 @@ describe('map element data in the batch', () => {
         reference = (e as Error).message;
       }
       expect(reference).not.toBe('');
-      expect(() => encodeOperations(ops)).toThrow(expect.objectContaining({ code: 'ERR_NFT_ENCODE', index: 3, message: `operation 3: bad value ${JSON.stringify(value)} for m: ${reference}` }));
+      expect(() => encodeOperations(ops)).toThrow(
+        expect.objectContaining({
+          code: 'ERR_NFT_ENCODE',
+          index: 3,
+          message: `operation 3: bad value ${JSON.stringify(value)} for m: ${reference}`,
+        }),
+      );
     });
   }
 });

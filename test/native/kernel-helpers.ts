@@ -25,7 +25,10 @@ export function kernel(): Kernel {
 
 /** Objects of one kind from `nft -j list ruleset`. */
 export function nftList(ns: NetNs, kind: string): Array<Record<string, any>> {
-  return ns.nftJson().nftables.filter((o) => kind in o).map((o) => o[kind]);
+  return ns
+    .nftJson()
+    .nftables.filter((o) => kind in o)
+    .map((o) => o[kind]);
 }
 
 export function nftText(ns: NetNs): string {
@@ -49,7 +52,14 @@ export async function commitError(fn: () => Promise<unknown>): Promise<NftCommit
  * goto c: the large batch of the memory, handoff and 100k-element tests.
  */
 export function verdictMapOps(table: string, n: number, port: string, map = 'm'): Operation[] {
-  const m: NftMap = { kind: 'map', family: 'ip', table, name: map, keyType: ['ipv4_addr', 'inet_proto', 'inet_service'], dataType: 'verdict' };
+  const m: NftMap = {
+    kind: 'map',
+    family: 'ip',
+    table,
+    name: map,
+    keyType: ['ipv4_addr', 'inet_proto', 'inet_service'],
+    dataType: 'verdict',
+  };
   const ops: Operation[] = [
     { verb: 'add', object: { kind: 'table', family: 'ip', name: table } },
     { verb: 'add', object: { kind: 'chain', family: 'ip', table, name: 'c' } },

@@ -47,7 +47,10 @@ describe('lower/raise', () => {
   it('refuses kernel expressions it does not write', () => {
     const foreign: KernelExpr[] = [{ name: 'log', prefix: 'x' }];
     expect(() => raise(foreign, 'ip')).toThrow(NftRaiseError);
-    const badRegs: KernelExpr[] = [{ name: 'payload', dreg: 3, base: 1, offset: 16, len: 4 }, { name: 'cmp', sreg: 3, op: 0, data: new Uint8Array(4) }];
+    const badRegs: KernelExpr[] = [
+      { name: 'payload', dreg: 3, base: 1, offset: 16, len: 4 },
+      { name: 'cmp', sreg: 3, op: 0, data: new Uint8Array(4) },
+    ];
     expect(() => raise(badRegs, 'ip')).toThrow(/cannot read kernel expression 0/);
     const noDep: KernelExpr[] = [{ name: 'cmp', sreg: 1, op: 0, data: new Uint8Array(2) }];
     expect(() => raise(noDep, 'ip')).toThrow(NftRaiseError);
@@ -57,14 +60,22 @@ describe('lower/raise', () => {
 describe('encode', () => {
   it('encodes 100k map elements in one buffer (time printed)', () => {
     const map: NftMap = {
-      kind: 'map', family: 'ip', table: 't', name: 'service-ips', keyType: ['ipv4_addr', 'inet_proto', 'inet_service'], dataType: 'verdict',
+      kind: 'map',
+      family: 'ip',
+      table: 't',
+      name: 'service-ips',
+      keyType: ['ipv4_addr', 'inet_proto', 'inet_service'],
+      dataType: 'verdict',
     };
     const ops: Operation[] = [{ verb: 'add', object: map }];
     for (let i = 0; i < 100_000; i++) {
       ops.push({
         verb: 'add',
         object: {
-          kind: 'element', family: 'ip', table: 't', set: 'service-ips',
+          kind: 'element',
+          family: 'ip',
+          table: 't',
+          set: 'service-ips',
           key: [`10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, i % 2 ? 'tcp' : 'udp', String(1 + (i % 60000))],
           value: { verdict: 'goto', chain: `service-${i.toString(36).padStart(8, '0')}-ns/name/tcp/p80` },
         },

@@ -24,7 +24,11 @@ describe('memory after a large commit', () => {
     // The batch was several MiB; what stays is at most the small buffer kept for routine commits.
     expect(arrayBuffersAfterGc() - before).toBeLessThan(MiB);
     dp.releaseMemory();
-    await dp.commit(dp.begin().queueAll([{ verb: 'delete', object: { kind: 'element', family: 'ip', table: T, set: 'm', key: ['10.0.0.1', 'tcp', '80'] } }]));
+    await dp.commit(
+      dp
+        .begin()
+        .queueAll([{ verb: 'delete', object: { kind: 'element', family: 'ip', table: T, set: 'm', key: ['10.0.0.1', 'tcp', '80'] } }]),
+    );
     expect(ns.exec('nft', ['list', 'map', 'ip', T, 'm'])).not.toContain('10.0.0.1 . tcp . 80');
   }, 120_000);
 

@@ -20,7 +20,10 @@ describe('atomicity', () => {
     await dp.commit(dp.begin().queueAll(add(table)));
     const before = nftText(ns);
     const ops: Operation[] = [
-      ...add({ kind: 'chain', family: 'ip', table: T, name: 'a' }, { kind: 'set', family: 'ip', table: T, name: 's', keyType: ['ipv4_addr'] }),
+      ...add(
+        { kind: 'chain', family: 'ip', table: T, name: 'a' },
+        { kind: 'set', family: 'ip', table: T, name: 's', keyType: ['ipv4_addr'] },
+      ),
       { verb: 'delete', object: { kind: 'chain', family: 'ip', table: T, name: 'missing' } },
       ...add({ kind: 'chain', family: 'ip', table: T, name: 'b' }),
     ];
@@ -38,7 +41,17 @@ describe('atomicity', () => {
     const ops: Operation[] = [...add({ kind: 'table', family: 'ip', name: T }, { kind: 'chain', family: 'ip', table: T, name: 'c' }, map)];
     for (let i = 0; i < 1200; i++) {
       const chain = i === 1100 ? 'no-such-chain' : 'c';
-      ops.push({ verb: 'add', object: { kind: 'element', family: 'ip', table: T, set: 'm', key: [`10.0.${i >> 8}.${i & 255}`], value: { verdict: 'goto', chain } } });
+      ops.push({
+        verb: 'add',
+        object: {
+          kind: 'element',
+          family: 'ip',
+          table: T,
+          set: 'm',
+          key: [`10.0.${i >> 8}.${i & 255}`],
+          value: { verdict: 'goto', chain },
+        },
+      });
     }
     const err = await commitError(() => dp.commit(dp.begin().queueAll(ops)));
     expect(err.failures).toEqual([expect.objectContaining({ index: 3 + 1100, code: 'ENOENT' })]);
@@ -51,8 +64,15 @@ describe('elements', () => {
     const { ns, dp } = kernel();
     const set: NftSet = { kind: 'set', family: 'ip6', table: T, name: 'eps', keyType: ['ipv6_addr', 'inet_service'] };
     const el = (a: string, p: string): Element => ({ kind: 'element', family: 'ip6', table: T, set: 'eps', key: [a, p] });
-    await dp.commit(dp.begin().queueAll([...add({ kind: 'table', family: 'ip6', name: T }, set), ...add(el('fd00::1', '80'), el('fd00::2', '80'))]));
-    await dp.commit(dp.begin().queueAll([{ verb: 'delete', object: el('fd00::1', '80') }, { verb: 'add', object: el('fd00::3', '8080') }]));
+    await dp.commit(
+      dp.begin().queueAll([...add({ kind: 'table', family: 'ip6', name: T }, set), ...add(el('fd00::1', '80'), el('fd00::2', '80'))]),
+    );
+    await dp.commit(
+      dp.begin().queueAll([
+        { verb: 'delete', object: el('fd00::1', '80') },
+        { verb: 'add', object: el('fd00::3', '8080') },
+      ]),
+    );
     expect((await dp.list('ip6', T))!.elements.map((e) => e.key.join(' ')).sort()).toEqual(['fd00::2 80', 'fd00::3 8080']);
     expect(JSON.stringify(nftList(ns, 'set')[0]!.elem)).toBe(JSON.stringify([{ concat: ['fd00::2', 80] }, { concat: ['fd00::3', 8080] }]));
   });
@@ -85,11 +105,20 @@ describe('elements', () => {
 describe('elements of several sets, interleaved', () => {
   it('are sent as one message per set, all land, and a bad one is still named by its own index', async () => {
     const { ns, dp } = kernel();
-    const sets = ['a', 'b', 'c'].map((name): NftMap => ({ kind: 'map', family: 'ip', table: T, name, keyType: ['ipv4_addr'], dataType: 'verdict' }));
+    const sets = ['a', 'b', 'c'].map(
+      (name): NftMap => ({ kind: 'map', family: 'ip', table: T, name, keyType: ['ipv4_addr'], dataType: 'verdict' }),
+    );
     const head = add({ kind: 'table', family: 'ip', name: T }, { kind: 'chain', family: 'ip', table: T, name: 'c' }, ...sets);
     const el = (i: number, chain = 'c'): Operation => ({
       verb: 'add',
-      object: { kind: 'element', family: 'ip', table: T, set: sets[i % 3]!.name, key: [`10.0.${i >> 8}.${i & 255}`], value: { verdict: 'goto', chain } },
+      object: {
+        kind: 'element',
+        family: 'ip',
+        table: T,
+        set: sets[i % 3]!.name,
+        key: [`10.0.${i >> 8}.${i & 255}`],
+        value: { verdict: 'goto', chain },
+      },
     });
     const elements = Array.from({ length: 300 }, (_, i) => el(i));
     await dp.commit(dp.begin().queueAll([...head, ...elements]));
@@ -110,16 +139,22 @@ describe('kernel time', () => {
   it('adds up the send and answer time of every commit that reached the kernel, a refused one too', async () => {
     const { dp } = kernel();
     expect(dp.kernelMs).toBe(0);
-    await dp.commit(dp.begin().queueAll(add({ kind: 'table', family: 'ip', name: T }, { kind: 'chain', family: 'ip', table: T, name: 'c' })));
+    await dp.commit(
+      dp.begin().queueAll(add({ kind: 'table', family: 'ip', name: T }, { kind: 'chain', family: 'ip', table: T, name: 'c' })),
+    );
     const first = dp.lastCommit!;
     expect(first.sendMs).toBeGreaterThan(0);
     expect(dp.kernelMs).toBe(first.sendMs + first.receiveMs);
-    await commitError(() => dp.commit(dp.begin().queueAll([{ verb: 'delete', object: { kind: 'chain', family: 'ip', table: T, name: 'missing' } }])));
+    await commitError(() =>
+      dp.commit(dp.begin().queueAll([{ verb: 'delete', object: { kind: 'chain', family: 'ip', table: T, name: 'missing' } }])),
+    );
     const second = dp.lastCommit!;
     expect(dp.kernelMs).toBe(first.sendMs + first.receiveMs + second.sendMs + second.receiveMs);
     // A batch refused before it was sent (invalid) costs the kernel nothing.
     const before = dp.kernelMs;
-    await expect(dp.commit(dp.begin().queueAll(add({ kind: 'chain', family: 'ip', table: T, name: '' })))).rejects.toMatchObject({ code: 'ERR_NFT_INVALID' });
+    await expect(dp.commit(dp.begin().queueAll(add({ kind: 'chain', family: 'ip', table: T, name: '' })))).rejects.toMatchObject({
+      code: 'ERR_NFT_INVALID',
+    });
     expect(dp.kernelMs).toBe(before);
   });
 });
@@ -132,7 +167,17 @@ describe('message splitting', () => {
     const ops: Operation[] = add({ kind: 'table', family: 'ip', name: T }, set);
     // 500 elements with 100-byte comments take ~60 KiB: more than one nest may hold.
     for (let i = 0; i < 1000; i++) {
-      ops.push({ verb: 'add', object: { kind: 'element', family: 'ip', table: T, set: 's', key: [`10.1.${i >> 8}.${i & 255}`], comment: `c${i}`.padEnd(100, 'x') } });
+      ops.push({
+        verb: 'add',
+        object: {
+          kind: 'element',
+          family: 'ip',
+          table: T,
+          set: 's',
+          key: [`10.1.${i >> 8}.${i & 255}`],
+          comment: `c${i}`.padEnd(100, 'x'),
+        },
+      });
     }
     const result = await addon.commit(encodeOperations(ops).bytes, { netns: ns.path });
     expect(result.failures).toEqual([]);
@@ -146,24 +191,42 @@ describe('message splitting', () => {
     const { ns } = kernel();
     const addon = loadAddon();
     const counters: Statement[] = Array.from({ length: 4000 }, () => ({ kind: 'counter' }));
-    const ops: Operation[] = add({ kind: 'table', family: 'ip', name: T }, { kind: 'chain', family: 'ip', table: T, name: 'c' }, { kind: 'rule', family: 'ip', table: T, chain: 'c', exprs: counters });
+    const ops: Operation[] = add(
+      { kind: 'table', family: 'ip', name: T },
+      { kind: 'chain', family: 'ip', table: T, name: 'c' },
+      { kind: 'rule', family: 'ip', table: T, chain: 'c', exprs: counters },
+    );
     const result = await addon.commit(encodeOperations(ops).bytes, { netns: ns.path });
-    expect(result.failures).toEqual([{ index: 2, errno: 90, origin: 'builder', message: "operation 2: the rule's expressions exceed 64 KiB" }]);
+    expect(result.failures).toEqual([
+      { index: 2, errno: 90, origin: 'builder', message: "operation 2: the rule's expressions exceed 64 KiB" },
+    ]);
     expect(nftList(ns, 'table')).toEqual([]);
   });
 
-  it("through the dataplane, the batch builder's refusal names its operation like a kernel refusal (so it can be traced to its owner)", async () => {
-    const { ns, dp } = kernel();
-    const counters: Statement[] = Array.from({ length: 4000 }, () => ({ kind: 'counter' }));
-    const ops: Operation[] = add({ kind: 'table', family: 'ip', name: T }, { kind: 'chain', family: 'ip', table: T, name: 'c' }, { kind: 'rule', family: 'ip', table: T, chain: 'c', exprs: counters });
-    const err = await commitError(() => dp.commit(dp.begin().queueAll(ops)));
-    expect(err.failures).toEqual([{ index: 2, errno: 90, code: 'EMSGSIZE', message: "operation 2: the rule's expressions exceed 64 KiB" }]);
-    expect(nftList(ns, 'table')).toEqual([]);
-  });
+  it(
+    "through the dataplane, the batch builder's refusal names its operation like a kernel refusal (so it can be traced " + 'to its owner)',
+    async () => {
+      const { ns, dp } = kernel();
+      const counters: Statement[] = Array.from({ length: 4000 }, () => ({ kind: 'counter' }));
+      const ops: Operation[] = add(
+        { kind: 'table', family: 'ip', name: T },
+        { kind: 'chain', family: 'ip', table: T, name: 'c' },
+        { kind: 'rule', family: 'ip', table: T, chain: 'c', exprs: counters },
+      );
+      const err = await commitError(() => dp.commit(dp.begin().queueAll(ops)));
+      expect(err.failures).toEqual([
+        { index: 2, errno: 90, code: 'EMSGSIZE', message: "operation 2: the rule's expressions exceed 64 KiB" },
+      ]);
+      expect(nftList(ns, 'table')).toEqual([]);
+    },
+  );
 
   it('an operation the encoder cannot encode (an element of a set it does not know) is named the same way', async () => {
     const { ns, dp } = kernel();
-    const ops: Operation[] = add({ kind: 'table', family: 'ip', name: T }, { kind: 'element', family: 'ip', table: T, set: 'nowhere', key: ['10.0.0.1'] });
+    const ops: Operation[] = add(
+      { kind: 'table', family: 'ip', name: T },
+      { kind: 'element', family: 'ip', table: T, set: 'nowhere', key: ['10.0.0.1'] },
+    );
     const err = await commitError(() => dp.commit(dp.begin().queueAll(ops)));
     expect(err.failures).toEqual([{ index: 1, errno: 22, code: 'EINVAL', message: expect.stringContaining('nowhere') }]);
     expect(nftList(ns, 'table')).toEqual([]);
@@ -175,13 +238,17 @@ describe('bad input from JS', () => {
   it('wrong types are TypeErrors with a code', () => {
     expect(() => addon.commit('x' as never)).toThrow(expect.objectContaining({ name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' }));
     expect(() => addon.commit(new Uint16Array(4) as never)).toThrow(TypeError);
-    expect(() => addon.commit(new Uint8Array(12), { netns: 5 } as never)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }));
+    expect(() => addon.commit(new Uint8Array(12), { netns: 5 } as never)).toThrow(
+      expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }),
+    );
     expect(() => addon.list('ip' as never, T)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }));
     expect(() => addon.list(2, 7 as never)).toThrow(TypeError);
   });
 
   it('malformed buffers, long names and unknown families reject with RangeErrors, never a crash', async () => {
-    await expect(addon.commit(new Uint8Array(3))).rejects.toThrow(expect.objectContaining({ name: 'RangeError', code: 'ERR_NFT_BATCH_TRUNCATED' }));
+    await expect(addon.commit(new Uint8Array(3))).rejects.toThrow(
+      expect.objectContaining({ name: 'RangeError', code: 'ERR_NFT_BATCH_TRUNCATED' }),
+    );
     await expect(addon.commit(new Uint8Array(12))).rejects.toThrow(expect.objectContaining({ code: 'ERR_NFT_BATCH_INVALID' }));
     const good = encodeOperations(add({ kind: 'table', family: 'ip', name: 'x'.repeat(300) })).bytes;
     await expect(addon.commit(good)).rejects.toThrow(expect.objectContaining({ name: 'RangeError', code: 'ERR_NFT_NAME_TOO_LONG' }));
@@ -192,7 +259,9 @@ describe('bad input from JS', () => {
     // Attribute ids libnftnl does not know (it would exit the process), values past its fixed fields.
     const badId = encodeOperations(add({ kind: 'table', family: 'ip', name: 't' })).bytes.slice();
     badId[12 + 9 + 2] = 200; // the first attribute's id
-    await expect(addon.commit(badId)).rejects.toThrow(expect.objectContaining({ code: 'ERR_NFT_BATCH_INVALID', index: 0, message: expect.stringMatching(/operation 0: attribute 200/) }));
+    await expect(addon.commit(badId)).rejects.toThrow(
+      expect.objectContaining({ code: 'ERR_NFT_BATCH_INVALID', index: 0, message: expect.stringMatching(/operation 0: attribute 200/) }),
+    );
     const longUserdata = encodeOperations(add({ kind: 'table', family: 'ip', name: 't', comment: 'x'.repeat(300) })).bytes;
     await expect(addon.commit(longUserdata)).rejects.toThrow(/too large/);
     expect(() => addon.list(99, T)).toThrow(expect.objectContaining({ name: 'RangeError', code: 'ERR_NFT_FAMILY' }));
@@ -230,27 +299,61 @@ function statementCases(family: Family): Array<{ exprs: Statement[]; text: strin
     { exprs: [{ kind: 'match', left: daddr, op: '!=', right: addr }], text: `${daddr.field} != ${addr}` },
     { exprs: [{ kind: 'match', left: { kind: 'payload', field: 'tcp dport' }, op: '==', right: '80' }], text: 'tcp dport 80' },
     { exprs: [{ kind: 'match', left: { kind: 'payload', field: 'th dport' }, op: '>=', right: '30000' }], text: 'th dport >= 30000' },
-    { exprs: [{ kind: 'match', left: { kind: 'meta', key: 'mark' }, op: '==', right: '0x4000', mask: '0x4000' }], text: 'meta mark & 0x00004000 == 0x00004000' },
+    {
+      exprs: [{ kind: 'match', left: { kind: 'meta', key: 'mark' }, op: '==', right: '0x4000', mask: '0x4000' }],
+      text: 'meta mark & 0x00004000 == 0x00004000',
+    },
     { exprs: [{ kind: 'match', left: { kind: 'meta', key: 'iifname' }, op: '!=', right: 'eth0' }], text: 'iifname != "eth0"' },
-    { exprs: [{ kind: 'match', left: { kind: 'ct', key: 'state' }, op: '==', right: 'established,related' }], text: 'ct state established,related' },
+    {
+      exprs: [{ kind: 'match', left: { kind: 'ct', key: 'state' }, op: '==', right: 'established,related' }],
+      text: 'ct state established,related',
+    },
     { exprs: [{ kind: 'match', left: { kind: 'ct', key: 'packets' }, op: '>', right: '20' }], text: 'ct packets > 20' },
-    { exprs: [{ kind: 'match', left: { kind: 'ct-addr', dir: 'original', field: v6 ? 'ip6 daddr' : 'ip daddr' }, op: '==', right: addr }], text: `${inetDep('meta nfproto ipv4')}ct original ${v6 ? 'ip6' : 'ip'} daddr ${addr}` },
+    {
+      exprs: [{ kind: 'match', left: { kind: 'ct-addr', dir: 'original', field: v6 ? 'ip6 daddr' : 'ip daddr' }, op: '==', right: addr }],
+      text: `${inetDep('meta nfproto ipv4')}ct original ${v6 ? 'ip6' : 'ip'} daddr ${addr}`,
+    },
     { exprs: [{ kind: 'match', left: { kind: 'fib-type', addr: 'daddr' }, op: '==', right: 'local' }], text: 'fib daddr type local' },
-    { exprs: [{ kind: 'match', left: { kind: 'numgen', mod: 3 }, op: '==', right: '1' }, { kind: 'verdict', verdict: 'goto', chain: 'target' }], text: 'numgen random mod 3 1 goto target' },
+    {
+      exprs: [
+        { kind: 'match', left: { kind: 'numgen', mod: 3 }, op: '==', right: '1' },
+        { kind: 'verdict', verdict: 'goto', chain: 'target' },
+      ],
+      text: 'numgen random mod 3 1 goto target',
+    },
     { exprs: [{ kind: 'lookup', keys: [daddr], set: 'addrs', negate: true }], text: `${daddr.field} != @addrs` },
-    { exprs: [{ kind: 'vmap', keys: [daddr, { kind: 'meta', key: 'l4proto' }, { kind: 'payload', field: 'th dport' }], map: 'service-ips' }], text: `${daddr.field} . meta l4proto . th dport vmap @service-ips` },
+    {
+      exprs: [
+        { kind: 'vmap', keys: [daddr, { kind: 'meta', key: 'l4proto' }, { kind: 'payload', field: 'th dport' }], map: 'service-ips' },
+      ],
+      text: `${daddr.field} . meta l4proto . th dport vmap @service-ips`,
+    },
     { exprs: [{ kind: 'counter' }, { kind: 'verdict', verdict: 'jump', chain: 'target' }], text: 'counter packets 0 bytes 0 jump target' },
     { exprs: [{ kind: 'verdict', verdict: 'return' }], text: 'return' },
     { exprs: [l4, { kind: 'dnat', addr, port: 8080 }], text: `meta l4proto tcp dnat ${inetPrefix}to ${v6 ? `[${addr}]` : addr}:8080` },
     // nft 1.0.6 prints the map form without `addr . port` (it reads them from the map's type).
-    { exprs: [l4, { kind: 'dnat-map', family: v6 ? 'ip6' : 'ip', keys: [{ kind: 'numgen', mod: 2 }], map: 'endpoints' }], text: `meta l4proto tcp dnat ${v6 ? 'ip6' : 'ip'} to numgen random mod 2 map @endpoints` },
+    {
+      exprs: [l4, { kind: 'dnat-map', family: v6 ? 'ip6' : 'ip', keys: [{ kind: 'numgen', mod: 2 }], map: 'endpoints' }],
+      text: `meta l4proto tcp dnat ${v6 ? 'ip6' : 'ip'} to numgen random mod 2 map @endpoints`,
+    },
     { exprs: [{ kind: 'snat', addr }], text: `snat ${inetPrefix}to ${addr}` },
     { exprs: [{ kind: 'masquerade', fullyRandom: true }], text: 'masquerade fully-random' },
     { exprs: [{ kind: 'reject', with: 'tcp reset' }], text: `${inetDep('meta l4proto tcp')}reject with tcp reset` },
     { exprs: [{ kind: 'mark-set', value: '0x4000', or: true }], text: 'meta mark set meta mark | 0x00004000' },
     { exprs: [{ kind: 'mark-xor', value: '0x4000' }], text: 'meta mark set meta mark ^ 0x00004000' },
     { exprs: [{ kind: 'mark-set', value: '0x1' }], text: 'meta mark set 0x00000001' },
-    { exprs: [{ kind: 'set-update', op: 'update', set: 'affinity', keys: [{ kind: 'payload', field: v6 ? 'ip6 saddr' : 'ip saddr' }], timeout: 10800 }], text: `update @affinity { ${v6 ? 'ip6' : 'ip'} saddr timeout 3h }` },
+    {
+      exprs: [
+        {
+          kind: 'set-update',
+          op: 'update',
+          set: 'affinity',
+          keys: [{ kind: 'payload', field: v6 ? 'ip6 saddr' : 'ip saddr' }],
+          timeout: 10800,
+        },
+      ],
+      text: `update @affinity { ${v6 ? 'ip6' : 'ip'} saddr timeout 3h }`,
+    },
     { exprs: [{ kind: 'notrack' }], text: 'notrack' },
   ];
 }
@@ -264,19 +367,27 @@ describe('statements', () => {
       const chain = (name: string): Chain => ({ kind: 'chain', family, table: T, name });
       const cases = statementCases(family);
       const rules: Rule[] = cases.map((c) => ({ kind: 'rule', family, table: T, chain: 'stmts', exprs: c.exprs }));
-      await dp.commit(dp.begin().queueAll(
-        add(
-          { kind: 'table', family, name: T },
-          chain('stmts'),
-          chain('target'),
-          { kind: 'set', family, table: T, name: 'addrs', keyType: [keyAddr] },
-          { kind: 'set', family, table: T, name: 'affinity', keyType: [keyAddr], flags: ['timeout', 'dynamic'], timeout: 10800 },
-          { kind: 'map', family, table: T, name: 'service-ips', keyType: [keyAddr, 'inet_proto', 'inet_service'], dataType: 'verdict' },
-          { kind: 'map', family, table: T, name: 'endpoints', keyType: ['integer'], dataType: [keyAddr, 'inet_service'] },
-          ...rules,
-        ),
-      ));
-      const printed = ns.exec('nft', ['list', 'chain', family, T, 'stmts']).split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('chain') && l !== '}' && !l.startsWith('table'));
+      await dp.commit(
+        dp
+          .begin()
+          .queueAll(
+            add(
+              { kind: 'table', family, name: T },
+              chain('stmts'),
+              chain('target'),
+              { kind: 'set', family, table: T, name: 'addrs', keyType: [keyAddr] },
+              { kind: 'set', family, table: T, name: 'affinity', keyType: [keyAddr], flags: ['timeout', 'dynamic'], timeout: 10800 },
+              { kind: 'map', family, table: T, name: 'service-ips', keyType: [keyAddr, 'inet_proto', 'inet_service'], dataType: 'verdict' },
+              { kind: 'map', family, table: T, name: 'endpoints', keyType: ['integer'], dataType: [keyAddr, 'inet_service'] },
+              ...rules,
+            ),
+          ),
+      );
+      const printed = ns
+        .exec('nft', ['list', 'chain', family, T, 'stmts'])
+        .split('\n')
+        .map((l) => l.trim())
+        .filter((l) => l && !l.startsWith('chain') && l !== '}' && !l.startsWith('table'));
       expect(printed).toEqual(cases.map((c) => c.text));
       const listed = (await dp.list(family, T))!;
       expect(dp.lastUnreadable).toEqual([]);
@@ -287,7 +398,17 @@ describe('statements', () => {
   it('flow offload needs a flowtable, which this kernel cannot make', async () => {
     const { dp } = kernel();
     const err = await commitError(() =>
-      dp.commit(dp.begin().queueAll(add({ kind: 'table', family: 'inet', name: T }, { kind: 'chain', family: 'inet', table: T, name: 'fwd' }, { kind: 'rule', family: 'inet', table: T, chain: 'fwd', exprs: [{ kind: 'flow-offload', flowtable: 'ft' }] }))),
+      dp.commit(
+        dp
+          .begin()
+          .queueAll(
+            add(
+              { kind: 'table', family: 'inet', name: T },
+              { kind: 'chain', family: 'inet', table: T, name: 'fwd' },
+              { kind: 'rule', family: 'inet', table: T, chain: 'fwd', exprs: [{ kind: 'flow-offload', flowtable: 'ft' }] },
+            ),
+          ),
+      ),
     );
     expect(err.failures[0]).toMatchObject({ index: 2, code: 'ENOENT' });
   });

@@ -10,7 +10,10 @@ import type { Operation } from '../../src/nft/objects.ts';
 import { kernel, nftList } from './kernel-helpers.ts';
 
 const T = 'knp';
-const table = (comment?: string): Operation => ({ verb: 'add', object: { kind: 'table', family: 'ip', name: T, ...(comment ? { comment } : {}) } });
+const table = (comment?: string): Operation => ({
+  verb: 'add',
+  object: { kind: 'table', family: 'ip', name: T, ...(comment ? { comment } : {}) },
+});
 const chain = (name: string): Operation => ({ verb: 'add', object: { kind: 'chain', family: 'ip', table: T, name } });
 
 // kernel() deletes its namespace once; one re-created under the same name is
@@ -30,7 +33,11 @@ describe('commit socket reuse', () => {
       const bad: Operation[] = [chain(`never${i}`), { verb: 'delete', object: { kind: 'chain', family: 'ip', table: T, name: 'missing' } }];
       await expect(dp.commit(dp.begin().queueAll(bad))).rejects.toBeInstanceOf(NftCommitError);
     }
-    expect(nftList(ns, 'chain').map((c) => c.name).sort()).toEqual(Array.from({ length: 20 }, (_, i) => `c${i}`).sort());
+    expect(
+      nftList(ns, 'chain')
+        .map((c) => c.name)
+        .sort(),
+    ).toEqual(Array.from({ length: 20 }, (_, i) => `c${i}`).sort());
   });
 
   it('a namespace deleted and re-created under the same path is programmed, not the old one', async () => {
@@ -47,8 +54,17 @@ describe('commit socket reuse', () => {
   it('commits to several namespaces in turn each land in their own', async () => {
     const spaces = Array.from({ length: 6 }, () => kernel());
     for (let round = 0; round < 3; round++) {
-      for (let i = 0; i < spaces.length; i++) await spaces[i]!.dp.commit(spaces[i]!.dp.begin().queueAll(round === 0 ? [table(), chain(`ns${i}-r0`)] : [chain(`ns${i}-r${round}`)]));
+      for (let i = 0; i < spaces.length; i++)
+        await spaces[i]!.dp.commit(
+          spaces[i]!.dp.begin().queueAll(round === 0 ? [table(), chain(`ns${i}-r0`)] : [chain(`ns${i}-r${round}`)]),
+        );
     }
-    spaces.forEach(({ ns }, i) => expect(nftList(ns, 'chain').map((c) => c.name).sort()).toEqual([`ns${i}-r0`, `ns${i}-r1`, `ns${i}-r2`]));
+    spaces.forEach(({ ns }, i) => {
+      expect(
+        nftList(ns, 'chain')
+          .map((c) => c.name)
+          .sort(),
+      ).toEqual([`ns${i}-r0`, `ns${i}-r1`, `ns${i}-r2`]);
+    });
   });
 });

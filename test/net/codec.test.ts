@@ -32,10 +32,13 @@ describe('the IP codec: lenient and strict syntax', () => {
     if (text !== '2001:4860:0000:2001:0000:0000:0000:0068') expect(readIP(text, 'strict')).toBeUndefined();
   });
 
-  it.each(['0:0:0:0:00000000000:ffff:127.1.2.3', '1:0:0:0:0:0:0:10000', 'fe80::1%lo0', '-0.0.0.0', '127.0.0.256'])('%j is no address in either syntax', (text) => {
-    expect(readIP(text, 'lenient')).toBeUndefined();
-    expect(readIP(text, 'strict')).toBeUndefined();
-  });
+  it.each(['0:0:0:0:00000000000:ffff:127.1.2.3', '1:0:0:0:0:0:0:10000', 'fe80::1%lo0', '-0.0.0.0', '127.0.0.256'])(
+    '%j is no address in either syntax',
+    (text) => {
+      expect(readIP(text, 'lenient')).toBeUndefined();
+      expect(readIP(text, 'strict')).toBeUndefined();
+    },
+  );
 
   it('reads exact texts: surrounding space and zone indexes are not addresses', () => {
     expect(readIP(' 10.0.0.1', 'lenient')).toBeUndefined();
@@ -69,7 +72,12 @@ describe('the IP codec: one canonical text for the model and the nft layer', () 
         expect(canonicalValue('ipv6_addr', text)).toBe(text);
         // Any spelling the API may carry (full groups, a dotted tail with leading zeros) reads to the same address.
         const words = Array.from({ length: 8 }, (_, k) => ((b[2 * k]! << 8) | b[2 * k + 1]!).toString(16).padStart(4, '0'));
-        const spelled = dotted ? `${words.slice(0, 6).map((w) => w.replace(/^0+(?=.)/, '')).join(':')}:${b[12]}.${b[13]}.0${b[14]}.${b[15]}` : words.join(':').toUpperCase();
+        const spelled = dotted
+          ? `${words
+              .slice(0, 6)
+              .map((w) => w.replace(/^0+(?=.)/, ''))
+              .join(':')}:${b[12]}.${b[13]}.0${b[14]}.${b[15]}`
+          : words.join(':').toUpperCase();
         const parsed = readIP(spelled, 'lenient')!;
         if (parsed.family === 'IPv6') expect(parsed.address).toBe(text);
         else expect(`::ffff:${parsed.address}`).toBe(text); // mapped: the model's address is IPv4, as Go's To4()

@@ -59,7 +59,8 @@ describe('FakeKernel against the kernel through the netlink dataplane (oracle)',
       expect(m.index).toBe(s.index);
     }
     // Element order is not part of the contract the two listings share.
-    const strip = (l: Awaited<ReturnType<FakeKernel['list']>>) => l && sortListing({ ...l, rules: l.rules.map(({ handle: _h, ...r }) => r) });
+    const strip = (l: Awaited<ReturnType<FakeKernel['list']>>) =>
+      l && sortListing({ ...l, rules: l.rules.map(({ handle: _h, ...r }) => r) });
     expect(strip(await kernel.list(F, T))).toEqual(strip(fake.listSync(F, T)));
   });
 });

@@ -57,7 +57,12 @@ describe('FakeKernel: resulting state', () => {
   it('insert prepends, add appends, replace keeps the handle and position', () => {
     const fake = run(byName('insert prepends, add appends, replace keeps the handle')).fake;
     const c = fake.listSync(F, T)!.rules.filter((r) => r.chain === 'c');
-    expect(c.map((r) => r.exprs[0]!.kind === 'verdict' ? (r.exprs[0] as { verdict: string }).verdict : r.exprs[0]!.kind)).toEqual(['notrack', 'counter', 'return', 'drop']);
+    expect(c.map((r) => (r.exprs[0]!.kind === 'verdict' ? (r.exprs[0] as { verdict: string }).verdict : r.exprs[0]!.kind))).toEqual([
+      'notrack',
+      'counter',
+      'return',
+      'drop',
+    ]);
     const handles = c.map((r) => r.handle!);
     // Handles only grow; the replaced rule kept its own.
     expect(handles[2]).toBeLessThan(handles[0]!);
@@ -71,9 +76,18 @@ describe('FakeKernel: resulting state', () => {
 
   it('deleting a chain takes its rules and their references with it', () => {
     const fake = new FakeKernel();
-    fake.commitSync([...world, add(chain('lonely')), add(rule('lonely', [{ kind: 'lookup', keys: [{ kind: 'payload', field: 'ip daddr' }], set: 'ranges' }]))]);
-    expect(() => fake.commitSync([del({ kind: 'set', family: F, table: T, name: 'ranges', keyType: ['ipv4_addr'], flags: ['interval'] })])).toThrow(/EBUSY/);
-    fake.commitSync([del(chain('lonely')), del({ kind: 'set', family: F, table: T, name: 'ranges', keyType: ['ipv4_addr'], flags: ['interval'] })]);
+    fake.commitSync([
+      ...world,
+      add(chain('lonely')),
+      add(rule('lonely', [{ kind: 'lookup', keys: [{ kind: 'payload', field: 'ip daddr' }], set: 'ranges' }])),
+    ]);
+    expect(() =>
+      fake.commitSync([del({ kind: 'set', family: F, table: T, name: 'ranges', keyType: ['ipv4_addr'], flags: ['interval'] })]),
+    ).toThrow(/EBUSY/);
+    fake.commitSync([
+      del(chain('lonely')),
+      del({ kind: 'set', family: F, table: T, name: 'ranges', keyType: ['ipv4_addr'], flags: ['interval'] }),
+    ]);
     const l = fake.listSync(F, T)!;
     expect(l.chains.map((c) => c.name)).not.toContain('lonely');
     expect(l.rules.some((r) => r.chain === 'lonely')).toBe(false);
@@ -97,14 +111,18 @@ describe('FakeKernel: flowtables', () => {
     const fake = new FakeKernel();
     const fwd = chain('fwd', { type: 'filter', hook: 'forward', priority: 0 });
     fake.commitSync([add(table), add(ft(['eth0'])), add(fwd), add(rule('fwd', [{ kind: 'flow-offload', flowtable: flowtable.name }]))]);
-    expect(() => fake.commitSync([del(ft([]))])).toThrow(expect.objectContaining({ failures: [expect.objectContaining({ code: 'EBUSY', errno: 16 })] }));
+    expect(() => fake.commitSync([del(ft([]))])).toThrow(
+      expect.objectContaining({ failures: [expect.objectContaining({ code: 'EBUSY', errno: 16 })] }),
+    );
     fake.commitSync([flush(fwd), del(ft([]))]);
     expect(fake.listSync(F, T)!.flowtables).toEqual([]);
   });
   it('offload outside the forward hook is refused', () => {
     const fake = new FakeKernel();
     const inp = chain('inp', { type: 'filter', hook: 'input', priority: 0 });
-    expect(() => fake.commitSync([add(table), add(ft([])), add(inp), add(rule('inp', [{ kind: 'flow-offload', flowtable: flowtable.name }]))])).toThrow(/EOPNOTSUPP/);
+    expect(() =>
+      fake.commitSync([add(table), add(ft([])), add(inp), add(rule('inp', [{ kind: 'flow-offload', flowtable: flowtable.name }]))]),
+    ).toThrow(/EOPNOTSUPP/);
   });
   it('unknown devices fail ENOENT when the fake knows the links', () => {
     const fake = new FakeKernel({ devices: ['eth0'] });
@@ -114,7 +132,9 @@ describe('FakeKernel: flowtables', () => {
   it('a missing flowtable cannot be offloaded to', () => {
     const fake = new FakeKernel();
     const fwd = chain('fwd', { type: 'filter', hook: 'forward', priority: 0 });
-    expect(() => fake.commitSync([add(table), add(fwd), add(rule('fwd', [{ kind: 'flow-offload', flowtable: 'nope' }]))])).toThrow(/ENOENT/);
+    expect(() => fake.commitSync([add(table), add(fwd), add(rule('fwd', [{ kind: 'flow-offload', flowtable: 'nope' }]))])).toThrow(
+      /ENOENT/,
+    );
   });
 });
 
@@ -130,7 +150,12 @@ describe('FakeKernel: invalid operations, faults, counters, listing', () => {
       expect((e as NftInvalidError).index).toBe(1);
       expect((e as NftInvalidError).reason).toContain('leading zero');
     }
-    expect(fake.listSync(F, T)!.elements.filter((e) => e.set === 'ips').map((e) => e.key[0])).toEqual(['192.0.2.1']);
+    expect(
+      fake
+        .listSync(F, T)!
+        .elements.filter((e) => e.set === 'ips')
+        .map((e) => e.key[0]),
+    ).toEqual(['192.0.2.1']);
   });
 
   it('an injected fault fails the next commit only, leaving the state alone', async () => {
@@ -138,7 +163,10 @@ describe('FakeKernel: invalid operations, faults, counters, listing', () => {
     await fake.commit(fake.begin().queueAll(world));
     fake.faults.push({ code: 'ENOBUFS', index: 1 });
     const tx: Operation[] = [add(chain('a')), add(chain('b'))];
-    await expect(fake.commit(fake.begin().queueAll(tx))).rejects.toMatchObject({ code: 'ERR_NFT_COMMIT', failures: [{ index: 1, errno: 105, code: 'ENOBUFS', message: 'injected ENOBUFS' }] });
+    await expect(fake.commit(fake.begin().queueAll(tx))).rejects.toMatchObject({
+      code: 'ERR_NFT_COMMIT',
+      failures: [{ index: 1, errno: 105, code: 'ENOBUFS', message: 'injected ENOBUFS' }],
+    });
     expect(fake.listSync(F, T)!.chains.map((c) => c.name)).not.toContain('a');
     await fake.commit(fake.begin().queueAll(tx));
     expect(fake.listSync(F, T)!.chains.map((c) => c.name)).toContain('a');
@@ -153,7 +181,14 @@ describe('FakeKernel: invalid operations, faults, counters, listing', () => {
     // Same content, other order of independent operations.
     const defs = objs.filter((o) => o.kind !== 'element' && o.kind !== 'rule');
     const rest = objs.filter((o) => o.kind === 'element' || o.kind === 'rule');
-    b.commitSync([...defs.filter((o) => o.kind === 'table'), ...defs.filter((o) => o.kind !== 'table').reverse(), ...rest.filter((o) => o.kind === 'element').reverse(), ...rest.filter((o) => o.kind === 'rule')].map((object) => ({ verb: 'add', object })));
+    b.commitSync(
+      [
+        ...defs.filter((o) => o.kind === 'table'),
+        ...defs.filter((o) => o.kind !== 'table').reverse(),
+        ...rest.filter((o) => o.kind === 'element').reverse(),
+        ...rest.filter((o) => o.kind === 'rule'),
+      ].map((object) => ({ verb: 'add', object })),
+    );
     const la = a.listSync(F, T)!;
     expect(b.listSync(F, T)).toEqual(la);
     expect(la.chains.map((c) => c.name)).toEqual([...la.chains.map((c) => c.name)].sort());
@@ -171,7 +206,8 @@ describe('FakeKernel: invalid operations, faults, counters, listing', () => {
   it('100k elements commit quickly, and a small change after them too', () => {
     const fake = new FakeKernel();
     const ops: Operation[] = [add(table), add({ ...vm, keyType: ['ipv4_addr', 'inet_proto', 'inet_service'] }), add(chain('svc'))];
-    for (let i = 0; i < 100_000; i++) ops.push(add(el('vm', [`10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, 'tcp', '80'], { verdict: 'goto', chain: 'svc' })));
+    for (let i = 0; i < 100_000; i++)
+      ops.push(add(el('vm', [`10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, 'tcp', '80'], { verdict: 'goto', chain: 'svc' })));
     let t0 = performance.now();
     fake.commitSync(ops);
     const full = performance.now() - t0;

@@ -56,17 +56,61 @@ export const chains: Chain[] = [
 ];
 
 export const sets: Array<NftSet | NftMap> = [
-  { kind: 'map', family: F, table: T, name: 'service-ips', keyType: ['ipv4_addr', 'inet_proto', 'inet_service'], dataType: 'verdict', comment: 'ClusterIP, ExternalIP and LoadBalancer IP traffic' },
+  {
+    kind: 'map',
+    family: F,
+    table: T,
+    name: 'service-ips',
+    keyType: ['ipv4_addr', 'inet_proto', 'inet_service'],
+    dataType: 'verdict',
+    comment: 'ClusterIP, ExternalIP and LoadBalancer IP traffic',
+  },
   { kind: 'map', family: F, table: T, name: 'service-nodeports', keyType: ['inet_proto', 'inet_service'], dataType: 'verdict' },
   { kind: 'map', family: F, table: T, name: 'service-ips-v6', keyType: ['ipv6_addr', 'inet_proto', 'inet_service'], dataType: 'verdict' },
   { kind: 'set', family: F, table: T, name: 'cluster-ips', keyType: ['ipv4_addr'] },
   { kind: 'set', family: F, table: T, name: 'nodeport-ips', keyType: ['ipv4_addr'], flags: ['interval'] },
-  { kind: 'set', family: F, table: T, name: 'affinity-ns1/svc1/tcp/p80__10.180.0.1/80', keyType: ['ipv4_addr'], flags: ['dynamic', 'timeout'], timeout: 10800 },
-  { kind: 'map', family: F, table: T, name: 'no-endpoint-services', keyType: ['ipv4_addr', 'inet_proto', 'inet_service'], dataType: 'verdict' },
+  {
+    kind: 'set',
+    family: F,
+    table: T,
+    name: 'affinity-ns1/svc1/tcp/p80__10.180.0.1/80',
+    keyType: ['ipv4_addr'],
+    flags: ['dynamic', 'timeout'],
+    timeout: 10800,
+  },
+  {
+    kind: 'map',
+    family: F,
+    table: T,
+    name: 'no-endpoint-services',
+    keyType: ['ipv4_addr', 'inet_proto', 'inet_service'],
+    dataType: 'verdict',
+  },
   { kind: 'map', family: F, table: T, name: 'ct-mark-by-iface', keyType: ['ifname'], dataType: 'mark' },
-  { kind: 'map', family: F, table: T, name: 'endpoints-LEANSHAP-ns1/svc2/tcp/p80', keyType: ['integer'], dataType: ['ipv4_addr', 'inet_service'] },
-  { kind: 'map', family: F, table: T, name: 'endpoints-LEANSHAP-ns1/svc2/tcp/p80-v6', keyType: ['integer'], dataType: ['ipv6_addr', 'inet_service'] },
-  { kind: 'set', family: F, table: T, name: 'lb-source-ranges', keyType: ['ipv4_addr', 'inet_proto', 'inet_service', 'ipv4_addr'], flags: ['interval'] },
+  {
+    kind: 'map',
+    family: F,
+    table: T,
+    name: 'endpoints-LEANSHAP-ns1/svc2/tcp/p80',
+    keyType: ['integer'],
+    dataType: ['ipv4_addr', 'inet_service'],
+  },
+  {
+    kind: 'map',
+    family: F,
+    table: T,
+    name: 'endpoints-LEANSHAP-ns1/svc2/tcp/p80-v6',
+    keyType: ['integer'],
+    dataType: ['ipv6_addr', 'inet_service'],
+  },
+  {
+    kind: 'set',
+    family: F,
+    table: T,
+    name: 'lb-source-ranges',
+    keyType: ['ipv4_addr', 'inet_proto', 'inet_service', 'ipv4_addr'],
+    flags: ['interval'],
+  },
 ];
 
 export const SVC = 'service-ULMVA6XW-ns1/svc1/tcp/p80';
@@ -120,44 +164,104 @@ export const rules: Rule[] = [
   rule('masquerading', [{ kind: 'masquerade', fullyRandom: true }]),
   rule('mark-for-masquerade', [{ kind: 'mark-set', value: '0x4000', or: true }]),
   rule('mark-for-masquerade', [{ kind: 'mark-set', value: '0x1' }]),
-  rule(SVC, [{ kind: 'match', left: saddr, op: '!=', right: '10.0.0.0/8' }, { kind: 'verdict', verdict: 'jump', chain: 'mark-for-masquerade' }]),
+  rule(SVC, [
+    { kind: 'match', left: saddr, op: '!=', right: '10.0.0.0/8' },
+    { kind: 'verdict', verdict: 'jump', chain: 'mark-for-masquerade' },
+  ]),
   rule(SVC, [
     { kind: 'match', left: { kind: 'numgen', mod: 2 }, op: '==', right: '0' },
     { kind: 'counter' },
     { kind: 'verdict', verdict: 'goto', chain: EP1 },
   ]),
-  rule(SVC, [{ kind: 'match', left: { kind: 'numgen', mod: 2 }, op: '==', right: '1' }, { kind: 'verdict', verdict: 'goto', chain: EP2 }]),
-  rule(EP1, [{ kind: 'match', left: saddr, op: '==', right: '10.180.0.1' }, { kind: 'verdict', verdict: 'jump', chain: 'mark-for-masquerade' }]),
+  rule(SVC, [
+    { kind: 'match', left: { kind: 'numgen', mod: 2 }, op: '==', right: '1' },
+    { kind: 'verdict', verdict: 'goto', chain: EP2 },
+  ]),
+  rule(EP1, [
+    { kind: 'match', left: saddr, op: '==', right: '10.180.0.1' },
+    { kind: 'verdict', verdict: 'jump', chain: 'mark-for-masquerade' },
+  ]),
   rule(EP1, [{ kind: 'set-update', op: 'update', set: AFF, keys: [saddr], timeout: 10800 }]),
   rule(EP1, [{ kind: 'set-update', op: 'add', set: AFF, keys: [saddr] }]),
-  rule(EP1, [{ kind: 'match', left: l4, op: '==', right: 'tcp' }, { kind: 'dnat', addr: '10.180.0.1', port: 80 }]),
-  rule(EP2, [{ kind: 'match', left: l4, op: '==', right: 'udp' }, { kind: 'dnat', addr: '10.180.0.2' }]),
-  rule(EP6, [{ kind: 'match', left: l4, op: '==', right: 'tcp' }, { kind: 'dnat', addr: 'fd00:10:180::1', port: 8080 }]),
-  rule('nat-postrouting', [{ kind: 'match', left: { kind: 'ct', key: 'status' }, op: '==', right: 'dnat' }, { kind: 'match', left: { kind: 'payload', field: 'ip protocol' }, op: '==', right: 'udp' }, { kind: 'snat', addr: '192.0.2.1', port: 1024 }]),
-  rule('nat-postrouting', [{ kind: 'match', left: { kind: 'meta', key: 'nfproto' }, op: '==', right: 'ipv6' }, { kind: 'snat', addr: 'fd00::1' }]),
-  rule(SVC2, [{ kind: 'match', left: l4, op: '==', right: 'tcp' }, { kind: 'dnat-map', family: 'ip', keys: [{ kind: 'numgen', mod: 2 }], map: EPS2 }]),
-  rule(SVC2, [{ kind: 'match', left: l4, op: '==', right: 'tcp' }, { kind: 'dnat-map', family: 'ip6', keys: [{ kind: 'numgen', mod: 1 }], map: `${EPS2}-v6` }]),
-  rule(SVC2, [{ kind: 'match', left: l4, op: '==', right: 'udp' }, { kind: 'dnat-map', family: 'ip', keys: [{ kind: 'numgen', mod: 3, offset: 4000000000 }], map: EPS2 }]),
+  rule(EP1, [
+    { kind: 'match', left: l4, op: '==', right: 'tcp' },
+    { kind: 'dnat', addr: '10.180.0.1', port: 80 },
+  ]),
+  rule(EP2, [
+    { kind: 'match', left: l4, op: '==', right: 'udp' },
+    { kind: 'dnat', addr: '10.180.0.2' },
+  ]),
+  rule(EP6, [
+    { kind: 'match', left: l4, op: '==', right: 'tcp' },
+    { kind: 'dnat', addr: 'fd00:10:180::1', port: 8080 },
+  ]),
+  rule('nat-postrouting', [
+    { kind: 'match', left: { kind: 'ct', key: 'status' }, op: '==', right: 'dnat' },
+    { kind: 'match', left: { kind: 'payload', field: 'ip protocol' }, op: '==', right: 'udp' },
+    { kind: 'snat', addr: '192.0.2.1', port: 1024 },
+  ]),
+  rule('nat-postrouting', [
+    { kind: 'match', left: { kind: 'meta', key: 'nfproto' }, op: '==', right: 'ipv6' },
+    { kind: 'snat', addr: 'fd00::1' },
+  ]),
+  rule(SVC2, [
+    { kind: 'match', left: l4, op: '==', right: 'tcp' },
+    { kind: 'dnat-map', family: 'ip', keys: [{ kind: 'numgen', mod: 2 }], map: EPS2 },
+  ]),
+  rule(SVC2, [
+    { kind: 'match', left: l4, op: '==', right: 'tcp' },
+    { kind: 'dnat-map', family: 'ip6', keys: [{ kind: 'numgen', mod: 1 }], map: `${EPS2}-v6` },
+  ]),
+  rule(SVC2, [
+    { kind: 'match', left: l4, op: '==', right: 'udp' },
+    { kind: 'dnat-map', family: 'ip', keys: [{ kind: 'numgen', mod: 3, offset: 4000000000 }], map: EPS2 },
+  ]),
   rule('reject-chain', [{ kind: 'reject', with: 'icmpx port-unreachable' }]),
-  rule('reject-chain', [{ kind: 'match', left: { kind: 'payload', field: 'ip protocol' }, op: '==', right: 'tcp' }, { kind: 'reject', with: 'tcp reset' }]),
-  rule('reject-chain', [{ kind: 'match', left: { kind: 'payload', field: 'ip6 nexthdr' }, op: '==', right: 'udp' }, { kind: 'reject', with: 'icmpv6 port-unreachable' }]),
-  rule('reject-chain', [{ kind: 'match', left: { kind: 'meta', key: 'nfproto' }, op: '==', right: 'ipv4' }, { kind: 'reject', with: 'icmp port-unreachable' }]),
-  rule('filter-input', [{ kind: 'match', left: { kind: 'ct', key: 'state' }, op: '==', right: 'new' }, { kind: 'verdict', verdict: 'jump', chain: 'firewall-check' }]),
-  rule('filter-input', [{ kind: 'match', left: { kind: 'ct', key: 'state' }, op: '!=', right: 'established,related' }, { kind: 'counter' }]),
+  rule('reject-chain', [
+    { kind: 'match', left: { kind: 'payload', field: 'ip protocol' }, op: '==', right: 'tcp' },
+    { kind: 'reject', with: 'tcp reset' },
+  ]),
+  rule('reject-chain', [
+    { kind: 'match', left: { kind: 'payload', field: 'ip6 nexthdr' }, op: '==', right: 'udp' },
+    { kind: 'reject', with: 'icmpv6 port-unreachable' },
+  ]),
+  rule('reject-chain', [
+    { kind: 'match', left: { kind: 'meta', key: 'nfproto' }, op: '==', right: 'ipv4' },
+    { kind: 'reject', with: 'icmp port-unreachable' },
+  ]),
+  rule('filter-input', [
+    { kind: 'match', left: { kind: 'ct', key: 'state' }, op: '==', right: 'new' },
+    { kind: 'verdict', verdict: 'jump', chain: 'firewall-check' },
+  ]),
+  rule('filter-input', [
+    { kind: 'match', left: { kind: 'ct', key: 'state' }, op: '!=', right: 'established,related' },
+    { kind: 'counter' },
+  ]),
   rule('filter-input', [{ kind: 'match', left: { kind: 'meta', key: 'iifname' }, op: '==', right: 'eth0' }, { kind: 'notrack' }]),
-  rule('filter-input', [{ kind: 'match', left: { kind: 'meta', key: 'oifname' }, op: '!=', right: 'lo' }, { kind: 'match', left: { kind: 'meta', key: 'iif' }, op: '==', right: '1' }, { kind: 'match', left: { kind: 'meta', key: 'oif' }, op: '!=', right: '1' }, { kind: 'counter' }]),
+  rule('filter-input', [
+    { kind: 'match', left: { kind: 'meta', key: 'oifname' }, op: '!=', right: 'lo' },
+    { kind: 'match', left: { kind: 'meta', key: 'iif' }, op: '==', right: '1' },
+    { kind: 'match', left: { kind: 'meta', key: 'oif' }, op: '!=', right: '1' },
+    { kind: 'counter' },
+  ]),
   rule('firewall-check', [
     { kind: 'lookup', keys: [daddr, l4, tcpDport, saddr], set: 'lb-source-ranges', negate: true },
     { kind: 'verdict', verdict: 'drop' },
   ]),
-  rule('firewall-check', [{ kind: 'lookup', keys: [daddr], set: 'cluster-ips' }, { kind: 'verdict', verdict: 'accept' }]),
+  rule('firewall-check', [
+    { kind: 'lookup', keys: [daddr], set: 'cluster-ips' },
+    { kind: 'verdict', verdict: 'accept' },
+  ]),
   rule('filter-forward', [
     { kind: 'match', left: { kind: 'ct-addr', dir: 'original', field: 'ip daddr' }, op: '==', right: '172.30.0.41' },
     { kind: 'match', left: { kind: 'ct', key: 'packets' }, op: '>', right: '20' },
     { kind: 'match', left: { kind: 'ct', key: 'bytes' }, op: '<', right: '100000' },
     { kind: 'counter' },
   ]),
-  rule('filter-forward', [{ kind: 'match', left: { kind: 'ct', key: 'packets' }, op: '>', right: '20' }, { kind: 'flow-offload', flowtable: 'kube-proxy-flowtable' }]),
+  rule('filter-forward', [
+    { kind: 'match', left: { kind: 'ct', key: 'packets' }, op: '>', right: '20' },
+    { kind: 'flow-offload', flowtable: 'kube-proxy-flowtable' },
+  ]),
   rule('filter-forward', [
     { kind: 'match', left: { kind: 'ct-addr', dir: 'reply', field: 'ip6 saddr' }, op: '==', right: 'fd00::/64' },
     { kind: 'match', left: { kind: 'ct', key: 'mark' }, op: '==', right: '0x10', mask: '0xff' },
@@ -165,11 +269,27 @@ export const rules: Rule[] = [
     { kind: 'match', left: { kind: 'payload', field: 'tcp dport' }, op: '>=', right: '1024' },
     { kind: 'verdict', verdict: 'continue' },
   ]),
-  rule('filter-forward', [{ kind: 'match', left: { kind: 'payload', field: 'udp dport' }, op: '<=', right: '53' }, { kind: 'match', left: { kind: 'payload', field: 'th sport' }, op: '==', right: '53' }, { kind: 'verdict', verdict: 'accept' }]),
-  rule('filter-forward', [{ kind: 'match', left: { kind: 'payload', field: 'sctp dport' }, op: '==', right: '9000' }, { kind: 'match', left: { kind: 'payload', field: 'ip6 saddr' }, op: '!=', right: 'fd00::1' }, { kind: 'verdict', verdict: 'accept' }]),
+  rule('filter-forward', [
+    { kind: 'match', left: { kind: 'payload', field: 'udp dport' }, op: '<=', right: '53' },
+    { kind: 'match', left: { kind: 'payload', field: 'th sport' }, op: '==', right: '53' },
+    { kind: 'verdict', verdict: 'accept' },
+  ]),
+  rule('filter-forward', [
+    { kind: 'match', left: { kind: 'payload', field: 'sctp dport' }, op: '==', right: '9000' },
+    { kind: 'match', left: { kind: 'payload', field: 'ip6 saddr' }, op: '!=', right: 'fd00::1' },
+    { kind: 'verdict', verdict: 'accept' },
+  ]),
 ];
 
-export const flowtable: Flowtable = { kind: 'flowtable', family: F, table: T, name: 'kube-proxy-flowtable', hook: 'ingress', priority: 0, devices: ['lo'] };
+export const flowtable: Flowtable = {
+  kind: 'flowtable',
+  family: F,
+  table: T,
+  name: 'kube-proxy-flowtable',
+  hook: 'ingress',
+  priority: 0,
+  devices: ['lo'],
+};
 
 /** Everything, in an order the kernel accepts (definitions before uses). */
 export function representativeObjects(opts: { flowtable: boolean }): NftObject[] {

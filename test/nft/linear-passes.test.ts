@@ -27,12 +27,29 @@ function counted(ops: Operation[]): { ops: Operation[]; reads: () => number } {
 /** `services` verdict-map chains (2 endpoints each), then 10 elements per service spread over 16 integer-keyed maps, interleaved. */
 function interleaved(services: number): Operation[] {
   const ops = fullRuleset(services);
-  const maps: NftMap[] = Array.from({ length: 16 }, (_, k) => ({ kind: 'map', family: 'ip', table: TABLE, name: `endpoints-${k}`, keyType: ['integer'], dataType: ['ipv4_addr', 'inet_service'] }));
+  const maps: NftMap[] = Array.from({ length: 16 }, (_, k) => ({
+    kind: 'map',
+    family: 'ip',
+    table: TABLE,
+    name: `endpoints-${k}`,
+    keyType: ['integer'],
+    dataType: ['ipv4_addr', 'inet_service'],
+  }));
   ops.push(...maps.map((object): Operation => ({ verb: 'add', object })));
   for (let i = 0; i < services; i++) {
     for (let j = 0; j < 10; j++) {
       const n = i * 10 + j;
-      ops.push({ verb: 'add', object: { kind: 'element', family: 'ip', table: TABLE, set: maps[(i * 7 + j) % 16]!.name, key: [String(n)], value: [`10.${128 + (n >> 16)}.${(n >> 8) & 255}.${n & 255}`, '8080'] } });
+      ops.push({
+        verb: 'add',
+        object: {
+          kind: 'element',
+          family: 'ip',
+          table: TABLE,
+          set: maps[(i * 7 + j) % 16]!.name,
+          key: [String(n)],
+          value: [`10.${128 + (n >> 16)}.${(n >> 8) & 255}.${n & 255}`, '8080'],
+        },
+      });
     }
   }
   return ops;
@@ -52,7 +69,10 @@ const STEPS: Array<[string, (ops: Operation[]) => void]> = [
 
 describe('one commit reads each operation a bounded number of times', () => {
   for (const [name, step] of STEPS) {
-    for (const [shape, build] of [['chains', fullRuleset], ['interleaved maps', interleaved]] as const) {
+    for (const [shape, build] of [
+      ['chains', fullRuleset],
+      ['interleaved maps', interleaved],
+    ] as const) {
       it(`${name}, ${shape}: as many reads per operation at 4,000 services as at 500`, () => {
         const perOp = [500, 4000].map((n) => {
           const { ops, reads } = counted(build(n));

@@ -12,7 +12,7 @@ type J = any;
 const hexMark = (v: J): string => (typeof v === 'number' ? `0x${v.toString(16)}` : String(v));
 const proto = (v: J): string => (v === 'ipv6-icmp' ? 'icmpv6' : String(v));
 
-function selector(j: J, ifindex: Map<string, string>): Selector {
+function selector(j: J): Selector {
   if (j.payload) {
     const { protocol, field } = j.payload;
     if (protocol === 'ip' || protocol === 'ip6') return { kind: 'payload', field: `${protocol} ${field}` as never };
@@ -27,7 +27,8 @@ function selector(j: J, ifindex: Map<string, string>): Selector {
   }
   if (j.fib) return { kind: 'fib-type', addr: j.fib.flags[0] };
   // nft 1.0.6's JSON prints an offset of 2^31 or more as a negative number; its text listing does not.
-  if (j.numgen) return j.numgen.offset ? { kind: 'numgen', mod: j.numgen.mod, offset: j.numgen.offset >>> 0 } : { kind: 'numgen', mod: j.numgen.mod };
+  if (j.numgen)
+    return j.numgen.offset ? { kind: 'numgen', mod: j.numgen.mod, offset: j.numgen.offset >>> 0 } : { kind: 'numgen', mod: j.numgen.mod };
   throw new Error(`unknown selector ${JSON.stringify(j)}`);
 }
 
@@ -48,8 +49,8 @@ function verdict(j: J): Verdict | undefined {
   return undefined;
 }
 
-function keysOf(j: J, ifindex: Map<string, string>): Selector[] {
-  return j.concat ? j.concat.map((k: J) => selector(k, ifindex)) : [selector(j, ifindex)];
+function keysOf(j: J): Selector[] {
+  return j.concat ? j.concat.map((k: J) => selector(k)) : [selector(j)];
 }
 
 function statement(j: J, ifindex: Map<string, string>): Statement {
@@ -58,27 +59,28 @@ function statement(j: J, ifindex: Map<string, string>): Statement {
   if (j.match) {
     const { op, left, right } = j.match;
     if (typeof right === 'string' && right.startsWith('@')) {
-      return { kind: 'lookup', keys: keysOf(left, ifindex), set: right.slice(1), ...(op === '!=' ? { negate: true } : {}) };
+      return { kind: 'lookup', keys: keysOf(left), set: right.slice(1), ...(op === '!=' ? { negate: true } : {}) };
     }
     const masked = left['&'];
-    const sel = selector(masked ? masked[0] : left, ifindex);
+    const sel = selector(masked ? masked[0] : left);
     const st: Statement = { kind: 'match', left: sel, op: op === 'in' ? '==' : op, right: operand(sel, right, ifindex) };
     if (masked) st.mask = operand(sel, masked[1], ifindex);
     return st;
   }
-  if (j.vmap) return { kind: 'vmap', keys: keysOf(j.vmap.key, ifindex), map: j.vmap.data.slice(1) };
+  if (j.vmap) return { kind: 'vmap', keys: keysOf(j.vmap.key), map: j.vmap.data.slice(1) };
   if ('counter' in j) return { kind: 'counter' };
   if ('notrack' in j) return { kind: 'notrack' };
   if (j.dnat?.addr?.map) {
     const m = j.dnat.addr.map;
-    return { kind: 'dnat-map', family: j.dnat.family, keys: keysOf(m.key, ifindex), map: m.data.slice(1) };
+    return { kind: 'dnat-map', family: j.dnat.family, keys: keysOf(m.key), map: m.data.slice(1) };
   }
   if (j.dnat || j.snat) {
     const n = j.dnat ?? j.snat;
     return { kind: j.dnat ? 'dnat' : 'snat', addr: n.addr, ...(n.port !== undefined ? { port: n.port } : {}) };
   }
   if ('masquerade' in j) return { kind: 'masquerade', ...(j.masquerade?.flags === 'fully-random' ? { fullyRandom: true } : {}) };
-  if (j.reject) return { kind: 'reject', with: j.reject.type === 'tcp reset' ? 'tcp reset' : (`${j.reject.type} ${j.reject.expr}` as never) };
+  if (j.reject)
+    return { kind: 'reject', with: j.reject.type === 'tcp reset' ? 'tcp reset' : (`${j.reject.type} ${j.reject.expr}` as never) };
   if (j.mangle && j.mangle.key.meta?.key === 'mark') {
     const val = j.mangle.value;
     if (typeof val === 'number') return { kind: 'mark-set', value: hexMark(val) };
@@ -92,7 +94,7 @@ function statement(j: J, ifindex: Map<string, string>): Statement {
       kind: 'set-update',
       op: j.set.op,
       set: j.set.set.slice(1),
-      keys: keysOf(inner, ifindex),
+      keys: keysOf(inner),
       ...(e.elem?.timeout !== undefined ? { timeout: e.elem.timeout } : {}),
     };
   }
@@ -118,7 +120,13 @@ function element(c: NftSet | NftMap, j: J): Element {
     keyJ = keyJ.elem.val;
   }
   const parts: J[] = keyJ && typeof keyJ === 'object' && keyJ.concat ? keyJ.concat : [keyJ];
-  const e: Element = { kind: 'element', family: c.family, table: c.table, set: c.name, key: parts.map((p, i) => keyPart(c.keyType[i]!, p)) };
+  const e: Element = {
+    kind: 'element',
+    family: c.family,
+    table: c.table,
+    set: c.name,
+    key: parts.map((p, i) => keyPart(c.keyType[i]!, p)),
+  };
   if (valJ !== undefined && c.kind === 'map') {
     const dt = c.dataType;
     if (dt === 'verdict') e.value = verdict(valJ)!;
@@ -137,13 +145,25 @@ function mapData(j: J): NftMap['dataType'] {
 }
 
 /** One table of an `nft -j list ruleset` answer as a listing (sorted like FakeKernel.list, rules in chain order). */
-export function listingFromNftJson(json: NftJson, family: Family, name: string, ifindex = new Map([['lo', '1']])): TableListing | undefined {
+export function listingFromNftJson(
+  json: NftJson,
+  family: Family,
+  name: string,
+  ifindex = new Map([['lo', '1']]),
+): TableListing | undefined {
   let listing: TableListing | undefined;
   const mine = (o: J) => o.family === family && (o.table ?? o.name) === name;
   for (const item of json.nftables) {
     const [kind, o] = Object.entries(item)[0] as [string, J];
     if (kind === 'table' && mine(o)) {
-      listing = { table: { kind: 'table', family, name, ...(o.comment !== undefined ? { comment: o.comment } : {}) }, chains: [], rules: [], sets: [], elements: [], flowtables: [] };
+      listing = {
+        table: { kind: 'table', family, name, ...(o.comment !== undefined ? { comment: o.comment } : {}) },
+        chains: [],
+        rules: [],
+        sets: [],
+        elements: [],
+        flowtables: [],
+      };
     }
     if (!listing || !mine(o) || kind === 'table') continue;
     if (kind === 'chain') {
@@ -154,17 +174,34 @@ export function listingFromNftJson(json: NftJson, family: Family, name: string, 
     } else if (kind === 'set' || kind === 'map') {
       const keyType = Array.isArray(o.type) ? o.type : [o.type];
       const c: NftSet | NftMap =
-        kind === 'map' ? { kind: 'map', family, table: name, name: o.name, keyType, dataType: mapData(o.map) } : { kind: 'set', family, table: name, name: o.name, keyType };
+        kind === 'map'
+          ? { kind: 'map', family, table: name, name: o.name, keyType, dataType: mapData(o.map) }
+          : { kind: 'set', family, table: name, name: o.name, keyType };
       if (o.flags?.length) c.flags = [...o.flags].sort();
       if (c.kind === 'set' && o.timeout !== undefined) c.timeout = o.timeout;
       if (o.comment !== undefined) c.comment = o.comment;
       listing.sets.push(c);
       for (const e of o.elem ?? []) listing.elements.push(element(c, e));
     } else if (kind === 'flowtable') {
-      const f: Flowtable = { kind: 'flowtable', family, table: name, name: o.name, hook: o.hook, priority: o.prio, devices: [...(o.dev ?? [])].sort() };
+      const f: Flowtable = {
+        kind: 'flowtable',
+        family,
+        table: name,
+        name: o.name,
+        hook: o.hook,
+        priority: o.prio,
+        devices: [...(o.dev ?? [])].sort(),
+      };
       listing.flowtables.push(f);
     } else if (kind === 'rule') {
-      const r: Rule = { kind: 'rule', family, table: name, chain: o.chain, exprs: o.expr.map((e: J) => statement(e, ifindex)), handle: o.handle };
+      const r: Rule = {
+        kind: 'rule',
+        family,
+        table: name,
+        chain: o.chain,
+        exprs: o.expr.map((e: J) => statement(e, ifindex)),
+        handle: o.handle,
+      };
       if (o.comment !== undefined) r.comment = o.comment;
       listing.rules.push(r);
     }
@@ -205,7 +242,13 @@ export function asNftLists(l: TableListing): TableListing {
     rules: out.rules.map((r) => {
       const exprs = r.exprs.filter((st, i) => {
         const next = r.exprs[i + 1];
-        return !(st.kind === 'match' && st.left.kind === 'meta' && st.left.key === 'nfproto' && next?.kind === 'reject' && next.with !== 'tcp reset');
+        return !(
+          st.kind === 'match' &&
+          st.left.kind === 'meta' &&
+          st.left.key === 'nfproto' &&
+          next?.kind === 'reject' &&
+          next.with !== 'tcp reset'
+        );
       });
       const { handle: _h, ...rest } = r;
       return { ...rest, exprs };

@@ -59,10 +59,15 @@ describe('render-text against nft (oracle)', () => {
     const objs = representativeObjects({ flowtable: false });
     await withNetns((ns) => {
       load(ns, renderOperations(objs.map((object) => ({ verb: 'add', object }))));
-      const handles = listingFromNftJson(ns.nftJson(), F, T)!.rules.filter((r) => r.chain === 'filter-input').map((r) => r.handle!);
+      const handles = listingFromNftJson(ns.nftJson(), F, T)!
+        .rules.filter((r) => r.chain === 'filter-input')
+        .map((r) => r.handle!);
       const svcRules = rules.filter((r) => r.chain === 'filter-input');
       const newRule = rule('filter-input', [{ kind: 'counter' }], { comment: 'prepended' });
-      const replacement = rule('filter-input', [{ kind: 'match', left: { kind: 'meta', key: 'l4proto' }, op: '==', right: 'udp' }, { kind: 'verdict', verdict: 'drop' }]);
+      const replacement = rule('filter-input', [
+        { kind: 'match', left: { kind: 'meta', key: 'l4proto' }, op: '==', right: 'udp' },
+        { kind: 'verdict', verdict: 'drop' },
+      ]);
       const ops: Operation[] = [
         { verb: 'insert', object: newRule },
         { verb: 'replace', object: { ...replacement, handle: handles[1] } },
@@ -88,7 +93,9 @@ describe('render-text against nft (oracle)', () => {
         ...sets.filter((s) => s.name !== 'lb-source-ranges'),
         ...elements.filter((e, i) => i !== 0 && e.set !== 'nodeport-ips' && e.set !== 'lb-source-ranges'),
         el('cluster-ips', ['172.30.0.99']),
-        ...rules.filter((r) => r.chain !== 'filter-input' && r.chain !== 'firewall-check' && !r.exprs.some((s) => s.kind === 'flow-offload')),
+        ...rules.filter(
+          (r) => r.chain !== 'filter-input' && r.chain !== 'firewall-check' && !r.exprs.some((s) => s.kind === 'flow-offload'),
+        ),
         newRule,
         ...inputRules,
       ]);
@@ -112,8 +119,27 @@ describe('render-text against nft (oracle)', () => {
       { kind: 'chain', family, table: T, name: 'post', base: { type: 'nat', hook: 'postrouting', priority: 100, policy: 'accept' } },
       { kind: 'chain', family, table: T, name: 'pre', base: { type: 'nat', hook: 'prerouting', priority: -100, policy: 'accept' } },
       { kind: 'rule', family, table: T, chain: 'in', exprs: [{ kind: 'reject', with: reject }] },
-      { kind: 'rule', family, table: T, chain: 'post', exprs: [{ kind: 'match', left: { kind: 'meta', key: 'l4proto' }, op: '==', right: 'udp' }, { kind: 'snat', addr, port: 53 }] },
-      { kind: 'rule', family, table: T, chain: 'pre', exprs: [{ kind: 'match', left: { kind: 'payload', field }, op: '==', right: prefix }, { kind: 'match', left: { kind: 'meta', key: 'l4proto' }, op: '==', right: 'tcp' }, { kind: 'dnat', addr, port: 80 }] },
+      {
+        kind: 'rule',
+        family,
+        table: T,
+        chain: 'post',
+        exprs: [
+          { kind: 'match', left: { kind: 'meta', key: 'l4proto' }, op: '==', right: 'udp' },
+          { kind: 'snat', addr, port: 53 },
+        ],
+      },
+      {
+        kind: 'rule',
+        family,
+        table: T,
+        chain: 'pre',
+        exprs: [
+          { kind: 'match', left: { kind: 'payload', field }, op: '==', right: prefix },
+          { kind: 'match', left: { kind: 'meta', key: 'l4proto' }, op: '==', right: 'tcp' },
+          { kind: 'dnat', addr, port: 80 },
+        ],
+      },
     ];
     const tx = new Transaction();
     for (const o of objs) tx.add(o);
@@ -123,7 +149,7 @@ describe('render-text against nft (oracle)', () => {
     });
   });
 
-  it('flowtable text passes nft\'s parser; only the kernel refuses it (no CONFIG_NF_FLOW_TABLE)', async () => {
+  it("flowtable text passes nft's parser; only the kernel refuses it (no CONFIG_NF_FLOW_TABLE)", async () => {
     // nft -c sends the batch without committing: a syntax error would stop nft
     // before the kernel; here the kernel answers ENOENT for the flowtable itself.
     const script = renderOperations([

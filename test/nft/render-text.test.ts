@@ -3,7 +3,14 @@ import type { Element, NftMap, Operation } from '../../src/nft/objects.ts';
 import { renderName, renderOperations, renderTableText } from '../../src/nft/render-text.ts';
 import { chain, el, F, flowtable, rule, T, table } from './fixtures.ts';
 
-const vmap: NftMap = { kind: 'map', family: F, table: T, name: 'service-ips', keyType: ['ipv4_addr', 'inet_proto', 'inet_service'], dataType: 'verdict' };
+const vmap: NftMap = {
+  kind: 'map',
+  family: F,
+  table: T,
+  name: 'service-ips',
+  keyType: ['ipv4_addr', 'inet_proto', 'inet_service'],
+  dataType: 'verdict',
+};
 
 describe('renderName', () => {
   it.each([
@@ -27,7 +34,10 @@ describe('renderOperations: golden', () => {
       { verb: 'add', object: chain('nat-prerouting', { type: 'nat', hook: 'prerouting', priority: -100, policy: 'accept' }) },
       { verb: 'create', object: chain('services', undefined, 'all services') },
       { verb: 'add', object: vmap },
-      { verb: 'add', object: { kind: 'set', family: F, table: T, name: 'aff', keyType: ['ipv4_addr'], flags: ['dynamic', 'timeout'], timeout: 10800 } },
+      {
+        verb: 'add',
+        object: { kind: 'set', family: F, table: T, name: 'aff', keyType: ['ipv4_addr'], flags: ['dynamic', 'timeout'], timeout: 10800 },
+      },
       { verb: 'add', object: { kind: 'map', family: F, table: T, name: 'marks', keyType: ['ifname'], dataType: 'mark' } },
       { verb: 'add', object: el('marks', ['eth0'], '0x4000') },
       { verb: 'add', object: el('service-ips', ['10.96.0.1', 'tcp', '80'], { verdict: 'goto', chain: 'service-X' }) },
@@ -35,7 +45,20 @@ describe('renderOperations: golden', () => {
       { verb: 'create', object: el('aff', ['10.0.0.1'], undefined, { timeout: 30 }) },
       { verb: 'delete', object: el('service-ips', ['10.96.0.2', 'tcp', '80'], { verdict: 'accept' }) },
       { verb: 'destroy', object: el('service-ips', ['10.96.0.3', 'tcp', '80']) },
-      { verb: 'add', object: rule('services', [{ kind: 'vmap', keys: [{ kind: 'payload', field: 'ip daddr' }, { kind: 'meta', key: 'l4proto' }, { kind: 'payload', field: 'th dport' }], map: 'service-ips' }]) },
+      {
+        verb: 'add',
+        object: rule('services', [
+          {
+            kind: 'vmap',
+            keys: [
+              { kind: 'payload', field: 'ip daddr' },
+              { kind: 'meta', key: 'l4proto' },
+              { kind: 'payload', field: 'th dport' },
+            ],
+            map: 'service-ips',
+          },
+        ]),
+      },
       { verb: 'insert', object: rule('services', [{ kind: 'counter' }], { comment: 'first' }) },
       { verb: 'replace', object: rule('services', [{ kind: 'verdict', verdict: 'accept' }], { handle: 7 }) },
       { verb: 'delete', object: rule('services', [], { handle: 8 }) },
@@ -60,7 +83,8 @@ describe('renderOperations: golden', () => {
         'add set inet kube-nft-proxy aff { type ipv4_addr ; flags dynamic,timeout ; timeout 10800s ; }',
         'add map inet kube-nft-proxy marks { type ifname : mark ; }',
         'add element inet kube-nft-proxy marks { "eth0" : 0x4000 }',
-        'add element inet kube-nft-proxy service-ips { 10.96.0.1 . tcp . 80 : goto service-X, 10.96.0.10 . udp . 53 comment "dns" : goto service-Y }',
+        'add element inet kube-nft-proxy service-ips { 10.96.0.1 . tcp . 80 : goto service-X, 10.96.0.10 . udp . 53 ' +
+          'comment "dns" : goto service-Y }',
         'create element inet kube-nft-proxy aff { 10.0.0.1 timeout 30s }',
         'delete element inet kube-nft-proxy service-ips { 10.96.0.2 . tcp . 80 }',
         'destroy element inet kube-nft-proxy service-ips { 10.96.0.3 . tcp . 80 }',
@@ -88,11 +112,26 @@ describe('renderOperations: golden', () => {
     const ops: Operation[] = [
       { verb: 'add', object: { ...table, name: 'tcp', comment: undefined } },
       { verb: 'add', object: { ...chain('1st'), table: 'tcp' } },
-      { verb: 'add', object: { ...rule('1st', [{ kind: 'lookup', keys: [{ kind: 'payload', field: 'ip daddr' }], set: 'my set' }, { kind: 'verdict', verdict: 'jump', chain: 'a@b' }]), table: 'tcp' } },
+      {
+        verb: 'add',
+        object: {
+          ...rule('1st', [
+            { kind: 'lookup', keys: [{ kind: 'payload', field: 'ip daddr' }], set: 'my set' },
+            { kind: 'verdict', verdict: 'jump', chain: 'a@b' },
+          ]),
+          table: 'tcp',
+        },
+      },
       { verb: 'add', object: { ...el('my set', ['10.0.0.1']), table: 'tcp' } },
     ];
     expect(renderOperations(ops)).toBe(
-      ['add table inet "tcp"', 'add chain inet "tcp" "1st"', 'add rule inet "tcp" "1st" ip daddr @"my set" jump "a@b"', 'add element inet "tcp" "my set" { 10.0.0.1 }', ''].join('\n'),
+      [
+        'add table inet "tcp"',
+        'add chain inet "tcp" "1st"',
+        'add rule inet "tcp" "1st" ip daddr @"my set" jump "a@b"',
+        'add element inet "tcp" "my set" { 10.0.0.1 }',
+        '',
+      ].join('\n'),
     );
   });
 
@@ -111,7 +150,13 @@ describe('renderOperations: golden', () => {
       { verb: 'add', object: el('a', ['5']) },
     ];
     expect(renderOperations(ops)).toBe(
-      ['add element inet kube-nft-proxy a { 1, 2 }', 'delete element inet kube-nft-proxy a { 3 }', 'add element inet kube-nft-proxy b { 4 }', 'add element inet kube-nft-proxy a { 5 }', ''].join('\n'),
+      [
+        'add element inet kube-nft-proxy a { 1, 2 }',
+        'delete element inet kube-nft-proxy a { 3 }',
+        'add element inet kube-nft-proxy b { 4 }',
+        'add element inet kube-nft-proxy a { 5 }',
+        '',
+      ].join('\n'),
     );
     expect(renderOperations([])).toBe('');
   });
@@ -119,7 +164,13 @@ describe('renderOperations: golden', () => {
   it('renders 100k elements in well under a second', () => {
     const ops: Operation[] = [{ verb: 'add', object: vmap }];
     for (let i = 0; i < 100_000; i++) {
-      ops.push({ verb: 'add', object: el('service-ips', [`10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, 'tcp', '80'], { verdict: 'goto', chain: `service-${i}` }) });
+      ops.push({
+        verb: 'add',
+        object: el('service-ips', [`10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, 'tcp', '80'], {
+          verdict: 'goto',
+          chain: `service-${i}`,
+        }),
+      });
     }
     const t0 = performance.now();
     const text = renderOperations(ops);
@@ -133,15 +184,42 @@ describe('renderOperations: golden', () => {
 
 describe('renderTableText: golden', () => {
   it('prints one table block, deterministic', () => {
-    const elements: Element[] = [el('service-ips', ['10.96.0.1', 'tcp', '80'], { verdict: 'goto', chain: 'svc' }), el('service-ips', ['10.96.0.2', 'udp', '53'], { verdict: 'drop' })];
+    const elements: Element[] = [
+      el('service-ips', ['10.96.0.1', 'tcp', '80'], { verdict: 'goto', chain: 'svc' }),
+      el('service-ips', ['10.96.0.2', 'udp', '53'], { verdict: 'drop' }),
+    ];
     const listing = {
       table,
       chains: [chain('nat-prerouting', { type: 'nat', hook: 'prerouting', priority: -100 }), chain('svc', undefined, 'a service')],
       rules: [
-        rule('nat-prerouting', [{ kind: 'vmap', keys: [{ kind: 'payload', field: 'ip daddr' }, { kind: 'meta', key: 'l4proto' }, { kind: 'payload', field: 'th dport' }], map: 'service-ips' }], { handle: 3 }),
-        rule('svc', [{ kind: 'match', left: { kind: 'meta', key: 'l4proto' }, op: '==', right: 'tcp' }, { kind: 'dnat', addr: '10.180.0.1', port: 8080 }], { handle: 4 }),
+        rule(
+          'nat-prerouting',
+          [
+            {
+              kind: 'vmap',
+              keys: [
+                { kind: 'payload', field: 'ip daddr' },
+                { kind: 'meta', key: 'l4proto' },
+                { kind: 'payload', field: 'th dport' },
+              ],
+              map: 'service-ips',
+            },
+          ],
+          { handle: 3 },
+        ),
+        rule(
+          'svc',
+          [
+            { kind: 'match', left: { kind: 'meta', key: 'l4proto' }, op: '==', right: 'tcp' },
+            { kind: 'dnat', addr: '10.180.0.1', port: 8080 },
+          ],
+          { handle: 4 },
+        ),
       ],
-      sets: [vmap, { kind: 'set' as const, family: F, table: T, name: 'empty', keyType: ['ipv6_addr' as const], flags: ['interval' as const] }],
+      sets: [
+        vmap,
+        { kind: 'set' as const, family: F, table: T, name: 'empty', keyType: ['ipv6_addr' as const], flags: ['interval' as const] },
+      ],
       elements,
       flowtables: [flowtable],
     };
@@ -176,6 +254,16 @@ describe('renderTableText: golden', () => {
 `;
     expect(renderTableText(listing)).toBe(want);
     expect(renderTableText(listing, { handles: true })).toContain('dnat ip to 10.180.0.1:8080 # handle 4\n');
-    expect(renderTableText({ ...listing, table: { ...table, comment: undefined }, chains: [], rules: [], sets: [], elements: [], flowtables: [] })).toBe('table inet kube-nft-proxy {\n}\n');
+    expect(
+      renderTableText({
+        ...listing,
+        table: { ...table, comment: undefined },
+        chains: [],
+        rules: [],
+        sets: [],
+        elements: [],
+        flowtables: [],
+      }),
+    ).toBe('table inet kube-nft-proxy {\n}\n');
   });
 });

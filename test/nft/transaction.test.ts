@@ -24,7 +24,8 @@ function firstError(objs: NftObject[], verb: Verb = 'add', known: Array<NftSet |
 
 describe('transaction: kind × verb', () => {
   const cases: Array<[NftObjectKind, Verb, boolean]> = [];
-  for (const kind of Object.keys(sample) as NftObjectKind[]) for (const verb of ALL_VERBS) cases.push([kind, verb, VERBS_BY_KIND[kind].includes(verb)]);
+  for (const kind of Object.keys(sample) as NftObjectKind[])
+    for (const verb of ALL_VERBS) cases.push([kind, verb, VERBS_BY_KIND[kind].includes(verb)]);
 
   it('covers every kind and verb', () => {
     expect(cases.length).toBe(7 * 7);
@@ -61,19 +62,53 @@ describe('transaction: the representative ruleset is valid', () => {
   it('uses every statement and selector kind', () => {
     const st = new Set<string>();
     const sel = new Set<string>();
-    const addSel = (s: Selector) => sel.add(s.kind === 'payload' ? `payload ${s.field}` : s.kind === 'meta' || s.kind === 'ct' ? `${s.kind} ${s.key}` : s.kind);
+    const addSel = (s: Selector) =>
+      sel.add(s.kind === 'payload' ? `payload ${s.field}` : s.kind === 'meta' || s.kind === 'ct' ? `${s.kind} ${s.key}` : s.kind);
     for (const r of rules)
       for (const s of r.exprs) {
         st.add(s.kind === 'verdict' ? `verdict ${s.verdict}` : s.kind === 'reject' ? `reject ${s.with}` : s.kind);
         if (s.kind === 'match') addSel(s.left);
         if (s.kind === 'lookup' || s.kind === 'vmap' || s.kind === 'set-update' || s.kind === 'dnat-map') s.keys.forEach(addSel);
       }
-    const allStatements: Array<Statement['kind']> = ['match', 'lookup', 'vmap', 'counter', 'verdict', 'dnat', 'dnat-map', 'snat', 'masquerade', 'reject', 'mark-set', 'mark-xor', 'set-update', 'flow-offload', 'notrack'];
-    for (const k of allStatements) expect([...st].some((s) => s.split(' ')[0] === k), k).toBe(true);
+    const allStatements: Array<Statement['kind']> = [
+      'match',
+      'lookup',
+      'vmap',
+      'counter',
+      'verdict',
+      'dnat',
+      'dnat-map',
+      'snat',
+      'masquerade',
+      'reject',
+      'mark-set',
+      'mark-xor',
+      'set-update',
+      'flow-offload',
+      'notrack',
+    ];
+    for (const k of allStatements)
+      expect(
+        [...st].some((s) => s.split(' ')[0] === k),
+        k,
+      ).toBe(true);
     for (const v of ['accept', 'drop', 'return', 'continue', 'jump', 'goto']) expect(st.has(`verdict ${v}`), v).toBe(true);
-    for (const w of ['icmp port-unreachable', 'icmpv6 port-unreachable', 'icmpx port-unreachable', 'tcp reset']) expect(st.has(`reject ${w}`), w).toBe(true);
+    for (const w of ['icmp port-unreachable', 'icmpv6 port-unreachable', 'icmpx port-unreachable', 'tcp reset'])
+      expect(st.has(`reject ${w}`), w).toBe(true);
     const allSelectors = [
-      ...['ip saddr', 'ip daddr', 'ip protocol', 'ip6 saddr', 'ip6 daddr', 'ip6 nexthdr', 'th sport', 'th dport', 'tcp dport', 'udp dport', 'sctp dport'].map((f) => `payload ${f}`),
+      ...[
+        'ip saddr',
+        'ip daddr',
+        'ip protocol',
+        'ip6 saddr',
+        'ip6 daddr',
+        'ip6 nexthdr',
+        'th sport',
+        'th dport',
+        'tcp dport',
+        'udp dport',
+        'sctp dport',
+      ].map((f) => `payload ${f}`),
       ...['l4proto', 'nfproto', 'mark', 'iifname', 'oifname', 'iif', 'oif'].map((k) => `meta ${k}`),
       ...['state', 'status', 'mark', 'packets', 'bytes'].map((k) => `ct ${k}`),
       'ct-addr',
@@ -86,7 +121,11 @@ describe('transaction: the representative ruleset is valid', () => {
 
 describe('transaction: every error is found, the first is thrown', () => {
   it('checks every operation, remembers each error with its index, refuses to hand out ops', () => {
-    const tx = new Transaction().add(table).add(chain('')).add(chain('ok')).add({ ...table, family: 'bridge' as never });
+    const tx = new Transaction()
+      .add(table)
+      .add(chain(''))
+      .add(chain('ok'))
+      .add({ ...table, family: 'bridge' as never });
     expect(tx.error?.index).toBe(1);
     expect(tx.error?.reason).toBe('chain name must be a non-empty string');
     expect(tx.errors.map((e) => e.index)).toEqual([1, 3]);
@@ -98,7 +137,10 @@ describe('transaction: every error is found, the first is thrown', () => {
   it('queueAll checks operations made elsewhere with the same index, and knows sets through a lookup', () => {
     const s: NftSet = { kind: 'set', family: F, table: T, name: 's', keyType: ['ipv4_addr'] };
     const known = new Transaction((family, t, name) => (family === F && t === T && name === 's' ? s : undefined));
-    known.queueAll([{ verb: 'add', object: el('s', ['10.0.0.1']) }, { verb: 'add', object: el('s', ['010.0.0.1']) }]);
+    known.queueAll([
+      { verb: 'add', object: el('s', ['10.0.0.1']) },
+      { verb: 'add', object: el('s', ['010.0.0.1']) },
+    ]);
     expect(known.errors.map((e) => [e.index, e.reason])).toEqual([[1, expect.stringContaining('leading zero')]]);
     expect(new Transaction().queueAll([{ verb: 'add', object: el('s', ['010.0.0.1']) }]).error).toBeUndefined();
   });
@@ -120,7 +162,14 @@ describe('transaction: every error is found, the first is thrown', () => {
   });
 });
 
-const vmapC: NftMap = { kind: 'map', family: F, table: T, name: 'service-ips', keyType: ['ipv4_addr', 'inet_proto', 'inet_service'], dataType: 'verdict' };
+const vmapC: NftMap = {
+  kind: 'map',
+  family: F,
+  table: T,
+  name: 'service-ips',
+  keyType: ['ipv4_addr', 'inet_proto', 'inet_service'],
+  dataType: 'verdict',
+};
 const dataMap: NftMap = { kind: 'map', family: F, table: T, name: 'dm', keyType: ['ifname'], dataType: 'mark' };
 const ivSet: NftSet = { kind: 'set', family: F, table: T, name: 'iv', keyType: ['ipv4_addr'], flags: ['interval'] };
 const plainSet: NftSet = { kind: 'set', family: F, table: T, name: 'plain', keyType: ['ipv6_addr'] };
@@ -159,7 +208,12 @@ const cases: Array<[string, NftObject[], Verb, string | null]> = [
   ['vmap element without a value', [el('service-ips', ['10.96.0.1', 'tcp', '80'])], 'add', 'needs a value'],
   ['delete vmap element without a value', [el('service-ips', ['10.96.0.1', 'tcp', '80'])], 'delete', null],
   ['jump without chain', [el('service-ips', ['10.96.0.1', 'tcp', '80'], { verdict: 'jump' } as never)], 'add', 'jump target chain name'],
-  ['accept with chain', [el('service-ips', ['10.96.0.1', 'tcp', '80'], { verdict: 'accept', chain: 'x' } as never)], 'add', 'takes no chain'],
+  [
+    'accept with chain',
+    [el('service-ips', ['10.96.0.1', 'tcp', '80'], { verdict: 'accept', chain: 'x' } as never)],
+    'add',
+    'takes no chain',
+  ],
   ['data map with a verdict', [el('dm', ['eth0'], { verdict: 'accept' })], 'add', 'not verdicts'],
   ['data map with a bad mark', [el('dm', ['eth0'], '0x1000000000')], 'add', 'over 32 bits'],
   ['data map with a good mark', [el('dm', ['eth0'], '0x10')], 'add', null],
@@ -173,45 +227,222 @@ const cases: Array<[string, NftObject[], Verb, string | null]> = [
   ['container defined in the transaction', [{ ...plainSet, name: 'new' }, el('new', ['10.0.0.1'])], 'add', 'key part 0'],
   ['rule without statements', [rule('c', [])], 'add', 'at least one statement'],
   ['rule add with handle', [rule('c', [{ kind: 'counter' }], { handle: 3 })], 'add', 'takes no handle'],
-  ['rule replace without handle', [rule('c', [{ kind: 'counter' }])], 'replace', 'needs the rule\'s handle'],
+  ['rule replace without handle', [rule('c', [{ kind: 'counter' }])], 'replace', "needs the rule's handle"],
   ['rule delete by handle, no statements', [rule('c', [], { handle: 3 })], 'delete', null],
   ['numgen mod 0', [rule('c', [{ kind: 'match', left: { kind: 'numgen', mod: 0 }, op: '==', right: '0' }])], 'add', 'numgen mod'],
-  ['numgen value out of range', [rule('c', [{ kind: 'match', left: { kind: 'numgen', mod: 2 }, op: '==', right: '2' }])], 'add', 'expected an integer 0-1'],
-  ['numgen offset shifts the range', [rule('c', [{ kind: 'match', left: { kind: 'numgen', mod: 2, offset: 10 }, op: '==', right: '11' }])], 'add', null],
-  ['numgen offset past 2^32', [rule('c', [{ kind: 'match', left: { kind: 'numgen', mod: 2, offset: 0xffffffff }, op: '==', right: '0' }])], 'add', 'numgen offset'],
-  ['numgen negative offset', [rule('c', [{ kind: 'match', left: { kind: 'numgen', mod: 2, offset: -1 }, op: '==', right: '0' }])], 'add', 'numgen offset'],
-  ['dnat port 65536', [rule('c', [{ kind: 'match', left: { kind: 'meta', key: 'l4proto' }, op: '==', right: 'tcp' }, { kind: 'dnat', addr: '10.0.0.1', port: 65536 }])], 'add', 'port must be 0-65535'],
+  [
+    'numgen value out of range',
+    [rule('c', [{ kind: 'match', left: { kind: 'numgen', mod: 2 }, op: '==', right: '2' }])],
+    'add',
+    'expected an integer 0-1',
+  ],
+  [
+    'numgen offset shifts the range',
+    [rule('c', [{ kind: 'match', left: { kind: 'numgen', mod: 2, offset: 10 }, op: '==', right: '11' }])],
+    'add',
+    null,
+  ],
+  [
+    'numgen offset past 2^32',
+    [rule('c', [{ kind: 'match', left: { kind: 'numgen', mod: 2, offset: 0xffffffff }, op: '==', right: '0' }])],
+    'add',
+    'numgen offset',
+  ],
+  [
+    'numgen negative offset',
+    [rule('c', [{ kind: 'match', left: { kind: 'numgen', mod: 2, offset: -1 }, op: '==', right: '0' }])],
+    'add',
+    'numgen offset',
+  ],
+  [
+    'dnat port 65536',
+    [
+      rule('c', [
+        { kind: 'match', left: { kind: 'meta', key: 'l4proto' }, op: '==', right: 'tcp' },
+        { kind: 'dnat', addr: '10.0.0.1', port: 65536 },
+      ]),
+    ],
+    'add',
+    'port must be 0-65535',
+  ],
   ['dnat to a bad address', [rule('c', [{ kind: 'dnat', addr: '10.0.0.256' }])], 'add', 'dnat address'],
   ['dnat to a prefix', [rule('c', [{ kind: 'dnat', addr: '10.0.0.0/8' }])], 'add', 'not a prefix'],
-  ['IPv6 dnat in an ip table', [{ ...rule('c', [{ kind: 'dnat', addr: 'fd00::1' }]), family: 'ip' }], 'add', 'cannot be used in a ip table'],
-  ['ip6 match in an ip table', [{ ...rule('c', [{ kind: 'match', left: { kind: 'payload', field: 'ip6 saddr' }, op: '==', right: 'fd00::1' }]), family: 'ip' }], 'add', 'ip6 saddr cannot be used in a ip table'],
-  ['ip match in an ip6 table', [{ ...rule('c', [{ kind: 'match', left: { kind: 'ct-addr', dir: 'original', field: 'ip daddr' }, op: '==', right: '10.0.0.1' }]), family: 'ip6' }], 'add', 'cannot be used in a ip6 table'],
+  [
+    'IPv6 dnat in an ip table',
+    [{ ...rule('c', [{ kind: 'dnat', addr: 'fd00::1' }]), family: 'ip' }],
+    'add',
+    'cannot be used in a ip table',
+  ],
+  [
+    'ip6 match in an ip table',
+    [{ ...rule('c', [{ kind: 'match', left: { kind: 'payload', field: 'ip6 saddr' }, op: '==', right: 'fd00::1' }]), family: 'ip' }],
+    'add',
+    'ip6 saddr cannot be used in a ip table',
+  ],
+  [
+    'ip match in an ip6 table',
+    [
+      {
+        ...rule('c', [{ kind: 'match', left: { kind: 'ct-addr', dir: 'original', field: 'ip daddr' }, op: '==', right: '10.0.0.1' }]),
+        family: 'ip6',
+      },
+    ],
+    'add',
+    'cannot be used in a ip6 table',
+  ],
   ['icmpx reject outside inet', [{ ...rule('c', [{ kind: 'reject', with: 'icmpx port-unreachable' }]), family: 'ip' }], 'add', 'icmpx'],
-  ['match: ipv4 operand for an ipv6 selector', [rule('c', [{ kind: 'match', left: { kind: 'payload', field: 'ip6 daddr' }, op: '==', right: '10.0.0.1' }])], 'add', 'ip6 daddr'],
-  ['match: prefix operand', [rule('c', [{ kind: 'match', left: { kind: 'payload', field: 'ip daddr' }, op: '==', right: '10.0.0.0/8' }])], 'add', null],
-  ['match: < on an address', [rule('c', [{ kind: 'match', left: { kind: 'payload', field: 'ip daddr' }, op: '<', right: '10.0.0.1' }])], 'add', 'only compares with'],
-  ['match: unknown ct state', [rule('c', [{ kind: 'match', left: { kind: 'ct', key: 'state' }, op: '==', right: 'established,sleepy' }])], 'add', '"sleepy" is not one of'],
-  ['match: fib type', [rule('c', [{ kind: 'match', left: { kind: 'fib-type', addr: 'daddr' }, op: '==', right: 'locale' }])], 'add', 'is not one of'],
-  ['match: port 70000', [rule('c', [{ kind: 'match', left: { kind: 'payload', field: 'th dport' }, op: '==', right: '70000' }])], 'add', 'out of range'],
-  ['match: mask on an address', [rule('c', [{ kind: 'match', left: { kind: 'payload', field: 'ip daddr' }, op: '==', right: '10.0.0.1', mask: '0xff' }])], 'add', 'cannot be masked'],
+  [
+    'match: ipv4 operand for an ipv6 selector',
+    [rule('c', [{ kind: 'match', left: { kind: 'payload', field: 'ip6 daddr' }, op: '==', right: '10.0.0.1' }])],
+    'add',
+    'ip6 daddr',
+  ],
+  [
+    'match: prefix operand',
+    [rule('c', [{ kind: 'match', left: { kind: 'payload', field: 'ip daddr' }, op: '==', right: '10.0.0.0/8' }])],
+    'add',
+    null,
+  ],
+  [
+    'match: < on an address',
+    [rule('c', [{ kind: 'match', left: { kind: 'payload', field: 'ip daddr' }, op: '<', right: '10.0.0.1' }])],
+    'add',
+    'only compares with',
+  ],
+  [
+    'match: unknown ct state',
+    [rule('c', [{ kind: 'match', left: { kind: 'ct', key: 'state' }, op: '==', right: 'established,sleepy' }])],
+    'add',
+    '"sleepy" is not one of',
+  ],
+  [
+    'match: fib type',
+    [rule('c', [{ kind: 'match', left: { kind: 'fib-type', addr: 'daddr' }, op: '==', right: 'locale' }])],
+    'add',
+    'is not one of',
+  ],
+  [
+    'match: port 70000',
+    [rule('c', [{ kind: 'match', left: { kind: 'payload', field: 'th dport' }, op: '==', right: '70000' }])],
+    'add',
+    'out of range',
+  ],
+  [
+    'match: mask on an address',
+    [rule('c', [{ kind: 'match', left: { kind: 'payload', field: 'ip daddr' }, op: '==', right: '10.0.0.1', mask: '0xff' }])],
+    'add',
+    'cannot be masked',
+  ],
   ['verdict not last', [rule('c', [{ kind: 'verdict', verdict: 'accept' }, { kind: 'counter' }])], 'add', 'more statements follow'],
-  ['vmap on a known set', [rule('c', [{ kind: 'vmap', keys: [{ kind: 'payload', field: 'ip daddr' }], map: 'iv' }])], 'add', 'not a verdict map'],
+  [
+    'vmap on a known set',
+    [rule('c', [{ kind: 'vmap', keys: [{ kind: 'payload', field: 'ip daddr' }], map: 'iv' }])],
+    'add',
+    'not a verdict map',
+  ],
   ['vmap on a data map', [rule('c', [{ kind: 'vmap', keys: [{ kind: 'meta', key: 'iifname' }], map: 'dm' }])], 'add', 'not a verdict map'],
-  ['vmap keys mismatch', [rule('c', [{ kind: 'vmap', keys: [{ kind: 'payload', field: 'ip daddr' }, { kind: 'payload', field: 'th dport' }], map: 'service-ips' }])], 'add', 'do not match'],
-  ['vmap keys match', [rule('c', [{ kind: 'vmap', keys: [{ kind: 'payload', field: 'ip daddr' }, { kind: 'meta', key: 'l4proto' }, { kind: 'payload', field: 'th dport' }], map: 'service-ips' }])], 'add', null],
+  [
+    'vmap keys mismatch',
+    [
+      rule('c', [
+        {
+          kind: 'vmap',
+          keys: [
+            { kind: 'payload', field: 'ip daddr' },
+            { kind: 'payload', field: 'th dport' },
+          ],
+          map: 'service-ips',
+        },
+      ]),
+    ],
+    'add',
+    'do not match',
+  ],
+  [
+    'vmap keys match',
+    [
+      rule('c', [
+        {
+          kind: 'vmap',
+          keys: [
+            { kind: 'payload', field: 'ip daddr' },
+            { kind: 'meta', key: 'l4proto' },
+            { kind: 'payload', field: 'th dport' },
+          ],
+          map: 'service-ips',
+        },
+      ]),
+    ],
+    'add',
+    null,
+  ],
   ['lookup keyed by ct state', [rule('c', [{ kind: 'lookup', keys: [{ kind: 'ct', key: 'state' }], set: 'x' }])], 'add', 'cannot key'],
   ['lookup on a map', [rule('c', [{ kind: 'lookup', keys: [{ kind: 'meta', key: 'iifname' }], set: 'dm' }])], 'add', 'is a map'],
-  ['set-update with timeout on a set without the flag', [rule('c', [{ kind: 'set-update', op: 'update', set: 'plain', keys: [{ kind: 'payload', field: 'ip6 saddr' }], timeout: 5 }])], 'add', 'no timeout flag'],
-  ['set-update on an interval set', [rule('c', [{ kind: 'set-update', op: 'add', set: 'iv', keys: [{ kind: 'payload', field: 'ip saddr' }] }])], 'add', 'interval set'],
-  ['set-update with timeout', [rule('c', [{ kind: 'set-update', op: 'update', set: 'aff', keys: [{ kind: 'payload', field: 'ip saddr' }], timeout: 5 }])], 'add', null],
+  [
+    'set-update with timeout on a set without the flag',
+    [rule('c', [{ kind: 'set-update', op: 'update', set: 'plain', keys: [{ kind: 'payload', field: 'ip6 saddr' }], timeout: 5 }])],
+    'add',
+    'no timeout flag',
+  ],
+  [
+    'set-update on an interval set',
+    [rule('c', [{ kind: 'set-update', op: 'add', set: 'iv', keys: [{ kind: 'payload', field: 'ip saddr' }] }])],
+    'add',
+    'interval set',
+  ],
+  [
+    'set-update with timeout',
+    [rule('c', [{ kind: 'set-update', op: 'update', set: 'aff', keys: [{ kind: 'payload', field: 'ip saddr' }], timeout: 5 }])],
+    'add',
+    null,
+  ],
   ['mark-set with a bad mark', [rule('c', [{ kind: 'mark-set', value: 'x' }])], 'add', 'mark'],
   ['non-canonical mark', [rule('c', [{ kind: 'mark-xor', value: '16384' }])], 'add', 'write "0x4000"'],
   ['dnat-map to a map of address . port', [rule('c', [tcpIs, { kind: 'dnat-map', family: 'ip', keys: [ng], map: 'eps' }])], 'add', null],
-  ['dnat-map without a transport match', [rule('c', [{ kind: 'dnat-map', family: 'ip', keys: [ng], map: 'eps' }])], 'add', 'port mapping needs'],
-  ['dnat-map to a verdict map', [rule('c', [tcpIs, { kind: 'dnat-map', family: 'ip', keys: [{ kind: 'payload', field: 'ip daddr' }, { kind: 'meta', key: 'l4proto' }, { kind: 'payload', field: 'th dport' }], map: 'service-ips' }])], 'add', 'not a map to ipv4_addr . inet_service'],
-  ['dnat-map of the other family', [rule('c', [tcpIs, { kind: 'dnat-map', family: 'ip6', keys: [ng], map: 'eps' }])], 'add', 'not a map to ipv6_addr . inet_service'],
-  ['dnat-map keys mismatch', [rule('c', [tcpIs, { kind: 'dnat-map', family: 'ip', keys: [{ kind: 'payload', field: 'ip daddr' }], map: 'eps' }])], 'add', 'do not match'],
-  ['dnat-map ip6 in an ip table', [{ ...rule('c', [tcpIs, { kind: 'dnat-map', family: 'ip6', keys: [ng], map: 'x' }]), family: 'ip' }], 'add', 'cannot be used in a ip table'],
+  [
+    'dnat-map without a transport match',
+    [rule('c', [{ kind: 'dnat-map', family: 'ip', keys: [ng], map: 'eps' }])],
+    'add',
+    'port mapping needs',
+  ],
+  [
+    'dnat-map to a verdict map',
+    [
+      rule('c', [
+        tcpIs,
+        {
+          kind: 'dnat-map',
+          family: 'ip',
+          keys: [
+            { kind: 'payload', field: 'ip daddr' },
+            { kind: 'meta', key: 'l4proto' },
+            { kind: 'payload', field: 'th dport' },
+          ],
+          map: 'service-ips',
+        },
+      ]),
+    ],
+    'add',
+    'not a map to ipv4_addr . inet_service',
+  ],
+  [
+    'dnat-map of the other family',
+    [rule('c', [tcpIs, { kind: 'dnat-map', family: 'ip6', keys: [ng], map: 'eps' }])],
+    'add',
+    'not a map to ipv6_addr . inet_service',
+  ],
+  [
+    'dnat-map keys mismatch',
+    [rule('c', [tcpIs, { kind: 'dnat-map', family: 'ip', keys: [{ kind: 'payload', field: 'ip daddr' }], map: 'eps' }])],
+    'add',
+    'do not match',
+  ],
+  [
+    'dnat-map ip6 in an ip table',
+    [{ ...rule('c', [tcpIs, { kind: 'dnat-map', family: 'ip6', keys: [ng], map: 'x' }]), family: 'ip' }],
+    'add',
+    'cannot be used in a ip table',
+  ],
   ['64-bit integer key', [rule('c', [{ kind: 'lookup', keys: [{ kind: 'ct', key: 'packets' }], set: 'x' }])], 'add', 'cannot key'],
   ['concatenated data element', [el('eps', ['0'], ['10.0.0.1', '80'])], 'add', null],
   ['concatenated data with one text', [el('eps', ['0'], '10.0.0.1')], 'add', 'one text per part'],
@@ -219,7 +450,12 @@ const cases: Array<[string, NftObject[], Verb, string | null]> = [
   ['integer key not canonical', [el('eps', ['01'], ['10.0.0.1', '80'])], 'add', 'key part 0'],
   ['concatenated value in a one-type map', [el('dm', ['eth0'], ['0x1', '0x2'])], 'add', 'not concatenations'],
   ['one-part concatenated data', [{ ...epMap, name: 'one', dataType: ['ipv4_addr'] }], 'add', 'at least two types'],
-  ['verdict inside concatenated data', [{ ...epMap, name: 'v', dataType: ['ipv4_addr', 'verdict'] }], 'add', 'cannot be part of concatenated data'],
+  [
+    'verdict inside concatenated data',
+    [{ ...epMap, name: 'v', dataType: ['ipv4_addr', 'verdict'] }],
+    'add',
+    'cannot be part of concatenated data',
+  ],
   ['flowtable with a bad device', [{ ...flowtable, devices: ['eth/0'] }], 'add', 'flowtable device'],
   ['flowtable with a device twice', [{ ...flowtable, devices: ['eth0', 'eth0'] }], 'add', 'listed twice'],
 ];
@@ -267,10 +503,38 @@ describe('transaction: printable and transport checks', () => {
     ['double quote in a name', chain('a"b'), 'double quote'],
     ['double quote in a comment', chain('c', undefined, 'say "hi"'), 'double quote'],
     ['dnat port without a protocol match', rule('c', [{ kind: 'dnat', addr: '10.0.0.1', port: 80 }]), 'port mapping needs'],
-    ['dnat port after l4proto != tcp', rule('c', [{ kind: 'match', left: l4, op: '!=', right: 'tcp' }, { kind: 'dnat', addr: '10.0.0.1', port: 80 }]), 'port mapping needs'],
-    ['dnat port after l4proto icmp', rule('c', [{ kind: 'match', left: l4, op: '==', right: 'icmp' }, { kind: 'dnat', addr: '10.0.0.1', port: 80 }]), 'port mapping needs'],
-    ['dnat port after l4proto tcp', rule('c', [{ kind: 'match', left: l4, op: '==', right: 'tcp' }, { kind: 'dnat', addr: '10.0.0.1', port: 80 }]), null],
-    ['snat port after udp dport', rule('c', [{ kind: 'match', left: { kind: 'payload', field: 'udp dport' }, op: '==', right: '53' }, { kind: 'snat', addr: '10.0.0.1', port: 53 }]), null],
+    [
+      'dnat port after l4proto != tcp',
+      rule('c', [
+        { kind: 'match', left: l4, op: '!=', right: 'tcp' },
+        { kind: 'dnat', addr: '10.0.0.1', port: 80 },
+      ]),
+      'port mapping needs',
+    ],
+    [
+      'dnat port after l4proto icmp',
+      rule('c', [
+        { kind: 'match', left: l4, op: '==', right: 'icmp' },
+        { kind: 'dnat', addr: '10.0.0.1', port: 80 },
+      ]),
+      'port mapping needs',
+    ],
+    [
+      'dnat port after l4proto tcp',
+      rule('c', [
+        { kind: 'match', left: l4, op: '==', right: 'tcp' },
+        { kind: 'dnat', addr: '10.0.0.1', port: 80 },
+      ]),
+      null,
+    ],
+    [
+      'snat port after udp dport',
+      rule('c', [
+        { kind: 'match', left: { kind: 'payload', field: 'udp dport' }, op: '==', right: '53' },
+        { kind: 'snat', addr: '10.0.0.1', port: 53 },
+      ]),
+      null,
+    ],
     ['dnat without port needs nothing', rule('c', [{ kind: 'dnat', addr: '10.0.0.1' }]), null],
   ];
   it.each(more)('%s', (_d, obj, reason) => {

@@ -212,7 +212,8 @@ describe('values: properties', () => {
   it('prefixes: start + size = end, canonical text stable', () => {
     fc.assert(
       fc.property(fc.uint8Array({ minLength: 4, maxLength: 4 }), fc.integer({ min: 0, max: 32 }), (b, len) => {
-        const n = ((((b[0]! << 24) | (b[1]! << 16) | (b[2]! << 8) | b[3]!) >>> 0) & (len === 0 ? 0 : (0xffffffff << (32 - len)) >>> 0)) >>> 0;
+        const n =
+          ((((b[0]! << 24) | (b[1]! << 16) | (b[2]! << 8) | b[3]!) >>> 0) & (len === 0 ? 0 : (0xffffffff << (32 - len)) >>> 0)) >>> 0;
         const addr = `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
         const text = `${addr}/${len}`;
         const c = canonicalValue('ipv4_addr', text);
@@ -220,9 +221,10 @@ describe('values: properties', () => {
         const r = prefixRange('ipv4_addr', text);
         const end = n + 2 ** (32 - len);
         if (end > 0xffffffff) expect(r.endExclusive).toBeNull();
-        else expect(r.endExclusive && valueFromBytes('ipv4_addr', r.endExclusive)).toBe(
-          `${Math.floor(end / 2 ** 24)}.${Math.floor(end / 2 ** 16) & 255}.${Math.floor(end / 256) & 255}.${end & 255}`,
-        );
+        else
+          expect(r.endExclusive && valueFromBytes('ipv4_addr', r.endExclusive)).toBe(
+            `${Math.floor(end / 2 ** 24)}.${Math.floor(end / 2 ** 16) & 255}.${Math.floor(end / 256) & 255}.${end & 255}`,
+          );
       }),
     );
   });

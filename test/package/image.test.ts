@@ -37,7 +37,9 @@ interface ImageConfig {
 /** The image's config, read from the OCI layout: index → manifest → config. */
 function imageConfig(layout: string, tag: string): ImageConfig {
   const blob = (digest: string) => JSON.parse(readFileSync(join(layout, 'blobs', ...digest.split(':')), 'utf8'));
-  const index = JSON.parse(readFileSync(join(layout, 'index.json'), 'utf8')) as { manifests: Array<{ digest: string; annotations?: Record<string, string> }> };
+  const index = JSON.parse(readFileSync(join(layout, 'index.json'), 'utf8')) as {
+    manifests: Array<{ digest: string; annotations?: Record<string, string> }>;
+  };
   const entry = index.manifests.find((m) => m.annotations?.['org.opencontainers.image.ref.name'] === tag);
   if (!entry) throw new Error(`no tag ${tag} in ${layout}`);
   return (blob(blob(entry.digest).config.digest) as { config: ImageConfig }).config;
@@ -101,7 +103,11 @@ describe('the container image', { timeout: 120_000 }, () => {
     await new Promise<void>((r) => bridge.listen(sock, r));
     ns = createNetns('knp-image');
     // nsenter execs socat itself (ip netns exec would fork it), so killing the child stops it.
-    socat = spawn(tool('nsenter'), [`--net=${ns.path}`, tool('socat'), `TCP-LISTEN:${port},bind=127.0.0.1,fork,reuseaddr`, `UNIX-CONNECT:${sock}`], { stdio: 'ignore' });
+    socat = spawn(
+      tool('nsenter'),
+      [`--net=${ns.path}`, tool('socat'), `TCP-LISTEN:${port},bind=127.0.0.1,fork,reuseaddr`, `UNIX-CONNECT:${sock}`],
+      { stdio: 'ignore' },
+    );
     mkdirSync(volume);
     mkdirSync(join(bundle, 'rootfs', 'etc', 'kube-nft-proxy'));
     api.writeKubeconfig(join(volume, 'kubeconfig'));
@@ -127,7 +133,11 @@ describe('the container image', { timeout: 120_000 }, () => {
 
   it('declares the entrypoint, root with NET_ADMIN only, and holds only runtime contents', () => {
     const config = imageConfig(layout, version);
-    expect(config.Entrypoint).toEqual(['/usr/local/bin/node', '--max-semi-space-size=8', '/app/node_modules/kube-nft-proxy/bin/kube-nft-proxy.js']);
+    expect(config.Entrypoint).toEqual([
+      '/usr/local/bin/node',
+      '--max-semi-space-size=8',
+      '/app/node_modules/kube-nft-proxy/bin/kube-nft-proxy.js',
+    ]);
     expect(config.User).toBe('0:0');
     expect(config.Labels?.['io.containers.capabilities']).toBe('NET_ADMIN');
     // The DaemonSet grants the same, and nothing else.
@@ -137,7 +147,17 @@ describe('the container image', { timeout: 120_000 }, () => {
     expect(security.runAsUser).toBe(Number(config.User!.split(':')[0]));
     const rootfs = join(bundle, 'rootfs');
     // No shell, no package manager, no sources, tests or build tools.
-    for (const absent of ['bin/sh', 'bin/bash', 'usr/bin/apt', 'usr/bin/dpkg', 'usr/bin/npm', 'app/node_modules/kube-nft-proxy/src', 'app/node_modules/kube-nft-proxy/test', 'app/node_modules/typescript', 'app/node_modules/vitest']) {
+    for (const absent of [
+      'bin/sh',
+      'bin/bash',
+      'usr/bin/apt',
+      'usr/bin/dpkg',
+      'usr/bin/npm',
+      'app/node_modules/kube-nft-proxy/src',
+      'app/node_modules/kube-nft-proxy/test',
+      'app/node_modules/typescript',
+      'app/node_modules/vitest',
+    ]) {
       expect(() => readdirSync(join(rootfs, absent)), absent).toThrow();
     }
     const addonDir = join(rootfs, 'app/node_modules/@kube-nft-proxy/linux-x64-gnu');
@@ -148,11 +168,15 @@ describe('the container image', { timeout: 120_000 }, () => {
 
   it('runs the agent from the image against the API server and programs the namespace', async () => {
     const config = imageConfig(layout, version);
-    const spec = JSON.parse(readFileSync(join(bundle, 'config.json'), 'utf8')) as { process: { args: string[]; user: { uid: number; gid: number }; env: string[] } };
+    const spec = JSON.parse(readFileSync(join(bundle, 'config.json'), 'utf8')) as {
+      process: { args: string[]; user: { uid: number; gid: number }; env: string[] };
+    };
     const rootfs = join(bundle, 'rootfs');
     const keep = (config.Labels?.['io.containers.capabilities'] ?? '').split(',').map((c) => capabilityNumber(`cap_${c.toLowerCase()}`));
     const last = Number(readFileSync('/proc/sys/kernel/cap_last_cap', 'utf8'));
-    const drop = Array.from({ length: last + 1 }, (_, i) => i).filter((i) => !keep.includes(i)).join(',');
+    const drop = Array.from({ length: last + 1 }, (_, i) => i)
+      .filter((i) => !keep.includes(i))
+      .join(',');
     const args = [
       ...spec.process.args,
       '--kubeconfig=/etc/kube-nft-proxy/kubeconfig',
@@ -164,10 +188,32 @@ describe('the container image', { timeout: 120_000 }, () => {
     ];
     agent = spawn(
       tool('nsenter'),
-      [`--net=${ns.path}`, tool('unshare'), '--mount', '--pid', '--fork', '--kill-child=SIGTERM', '--propagation', 'private', '/bin/sh', '-c', RUNTIME, 'runtime', tool('capsh'), rootfs, volume,
-        String(spec.process.user.uid), String(spec.process.user.gid), drop, ...args],
+      [
+        `--net=${ns.path}`,
+        tool('unshare'),
+        '--mount',
+        '--pid',
+        '--fork',
+        '--kill-child=SIGTERM',
+        '--propagation',
+        'private',
+        '/bin/sh',
+        '-c',
+        RUNTIME,
+        'runtime',
+        tool('capsh'),
+        rootfs,
+        volume,
+        String(spec.process.user.uid),
+        String(spec.process.user.gid),
+        drop,
+        ...args,
+      ],
       // The image's environment only, as a runtime sets it.
-      { env: Object.fromEntries(spec.process.env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)])), stdio: ['ignore', 'pipe', 'pipe'] },
+      {
+        env: Object.fromEntries(spec.process.env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)])),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
     );
     agent.stdout!.on('data', (d) => (output += d));
     agent.stderr!.on('data', (d) => (output += d));

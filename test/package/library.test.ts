@@ -18,7 +18,12 @@ function example(name: string, args: string[], opts: { env?: NodeJS.ProcessEnv; 
   // stays so that the checkout stays readable wherever it lives.
   const cmd = opts.noCapabilities ? 'setpriv' : process.execPath;
   const pre = opts.noCapabilities ? ['--inh-caps=-all', '--bounding-set=-all', '--no-new-privs', process.execPath] : [];
-  return spawnSync(cmd, [...pre, join(root, 'examples/library', name), ...args], { cwd: root, encoding: 'utf8', timeout: 60_000, env: { ...process.env, ...opts.env } });
+  return spawnSync(cmd, [...pre, join(root, 'examples/library', name), ...args], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 60_000,
+    env: { ...process.env, ...opts.env },
+  });
 }
 
 describe('examples/library', () => {
@@ -29,7 +34,10 @@ describe('examples/library', () => {
   afterAll(() => ns?.destroy());
 
   it('render-text.mjs prints the ruleset from the example manifests with no capabilities and no addon to load', () => {
-    const r = example('render-text.mjs', [join(root, 'examples'), 'node-a'], { noCapabilities: true, env: { KUBE_NFT_PROXY_ADDON: MISSING_ADDON } });
+    const r = example('render-text.mjs', [join(root, 'examples'), 'node-a'], {
+      noCapabilities: true,
+      env: { KUBE_NFT_PROXY_ADDON: MISSING_ADDON },
+    });
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(/^# kube-nft-proxy --dry-run for node node-a: 8 service ports$/m);
@@ -68,14 +76,17 @@ describe('the package without its addon', () => {
       const { options } = lib.parseCommandLine(['--manifests', process.argv[1], '--hostname-override', 'node-a',
         '--offload-packet-threshold', '5', '--feature-gates', 'KubeProxyAcceleration=true', '--netns', 'nowhere']);
       const text = await lib.dryRun(options, lib.createLogger('silent', process.stderr));
-      const config = lib.defaultRulesetConfig({ tableName: 'pure', offloadPacketThreshold: 5, flowtableSupported: true, flowtableDevices: ['eth0'],
+      const config = lib.defaultRulesetConfig({ tableName: 'pure', offloadPacketThreshold: 5, flowtableSupported: true,
+        flowtableDevices: ['eth0'],
         families: { IPv4: { nodePortAddresses: [], nodeIPs: [], clusterCIDRs: ['10.244.0.0/16'], serviceCIDRs: [] } } });
       const ruleset = lib.renderRuleset([], config);
       const pure = lib.rulesetListings(ruleset).map((l) => lib.renderTableText(l)).join('');
       const loaded = readFileSync('/proc/self/maps', 'utf8').split('\\n').filter((l) => l.endsWith('.node'));
       let attempts;
       try { lib.loadAddon(); } catch (e) { attempts = e.attempts; }
-      console.log(JSON.stringify({ dry: text.includes('flow add @service-flowtable'), pure: pure.includes('table ip pure'), loaded, attempts }));
+      console.log(JSON.stringify({
+        dry: text.includes('flow add @service-flowtable'), pure: pure.includes('table ip pure'), loaded, attempts,
+      }));
     `;
     const r = spawnSync(process.execPath, ['--input-type=module', '-e', script, join(root, 'examples')], {
       cwd: root,
@@ -84,7 +95,12 @@ describe('the package without its addon', () => {
       env: { ...process.env, KUBE_NFT_PROXY_ADDON: MISSING_ADDON },
     });
     expect(r.stderr).toBe('');
-    expect(JSON.parse(r.stdout)).toEqual({ dry: true, pure: true, loaded: [], attempts: [{ source: `KUBE_NFT_PROXY_ADDON=${MISSING_ADDON}`, reason: 'no such file' }] });
+    expect(JSON.parse(r.stdout)).toEqual({
+      dry: true,
+      pure: true,
+      loaded: [],
+      attempts: [{ source: `KUBE_NFT_PROXY_ADDON=${MISSING_ADDON}`, reason: 'no such file' }],
+    });
   });
 });
 
@@ -102,7 +118,16 @@ describe("README's Library API", () => {
 describe('bin/kube-nft-proxy.js on an older Node', () => {
   it('says which Node it needs before importing anything', () => {
     // Any Node older than 22.19 on this machine (Debian's or NodeSource's) shows it.
-    const old = execFileSync('sh', ['-c', 'for n in /usr/bin/node /usr/local/bin/node; do [ -x "$n" ] && "$n" -e "process.exit(+process.versions.node.split(\\".\\")[0] < 22 ? 0 : 1)" && echo "$n" && break; done; true'], { encoding: 'utf8' }).trim();
+    const old = execFileSync(
+      'sh',
+      [
+        '-c',
+        'for n in /usr/bin/node /usr/local/bin/node; do [ -x "$n" ] && "$n" -e ' +
+          '"process.exit(+process.versions.node.split(\\".\\")[0] < 22 ? 0 : 1)" && echo "$n" && break; done; ' +
+          'true',
+      ],
+      { encoding: 'utf8' },
+    ).trim();
     expect(old, 'an older Node at /usr/bin/node (CI installs Debian nodejs)').not.toBe('');
     const r = spawnSync(old, [join(root, 'bin/kube-nft-proxy.js'), '--help'], { encoding: 'utf8' });
     expect(r.status).toBe(1);

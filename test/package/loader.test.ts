@@ -39,7 +39,12 @@ describe('the addon loader in an installed package', () => {
       catch (e) { console.log(JSON.stringify({ code: e.code, attempts: e.attempts, message: e.message })); }`;
     const env2: NodeJS.ProcessEnv = { ...process.env, ...env };
     if (!('KUBE_NFT_PROXY_ADDON' in env)) delete env2.KUBE_NFT_PROXY_ADDON;
-    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: root, encoding: 'utf8', env: env2, timeout: 30_000 });
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: root,
+      encoding: 'utf8',
+      env: env2,
+      timeout: 30_000,
+    });
     expect(r.stderr).toBe('');
     return JSON.parse(r.stdout) as Outcome;
   }

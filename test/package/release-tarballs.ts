@@ -57,4 +57,15 @@ export async function ensureRelease(): Promise<ReleaseTarballs> {
 }
 
 /** What the addon exports, sorted: every build of it (local, platform packages, arm64) must show the same. */
-export const ADDON_EXPORTS = ['LinkMonitor', 'check', 'commit', 'conntrackClean', 'conntrackCreate', 'elementsPerMessage', 'generation', 'list', 'tableUserdata', 'trimMemory'];
+export const ADDON_EXPORTS = [
+  'LinkMonitor',
+  'check',
+  'commit',
+  'conntrackClean',
+  'conntrackCreate',
+  'elementsPerMessage',
+  'generation',
+  'list',
+  'tableUserdata',
+  'trimMemory',
+];

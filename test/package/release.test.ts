@@ -72,10 +72,23 @@ describe('the release tarballs', () => {
     expect(Object.keys(main.scripts ?? {}).filter((s) => /^(pre|post)?install$/.test(s))).toEqual([]);
     // binding.gyp ships for builds from source; without this npm would run node-gyp on install.
     expect(main.gypfile).toBe(false);
-    for (const [name, arch] of [['linux-x64-gnu', 'x64'], ['linux-arm64-gnu', 'arm64']] as const) {
+    for (const [name, arch] of [
+      ['linux-x64-gnu', 'x64'],
+      ['linux-arm64-gnu', 'arm64'],
+    ] as const) {
       const files = execFileSync('tar', ['-tzf', tarballs.platforms[name]!], { encoding: 'utf8' }).split('\n').filter(Boolean).sort();
       expect(files).toEqual(
-        ['COPYING.libmnl', 'COPYING.libnftnl', 'LICENSE', 'LICENSE.LGPL-2.1', 'SOURCES.md', 'kube_nft_proxy.node', 'libmnl.so.0', 'libnftnl.so.11', 'package.json'].map((f) => `package/${f}`),
+        [
+          'COPYING.libmnl',
+          'COPYING.libnftnl',
+          'LICENSE',
+          'LICENSE.LGPL-2.1',
+          'SOURCES.md',
+          'kube_nft_proxy.node',
+          'libmnl.so.0',
+          'libnftnl.so.11',
+          'package.json',
+        ].map((f) => `package/${f}`),
       );
       const p = packedManifest(tarballs.platforms[name]!);
       expect({ name: p.name, version: p.version, os: p.os, cpu: p.cpu, libc: p.libc, scripts: p.scripts }).toEqual({
@@ -112,8 +125,12 @@ describe('the release tarballs', () => {
   // start under Debian's qemu-user 7.2 here, and qemu-user refuses NETLINK_NETFILTER sockets.)
   it.each([
     ['linux-x64-gnu', [], '/lib64/ld-linux-x86-64.so.2'],
-    ['linux-arm64-gnu', ['qemu-aarch64-static', '-E', 'LD_TRACE_LOADED_OBJECTS=1', '-E', 'LD_WARN=yes', '-E', 'LD_BIND_NOW=yes'], '/usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1'],
-  ] as const)('%s: the loader finds libnftnl and libmnl beside the addon and binds every symbol but N-API\'s', (name, emulator, loader) => {
+    [
+      'linux-arm64-gnu',
+      ['qemu-aarch64-static', '-E', 'LD_TRACE_LOADED_OBJECTS=1', '-E', 'LD_WARN=yes', '-E', 'LD_BIND_NOW=yes'],
+      '/usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1',
+    ],
+  ] as const)("%s: the loader finds libnftnl and libmnl beside the addon and binds every symbol but N-API's", (name, emulator, loader) => {
     const dir = platformDir(name);
     const node = join(dir, 'kube_nft_proxy.node');
     expect(execFileSync('file', ['-b', node], { encoding: 'utf8' })).toMatch(name.includes('arm64') ? /ARM aarch64/ : /x86-64/);
@@ -150,11 +167,15 @@ describe('npm install --ignore-scripts of the release tarballs, on a machine wit
     project = mkdtempSync(join(tmpdir(), 'knp-install-'));
     writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'empty-project', version: '1.0.0', private: true }));
     // The main package's dependencies come from the registry or npm's cache; ours from the tarballs.
-    execFileSync('npm', ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline', tarballs.main, tarballs.platforms['linux-x64-gnu']!], {
-      cwd: project,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      timeout: 300_000,
-    });
+    execFileSync(
+      'npm',
+      ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline', tarballs.main, tarballs.platforms['linux-x64-gnu']!],
+      {
+        cwd: project,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        timeout: 300_000,
+      },
+    );
   }, 900_000);
   afterAll(() => {
     ns?.destroy();
@@ -166,9 +187,28 @@ describe('npm install --ignore-scripts of the release tarballs, on a machine wit
     const examples = join(project, 'node_modules/kube-nft-proxy/examples');
     const child = spawn(
       'unshare',
-      ['--mount', '--propagation', 'private', 'sh', '-c', HIDE_LIBS, 'hide-libs', 'npx', '--no-install', 'kube-nft-proxy', `--manifests=${examples}`,
-        '--hostname-override=node-a', `--netns=${ns.name}`, '--metrics-bind-address=127.0.0.1:0', '--healthz-bind-address=127.0.0.1:0'],
-      { cwd: project, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH}` } },
+      [
+        '--mount',
+        '--propagation',
+        'private',
+        'sh',
+        '-c',
+        HIDE_LIBS,
+        'hide-libs',
+        'npx',
+        '--no-install',
+        'kube-nft-proxy',
+        `--manifests=${examples}`,
+        '--hostname-override=node-a',
+        `--netns=${ns.name}`,
+        '--metrics-bind-address=127.0.0.1:0',
+        '--healthz-bind-address=127.0.0.1:0',
+      ],
+      {
+        cwd: project,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH}` },
+      },
     );
     let out = '';
     child.stdout.on('data', (d) => (out += d));

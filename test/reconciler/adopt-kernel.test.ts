@@ -24,14 +24,23 @@ afterEach(() => {
 });
 
 function ruleHandles(ns: NetNs, family: string, chain: string): number[] {
-  return ns.nftJson().nftables.filter((o) => o.rule && o.rule.family === family && o.rule.chain === chain).map((o) => o.rule.handle as number);
+  return ns
+    .nftJson()
+    .nftables.filter((o) => o.rule && o.rule.family === family && o.rule.chain === chain)
+    .map((o) => o.rule.handle as number);
 }
 
 describe.each(ENDPOINT_SHAPES)('adopting our tables at start-up (endpoint shape %s)', (shape) => {
   const cfg = config({ families: { IPv4: V4, IPv6: V6 }, endpointShape: shape });
   let now = 1_000_000;
   const reconciler = (ns: NetNs, adopt: boolean) =>
-    new Reconciler({ dataplane: new NetlinkDataplane({ netns: ns.path }), config: cfg, servicePorts: modelReads(() => ports), now: () => now, adopt });
+    new Reconciler({
+      dataplane: new NetlinkDataplane({ netns: ns.path }),
+      config: cfg,
+      servicePorts: modelReads(() => ports),
+      now: () => now,
+      adopt,
+    });
 
   it('commits nothing over intact tables, repairs damaged ones, and keeps affinity entries and untouched rules', async () => {
     const ns = createNetns('knp-adopt');
@@ -84,7 +93,11 @@ describe.each(ENDPOINT_SHAPES)('adopting our tables at start-up (endpoint shape 
     // Tables as an agent of format 0 left them: its mark, other contents.
     for (const f of ['ip', 'ip6']) {
       ns.exec('nft', ['delete', 'table', f, TABLE]);
-      ns.exec('nft', ['-f', '-'], { input: `add table ${f} ${TABLE} { comment "rules for kube-nft-proxy" ; }\nadd chain ${f} ${TABLE} services\nadd chain ${f} ${TABLE} leftover\n` });
+      ns.exec('nft', ['-f', '-'], {
+        input:
+          `add table ${f} ${TABLE} { comment "rules for kube-nft-proxy" ; }\nadd chain ${f} ${TABLE} services\nadd ` +
+          `chain ${f} ${TABLE} leftover\n`,
+      });
     }
     const r = await reconciler(ns, true).sync({ kind: 'full', mode: 'replace' });
     expect(r.mode).toBe('replace');

@@ -35,21 +35,55 @@ const first = <T>(xs: T[], what: string): T => {
 
 const DAMAGE: Array<[string, Damage]> = [
   ['nothing', () => []],
-  ['a rule deleted', (k) => [{ verb: 'delete', object: first(k.listSync('ip', T)!.rules.filter((r) => r.chain === 'services'), 'rule') }]],
+  [
+    'a rule deleted',
+    (k) => [
+      {
+        verb: 'delete',
+        object: first(
+          k.listSync('ip', T)!.rules.filter((r) => r.chain === 'services'),
+          'rule',
+        ),
+      },
+    ],
+  ],
   ['a chain flushed', () => [{ verb: 'flush', object: { kind: 'chain', family: 'ip', table: T, name: 'nat-prerouting' } }]],
-  ['an element deleted', (k) => [{ verb: 'delete', object: first(k.listSync('ip', T)!.elements.filter((e) => e.set === 'service-ips'), 'element') }]],
+  [
+    'an element deleted',
+    (k) => [
+      {
+        verb: 'delete',
+        object: first(
+          k.listSync('ip', T)!.elements.filter((e) => e.set === 'service-ips'),
+          'element',
+        ),
+      },
+    ],
+  ],
   [
     'an element pointing elsewhere',
     (k) => {
-      const e = first(k.listSync('ip6', T)!.elements.filter((x) => x.set === 'service-ips'), 'element');
-      return [{ verb: 'delete', object: e }, { verb: 'add', object: { ...e, value: { verdict: 'drop' } } }];
+      const e = first(
+        k.listSync('ip6', T)!.elements.filter((x) => x.set === 'service-ips'),
+        'element',
+      );
+      return [
+        { verb: 'delete', object: e },
+        { verb: 'add', object: { ...e, value: { verdict: 'drop' } } },
+      ];
     },
   ],
-  ['a foreign element', () => [{ verb: 'add', object: { kind: 'element', family: 'ip', table: T, set: 'cluster-ips', key: ['10.96.99.99'] } }]],
-  ['a foreign chain and set', () => [
-    { verb: 'add', object: { kind: 'chain', family: 'ip', table: T, name: 'intruder' } },
-    { verb: 'add', object: { kind: 'set', family: 'ip', table: T, name: 'intruder-set', keyType: ['ipv4_addr'] } },
-  ]],
+  [
+    'a foreign element',
+    () => [{ verb: 'add', object: { kind: 'element', family: 'ip', table: T, set: 'cluster-ips', key: ['10.96.99.99'] } }],
+  ],
+  [
+    'a foreign chain and set',
+    () => [
+      { verb: 'add', object: { kind: 'chain', family: 'ip', table: T, name: 'intruder' } },
+      { verb: 'add', object: { kind: 'set', family: 'ip', table: T, name: 'intruder-set', keyType: ['ipv4_addr'] } },
+    ],
+  ],
   ['an IPv6 table deleted', () => [{ verb: 'delete', object: { kind: 'table', family: 'ip6', name: T } }]],
 ];
 
@@ -81,7 +115,10 @@ describe.each(ENDPOINT_SHAPES)('planAdoption (endpoint shape %s)', (shape) => {
 
   it('drops the table of a family no longer configured', () => {
     const k = fresh();
-    const v4only = renderRuleset(ports.filter((p) => p.family === 'IPv4'), config({ families: { IPv4: V4 }, endpointShape: shape }));
+    const v4only = renderRuleset(
+      ports.filter((p) => p.family === 'IPv4'),
+      config({ families: { IPv4: V4 }, endpointShape: shape }),
+    );
     const plan = planAdoption(v4only, listings(k), 0);
     if ('refused' in plan) throw new Error(plan.refused);
     k.commitSync(plan.ops);
@@ -104,13 +141,20 @@ describe('adoption keeps what only the kernel writes', () => {
     const k = new FakeKernel();
     k.commitSync(planFullSync(desired, 'replace').ops);
     const affinity = k.listSync('ip', T)!.sets.find((s) => s.name.startsWith('affinity-'))!;
-    k.commitSync([{ verb: 'add', object: { kind: 'element', family: 'ip', table: T, set: affinity.name, key: ['192.0.2.10'], timeout: 60 } }]);
+    k.commitSync([
+      { verb: 'add', object: { kind: 'element', family: 'ip', table: T, set: affinity.name, key: ['192.0.2.10'], timeout: 60 } },
+    ]);
     expect(planAdoption(desired, listings(k), 0)).toMatchObject({ ops: [] });
   });
 });
 
 describe('tableOwnership', () => {
-  const table = (comment?: string) => ({ kind: 'table' as const, family: 'ip' as const, name: T, ...(comment !== undefined ? { comment } : {}) });
+  const table = (comment?: string) => ({
+    kind: 'table' as const,
+    family: 'ip' as const,
+    name: T,
+    ...(comment !== undefined ? { comment } : {}),
+  });
   it.each([
     ['no table', undefined, { kind: 'absent' }],
     ['our current mark', table(ownershipMark()), { kind: 'ours', version: TABLE_FORMAT_VERSION }],

@@ -24,7 +24,9 @@ const label = fc
 
 const protocol = fc.constantFrom<Protocol>('TCP', 'UDP', 'SCTP');
 const v4 = fc.tuple(fc.integer({ min: 1, max: 254 }), fc.integer({ min: 1, max: 254 })).map(([a, b]) => `10.244.${a}.${b}`);
-const v6 = fc.tuple(fc.integer({ min: 1, max: 0xffff }), fc.integer({ min: 1, max: 0xffff })).map(([a, b]) => `fd00:1111:2222:3333:4444:5555:${a.toString(16)}:${b.toString(16)}`);
+const v6 = fc
+  .tuple(fc.integer({ min: 1, max: 0xffff }), fc.integer({ min: 1, max: 0xffff }))
+  .map(([a, b]) => `fd00:1111:2222:3333:4444:5555:${a.toString(16)}:${b.toString(16)}`);
 const port = fc.integer({ min: 1, max: 65535 });
 
 function servicePortArb(names: fc.Arbitrary<string>, portNames: fc.Arbitrary<string>): fc.Arbitrary<ServicePort> {
@@ -70,7 +72,9 @@ function servicePortArb(names: fc.Arbitrary<string>, portNames: fc.Arbitrary<str
     );
 }
 
-/** Each port its own addresses and NodePort: two ports wanting one ClusterIP:port is a conflict the renderer reports, not a naming question. */
+/**
+ * Each port its own addresses and NodePort: two ports wanting one ClusterIP:port is a conflict the renderer reports, not a naming question.
+ */
 function distinctAddresses(p: ServicePort, i: number): ServicePort {
   const v4 = p.family === 'IPv4';
   const n = i + 1;
@@ -84,7 +88,8 @@ function distinctAddresses(p: ServicePort, i: number): ServicePort {
 }
 
 /** Distinct ids (the model never hands over one port twice), up to 12 ports. */
-const ports = (one: fc.Arbitrary<ServicePort>) => fc.uniqueArray(one, { minLength: 1, maxLength: 12, selector: (p) => p.id }).map((list) => list.map(distinctAddresses));
+const ports = (one: fc.Arbitrary<ServicePort>) =>
+  fc.uniqueArray(one, { minLength: 1, maxLength: 12, selector: (p) => p.id }).map((list) => list.map(distinctAddresses));
 
 function checkRendered(list: readonly ServicePort[], shape: (typeof ENDPOINT_SHAPES)[number]): void {
   const r = renderRuleset(list, config({ families: { IPv4: V4, IPv6: V6 }, endpointShape: shape }));
@@ -94,10 +99,22 @@ function checkRendered(list: readonly ServicePort[], shape: (typeof ENDPOINT_SHA
 
 describe('names and comments are bounded by construction', () => {
   it('a Service whose namespace, name and port name are 63 characters each does not hold back the sync', async () => {
-    const long = sp({ namespace: 'n'.repeat(63), serviceName: 's'.repeat(63), portName: 'p'.repeat(63), protocol: 'SCTP', clusterIP: '10.96.0.30', nodePort: 30030 });
+    const long = sp({
+      namespace: 'n'.repeat(63),
+      serviceName: 's'.repeat(63),
+      portName: 'p'.repeat(63),
+      protocol: 'SCTP',
+      clusterIP: '10.96.0.30',
+      nodePort: 30030,
+    });
     const plain = sp({ serviceName: 'plain', clusterIP: '10.96.0.10', endpoints: [ep('10.244.1.5')] });
     const kernel = new FakeKernel();
-    const r = new Reconciler({ dataplane: kernel, config: config({ families: { IPv4: V4 } }), servicePorts: modelReads(() => [long, plain]), now: () => 0 });
+    const r = new Reconciler({
+      dataplane: kernel,
+      config: config({ families: { IPv4: V4 } }),
+      servicePorts: modelReads(() => [long, plain]),
+      now: () => 0,
+    });
     const rep = await r.sync({ kind: 'incremental' });
     expect(rep.rejected).toEqual([]);
     const elements = kernel.listSync('ip', 'kube-nft-proxy')!.elements;
@@ -129,7 +146,9 @@ describe('names and comments are bounded by construction', () => {
   it('so do names no API server would accept: any text, control characters and multibyte ones included', () => {
     const anyText = fc.string({ unit: 'binary', minLength: 1, maxLength: 200 });
     fc.assert(
-      fc.property(ports(servicePortArb(anyText, anyText)), fc.constantFrom(...ENDPOINT_SHAPES), (list, shape) => checkRendered(list, shape)),
+      fc.property(ports(servicePortArb(anyText, anyText)), fc.constantFrom(...ENDPOINT_SHAPES), (list, shape) =>
+        checkRendered(list, shape),
+      ),
       { numRuns: 120 },
     );
   });

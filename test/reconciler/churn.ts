@@ -23,23 +23,30 @@ function addr(family: IPFamily, v4: string, v6: string): string {
 }
 
 const endpointArb = (family: IPFamily): fc.Arbitrary<Endpoint> =>
-  fc.record({
-    host: fc.integer({ min: 1, max: 4 }),
-    port: fc.constantFrom(8080, 9090),
-    isLocal: fc.boolean(),
-    terminating: fc.boolean(),
-  }).map(({ host, port, isLocal, terminating }) => ({
-    ip: addr(family, `10.244.${host}.${host + 1}`, `fd00:244::${host}`),
-    port,
-    isLocal,
-    ready: !terminating,
-    serving: true,
-    terminating,
-  }));
+  fc
+    .record({
+      host: fc.integer({ min: 1, max: 4 }),
+      port: fc.constantFrom(8080, 9090),
+      isLocal: fc.boolean(),
+      terminating: fc.boolean(),
+    })
+    .map(({ host, port, isLocal, terminating }) => ({
+      ip: addr(family, `10.244.${host}.${host + 1}`, `fd00:244::${host}`),
+      port,
+      isLocal,
+      ready: !terminating,
+      serving: true,
+      terminating,
+    }));
 
 const selectionArb = (family: IPFamily): fc.Arbitrary<EndpointSelection> =>
   fc.oneof(
-    { weight: 6, arbitrary: fc.array(endpointArb(family), { minLength: 1, maxLength: 4 }).map((endpoints) => ({ kind: 'endpoints' as const, endpoints })) },
+    {
+      weight: 6,
+      arbitrary: fc
+        .array(endpointArb(family), { minLength: 1, maxLength: 4 })
+        .map((endpoints) => ({ kind: 'endpoints' as const, endpoints })),
+    },
     { weight: 1, arbitrary: fc.constant({ kind: 'reject' as const }) },
     { weight: 1, arbitrary: fc.constant({ kind: 'drop' as const }) },
   );
@@ -53,7 +60,10 @@ const portArb = (nameIdx: number, portName: string, protocol: Protocol, family: 
       nodePort: fc.option(fc.constantFrom(30000 + nameIdx * 10, 30001 + nameIdx * 10), { nil: undefined }),
       externalIPs: fc.subarray([addr(family, '203.0.113.1', '2001:db8:1::1'), addr(family, '203.0.113.2', '2001:db8:1::2')]),
       loadBalancerIPs: fc.subarray([addr(family, '198.51.100.1', '2001:db8:2::1')]),
-      loadBalancerSourceRanges: fc.subarray([addr(family, '192.0.2.0/24', '2001:db8::/64'), addr(family, '203.0.113.0/25', '2001:db8:3::/48')]),
+      loadBalancerSourceRanges: fc.subarray([
+        addr(family, '192.0.2.0/24', '2001:db8::/64'),
+        addr(family, '203.0.113.0/25', '2001:db8:3::/48'),
+      ]),
       sessionAffinityTimeout: fc.option(fc.constantFrom(10, 300), { nil: undefined }),
       externalPolicyLocal: fc.boolean(),
       internalPolicyLocal: fc.boolean(),
@@ -87,7 +97,8 @@ const portArb = (nameIdx: number, portName: string, protocol: Protocol, family: 
     });
 
 const UNIVERSE: Array<[number, string, Protocol, IPFamily]> = [];
-for (let n = 0; n < NAMES.length; n++) for (const pn of PORT_NAMES) for (const pr of PROTOCOLS) for (const f of FAMILIES) UNIVERSE.push([n, pn, pr, f]);
+for (let n = 0; n < NAMES.length; n++)
+  for (const pn of PORT_NAMES) for (const pr of PROTOCOLS) for (const f of FAMILIES) UNIVERSE.push([n, pn, pr, f]);
 
 /** A random subset of the universe, each present port in a random state. */
 export const servicePortsArb: fc.Arbitrary<ServicePort[]> = fc
@@ -129,17 +140,21 @@ export interface ChurnStep {
 }
 
 /** Churn whose configs (initial and changed) take their endpoint shape from `shapes`: with both, a step may switch shapes. */
-export const churnArbFor = (shapes: readonly EndpointShape[], mapBlocks?: readonly number[]): fc.Arbitrary<{ initial: RulesetConfig; steps: ChurnStep[] }> => fc.record({
-  initial: configArbFor(shapes, mapBlocks),
-  steps: fc.array(
-    fc.record({
-      ports: servicePortsArb,
-      advance: fc.constantFrom(0, 300, 1000, 2500),
-      config: fc.option(configArbFor(shapes, mapBlocks), { nil: undefined, freq: 6 }),
-    }),
-    { minLength: 1, maxLength: 8 },
-  ),
-});
+export const churnArbFor = (
+  shapes: readonly EndpointShape[],
+  mapBlocks?: readonly number[],
+): fc.Arbitrary<{ initial: RulesetConfig; steps: ChurnStep[] }> =>
+  fc.record({
+    initial: configArbFor(shapes, mapBlocks),
+    steps: fc.array(
+      fc.record({
+        ports: servicePortsArb,
+        advance: fc.constantFrom(0, 300, 1000, 2500),
+        config: fc.option(configArbFor(shapes, mapBlocks), { nil: undefined, freq: 6 }),
+      }),
+      { minLength: 1, maxLength: 8 },
+    ),
+  });
 
 /** Incremental syncs through the churn, then one more after the stale-chain delay. */
 export function churn(initial: RulesetConfig, steps: readonly ChurnStep[]) {

@@ -25,7 +25,13 @@ const cases: Case[] = [
   },
   {
     name: 'UDP ClusterIP: its serving endpoints are kept, not-serving ones are not',
-    ports: [sp({ protocol: 'UDP', port: 53, endpoints: [ep('10.244.1.3', 53), ep('10.244.1.2', 53), ep('10.244.1.9', 53, { ready: false, serving: false, terminating: true })] })],
+    ports: [
+      sp({
+        protocol: 'UDP',
+        port: 53,
+        endpoints: [ep('10.244.1.3', 53), ep('10.244.1.2', 53), ep('10.244.1.9', 53, { ready: false, serving: false, terminating: true })],
+      }),
+    ],
     want: { IPv4: [{ protocol: 'UDP', address: '10.96.0.10', port: 53, keep: ['10.244.1.2', '10.244.1.3'] }], IPv6: [] },
   },
   {
@@ -35,7 +41,16 @@ const cases: Case[] = [
   },
   {
     name: 'every frontend: ClusterIP, external IPs, LB IPs (Service port) and the NodePort (any address)',
-    ports: [sp({ protocol: 'UDP', port: 53, nodePort: 30053, externalIPs: ['192.0.2.7'], loadBalancerIPs: ['203.0.113.9'], endpoints: [ep('10.244.1.2', 5353)] })],
+    ports: [
+      sp({
+        protocol: 'UDP',
+        port: 53,
+        nodePort: 30053,
+        externalIPs: ['192.0.2.7'],
+        loadBalancerIPs: ['203.0.113.9'],
+        endpoints: [ep('10.244.1.2', 5353)],
+      }),
+    ],
     want: {
       IPv4: [
         { protocol: 'UDP', address: '10.96.0.10', port: 53, keep: ['10.244.1.2'] },
@@ -53,7 +68,9 @@ const cases: Case[] = [
   },
   {
     name: 'IPv6 ports go to the IPv6 list; addresses of the other family are ignored',
-    ports: [sp({ protocol: 'UDP', family: 'IPv6', port: 53, externalIPs: ['192.0.2.7', '2001:db8::7'], endpoints: [ep('fd00:244::2', 53)] })],
+    ports: [
+      sp({ protocol: 'UDP', family: 'IPv6', port: 53, externalIPs: ['192.0.2.7', '2001:db8::7'], endpoints: [ep('fd00:244::2', 53)] }),
+    ],
     want: {
       IPv4: [],
       IPv6: [
@@ -63,10 +80,17 @@ const cases: Case[] = [
     },
   },
   {
-    name: 'two ports on one frontend share a target that keeps both ports\' endpoints',
+    name: "two ports on one frontend share a target that keeps both ports' endpoints",
     ports: [
       sp({ serviceName: 'a', protocol: 'UDP', port: 53, externalIPs: ['192.0.2.7'], endpoints: [ep('10.244.1.2', 53)] }),
-      sp({ serviceName: 'b', protocol: 'UDP', port: 53, clusterIP: '10.96.0.11', externalIPs: ['192.0.2.7'], endpoints: [ep('10.244.1.5', 53), ep('10.244.1.2', 53)] }),
+      sp({
+        serviceName: 'b',
+        protocol: 'UDP',
+        port: 53,
+        clusterIP: '10.96.0.11',
+        externalIPs: ['192.0.2.7'],
+        endpoints: [ep('10.244.1.5', 53), ep('10.244.1.2', 53)],
+      }),
     ],
     want: {
       IPv4: [

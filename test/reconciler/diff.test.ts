@@ -55,7 +55,11 @@ describe.each(ENDPOINT_SHAPES)('incremental syncs and a full sync agree (endpoin
       fc.property(servicePortsArb, (ports) => {
         const cfg = config({ endpointShape: shape });
         const a = renderRuleset(ports, cfg);
-        const b = renderNext(ports.map((p) => structuredClone(p)), cfg, a);
+        const b = renderNext(
+          ports.map((p) => structuredClone(p)),
+          cfg,
+          a,
+        );
         expect(diffRulesets(a, b, { now: 5 }).ops).toEqual([]);
       }),
       { numRuns: 50 },
@@ -75,57 +79,67 @@ it('random churn that switches endpoint shape on the way leaves the kernel as a 
 });
 
 describe('a change to one service touches only that service', () => {
-  it.each(ENDPOINT_SHAPES)('every operation is on its chains, its maps, its affinity sets or elements it claims (endpoint shape %s)', (shape) => {
-    fc.assert(
-      fc.property(servicePortsArb, servicePortsArb, fc.nat(), (before, after, pick) => {
-        if (after.length === 0) return;
-        const cfg = config({ endpointShape: shape });
-        const changed = after[pick % after.length]!;
-        // Everything as before except the one port.
-        const base = before.filter((p) => p.id !== changed.id);
-        const a = renderRuleset(base.concat(before.filter((p) => p.id === changed.id)), cfg);
-        const b = renderNext(base.concat([changed]), cfg, a);
-        const mine = servicePortReadable(changed);
-        const owners = (r: Ruleset, key: string) => r.claims.get(key);
-        for (const op of diffRulesets(a, b, { now: 1 }).ops) {
-          const o = op.object;
-          if (o.kind === 'chain') expect(o.name).toContain(mine);
-          else if (o.kind === 'rule') expect(o.chain).toContain(mine);
-          else if (o.kind === 'set' || o.kind === 'map') {
-            // Its own maps, or a shared endpoint map its range is the first to enter or the last to leave.
-            const shards = [a, b].flatMap((r) => r.services.get(changed.id)?.regions.map((x) => shardMapName(shardOf(x))) ?? []);
-            expect(o.name.includes(mine) || shards.includes(o.name), o.name).toBe(true);
+  it.each(ENDPOINT_SHAPES)(
+    'every operation is on its chains, its maps, its affinity sets or elements it claims (endpoint shape %s)',
+    (shape) => {
+      fc.assert(
+        fc.property(servicePortsArb, servicePortsArb, fc.nat(), (before, after, pick) => {
+          if (after.length === 0) return;
+          const cfg = config({ endpointShape: shape });
+          const changed = after[pick % after.length]!;
+          // Everything as before except the one port.
+          const base = before.filter((p) => p.id !== changed.id);
+          const a = renderRuleset(base.concat(before.filter((p) => p.id === changed.id)), cfg);
+          const b = renderNext(base.concat([changed]), cfg, a);
+          const mine = servicePortReadable(changed);
+          const owners = (r: Ruleset, key: string) => r.claims.get(key);
+          for (const op of diffRulesets(a, b, { now: 1 }).ops) {
+            const o = op.object;
+            if (o.kind === 'chain') expect(o.name).toContain(mine);
+            else if (o.kind === 'rule') expect(o.chain).toContain(mine);
+            else if (o.kind === 'set' || o.kind === 'map') {
+              // Its own maps, or a shared endpoint map its range is the first to enter or the last to leave.
+              const shards = [a, b].flatMap((r) => r.services.get(changed.id)?.regions.map((x) => shardMapName(shardOf(x))) ?? []);
+              expect(o.name.includes(mine) || shards.includes(o.name), o.name).toBe(true);
+            } else if (o.kind === 'element') {
+              const key = claimKey(o);
+              // Its own element, or one it stopped or started shadowing in a conflict.
+              const fragments = [a.services.get(changed.id)?.fragment, b.services.get(changed.id)?.fragment];
+              const same = (e: Element) => e.set === o.set && e.family === o.family && e.key.join() === o.key.join();
+              const inFragment = fragments.some(
+                (f) =>
+                  f &&
+                  (f.elements.some(same) ||
+                    (f.ownElements ?? []).some(same) ||
+                    (o.set === 'hairpin-endpoints' && (f.hairpin ?? []).includes(o.key[0]!))),
+              );
+              expect(inFragment || owners(a, key) === changed.id || owners(b, key) === changed.id, key).toBe(true);
+            } else {
+              throw new Error(`unexpected ${op.verb} ${o.kind}`);
+            }
           }
-          else if (o.kind === 'element') {
-            const key = claimKey(o);
-            // Its own element, or one it stopped or started shadowing in a conflict.
-            const fragments = [a.services.get(changed.id)?.fragment, b.services.get(changed.id)?.fragment];
-            const same = (e: Element) => e.set === o.set && e.family === o.family && e.key.join() === o.key.join();
-            const inFragment = fragments.some(
-              (f) => f && (f.elements.some(same) || (f.ownElements ?? []).some(same) || (o.set === 'hairpin-endpoints' && (f.hairpin ?? []).includes(o.key[0]!))),
-            );
-            expect(inFragment || owners(a, key) === changed.id || owners(b, key) === changed.id, key).toBe(true);
-          } else {
-            throw new Error(`unexpected ${op.verb} ${o.kind}`);
-          }
-        }
-      }),
-      { numRuns: 150 },
-    );
-  });
+        }),
+        { numRuns: 150 },
+      );
+    },
+  );
 
   const opNames = (ops: readonly Operation[]) =>
     ops.map((o) => {
       const obj = o.object;
-      const name = 'name' in obj ? obj.name : 'chain' in obj ? obj.chain : obj.kind === 'element' ? `${obj.set} ${obj.key.join(' . ')}` : '';
+      const name =
+        'name' in obj ? obj.name : 'chain' in obj ? obj.chain : obj.kind === 'element' ? `${obj.set} ${obj.key.join(' . ')}` : '';
       return `${o.verb} ${obj.kind} ${name}`;
     });
-  const many = () => Array.from({ length: 50 }, (_, i) => sp({ serviceName: `s${i}`, clusterIP: `10.96.1.${i}`, endpoints: [ep(`10.244.0.${i + 1}`)] }));
+  const many = () =>
+    Array.from({ length: 50 }, (_, i) => sp({ serviceName: `s${i}`, clusterIP: `10.96.1.${i}`, endpoints: [ep(`10.244.0.${i + 1}`)] }));
   /** 50 services, then service s7 gains a second endpoint: the ops of that one change. */
   const opsAddingAnEndpointToService7 = (cfg: ReturnType<typeof config>) => {
     const ports = many();
     const a = renderRuleset(ports, cfg);
-    const changed = ports.map((p, i) => (i === 7 ? sp({ serviceName: 's7', clusterIP: '10.96.1.7', endpoints: [ep('10.244.0.8'), ep('10.244.9.9')] }) : p));
+    const changed = ports.map((p, i) =>
+      i === 7 ? sp({ serviceName: 's7', clusterIP: '10.96.1.7', endpoints: [ep('10.244.0.8'), ep('10.244.9.9')] }) : p,
+    );
     return diffRulesets(a, renderNext(changed, cfg, a), { now: 1 }).ops;
   };
 
@@ -174,7 +188,9 @@ describe('a change to one service touches only that service', () => {
       `add element ${s7Map} ${s7}`,
       'add element hairpin-endpoints 10.244.9.9 . 10.244.9.9',
     ]);
-    expect(ops.find((o) => o.verb === 'add' && o.object.kind === 'element' && o.object.set === s7Map)!.object).toMatchObject({ value: ['10.244.9.9', '8080'] });
+    expect(ops.find((o) => o.verb === 'add' && o.object.kind === 'element' && o.object.set === s7Map)!.object).toMatchObject({
+      value: ['10.244.9.9', '8080'],
+    });
   });
 
   it('endpoint shape map: an endpoint shared by two services stays in hairpin-endpoints until neither uses it', () => {
@@ -184,7 +200,11 @@ describe('a change to one service touches only that service', () => {
     const k = new FakeKernel();
     const a = renderRuleset([x, y], cfg);
     k.commitSync(planFullSync(a, 'replace').ops);
-    const hairpin = () => k.listSync('ip', 'kube-nft-proxy')!.elements.filter((e) => e.set === 'hairpin-endpoints').map((e) => e.key.join(' . '));
+    const hairpin = () =>
+      k
+        .listSync('ip', 'kube-nft-proxy')!
+        .elements.filter((e) => e.set === 'hairpin-endpoints')
+        .map((e) => e.key.join(' . '));
     expect(hairpin()).toEqual(['10.244.5.5 . 10.244.5.5']);
     const b = renderNext([y], cfg, a);
     const p1 = diffRulesets(a, b, { now: 1 });
@@ -206,28 +226,31 @@ describe('stale chains and failed commits', () => {
   it.each([
     ['chains', cfg, 4],
     ['map', mapCfg, 2],
-  ] as const)('a removed service (endpoint shape %s): chains flushed and elements removed now, chains deleted after the delay', (_shape, cfg, stale) => {
-    const k = new FakeKernel();
-    const a = renderRuleset([web], cfg);
-    k.commitSync(planFullSync(a, 'replace').ops);
-    const b = renderNext([], cfg, a);
-    const p1 = diffRulesets(a, b, { now: 1000 }, EMPTY_SYNC_STATE.staleChains);
-    k.commitSync(p1.ops);
-    expect(p1.ops.filter((o) => o.verb === 'delete' && o.object.kind === 'chain')).toEqual([]);
-    expect(p1.next.staleChains.size).toBe(stale);
-    const chainsAfterFlush = k.listSync('ip', 'kube-nft-proxy')!.chains.filter((c) => c.name.includes('/'));
-    expect(chainsAfterFlush).toHaveLength(stale);
-    expect(k.listSync('ip', 'kube-nft-proxy')!.rules.filter((r) => r.chain.includes('/'))).toEqual([]);
-    expect(k.listSync('ip', 'kube-nft-proxy')!.sets.filter((c) => c.name.includes('/'))).toEqual([]);
+  ] as const)(
+    'a removed service (endpoint shape %s): chains flushed and elements removed now, chains deleted after the delay',
+    (_shape, cfg, stale) => {
+      const k = new FakeKernel();
+      const a = renderRuleset([web], cfg);
+      k.commitSync(planFullSync(a, 'replace').ops);
+      const b = renderNext([], cfg, a);
+      const p1 = diffRulesets(a, b, { now: 1000 }, EMPTY_SYNC_STATE.staleChains);
+      k.commitSync(p1.ops);
+      expect(p1.ops.filter((o) => o.verb === 'delete' && o.object.kind === 'chain')).toEqual([]);
+      expect(p1.next.staleChains.size).toBe(stale);
+      const chainsAfterFlush = k.listSync('ip', 'kube-nft-proxy')!.chains.filter((c) => c.name.includes('/'));
+      expect(chainsAfterFlush).toHaveLength(stale);
+      expect(k.listSync('ip', 'kube-nft-proxy')!.rules.filter((r) => r.chain.includes('/'))).toEqual([]);
+      expect(k.listSync('ip', 'kube-nft-proxy')!.sets.filter((c) => c.name.includes('/'))).toEqual([]);
 
-    const early = diffRulesets(b, b, { now: 1999 }, p1.next.staleChains);
-    expect(early.ops).toEqual([]);
-    const late = diffRulesets(b, b, { now: 2000 }, p1.next.staleChains);
-    expect(late.ops.map((o) => `${o.verb} ${o.object.kind}`)).toEqual(Array(stale).fill('delete chain'));
-    k.commitSync(late.ops);
-    expect(late.next.staleChains.size).toBe(0);
-    expect(listing(k)).toEqual(listing(freshKernel(b)));
-  });
+      const early = diffRulesets(b, b, { now: 1999 }, p1.next.staleChains);
+      expect(early.ops).toEqual([]);
+      const late = diffRulesets(b, b, { now: 2000 }, p1.next.staleChains);
+      expect(late.ops.map((o) => `${o.verb} ${o.object.kind}`)).toEqual(Array(stale).fill('delete chain'));
+      k.commitSync(late.ops);
+      expect(late.next.staleChains.size).toBe(0);
+      expect(listing(k)).toEqual(listing(freshKernel(b)));
+    },
+  );
 
   it('a chain wanted again before its deletion is reused, not deleted', () => {
     const k = new FakeKernel();
@@ -281,31 +304,53 @@ describe('a port that wants one key twice (its ClusterIP also an externalIP, an 
   it.each(ENDPOINT_SHAPES)('holds the first one, in a full sync and through incremental changes alike (endpoint shape %s)', (shape) => {
     const cfg = config({ families: { IPv4: V4 }, endpointShape: shape });
     const twice = (eps: string[]) =>
-      sp({ clusterIP: '10.96.0.10', externalIPs: ['10.96.0.10', '203.0.113.9'], loadBalancerIPs: ['203.0.113.9'], endpoints: eps.map((ip) => ep(ip)) });
-    const steps = [[twice(['10.244.1.5'])], [twice(['10.244.1.5', '10.244.1.6']), sp({ serviceName: 'other', clusterIP: '10.96.0.11', endpoints: [ep('10.244.1.7')] })], [twice([])], []];
+      sp({
+        clusterIP: '10.96.0.10',
+        externalIPs: ['10.96.0.10', '203.0.113.9'],
+        loadBalancerIPs: ['203.0.113.9'],
+        endpoints: eps.map((ip) => ep(ip)),
+      });
+    const steps = [
+      [twice(['10.244.1.5'])],
+      [twice(['10.244.1.5', '10.244.1.6']), sp({ serviceName: 'other', clusterIP: '10.96.0.11', endpoints: [ep('10.244.1.7')] })],
+      [twice([])],
+      [],
+    ];
     for (let n = 1; n <= steps.length; n++) {
-      const { k, rendered } = churn(cfg, steps.slice(0, n).map((ports) => ({ ports, advance: 0 })));
+      const { k, rendered } = churn(
+        cfg,
+        steps.slice(0, n).map((ports) => ({ ports, advance: 0 })),
+      );
       expect(listing(k)).toEqual(listing(freshKernel(rendered)));
-      const keys = planFullSync(rendered, 'replace').ops.flatMap((op) => (op.object.kind === 'element' ? [`${op.object.set} ${op.object.key.join(' . ')}`] : []));
+      const keys = planFullSync(rendered, 'replace').ops.flatMap((op) =>
+        op.object.kind === 'element' ? [`${op.object.set} ${op.object.key.join(' . ')}`] : [],
+      );
       expect(new Set(keys).size).toBe(keys.length);
     }
     // The ClusterIP's own verdict won over the externalIP's for the same key while the port had endpoints.
     const first = renderRuleset([twice(['10.244.1.5'])], cfg);
-    expect(claimedElement(first, 'ip kube-nft-proxy service-ips 10.96.0.10 . tcp . 80')?.value).toEqual({ verdict: 'goto', chain: `service-${servicePortNameBase(twice([]))}` });
+    expect(claimedElement(first, 'ip kube-nft-proxy service-ips 10.96.0.10 . tcp . 80')?.value).toEqual({
+      verdict: 'goto',
+      chain: `service-${servicePortNameBase(twice([]))}`,
+    });
   });
 });
 
-it.each(ENDPOINT_SHAPES)('a ruleset rendered from the applied one is diffed through its changed ports only, with the same operations as a diff of every port (endpoint shape %s)', (shape) => {
-  const text = (ops: readonly Operation[]) => ops.map((op) => `${op.verb} ${JSON.stringify(op.object)}`).sort();
-  fc.assert(
-    fc.property(servicePortsArb, servicePortsArb, (before, after) => {
-      const cfg = config({ endpointShape: shape });
-      const a = renderRuleset(before, cfg);
-      const b = renderNext(after, cfg, a);
-      expect(b.changes?.since).toBe(a.generation);
-      const { changes: _, ...everyPort } = b;
-      expect(text(diffRulesets(a, b, { now: 1 }).ops)).toEqual(text(diffRulesets(a, everyPort, { now: 1 }).ops));
-    }),
-    { numRuns: 150 },
-  );
-});
+it.each(ENDPOINT_SHAPES)(
+  'a ruleset rendered from the applied one is diffed through its changed ports only, with the same operations as a diff ' +
+    'of every port (endpoint shape %s)',
+  (shape) => {
+    const text = (ops: readonly Operation[]) => ops.map((op) => `${op.verb} ${JSON.stringify(op.object)}`).sort();
+    fc.assert(
+      fc.property(servicePortsArb, servicePortsArb, (before, after) => {
+        const cfg = config({ endpointShape: shape });
+        const a = renderRuleset(before, cfg);
+        const b = renderNext(after, cfg, a);
+        expect(b.changes?.since).toBe(a.generation);
+        const { changes: _, ...everyPort } = b;
+        expect(text(diffRulesets(a, b, { now: 1 }).ops)).toEqual(text(diffRulesets(a, everyPort, { now: 1 }).ops));
+      }),
+      { numRuns: 150 },
+    );
+  },
+);

@@ -11,7 +11,15 @@ import { validateOperations } from '../../src/nft/transaction.ts';
 import type { Endpoint, ServicePort } from '../../src/model/service-port.ts';
 import { RulesetConfigError, validateRulesetConfig, type RulesetConfig } from '../../src/reconciler/config.ts';
 import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, type SyncState } from '../../src/reconciler/diff.ts';
-import { DEFAULT_ENDPOINT_MAP_BLOCKS, endpointRegion, hash32, regionOffset, shardMapName, shardOf, SLOTS_PER_BLOCK } from '../../src/reconciler/endpoint-slots.ts';
+import {
+  DEFAULT_ENDPOINT_MAP_BLOCKS,
+  endpointRegion,
+  hash32,
+  regionOffset,
+  shardMapName,
+  shardOf,
+  SLOTS_PER_BLOCK,
+} from '../../src/reconciler/endpoint-slots.ts';
 import { planFullSync } from '../../src/reconciler/full-sync.ts';
 import { rulesetListings } from '../../src/reconciler/listing.ts';
 import { servicePortNameBase } from '../../src/reconciler/names.ts';
@@ -43,9 +51,13 @@ function collidingNames(blocks: number): { a: string; b: string; c: string } {
 }
 
 const endpoints = (n: number, seed: number): Endpoint[] => Array.from({ length: n }, (_, i) => ep(`10.${seed}.${i >> 8}.${i & 255}`));
-const svc = (name: string, n: number, seed: number): ServicePort => sp({ serviceName: name, clusterIP: `10.96.${seed}.1`, endpoints: endpoints(n, seed) });
+const svc = (name: string, n: number, seed: number): ServicePort =>
+  sp({ serviceName: name, clusterIP: `10.96.${seed}.1`, endpoints: endpoints(n, seed) });
 
-/** Applies each step incrementally; after each (and the stale-chain delay), the kernel and the placement equal a fresh full render's. Returns each step's ops. */
+/**
+ * Applies each step incrementally; after each (and the stale-chain delay), the kernel and the placement equal a fresh full render's.
+ * Returns each step's ops.
+ */
 function steps(cfg: RulesetConfig, list: ServicePort[][]): Operation[][] {
   const k = new FakeKernel();
   let now = 1_000_000;
@@ -77,7 +89,11 @@ function steps(cfg: RulesetConfig, list: ServicePort[][]): Operation[][] {
 const touches = (ops: readonly Operation[], name: string): boolean =>
   ops.some((o) => {
     const obj = o.object;
-    return obj.kind === 'chain' || obj.kind === 'map' ? obj.name.includes(`/${name}/`) : obj.kind === 'rule' ? obj.chain.includes(`/${name}/`) : false;
+    return obj.kind === 'chain' || obj.kind === 'map'
+      ? obj.name.includes(`/${name}/`)
+      : obj.kind === 'rule'
+        ? obj.chain.includes(`/${name}/`)
+        : false;
   });
 
 describe('slot ranges in the shared endpoint map', () => {
@@ -105,8 +121,13 @@ describe('slot ranges in the shared endpoint map', () => {
     const cfg = config({ families: { IPv4: V4 }, endpointShape: 'map' });
     const r = renderRuleset([svc(a, 2, 1), svc(b, 2, 2), svc(c, 2, 3)], cfg);
     validateOperations(planFullSync(r, 'replace').ops);
-    const text = rulesetListings(r).map((l) => renderText(l)).join('\n');
-    for (const [name, seed] of [[a, 1], [b, 2]] as const) {
+    const text = rulesetListings(r)
+      .map((l) => renderText(l))
+      .join('\n');
+    for (const [name, seed] of [
+      [a, 1],
+      [b, 2],
+    ] as const) {
       expect(text).toContain(`map ${label(name)} {`);
       expect(text).toContain(`dnat ip addr . port to numgen random mod 2 map @${label(name)}`);
       expect(text).toContain(`elements = { 0 : 10.${seed}.0.0 . 8080,`);
@@ -123,7 +144,13 @@ describe('slot ranges in the shared endpoint map', () => {
     const cfg = config({ families: { IPv4: V4 }, endpointShape: 'map', endpointMapBlocks: 1024 });
     const { a, b, c } = collidingNames(1024);
     const [A, B, C] = [svc(a, 3, 1), svc(b, 2, 2), svc(c, 2, 3)];
-    const ops = steps(cfg, [[A, C], [A, B, C], [A, C], [A, B, C], [B, C]]);
+    const ops = steps(cfg, [
+      [A, C],
+      [A, B, C],
+      [A, C],
+      [A, B, C],
+      [B, C],
+    ]);
     // b arrives: a's chain is rewritten to its own map, c is untouched.
     expect(touches(ops[1]!, a)).toBe(true);
     expect(ops[1]!.some((o) => o.verb === 'add' && o.object.kind === 'map' && o.object.name === label(a))).toBe(true);
@@ -146,7 +173,10 @@ describe('slot ranges in the shared endpoint map', () => {
     const [A16, A17, M] = [svc(a, 16, 1), svc(a, 17, 1), svc(m, 1, 2)];
     const ops = steps(cfg, [[A16, M], [A17, M], [A16, M], [A17], [A17, M]]);
     const privateMaps = (o: readonly Operation[], verb: string) =>
-      o.filter((x) => x.verb === verb && x.object.kind === 'map' && !x.object.name.startsWith('service-endpoints-')).map((x) => (x.object as { name: string }).name).sort();
+      o
+        .filter((x) => x.verb === verb && x.object.kind === 'map' && !x.object.name.startsWith('service-endpoints-'))
+        .map((x) => (x.object as { name: string }).name)
+        .sort();
     expect(privateMaps(ops[1]!, 'add')).toEqual([label(a), label(m)].sort());
     expect(privateMaps(ops[2]!, 'delete')).toEqual([label(a), label(m)].sort());
     expect(privateMaps(ops[4]!, 'add')).toEqual([label(a), label(m)].sort());
@@ -154,12 +184,19 @@ describe('slot ranges in the shared endpoint map', () => {
 
   it("a port's two policy chains whose ranges collide both use private maps", () => {
     const cfg = config({ families: { IPv4: V4 }, endpointShape: 'map', endpointMapBlocks: 1 });
-    const p = sp({ nodePort: 30080, externalPolicyLocal: true, cluster: sel(ep('10.244.1.5'), local('10.244.2.6')), external: sel(local('10.244.2.6')) });
+    const p = sp({
+      nodePort: 30080,
+      externalPolicyLocal: true,
+      cluster: sel(ep('10.244.1.5'), local('10.244.2.6')),
+      external: sel(local('10.244.2.6')),
+    });
     const r = renderRuleset([p], cfg);
     expect([...r.services.get(p.id)!.privateLabels].sort()).toEqual([label('web'), label('web', 'local-endpoints-')].sort());
     // Alone, a range is shared, at offset 0 (rendered without one).
     const q = sp({ endpoints: [ep('10.244.1.5')] });
-    const text = rulesetListings(renderRuleset([q], cfg)).map((l) => renderText(l)).join('\n');
+    const text = rulesetListings(renderRuleset([q], cfg))
+      .map((l) => renderText(l))
+      .join('\n');
     expect(text).toContain('dnat ip addr . port to numgen random mod 1 map @service-endpoints-0');
   });
 

@@ -16,7 +16,9 @@ describe('golden rulesets', () => {
     it(`${g.name} renders as reviewed`, async () => {
       const r = renderRuleset(g.ports, g.config);
       expect(r.problems).toEqual([]);
-      const text = rulesetListings(r).map((l) => renderText(l)).join('\n');
+      const text = rulesetListings(r)
+        .map((l) => renderText(l))
+        .join('\n');
       await expect(text).toMatchFileSnapshot(`golden/${g.name}.nft`);
     });
 
@@ -46,7 +48,11 @@ const FEATURES: Array<{ name: string; fields: Array<keyof ServicePort>; has: (p:
   { name: 'external endpoints', fields: ['external'], has: (p) => p.external.kind === 'endpoints' && p.nodePort !== undefined },
   { name: 'external reject', fields: ['external'], has: (p) => p.external.kind === 'reject' && p.nodePort !== undefined },
   { name: 'external drop', fields: ['external'], has: (p) => p.external.kind === 'drop' && p.nodePort !== undefined },
-  { name: 'several endpoints (cascade)', fields: ['allEndpoints'], has: (p) => p.cluster.kind === 'endpoints' && p.cluster.endpoints.length >= 3 },
+  {
+    name: 'several endpoints (cascade)',
+    fields: ['allEndpoints'],
+    has: (p) => p.cluster.kind === 'endpoints' && p.cluster.endpoints.length >= 3,
+  },
   { name: 'local endpoint', fields: ['allEndpoints'], has: (p) => p.allEndpoints.some((e) => e.isLocal) },
   { name: 'terminating endpoint', fields: ['allEndpoints'], has: (p) => p.allEndpoints.some((e) => e.terminating) },
   { name: 'TCP', fields: ['protocol'], has: (p) => p.protocol === 'TCP' },

@@ -44,9 +44,12 @@ const mentions = (op: Operation, text: string) => op.verb === 'add' && JSON.stri
 const plainErrorFor =
   (...addresses: string[]): Refuse =>
   (ops) =>
-    ops.some((op) => op.object.kind === 'rule' && addresses.some((a) => mentions(op, a))) ? Object.assign(new Error('netlink: message too long'), { errno: 90 }) : undefined;
+    ops.some((op) => op.object.kind === 'rule' && addresses.some((a) => mentions(op, a)))
+      ? Object.assign(new Error('netlink: message too long'), { errno: 90 })
+      : undefined;
 
-const port = (i: number, extra: PortSpec & { endpoints?: Endpoint[] } = {}) => sp({ serviceName: `s${i}`, clusterIP: `10.96.1.${i}`, endpoints: [ep(`10.244.1.${i}`)], ...extra });
+const port = (i: number, extra: PortSpec & { endpoints?: Endpoint[] } = {}) =>
+  sp({ serviceName: `s${i}`, clusterIP: `10.96.1.${i}`, endpoints: [ep(`10.244.1.${i}`)], ...extra });
 
 function setup(ports: ServicePort[]) {
   const kernel = new ChoosyKernel();
@@ -59,20 +62,30 @@ const strip = listingWithoutHandles;
 const expected = (ports: ServicePort[]) => afterFreshFullSync(ports, cfg);
 
 describe('failure isolation', () => {
-  it("a port whose operations fail the transaction's checks is set aside before anything is sent; the rest commits in one commit", async () => {
-    const t = setup([port(1)]);
-    await t.r.sync({ kind: 'incremental' });
-    // A session affinity timeout of 0 renders a set the checks refuse (the API never allows it; the model is bypassed here).
-    const bad = port(2, { sessionAffinityTimeout: 0 });
-    const attempts = t.kernel.attempts;
-    t.set([port(1), bad, port(3)]);
-    const rep = await t.r.sync({ kind: 'incremental' });
-    expect(rep.rejected).toEqual([
-      expect.objectContaining({ servicePortId: bad.id, serviceName: 's2', keptLastApplied: false, stage: 'validation', code: 'ERR_NFT_INVALID', message: expect.stringContaining('timeout') }),
-    ]);
-    expect(t.kernel.attempts - attempts).toBe(1);
-    expect(strip(t.kernel.inner)).toEqual(expected([port(1), port(3)]));
-  });
+  it(
+    "a port whose operations fail the transaction's checks is set aside before anything is sent; the rest commits in " + 'one commit',
+    async () => {
+      const t = setup([port(1)]);
+      await t.r.sync({ kind: 'incremental' });
+      // A session affinity timeout of 0 renders a set the checks refuse (the API never allows it; the model is bypassed here).
+      const bad = port(2, { sessionAffinityTimeout: 0 });
+      const attempts = t.kernel.attempts;
+      t.set([port(1), bad, port(3)]);
+      const rep = await t.r.sync({ kind: 'incremental' });
+      expect(rep.rejected).toEqual([
+        expect.objectContaining({
+          servicePortId: bad.id,
+          serviceName: 's2',
+          keptLastApplied: false,
+          stage: 'validation',
+          code: 'ERR_NFT_INVALID',
+          message: expect.stringContaining('timeout'),
+        }),
+      ]);
+      expect(t.kernel.attempts - attempts).toBe(1);
+      expect(strip(t.kernel.inner)).toEqual(expected([port(1), port(3)]));
+    },
+  );
 
   it('a changed port that fails the checks keeps its last applied version in force', async () => {
     const t = setup([port(1), port(2)]);
@@ -93,7 +106,13 @@ describe('failure isolation', () => {
     const attempts = t.kernel.attempts;
     const rep = await t.r.sync({ kind: 'incremental' });
     expect(rep.rejected).toEqual([
-      expect.objectContaining({ servicePortId: ports[22]!.id, keptLastApplied: false, stage: 'bisection', errno: 90, message: 'netlink: message too long' }),
+      expect.objectContaining({
+        servicePortId: ports[22]!.id,
+        keptLastApplied: false,
+        stage: 'bisection',
+        errno: 90,
+        message: 'netlink: message too long',
+      }),
     ]);
     // The failed one, everything but the suspects, then halves: log2(32) = 5.
     expect(t.kernel.attempts - attempts).toBeLessThanOrEqual(2 + 5 + 1);
@@ -166,53 +185,62 @@ describe('failure isolation', () => {
     expect(strip(t.kernel.inner)).toEqual(expected([port(1), port(2, { endpoints: [ep('10.244.7.8')] })]));
   });
 
-  it('any culprits among any ports, refused without a name: exactly they are set aside, the rest is programmed, in about log2(n) + 2 commits each', async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        fc.integer({ min: 1, max: 24 }).chain((n) => fc.tuple(fc.constant(n), fc.uniqueArray(fc.integer({ min: 1, max: n }), { maxLength: 3 }), fc.boolean())),
-        async ([n, culprits, fromScratch]) => {
-          const ports = Array.from({ length: n }, (_, i) => port(i + 1));
-          const t = setup(fromScratch ? ports : []);
-          if (!fromScratch) {
-            await t.r.sync({ kind: 'incremental' });
-            t.set(ports);
-          }
-          t.kernel.refuse = plainErrorFor(...culprits.map((c) => `10.244.1.${c}`));
-          const before = t.kernel.attempts;
-          const rep = await t.r.sync({ kind: 'incremental' });
-          expect(rep.rejected.map((x) => x.serviceName).sort()).toEqual(culprits.map((c) => `s${c}`).sort());
-          expect(strip(t.kernel.inner)).toEqual(expected(ports.filter((_, i) => !culprits.includes(i + 1))));
-          const perCulprit = Math.ceil(Math.log2(n)) + 2;
-          expect(t.kernel.attempts - before).toBeLessThanOrEqual(1 + culprits.length * perCulprit + 1);
-        },
-      ),
-      { numRuns: 60 },
-    );
-  });
+  it(
+    'any culprits among any ports, refused without a name: exactly they are set aside, the rest is programmed, in about ' +
+      'log2(n) + 2 commits each',
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc
+            .integer({ min: 1, max: 24 })
+            .chain((n) => fc.tuple(fc.constant(n), fc.uniqueArray(fc.integer({ min: 1, max: n }), { maxLength: 3 }), fc.boolean())),
+          async ([n, culprits, fromScratch]) => {
+            const ports = Array.from({ length: n }, (_, i) => port(i + 1));
+            const t = setup(fromScratch ? ports : []);
+            if (!fromScratch) {
+              await t.r.sync({ kind: 'incremental' });
+              t.set(ports);
+            }
+            t.kernel.refuse = plainErrorFor(...culprits.map((c) => `10.244.1.${c}`));
+            const before = t.kernel.attempts;
+            const rep = await t.r.sync({ kind: 'incremental' });
+            expect(rep.rejected.map((x) => x.serviceName).sort()).toEqual(culprits.map((c) => `s${c}`).sort());
+            expect(strip(t.kernel.inner)).toEqual(expected(ports.filter((_, i) => !culprits.includes(i + 1))));
+            const perCulprit = Math.ceil(Math.log2(n)) + 2;
+            expect(t.kernel.attempts - before).toBeLessThanOrEqual(1 + culprits.length * perCulprit + 1);
+          },
+        ),
+        { numRuns: 60 },
+      );
+    },
+  );
 
-  it('more culprits than one sync may bisect: the sync fails with what it found set aside, and the next ones go on from there', async () => {
-    const ports = Array.from({ length: 40 }, (_, i) => port(i + 1));
-    const t = setup([port(41)]);
-    await t.r.sync({ kind: 'incremental' });
-    t.kernel.refuse = plainErrorFor(...ports.map((_, i) => `10.244.1.${i + 1}`));
-    t.set([port(41), ...ports]);
-    const asideAfter: number[] = [];
-    let ended = false;
-    for (let i = 0; i < 10 && !ended; i++) {
-      const outcome = await t.r.sync({ kind: 'incremental' }).catch((e: unknown) => e);
-      if (outcome instanceof SyncError) asideAfter.push(outcome.report.setAside);
-      else {
-        expect(outcome).toMatchObject({ setAside: 40 });
-        ended = true;
+  it(
+    'more culprits than one sync may bisect: the sync fails with ' + 'what it found set aside, and the next ones go on from there',
+    async () => {
+      const ports = Array.from({ length: 40 }, (_, i) => port(i + 1));
+      const t = setup([port(41)]);
+      await t.r.sync({ kind: 'incremental' });
+      t.kernel.refuse = plainErrorFor(...ports.map((_, i) => `10.244.1.${i + 1}`));
+      t.set([port(41), ...ports]);
+      const asideAfter: number[] = [];
+      let ended = false;
+      for (let i = 0; i < 10 && !ended; i++) {
+        const outcome = await t.r.sync({ kind: 'incremental' }).catch((e: unknown) => e);
+        if (outcome instanceof SyncError) asideAfter.push(outcome.report.setAside);
+        else {
+          expect(outcome).toMatchObject({ setAside: 40 });
+          ended = true;
+        }
       }
-    }
-    // It failed at least once (64 commits do not find 40 culprits), each failure set more aside, and it ended.
-    expect(ended).toBe(true);
-    expect(asideAfter.length).toBeGreaterThan(0);
-    expect(asideAfter).toEqual([...asideAfter].sort((a, b) => a - b));
-    expect(new Set(asideAfter).size).toBe(asideAfter.length);
-    expect(strip(t.kernel.inner)).toEqual(expected([port(41)]));
-  });
+      // It failed at least once (64 commits do not find 40 culprits), each failure set more aside, and it ended.
+      expect(ended).toBe(true);
+      expect(asideAfter.length).toBeGreaterThan(0);
+      expect(asideAfter).toEqual([...asideAfter].sort((a, b) => a - b));
+      expect(new Set(asideAfter).size).toBe(asideAfter.length);
+      expect(strip(t.kernel.inner)).toEqual(expected([port(41)]));
+    },
+  );
 
   it('a skeleton that cannot be programmed fails the sync after one more commit, without blaming a port', async () => {
     const t = setup([port(1), port(2)]);

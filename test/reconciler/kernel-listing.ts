@@ -30,6 +30,14 @@ export function afterFreshFullSync(ports: ServicePort[], config: RulesetConfig) 
 /** A kernel after one full sync of what `desired` was rendered from. */
 export function freshKernel(desired: Ruleset): FakeKernel {
   const k = new FakeKernel({ flowtables: true });
-  k.commitSync(planFullSync(renderRuleset([...desired.services.values()].map((s) => s.port), desired.config), 'replace').ops);
+  k.commitSync(
+    planFullSync(
+      renderRuleset(
+        [...desired.services.values()].map((s) => s.port),
+        desired.config,
+      ),
+      'replace',
+    ).ops,
+  );
   return k;
 }

@@ -35,7 +35,15 @@ const STEPS: ServicePort[][] = [
   // One comes back with another shape; a new one appears.
   goldenPorts
     .filter((p) => p.serviceName !== 'api')
-    .concat([sp({ serviceName: 'new', clusterIP: '10.96.0.77', nodePort: 30777, externalIPs: ['203.0.113.7'], endpoints: [ep('10.244.9.1'), ep('10.244.9.2')] })]),
+    .concat([
+      sp({
+        serviceName: 'new',
+        clusterIP: '10.96.0.77',
+        nodePort: 30777,
+        externalIPs: ['203.0.113.7'],
+        endpoints: [ep('10.244.9.1'), ep('10.244.9.2')],
+      }),
+    ]),
 ];
 
 const namespaces: NetNs[] = [];

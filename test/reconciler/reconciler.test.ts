@@ -67,7 +67,12 @@ describe('Reconciler', () => {
     ports = [web, api];
     const second = await r.sync({ kind: 'incremental' });
     await r.sync({ kind: 'incremental' });
-    expect(seen).toEqual([`planned full 1 ${first.ops}`, `commit ${first.ops}`, `planned incremental 2 ${second.ops}`, `commit ${second.ops}`]);
+    expect(seen).toEqual([
+      `planned full 1 ${first.ops}`,
+      `commit ${first.ops}`,
+      `planned incremental 2 ${second.ops}`,
+      `commit ${second.ops}`,
+    ]);
   });
 
   it('nothing to do: no commit at all', async () => {
@@ -122,7 +127,12 @@ describe('Reconciler', () => {
     t.r.setConfig(config({ families: { IPv4: { ...V4, nodePortAddresses: ['192.0.2.10', '192.0.2.99'] } } }));
     const rep = await t.r.sync({ kind: 'incremental' });
     expect(rep.stats.elementsAdded).toBe(1);
-    expect(t.kernel.listSync('ip', 'kube-nft-proxy')!.elements.filter((e) => e.set === 'nodeport-ips').map((e) => e.key[0])).toEqual(['192.0.2.10', '192.0.2.99']);
+    expect(
+      t.kernel
+        .listSync('ip', 'kube-nft-proxy')!
+        .elements.filter((e) => e.set === 'nodeport-ips')
+        .map((e) => e.key[0]),
+    ).toEqual(['192.0.2.10', '192.0.2.99']);
   });
 });
 
@@ -130,7 +140,13 @@ describe('sync runner driving a Reconciler on the fake kernel (real time, short 
   it('waits for synced, syncs, follows changes, cleans up stale chains', async () => {
     const kernel = new FakeKernel();
     let ports: ServicePort[] = [web, api];
-    const r = new Reconciler({ dataplane: kernel, config: cfg, servicePorts: modelReads(() => ports), now: () => Date.now(), staleChainDelayMs: 30 });
+    const r = new Reconciler({
+      dataplane: kernel,
+      config: cfg,
+      servicePorts: modelReads(() => ports),
+      now: () => Date.now(),
+      staleChainDelayMs: 30,
+    });
     const changes = new Subject<void>();
     const synced = new Subject<boolean>();
     const results = firstValueFrom(

@@ -32,7 +32,9 @@ class RefusingKernel implements Dataplane {
     const failures = ops.flatMap((op, index) => {
       if (op.verb !== 'add' || op.object.kind !== 'rule') return [];
       const text = JSON.stringify(op.object.exprs);
-      return [...this.refusedAddresses].some((a) => text.includes(`"${a}"`)) ? [{ index, ...this.errno, message: 'refused by the test kernel' }] : [];
+      return [...this.refusedAddresses].some((a) => text.includes(`"${a}"`))
+        ? [{ index, ...this.errno, message: 'refused by the test kernel' }]
+        : [];
     });
     if (failures.length > 0) {
       this.refusals++;
@@ -138,7 +140,15 @@ describe('a ServicePort the kernel refuses', () => {
     const kernel = new RefusingKernel();
     kernel.refusedAddresses = new Set(['10.244.3.3', '10.244.4.4']);
     let reads = 0;
-    const r = new Reconciler({ dataplane: kernel, config: cfg, servicePorts: modelReads(() => (reads++, [web, api, db])), now: () => 0 });
+    const r = new Reconciler({
+      dataplane: kernel,
+      config: cfg,
+      servicePorts: modelReads(() => {
+        reads++;
+        return [web, api, db];
+      }),
+      now: () => 0,
+    });
     const rep = await r.sync({ kind: 'incremental' });
     expect(rep.setAside).toBe(2);
     expect(reads).toBe(1);

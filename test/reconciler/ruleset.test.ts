@@ -14,12 +14,20 @@ import { config, ep, local, sel, sp, V4, V6 } from './fixtures.ts';
 function text(ports: ServicePort[], c: RulesetConfig = config({ families: { IPv4: V4 } })): string {
   const r = renderRuleset(ports, c);
   validateOperations(planFullSync(r, 'replace').ops);
-  return rulesetListings(r).map((l) => renderText(l)).join('\n');
+  return rulesetListings(r)
+    .map((l) => renderText(l))
+    .join('\n');
 }
 
 /** Lines of the text, trimmed: a rule or element line must appear as a whole. */
 function lines(t: string): string[] {
-  return t.split('\n').map((l) => l.trim().replace(/,$/, '').replace(/^elements = \{ /, '').replace(/ \}$/, ''));
+  return t.split('\n').map((l) =>
+    l
+      .trim()
+      .replace(/,$/, '')
+      .replace(/^elements = \{ /, '')
+      .replace(/ \}$/, ''),
+  );
 }
 
 const SVC = 'FZBCIIWL-default/web/tcp/http';
@@ -64,20 +72,29 @@ describe('ruleset features', () => {
       name: 'several cluster CIDRs: masquerade only what is in none of them',
       ports: [sp({ endpoints: [ep('10.244.1.5')] })],
       config: config({ families: { IPv4: { ...V4, clusterCIDRs: ['10.244.0.0/16', '10.245.0.0/16'] } } }),
-      present: [`ip daddr 10.96.0.10 meta l4proto tcp th dport 80 ip saddr != 10.244.0.0/16 ip saddr != 10.245.0.0/16 jump mark-for-masquerade`],
+      present: [
+        `ip daddr 10.96.0.10 meta l4proto tcp th dport 80 ip saddr != 10.244.0.0/16 ip saddr != 10.245.0.0/16 jump mark-for-masquerade`,
+      ],
     },
     {
       name: 'NodePorts on every local address but loopback when nodeport-addresses is all',
       ports: [sp({ nodePort: 30080, endpoints: [ep('10.244.1.5')] })],
       config: config({ families: { IPv4: { ...V4, nodePortAddresses: 'all' } } }),
-      present: ['fib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @service-nodeports', 'ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @no-endpoint-nodeports'],
+      present: [
+        'fib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @service-nodeports',
+        'ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @no-endpoint-nodeports',
+      ],
       absent: ['set nodeport-ips {'],
     },
     {
       name: 'NodePorts on the listed addresses only',
       ports: [sp({ nodePort: 30080, endpoints: [ep('10.244.1.5')] })],
       config: config({ families: { IPv4: { ...V4, nodePortAddresses: ['192.0.2.10', '192.0.2.11'] } } }),
-      present: ['ip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports', '192.0.2.11', `tcp . 30080 : goto external-${SVC}`],
+      present: [
+        'ip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports',
+        '192.0.2.11',
+        `tcp . 30080 : goto external-${SVC}`,
+      ],
     },
     {
       name: 'no endpoints: ClusterIP, externalIP, LB IP and NodePort rejected; no chains',
@@ -104,7 +121,11 @@ describe('ruleset features', () => {
     {
       name: 'source ranges without the node: the LB IP itself is not admitted',
       ports: [sp({ loadBalancerIPs: ['198.51.100.9'], loadBalancerSourceRanges: ['203.0.113.0/24'], endpoints: [ep('10.244.1.5')] })],
-      present: [`ip saddr != @firewall-allow-${SVC} drop`, `198.51.100.9 . tcp . 80 : goto firewall-${SVC}`, 'elements = { 203.0.113.0/24 }'],
+      present: [
+        `ip saddr != @firewall-allow-${SVC} drop`,
+        `198.51.100.9 . tcp . 80 : goto firewall-${SVC}`,
+        'elements = { 203.0.113.0/24 }',
+      ],
       absent: ['198.51.100.9 }', '198.51.100.9,'],
     },
     {
@@ -113,7 +134,9 @@ describe('ruleset features', () => {
       present: [`ip saddr != @firewall-allow-${SVC} drop`, '192.0.2.0/24', '198.51.100.9'],
     },
     {
-      name: 'source ranges inside another of the list are left out of the set (an interval set refuses overlaps); the rule stays one lookup',
+      name:
+        'source ranges inside another of the list are left out of the set (an interval set refuses overlaps); the ' +
+        'rule stays one lookup',
       ports: [
         sp({
           loadBalancerIPs: ['198.51.100.9'],
@@ -126,7 +149,9 @@ describe('ruleset features', () => {
     },
     {
       name: 'source ranges apply to LB IPs only: NodePort and externalIPs are not filtered',
-      ports: [sp({ nodePort: 30080, externalIPs: ['203.0.113.7'], loadBalancerSourceRanges: ['203.0.113.0/24'], endpoints: [ep('10.244.1.5')] })],
+      ports: [
+        sp({ nodePort: 30080, externalIPs: ['203.0.113.7'], loadBalancerSourceRanges: ['203.0.113.0/24'], endpoints: [ep('10.244.1.5')] }),
+      ],
       absent: ['goto firewall-', 'chain firewall-SUSTUHLJ'],
     },
     {
@@ -142,13 +167,20 @@ describe('ruleset features', () => {
     {
       name: 'one endpoint: an unconditional goto, no numgen',
       ports: [sp({ endpoints: [ep('10.244.1.5')] })],
-      present: ['goto endpoint-CIV2HNCT-default/web/tcp/http__10.244.1.5/8080', 'meta l4proto tcp dnat to 10.244.1.5:8080', 'ip saddr 10.244.1.5 jump mark-for-masquerade'],
+      present: [
+        'goto endpoint-CIV2HNCT-default/web/tcp/http__10.244.1.5/8080',
+        'meta l4proto tcp dnat to 10.244.1.5:8080',
+        'ip saddr 10.244.1.5 jump mark-for-masquerade',
+      ],
       absent: ['numgen', 'hairpin-endpoints', 'map endpoints-'],
     },
     {
       name: 'endpoints are deduplicated and ordered whatever order the model gives',
       ports: [sp({ endpoints: [ep('10.244.2.6'), ep('10.244.1.5'), ep('10.244.2.6')] })],
-      present: ['numgen random mod 2 0 goto endpoint-CIV2HNCT-default/web/tcp/http__10.244.1.5/8080', 'goto endpoint-7HFBTXJW-default/web/tcp/http__10.244.2.6/8080'],
+      present: [
+        'numgen random mod 2 0 goto endpoint-CIV2HNCT-default/web/tcp/http__10.244.1.5/8080',
+        'goto endpoint-7HFBTXJW-default/web/tcp/http__10.244.2.6/8080',
+      ],
       absent: ['numgen random mod 3'],
     },
     {
@@ -168,20 +200,31 @@ describe('ruleset features', () => {
       name: 'endpoint shape map: endpoints are deduplicated and ordered whatever order the model gives',
       ports: [sp({ endpoints: [ep('10.244.2.6'), ep('10.244.1.5'), ep('10.244.2.6')] })],
       config: config({ families: { IPv4: V4 }, endpointShape: 'map' }),
-      present: [`meta l4proto tcp dnat ip addr . port to numgen random mod 2 offset ${S} map @${SM}`, `${S} : 10.244.1.5 . 8080`, `${S + 1} : 10.244.2.6 . 8080`],
+      present: [
+        `meta l4proto tcp dnat ip addr . port to numgen random mod 2 offset ${S} map @${SM}`,
+        `${S} : 10.244.1.5 . 8080`,
+        `${S + 1} : 10.244.2.6 . 8080`,
+      ],
       absent: ['numgen random mod 3', `${S + 2} : 10.244.2.6 . 8080`],
     },
     {
       name: 'endpoint shape map: affinity keeps per-endpoint chains, with their own hairpin rule, and no endpoints map',
       ports: [sp({ sessionAffinityTimeout: 60, endpoints: [ep('10.244.2.6'), ep('10.244.1.5')] })],
       config: config({ families: { IPv4: V4 }, endpointShape: 'map' }),
-      present: ['numgen random mod 2 0 goto endpoint-CIV2HNCT-default/web/tcp/http__10.244.1.5/8080', 'goto endpoint-7HFBTXJW-default/web/tcp/http__10.244.2.6/8080', 'ip saddr 10.244.1.5 jump mark-for-masquerade'],
+      present: [
+        'numgen random mod 2 0 goto endpoint-CIV2HNCT-default/web/tcp/http__10.244.1.5/8080',
+        'goto endpoint-7HFBTXJW-default/web/tcp/http__10.244.2.6/8080',
+        'ip saddr 10.244.1.5 jump mark-for-masquerade',
+      ],
       absent: ['map endpoints-', 'dnat ip addr . port'],
     },
     {
       name: 'iTP Local with a local endpoint: the ClusterIP goes to the local chain, which masquerades off-cluster sources',
       ports: [sp({ internalPolicyLocal: true, cluster: sel(local('10.244.2.6')), external: sel(ep('10.244.1.5'), local('10.244.2.6')) })],
-      present: [`10.96.0.10 . tcp . 80 : goto local-${SVC}`, 'ip daddr 10.96.0.10 meta l4proto tcp th dport 80 ip saddr != 10.244.0.0/16 jump mark-for-masquerade'],
+      present: [
+        `10.96.0.10 . tcp . 80 : goto local-${SVC}`,
+        'ip daddr 10.96.0.10 meta l4proto tcp th dport 80 ip saddr != 10.244.0.0/16 jump mark-for-masquerade',
+      ],
       absent: [`chain service-${SVC} {`],
     },
     {
@@ -223,7 +266,12 @@ describe('ruleset features', () => {
       name: 'offload: flowtable on the given devices and the KEP-4963 rule in filter-forward',
       ports: [],
       config: config({ families: { IPv4: V4 }, offloadPacketThreshold: 7, flowtableSupported: true, flowtableDevices: ['eth0'] }),
-      present: ['flowtable service-flowtable {', 'hook ingress priority 0', 'devices = { "eth0" }', 'ct original ip daddr @cluster-ips ct packets > 7 flow add @service-flowtable'],
+      present: [
+        'flowtable service-flowtable {',
+        'hook ingress priority 0',
+        'devices = { "eth0" }',
+        'ct original ip daddr @cluster-ips ct packets > 7 flow add @service-flowtable',
+      ],
     },
     {
       name: 'the masquerade mark follows the configured bit',
@@ -244,19 +292,29 @@ describe('ruleset features', () => {
 
 describe('ruleset problems are contained', () => {
   it('a bad address skips its service port only', () => {
-    const r = renderRuleset([sp({ endpoints: [ep('10.244.1.500')] }), sp({ serviceName: 'ok', clusterIP: '10.96.0.20', endpoints: [ep('10.244.1.5')] })], config({ families: { IPv4: V4 } }));
+    const r = renderRuleset(
+      [sp({ endpoints: [ep('10.244.1.500')] }), sp({ serviceName: 'ok', clusterIP: '10.96.0.20', endpoints: [ep('10.244.1.5')] })],
+      config({ families: { IPv4: V4 } }),
+    );
     expect([...r.services.keys()]).toEqual(['default/ok/TCP/http/IPv4']);
     expect(r.problems.map((p) => p.code)).toEqual(['ERR_SERVICE_PORT_RENDER']);
   });
 
-  it('an address not in the IP codec\'s canonical form is a bug upstream: its port is left out, not rewritten', () => {
-    const r = renderRuleset([sp({ endpoints: [ep('10.244.01.5')] }), sp({ serviceName: 'ok', clusterIP: '10.96.0.20', endpoints: [ep('10.244.1.5')] })], config({ families: { IPv4: V4 } }));
+  it("an address not in the IP codec's canonical form is a bug upstream: its port is left out, not rewritten", () => {
+    const r = renderRuleset(
+      [sp({ endpoints: [ep('10.244.01.5')] }), sp({ serviceName: 'ok', clusterIP: '10.96.0.20', endpoints: [ep('10.244.1.5')] })],
+      config({ families: { IPv4: V4 } }),
+    );
     expect([...r.services.keys()]).toEqual(['default/ok/TCP/http/IPv4']);
-    expect(r.problems.map((p) => p.message)).toEqual(['service port default/web/TCP/http/IPv4: "10.244.01.5" is not an IPv4 address in canonical form']);
+    expect(r.problems.map((p) => p.message)).toEqual([
+      'service port default/web/TCP/http/IPv4: "10.244.01.5" is not an IPv4 address in canonical form',
+    ]);
   });
 
   it('a /32 source range (as the model writes a CIDR) is the single address in the firewall set', () => {
-    const t = text([sp({ loadBalancerIPs: ['198.51.100.9'], loadBalancerSourceRanges: ['203.0.113.7/32'], endpoints: [ep('10.244.1.5')] })]);
+    const t = text([
+      sp({ loadBalancerIPs: ['198.51.100.9'], loadBalancerSourceRanges: ['203.0.113.7/32'], endpoints: [ep('10.244.1.5')] }),
+    ]);
     expect(t).toContain('elements = { 203.0.113.7 }');
     expect(t).toContain(`ip saddr != @firewall-allow-${SVC} drop`);
   });
@@ -278,7 +336,10 @@ describe('ruleset problems are contained', () => {
   });
 
   it('the same id twice: the first is used', () => {
-    const r = renderRuleset([sp({ endpoints: [ep('10.244.1.5')] }), sp({ endpoints: [ep('10.244.1.6')] })], config({ families: { IPv4: V4 } }));
+    const r = renderRuleset(
+      [sp({ endpoints: [ep('10.244.1.5')] }), sp({ endpoints: [ep('10.244.1.6')] })],
+      config({ families: { IPv4: V4 } }),
+    );
     expect(r.problems.map((p) => p.code)).toEqual(['ERR_DUPLICATE_SERVICE_PORT']);
   });
 
@@ -287,12 +348,18 @@ describe('ruleset problems are contained', () => {
     const b = sp({ serviceName: 'b', clusterIP: '10.96.0.21', externalIPs: ['203.0.113.7'], endpoints: [ep('10.244.1.6')] });
     const r = renderRuleset([b, a], config({ families: { IPv4: V4 } }));
     expect(r.claims.get('ip kube-nft-proxy service-ips 203.0.113.7 . tcp . 80')).toBe(a.id);
-    expect(claimedElement(r, 'ip kube-nft-proxy service-ips 203.0.113.7 . tcp . 80')?.value).toEqual({ verdict: 'goto', chain: `external-${servicePortNameBase(a)}` });
+    expect(claimedElement(r, 'ip kube-nft-proxy service-ips 203.0.113.7 . tcp . 80')?.value).toEqual({
+      verdict: 'goto',
+      chain: `external-${servicePortNameBase(a)}`,
+    });
     expect(r.problems.map((p) => [p.code, p.servicePortId])).toEqual([['ERR_ELEMENT_CONFLICT', b.id]]);
   });
 
   it('every port of a service shares its ClusterIP in cluster-ips without a conflict', () => {
-    const r = renderRuleset([sp({ endpoints: [ep('10.244.1.5')] }), sp({ portName: 'https', port: 443, endpoints: [ep('10.244.1.5', 8443)] })], config({ families: { IPv4: V4 } }));
+    const r = renderRuleset(
+      [sp({ endpoints: [ep('10.244.1.5')] }), sp({ portName: 'https', port: 443, endpoints: [ep('10.244.1.5', 8443)] })],
+      config({ families: { IPv4: V4 } }),
+    );
     expect(r.problems).toEqual([]);
   });
 
@@ -305,7 +372,10 @@ describe('ruleset problems are contained', () => {
       [{ families: { IPv4: { ...V4, nodePortAddresses: ['10.0.0.0/8'] } } }, 'families.IPv4.nodePortAddresses[0]'],
       // Read with the IP codec's strict syntax: no leading zeros, no zone index.
       [{ families: { IPv4: { ...V4, nodeIPs: ['010.0.0.1'] } } }, 'families.IPv4.nodeIPs[0]'],
-      [{ families: { IPv6: { ...V4, nodeIPs: ['fd00::1%eth0'], nodePortAddresses: [], clusterCIDRs: [], serviceCIDRs: [] } } }, 'families.IPv6.nodeIPs[0]'],
+      [
+        { families: { IPv6: { ...V4, nodeIPs: ['fd00::1%eth0'], nodePortAddresses: [], clusterCIDRs: [], serviceCIDRs: [] } } },
+        'families.IPv6.nodeIPs[0]',
+      ],
     ];
     for (const [o, field] of bad) {
       let err: unknown;
@@ -329,14 +399,29 @@ describe('names', () => {
   });
 
   it('stay within the kernel limit and unique when truncated', () => {
-    const long = (n: string) => ({ namespace: 'n'.repeat(63), serviceName: 's'.repeat(63), protocol: 'SCTP' as const, portName: n.repeat(63) });
+    const long = (n: string) => ({
+      namespace: 'n'.repeat(63),
+      serviceName: 's'.repeat(63),
+      protocol: 'SCTP' as const,
+      portName: n.repeat(63),
+    });
     const a = endpointNameBase(long('a'), 'fd00:1111:2222:3333:4444:5555:6666:7777', 65535);
     const b = endpointNameBase(long('a'), 'fd00:1111:2222:3333:4444:5555:6666:7778', 65535);
     expect(Buffer.byteLength(`affinity-${a}`)).toBeLessThanOrEqual(255);
     expect(a.endsWith('...')).toBe(true);
     expect(a).not.toBe(b);
     const r = renderRuleset(
-      [sp({ namespace: 'n'.repeat(63), serviceName: 's'.repeat(63), protocol: 'SCTP', portName: 'a'.repeat(63), family: 'IPv6', sessionAffinityTimeout: 5, endpoints: [ep('fd00:1111:2222:3333:4444:5555:6666:7777', 65535)] })],
+      [
+        sp({
+          namespace: 'n'.repeat(63),
+          serviceName: 's'.repeat(63),
+          protocol: 'SCTP',
+          portName: 'a'.repeat(63),
+          family: 'IPv6',
+          sessionAffinityTimeout: 5,
+          endpoints: [ep('fd00:1111:2222:3333:4444:5555:6666:7777', 65535)],
+        }),
+      ],
       config(),
     );
     expect(() => validateOperations(planFullSync(r, 'replace').ops)).not.toThrow();
@@ -359,7 +444,10 @@ describe('endpoint order', () => {
         const cfg = config({ families: family === 'IPv4' ? { IPv4: V4 } : { IPv6: V6 }, endpointShape: shape });
         const port = (eps: Array<[string, number]>) =>
           sp({ family, clusterIP: family === 'IPv4' ? '10.96.0.10' : 'fd00:96::10', endpoints: eps.map(([ip, p]) => ep(ip, p)) });
-        const text = (eps: Array<[string, number]>) => rulesetListings(renderRuleset([port(eps)], cfg)).map((l) => renderText(l)).join('\n');
+        const text = (eps: Array<[string, number]>) =>
+          rulesetListings(renderRuleset([port(eps)], cfg))
+            .map((l) => renderText(l))
+            .join('\n');
         const shuffled = [...list].sort((a, b) => shuffleKey(a) - shuffleKey(b));
         // As the model orders them: address text, then port number.
         const modelOrder = [...list].sort((a, b) => (a[0] !== b[0] ? (a[0] < b[0] ? -1 : 1) : a[1] - b[1]));

@@ -238,6 +238,8 @@ describe('sync runner: failures', () => {
   });
 
   it('refuses negative periods', () => {
-    expect(() => syncRunner({ changes$: new Subject(), synced$: new Subject(), sync: () => [], minSyncPeriodMs: -1, syncPeriodMs: 0 })).toThrow(/>= 0/);
+    expect(() =>
+      syncRunner({ changes$: new Subject(), synced$: new Subject(), sync: () => [], minSyncPeriodMs: -1, syncPeriodMs: 0 }),
+    ).toThrow(/>= 0/);
   });
 });

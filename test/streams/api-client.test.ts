@@ -17,7 +17,8 @@ import { FakeApiServer, fixtures } from '../fake-apiserver/index.ts';
 import { generateSelfSignedCert } from '../fake-apiserver/tls.ts';
 
 const T = { headersTimeoutMs: 5000, bodyTimeoutMs: 5000 };
-const list = (c: ApiConnection, maxBytes?: number) => listPage(c, '/api/v1/services', { limit: 500 }, T, new AbortController().signal, undefined, maxBytes);
+const list = (c: ApiConnection, maxBytes?: number) =>
+  listPage(c, '/api/v1/services', { limit: 500 }, T, new AbortController().signal, undefined, maxBytes);
 
 /** A CONNECT proxy on loopback that records where it was asked to go. */
 async function startProxy(): Promise<{ server: Server; url: string; targets: string[] }> {
@@ -106,7 +107,12 @@ describe('kubeconfig fields', () => {
     ['user', 'users[fake].user.client-cert'],
     ['context', 'contexts[fake].context.namespaces'],
   ])('refuses an unknown %s field at start-up, with its path', async (where, path) => {
-    const doc = { clusters: [{ name: 'fake', cluster: { server: 'https://127.0.0.1:6443' } }], users: [{ name: 'fake', user: {} }], contexts: [{ name: 'fake', context: { cluster: 'fake', user: 'fake' } }], 'current-context': 'fake' } as Record<string, any>;
+    const doc = {
+      clusters: [{ name: 'fake', cluster: { server: 'https://127.0.0.1:6443' } }],
+      users: [{ name: 'fake', user: {} }],
+      contexts: [{ name: 'fake', context: { cluster: 'fake', user: 'fake' } }],
+      'current-context': 'fake',
+    } as Record<string, any>;
     const field = path.split('.').at(-1)!;
     if (where === 'cluster') doc.clusters[0].cluster[field] = '/x';
     if (where === 'user') doc.users[0].user[field] = '/x';
@@ -165,7 +171,14 @@ describe('bounds', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     try {
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-      const c = await open(kubeconfigFile('big-error.json', { clusters: [{ name: 'x', cluster: { server: url } }], users: [{ name: 'x', user: {} }], contexts: [{ name: 'x', context: { cluster: 'x', user: 'x' } }], 'current-context': 'x' }));
+      const c = await open(
+        kubeconfigFile('big-error.json', {
+          clusters: [{ name: 'x', cluster: { server: url } }],
+          users: [{ name: 'x', user: {} }],
+          contexts: [{ name: 'x', context: { cluster: 'x', user: 'x' } }],
+          'current-context': 'x',
+        }),
+      );
       const err = await list(c).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(ApiStatusError);
       expect((err as ApiStatusError).status).toBe(500);

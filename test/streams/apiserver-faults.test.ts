@@ -95,7 +95,13 @@ describe('faults', () => {
 
   it('slow server: a slow list still completes', async () => {
     const t0 = Date.now();
-    s = await setup({ server: { watchList: false }, seed: (api) => (seed(api), api.injectFault({ kind: 'slow', resource: 'services', on: 'list', delayMs: 400 })) });
+    s = await setup({
+      server: { watchList: false },
+      seed: (api) => {
+        seed(api);
+        api.injectFault({ kind: 'slow', resource: 'services', on: 'list', delayMs: 400 });
+      },
+    });
     expect(Date.now() - t0).toBeGreaterThanOrEqual(400);
     expect(s.streams.services.size).toBe(1);
     expect(failures(s)).toHaveLength(0);
@@ -138,20 +144,38 @@ describe('bad input', () => {
     s.api.update('services', web);
     await waitFor(() => s!.streams.services.has('default/web'));
     expect(s.svcLog()).toEqual(['upsert default/web', 'delete default/web', 'upsert default/web']);
-    expect(s.log.find('invalid object left out')[0]).toMatchObject({ key: 'default/web', reason: 'spec.ports[0].port out of range: 70000' });
+    expect(s.log.find('invalid object left out')[0]).toMatchObject({
+      key: 'default/web',
+      reason: 'spec.ports[0].port out of range: 70000',
+    });
   });
 
   it('bad parts of an EndpointSlice are dropped, the rest kept', async () => {
     s = await setup({ seed });
     s.api.create(
       'endpointslices',
-      f.endpointSlice('default', 'web-1', 'web', [{ ip: '10.244.1.1' }, { ip: '255.255.255.255' }, { ip: '010.244.1.2' }], {}, { ports: [{ name: 'http', port: 0 }, { name: 'alt', port: 8443 }] }),
+      f.endpointSlice(
+        'default',
+        'web-1',
+        'web',
+        [{ ip: '10.244.1.1' }, { ip: '255.255.255.255' }, { ip: '010.244.1.2' }],
+        {},
+        {
+          ports: [
+            { name: 'http', port: 0 },
+            { name: 'alt', port: 8443 },
+          ],
+        },
+      ),
     );
     await waitFor(() => s!.streams.endpointSlices.size === 1);
     const sl = s.streams.endpointSlices.get('default/web-1')!;
     expect(sl.ports.map((p) => p.port)).toEqual([8443]);
     expect(sl.endpoints.map((e) => e.address)).toEqual(['10.244.1.1', '010.244.1.2']);
-    expect(s.log.find('invalid part left out').map((l) => l.reason)).toEqual(['ports[0].port out of range: 0', 'endpoints[1] address 255.255.255.255 is not routable']);
+    expect(s.log.find('invalid part left out').map((l) => l.reason)).toEqual([
+      'ports[0].port out of range: 0',
+      'endpoints[1] address 255.255.255.255 is not routable',
+    ]);
   });
 });
 

@@ -49,17 +49,20 @@ describe('initial list', () => {
     expect(s.log.find('server rejects WatchList; using paged lists')).toHaveLength(3);
   });
 
-  it('says how far a list has got while it runs (a big cluster lists for a long time), with the server\'s estimate of what is left', async () => {
-    s = await setup({ server: { watchList: false }, tuning: { pageSize: 2, progressIntervalMs: 0 }, seed: seedServices(7) });
-    const services = s.log.lines.filter((l) => l.resource === 'services');
-    const listing = services.filter((l) => l.msg === 'listing').map((l) => [l.items, l.pages, l.remaining]);
-    expect(listing).toEqual([
-      [2, 1, 5],
-      [4, 2, 3],
-      [6, 3, 1],
-    ]);
-    expect(services.find((l) => l.msg === 'listed')).toMatchObject({ items: 7, pages: 4 });
-  });
+  it(
+    "says how far a list has got while it runs (a big cluster lists for a long time), with the server's estimate of " + 'what is left',
+    async () => {
+      s = await setup({ server: { watchList: false }, tuning: { pageSize: 2, progressIntervalMs: 0 }, seed: seedServices(7) });
+      const services = s.log.lines.filter((l) => l.resource === 'services');
+      const listing = services.filter((l) => l.msg === 'listing').map((l) => [l.items, l.pages, l.remaining]);
+      expect(listing).toEqual([
+        [2, 1, 5],
+        [4, 2, 3],
+        [6, 3, 1],
+      ]);
+      expect(services.find((l) => l.msg === 'listed')).toMatchObject({ items: 7, pages: 4 });
+    },
+  );
 
   it('says so for WatchList initial events too, and not at all for a list quicker than the interval', async () => {
     s = await setup({ tuning: { progressIntervalMs: 0 }, seed: seedServices(3) });
@@ -148,7 +151,9 @@ describe('watch', () => {
     await waitFor(() => s!.services.length >= 3);
     await delay(100);
     expect(s.svcLog().sort()).toEqual(['delete default/svc-3', 'upsert default/svc-1', 'upsert default/svc-new']);
-    expect(s.streams.services.get('default/svc-2')!.resourceVersion).toBe(s.api.store.get('services', 'default/svc-2')!.obj.metadata.resourceVersion);
+    expect(s.streams.services.get('default/svc-2')!.resourceVersion).toBe(
+      s.api.store.get('services', 'default/svc-2')!.obj.metadata.resourceVersion,
+    );
   });
 });
 
@@ -160,7 +165,10 @@ describe('selectors and topology', () => {
     s.api.patchLabels('services', 'default/svc-0', { 'service.kubernetes.io/service-proxy-name': 'other' });
     s.api.patchLabels('endpointslices', 'default/svc-0-x', { 'service.kubernetes.io/service-proxy-name': 'other' });
     await waitFor(() => !s!.streams.services.has('default/svc-0') && s!.streams.endpointSlices.size === 0);
-    s.api.patchLabels('services', 'default/svc-0', { 'service.kubernetes.io/service-proxy-name': null, 'service.kubernetes.io/headless': '' });
+    s.api.patchLabels('services', 'default/svc-0', {
+      'service.kubernetes.io/service-proxy-name': null,
+      'service.kubernetes.io/headless': '',
+    });
     await delay(100);
     expect(s.streams.services.has('default/svc-0')).toBe(false);
     s.api.patchLabels('services', 'default/svc-0', { 'service.kubernetes.io/headless': null });

@@ -29,7 +29,14 @@ export const fastTuning: ReflectorTuning = {
 };
 
 export async function setup(
-  o: { server?: FakeApiServerOptions; tuning?: ReflectorTuning; serviceProxyName?: string; token?: string; seed?: (api: FakeApiServer) => void; wait?: boolean } = {},
+  o: {
+    server?: FakeApiServerOptions;
+    tuning?: ReflectorTuning;
+    serviceProxyName?: string;
+    token?: string;
+    seed?: (api: FakeApiServer) => void;
+    wait?: boolean;
+  } = {},
 ): Promise<Setup> {
   const api = await FakeApiServer.start(o.server);
   o.seed?.(api);

@@ -108,13 +108,21 @@ describe('kubeconfig file (no client-node)', () => {
     expect(streams!.services.size).toBe(1);
 
     conn = await connect(kubeconfig('none.yaml', ca, {}));
-    await expect(listPage(conn, '/api/v1/services', {}, { headersTimeoutMs: 2000, bodyTimeoutMs: 2000 }, new AbortController().signal)).rejects.toThrow();
+    await expect(
+      listPage(conn, '/api/v1/services', {}, { headersTimeoutMs: 2000, bodyTimeoutMs: 2000 }, new AbortController().signal),
+    ).rejects.toThrow();
     expect(a.count({ resource: 'services', status: 200 })).toBeGreaterThan(0);
   });
 
   it('basic auth', async () => {
     const a = await server({ tls: true, basic: { username: 'admin', password: 'pw:with:colons' } });
-    await start(kubeconfig('basic.yaml', { server: a.url, 'certificate-authority-data': Buffer.from(a.ca!).toString('base64') }, { username: 'admin', password: 'pw:with:colons' }));
+    await start(
+      kubeconfig(
+        'basic.yaml',
+        { server: a.url, 'certificate-authority-data': Buffer.from(a.ca!).toString('base64') },
+        { username: 'admin', password: 'pw:with:colons' },
+      ),
+    );
     expect(streams!.services.size).toBe(1);
     expect(a.count({ status: 401 })).toBe(0);
   });
@@ -124,7 +132,9 @@ describe('kubeconfig file (no client-node)', () => {
     await start(kubeconfig('insecure.yaml', { server: a.url, 'insecure-skip-tls-verify': true }, { token: 't' }));
     expect(streams!.services.size).toBe(1);
     conn = await connect(kubeconfig('strict.yaml', { server: a.url }, { token: 't' }));
-    await expect(listPage(conn, '/api/v1/services', {}, { headersTimeoutMs: 2000, bodyTimeoutMs: 2000 }, new AbortController().signal)).rejects.toMatchObject({
+    await expect(
+      listPage(conn, '/api/v1/services', {}, { headersTimeoutMs: 2000, bodyTimeoutMs: 2000 }, new AbortController().signal),
+    ).rejects.toMatchObject({
       code: expect.stringMatching(/SELF_SIGNED|UNABLE_TO_VERIFY|DEPTH_ZERO/),
     });
   });
@@ -135,11 +145,21 @@ describe('kubeconfig file (no client-node)', () => {
       writeFileSync(p, text);
       return loadClusterAccess(p);
     };
-    await expect(loadClusterAccess(join(dir, 'missing'))).rejects.toMatchObject({ code: 'ERR_KUBECONFIG', message: expect.stringContaining('cannot read') });
+    await expect(loadClusterAccess(join(dir, 'missing'))).rejects.toMatchObject({
+      code: 'ERR_KUBECONFIG',
+      message: expect.stringContaining('cannot read'),
+    });
     await expect(bad('clusters: []\n')).rejects.toThrow(/no current-context/);
     await expect(bad(stringify({ 'current-context': 'x', contexts: [] }))).rejects.toThrow(/no context named "x"/);
     await expect(
-      bad(stringify({ 'current-context': 'x', contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }], clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:1' } }], users: [{ name: 'u', user: { 'client-certificate-data': 'eA==' } }] })),
+      bad(
+        stringify({
+          'current-context': 'x',
+          contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+          clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:1' } }],
+          users: [{ name: 'u', user: { 'client-certificate-data': 'eA==' } }],
+        }),
+      ),
     ).rejects.toThrow(/without a key/);
     await expect(bad('[unterminated')).rejects.toBeInstanceOf(KubeConfigError);
   });
@@ -153,7 +173,10 @@ describe('in-cluster (no client-node)', () => {
     writeFileSync(join(sa, 'ca.crt'), a.ca!);
     writeFileSync(join(sa, 'token'), 'sa-token');
     const port = new URL(a.url).port;
-    conn = await connect(undefined, { env: { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: port }, serviceAccountDir: sa });
+    conn = await connect(undefined, {
+      env: { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: port },
+      serviceAccountDir: sa,
+    });
     expect(conn.via).toBe('in-cluster');
     expect(conn.baseUrl).toBe(`https://127.0.0.1:${port}`);
     await start(conn);
@@ -164,12 +187,21 @@ describe('in-cluster (no client-node)', () => {
   it('an IPv6 service host is bracketed; a missing CA is a KubeConfigError', async () => {
     const sa = join(dir, 'sa');
     mkdirSync(sa);
-    await expect(loadClusterAccess(undefined, { env: { KUBERNETES_SERVICE_HOST: 'fd00::1', KUBERNETES_SERVICE_PORT: '443' }, serviceAccountDir: sa })).rejects.toMatchObject({
+    await expect(
+      loadClusterAccess(undefined, { env: { KUBERNETES_SERVICE_HOST: 'fd00::1', KUBERNETES_SERVICE_PORT: '443' }, serviceAccountDir: sa }),
+    ).rejects.toMatchObject({
       code: 'ERR_KUBECONFIG',
     });
     writeFileSync(join(sa, 'ca.crt'), 'x');
-    const access = await loadClusterAccess(undefined, { env: { KUBERNETES_SERVICE_HOST: 'fd00::1', KUBERNETES_SERVICE_PORT: '443' }, serviceAccountDir: sa });
-    expect(access).toMatchObject({ server: 'https://[fd00::1]:443', source: 'in-cluster', credentials: { kind: 'token-file', path: join(sa, 'token') } });
+    const access = await loadClusterAccess(undefined, {
+      env: { KUBERNETES_SERVICE_HOST: 'fd00::1', KUBERNETES_SERVICE_PORT: '443' },
+      serviceAccountDir: sa,
+    });
+    expect(access).toMatchObject({
+      server: 'https://[fd00::1]:443',
+      source: 'in-cluster',
+      credentials: { kind: 'token-file', path: join(sa, 'token') },
+    });
   });
 });
 

@@ -23,7 +23,10 @@ afterEach(async () => {
 });
 
 function svcYaml(name: string, port = 80, labels = '{}'): string {
-  return `apiVersion: v1\nkind: Service\nmetadata: { namespace: demo, name: ${name}, labels: ${labels} }\nspec: { clusterIP: 10.96.9.${port % 250}, ports: [{ name: p, port: ${port} }] }\n`;
+  return (
+    `apiVersion: v1\nkind: Service\nmetadata: { namespace: demo, name: ${name}, labels: ${labels} }\nspec: { ` +
+    `clusterIP: 10.96.9.${port % 250}, ports: [{ name: p, port: ${port} }] }\n`
+  );
 }
 
 async function open(path: string, extra: { serviceProxyName?: string; nodeName?: string } = {}) {
@@ -40,7 +43,14 @@ describe('manifest source', () => {
   it('loads the bundled examples with KEP-31 and headless filtered locally', async () => {
     const { s } = await open(examples, { nodeName: 'node-a' });
     expect([...s.services.entries()].map(([k]) => k).sort()).toEqual(['demo/api', 'demo/dns', 'demo/shop', 'demo/signalling', 'demo/web']);
-    expect([...s.endpointSlices.entries()].map(([k]) => k).sort()).toEqual(['demo/api-1', 'demo/dns-1', 'demo/shop-1', 'demo/signalling-1', 'demo/web-v4', 'demo/web-v6']);
+    expect([...s.endpointSlices.entries()].map(([k]) => k).sort()).toEqual([
+      'demo/api-1',
+      'demo/dns-1',
+      'demo/shop-1',
+      'demo/signalling-1',
+      'demo/web-v4',
+      'demo/web-v6',
+    ]);
     expect(s.node()).toMatchObject({ name: 'node-a', zone: 'zone-a', region: 'region-1' });
     expect(s.services.get('demo/shop')!.loadBalancerIngress).toEqual([
       { ip: '198.51.100.10', ipMode: 'VIP' },
@@ -134,7 +144,10 @@ describe('manifest source', () => {
     const skipped = m.log.find('manifest document skipped');
     expect(skipped).toHaveLength(1);
     expect(skipped[0]).toMatchObject({ file: join(dir, 'a.yaml'), document: 1 });
-    expect(m.log.find('invalid object left out')[0]).toMatchObject({ key: 'demo/bad-port', reason: 'spec.ports[0].port out of range: 99999' });
+    expect(m.log.find('invalid object left out')[0]).toMatchObject({
+      key: 'demo/bad-port',
+      reason: 'spec.ports[0].port out of range: 99999',
+    });
     // Fixing the file brings the document in; the report is not repeated meanwhile.
     writeFileSync(join(dir, 'a.yaml'), [svcYaml('good1'), svcYaml('good3'), svcYaml('good2')].join('---\n'));
     await waitFor(() => m.s.services.has('demo/good3'), 3000);
@@ -142,7 +155,9 @@ describe('manifest source', () => {
   });
 
   it('refuses a path that does not exist', async () => {
-    await expect(createClusterStreams({ source: 'manifests', path: '/nonexistent/manifests', logger: recordingLogger().logger })).rejects.toBeInstanceOf(ManifestSourceError);
+    await expect(
+      createClusterStreams({ source: 'manifests', path: '/nonexistent/manifests', logger: recordingLogger().logger }),
+    ).rejects.toBeInstanceOf(ManifestSourceError);
   });
 
   it('parses JSON and kind: List', () => {
@@ -152,4 +167,3 @@ describe('manifest source', () => {
     expect(parseManifestText('l.json', list).objects.map((o) => o.kind)).toEqual(['Service', 'Node']);
   });
 });
-

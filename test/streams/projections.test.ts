@@ -53,7 +53,10 @@ describe('projectService', () => {
   });
 
   it('reads load-balancer ingress with ipMode', () => {
-    const raw = { ...svc({ type: 'LoadBalancer' }), status: { loadBalancer: { ingress: [{ ip: '198.51.100.7', ipMode: 'Proxy' }, { ip: '198.51.100.8' }] } } };
+    const raw = {
+      ...svc({ type: 'LoadBalancer' }),
+      status: { loadBalancer: { ingress: [{ ip: '198.51.100.7', ipMode: 'Proxy' }, { ip: '198.51.100.8' }] } },
+    };
     const r = projectService(raw, pool);
     expect(r.ok && r.value.loadBalancerIngress).toEqual([{ ip: '198.51.100.7', ipMode: 'Proxy' }, { ip: '198.51.100.8' }]);
   });
@@ -80,15 +83,43 @@ describe('projectService', () => {
     ['missing name', {}, { name: undefined }, /metadata.name missing/],
     ['two unnamed ports', { ports: [{ port: 80 }, { port: 81 }] }, {}, /unnamed port/],
     ['a port name with NUL', { ports: [{ port: 80, name: 'a\0b' }] }, {}, /spec.ports\[0\].name is not a DNS label/],
-    ['a port name of 200 multibyte characters', { ports: [{ port: 80, name: 'é'.repeat(200) }] }, {}, /spec.ports\[0\].name longer than 63/],
-    ['a port name of 30 multibyte characters', { ports: [{ port: 80, name: 'ü'.repeat(30) }] }, {}, /spec.ports\[0\].name is not a DNS label/],
-    ['a port name with capitals', { ports: [{ port: 80, name: 'Http' }, { port: 81, name: 'b' }] }, {}, /spec.ports\[0\].name is not a DNS label/],
+    [
+      'a port name of 200 multibyte characters',
+      { ports: [{ port: 80, name: 'é'.repeat(200) }] },
+      {},
+      /spec.ports\[0\].name longer than 63/,
+    ],
+    [
+      'a port name of 30 multibyte characters',
+      { ports: [{ port: 80, name: 'ü'.repeat(30) }] },
+      {},
+      /spec.ports\[0\].name is not a DNS label/,
+    ],
+    [
+      'a port name with capitals',
+      {
+        ports: [
+          { port: 80, name: 'Http' },
+          { port: 81, name: 'b' },
+        ],
+      },
+      {},
+      /spec.ports\[0\].name is not a DNS label/,
+    ],
     ['a port name of 64 characters', { ports: [{ port: 80, name: 'p'.repeat(64) }] }, {}, /longer than 63/],
     ['a port name that is not a string', { ports: [{ port: 80, name: 7 }] }, {}, /name is not a string/],
     ['a Service name starting with a digit', {}, { name: '1web' }, /metadata.name is not a DNS-1035 label/],
   ];
   it('accepts port names of 63 characters and a lone unnamed port, as the API server does', () => {
-    const r = projectService(svc({ ports: [{ port: 80, name: `a${'-'.repeat(61)}z` }, { port: 81, name: '9' }] }), pool);
+    const r = projectService(
+      svc({
+        ports: [
+          { port: 80, name: `a${'-'.repeat(61)}z` },
+          { port: 81, name: '9' },
+        ],
+      }),
+      pool,
+    );
     expect(r.ok && r.value.ports.map((p) => p.name)).toEqual([`a${'-'.repeat(61)}z`, '9']);
     expect(projectService(svc({ ports: [{ port: 80 }] }), pool).ok).toBe(true);
   });
@@ -130,20 +161,40 @@ describe('projectService port lists', () => {
     const e = projectService(svc({ ports: [{ ...ports[0], protocol: 'UDP' }, ports[1]] }), p);
     expect(e.ok && e.value.ports[0]!.protocol).toBe('UDP');
     // A pooled list never stands in for an invalid one.
-    expect(projectService(svc({ ports: [ports[0], { ...ports[0] }] }), p)).toEqual({ ok: false, reason: 'spec.ports has the name "http" twice' });
-    expect(projectService(svc({ ports: [ports[0], { ...ports[1], port: 0 }] }), p)).toEqual({ ok: false, reason: 'spec.ports[1].port out of range: 0' });
+    expect(projectService(svc({ ports: [ports[0], { ...ports[0] }] }), p)).toEqual({
+      ok: false,
+      reason: 'spec.ports has the name "http" twice',
+    });
+    expect(projectService(svc({ ports: [ports[0], { ...ports[1], port: 0 }] }), p)).toEqual({
+      ok: false,
+      reason: 'spec.ports[1].port out of range: 0',
+    });
   });
 });
 
 describe('projectEndpointSlice', () => {
   it('projects, interning repeated strings', () => {
-    const raw = f.endpointSlice('default', 'web-abc', 'web', [{ ip: '10.244.1.5', node: 'node-a', zone: 'z1' }, { ip: '10.244.2.5', ready: false, node: 'node-a', zone: 'z1' }], {
-      'endpointslice.kubernetes.io/for-zone': 'z1',
-    });
+    const raw = f.endpointSlice(
+      'default',
+      'web-abc',
+      'web',
+      [
+        { ip: '10.244.1.5', node: 'node-a', zone: 'z1' },
+        { ip: '10.244.2.5', ready: false, node: 'node-a', zone: 'z1' },
+      ],
+      {
+        'endpointslice.kubernetes.io/for-zone': 'z1',
+      },
+    );
     const r = projectEndpointSlice(raw, pool);
     expect(r.ok).toBe(true);
     if (!r.ok) return;
-    expect(r.value).toMatchObject({ serviceName: 'web', addressType: 'IPv4', forZone: 'z1', ports: [{ name: 'http', protocol: 'TCP', port: 8080 }] });
+    expect(r.value).toMatchObject({
+      serviceName: 'web',
+      addressType: 'IPv4',
+      forZone: 'z1',
+      ports: [{ name: 'http', protocol: 'TCP', port: 8080 }],
+    });
     expect(r.value.endpoints).toEqual([
       { address: '10.244.1.5', ready: true, serving: true, terminating: false, nodeName: 'node-a', zone: 'z1' },
       { address: '10.244.2.5', ready: false, serving: false, terminating: false, nodeName: 'node-a', zone: 'z1' },
@@ -152,9 +203,22 @@ describe('projectEndpointSlice', () => {
   });
 
   it('drops bad ports and endpoints but keeps the rest (API server accepts them)', () => {
-    const raw = f.endpointSlice('default', 'web-abc', 'web', [{ ip: '10.244.1.5' }, { ip: '255.255.255.255' }, { ip: '010.244.001.007' }, { ip: 'fd00::1' }, { ip: '0.0.0.0' }], {}, {
-      ports: [{ name: 'a', port: 0 }, { name: 'b', port: -1 }, { name: 'c', port: 65536 }, { name: 'd', port: 53, protocol: 'UDP' }, { name: 'e', port: 1, protocol: 'XTP' }],
-    });
+    const raw = f.endpointSlice(
+      'default',
+      'web-abc',
+      'web',
+      [{ ip: '10.244.1.5' }, { ip: '255.255.255.255' }, { ip: '010.244.001.007' }, { ip: 'fd00::1' }, { ip: '0.0.0.0' }],
+      {},
+      {
+        ports: [
+          { name: 'a', port: 0 },
+          { name: 'b', port: -1 },
+          { name: 'c', port: 65536 },
+          { name: 'd', port: 53, protocol: 'UDP' },
+          { name: 'e', port: 1, protocol: 'XTP' },
+        ],
+      },
+    );
     const r = projectEndpointSlice(raw, pool);
     expect(r.ok).toBe(true);
     if (!r.ok) return;
@@ -164,9 +228,16 @@ describe('projectEndpointSlice', () => {
   });
 
   it('reads IPv6 endpoint addresses with the IP codec: unroutable however spelled, no zone index', () => {
-    const raw = f.endpointSlice('default', 'web-v6', 'web', [{ ip: 'fd00::5' }, { ip: '0:0:0::1' }, { ip: 'FE80::1' }, { ip: 'fd00::6%eth0' }, { ip: '::ffff:010.0.0.7' }], {}, {
-      addressType: 'IPv6',
-    });
+    const raw = f.endpointSlice(
+      'default',
+      'web-v6',
+      'web',
+      [{ ip: 'fd00::5' }, { ip: '0:0:0::1' }, { ip: 'FE80::1' }, { ip: 'fd00::6%eth0' }, { ip: '::ffff:010.0.0.7' }],
+      {},
+      {
+        addressType: 'IPv6',
+      },
+    );
     const r = projectEndpointSlice(raw, pool);
     expect(r.ok).toBe(true);
     if (!r.ok) return;
@@ -192,7 +263,10 @@ describe('projectEndpointSlice', () => {
 
   it('shares one frozen port list among slices that list the same ports, and still drops bad ones', () => {
     const p = new StringPool();
-    const ports = [{ name: 'http', protocol: 'TCP', port: 8080 }, { name: 'dns', protocol: 'UDP', port: 53 }];
+    const ports = [
+      { name: 'http', protocol: 'TCP', port: 8080 },
+      { name: 'dns', protocol: 'UDP', port: 53 },
+    ];
     const a = projectEndpointSlice(f.endpointSlice('default', 'a', 'web', [], {}, { ports }), p);
     const b = projectEndpointSlice(f.endpointSlice('other', 'b', 'api', [], {}, { ports: ports.map((x) => ({ ...x })) }), p);
     expect(a.ok && b.ok).toBe(true);
@@ -204,8 +278,14 @@ describe('projectEndpointSlice', () => {
     expect(c.ok && c.value.ports).toBe(a.value.ports);
     expect(c.ok && c.dropped).toEqual(['ports[2].port out of range: 0']);
     // Same numbers, another protocol: not the same list.
-    const d = projectEndpointSlice(f.endpointSlice('default', 'd', 'web', [], {}, { ports: [{ ...ports[0], protocol: 'SCTP' }, ports[1]] }), p);
-    expect(d.ok && d.value.ports).toEqual([{ name: 'http', protocol: 'SCTP', port: 8080 }, { name: 'dns', protocol: 'UDP', port: 53 }]);
+    const d = projectEndpointSlice(
+      f.endpointSlice('default', 'd', 'web', [], {}, { ports: [{ ...ports[0], protocol: 'SCTP' }, ports[1]] }),
+      p,
+    );
+    expect(d.ok && d.value.ports).toEqual([
+      { name: 'http', protocol: 'SCTP', port: 8080 },
+      { name: 'dns', protocol: 'UDP', port: 53 },
+    ]);
   });
 
   it('keeps hints', () => {
@@ -218,7 +298,11 @@ describe('projectEndpointSlice', () => {
   it.each([
     ['no service label', { metadata: { namespace: 'default', name: 's', labels: {} } }, /kubernetes.io\/service-name missing/],
     ['bad addressType', { addressType: 'IPv5' }, /addressType unknown/],
-    ['name too long', { metadata: { namespace: 'default', name: 'a'.repeat(254), labels: { 'kubernetes.io/service-name': 'web' } } }, /longer than 253/],
+    [
+      'name too long',
+      { metadata: { namespace: 'default', name: 'a'.repeat(254), labels: { 'kubernetes.io/service-name': 'web' } } },
+      /longer than 253/,
+    ],
   ])('rejects %s', (_w, over, reason) => {
     const r = projectEndpointSlice({ ...f.endpointSlice('default', 's', 'web', []), ...over }, pool);
     expect(r.ok).toBe(false);
@@ -244,7 +328,10 @@ describe('projectNode: what /healthz reads of the Node', () => {
   it('keeps a deletionTimestamp and the autoscaler taint, and no other taint', () => {
     const raw = f.node('node-a');
     (raw.metadata as Record<string, unknown>).deletionTimestamp = '2026-11-25T12:00:00Z';
-    (raw.spec as Record<string, unknown>).taints = [{ key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' }, { key: 'ToBeDeletedByClusterAutoscaler', value: '1700000000', effect: 'NoSchedule' }];
+    (raw.spec as Record<string, unknown>).taints = [
+      { key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' },
+      { key: 'ToBeDeletedByClusterAutoscaler', value: '1700000000', effect: 'NoSchedule' },
+    ];
     const r = projectNode(raw, pool);
     expect(r.ok && r.value).toMatchObject({ deleting: true, taints: ['ToBeDeletedByClusterAutoscaler'] });
     const plain = f.node('node-a');
@@ -263,7 +350,8 @@ describe('projectEndpointSlice: the last-change trigger time', () => {
     [undefined, undefined],
   ])('reads %s', (value, expected) => {
     const raw = f.endpointSlice('default', 's', 'web', [{ ip: '10.244.1.5' }]);
-    if (value !== undefined) (raw.metadata as Record<string, unknown>).annotations = { 'endpoints.kubernetes.io/last-change-trigger-time': value };
+    if (value !== undefined)
+      (raw.metadata as Record<string, unknown>).annotations = { 'endpoints.kubernetes.io/last-change-trigger-time': value };
     const r = projectEndpointSlice(raw, pool);
     expect(r.ok && r.value.lastChangeTriggerTime).toBe(expected);
   });
@@ -286,10 +374,15 @@ describe('StringPool', () => {
 
   it('relies on V8 internalizing short JSON string values (checked on this V8)', () => {
     // %IsInternalizedString needs --allow-natives-syntax: ask a child node.
-    const script = `const o = JSON.parse('["${'x'.repeat(PARSER_INTERNALIZES_BELOW - 1)}","${'y'.repeat(PARSER_INTERNALIZES_BELOW)}"]'); process.stdout.write(String([%IsInternalizedString(o[0]), %IsInternalizedString(o[1])]));`;
+    const json = `["${'x'.repeat(PARSER_INTERNALIZES_BELOW - 1)}","${'y'.repeat(PARSER_INTERNALIZES_BELOW)}"]`;
+    const internalized = 'String([%IsInternalizedString(o[0]), %IsInternalizedString(o[1])])';
+    const script = `const o = JSON.parse('${json}'); process.stdout.write(${internalized});`;
     const r = spawnSync(process.execPath, ['--allow-natives-syntax', '-e', script], { encoding: 'utf8' });
     // Everything about the child in the failure message: this once failed twice in a row locally, unexplained.
-    expect({ out: r.stdout, status: r.status, signal: r.signal, stderr: r.stderr.slice(0, 500) }, `${process.execPath} ${process.version}`).toEqual({ out: 'true,false', status: 0, signal: null, stderr: '' });
+    expect(
+      { out: r.stdout, status: r.status, signal: r.signal, stderr: r.stderr.slice(0, 500) },
+      `${process.execPath} ${process.version}`,
+    ).toEqual({ out: 'true,false', status: 0, signal: null, stderr: '' });
   });
 
   it('shares values equal by content, whatever their digest collisions', () => {

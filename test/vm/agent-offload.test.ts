@@ -87,11 +87,14 @@ describe('the agent offloads Service connections in a kernel with flowtables (VM
   beforeAll(async () => {
     run = await runInVm({ command: ['node', 'test/vm/scenarios/agent-offload.ts'], timeoutMs: 420_000 });
     if (run.exitCode !== 0) {
-      throw new Error(`agent scenario failed with exit code ${run.exitCode}\n${run.stderr.slice(-6000)}\n--- console ---\n${run.consoleLog.slice(-3000)}`);
+      throw new Error(
+        `agent scenario failed with exit code ${run.exitCode}\n${run.stderr.slice(-6000)}\n--- console ---\n${run.consoleLog.slice(-3000)}`,
+      );
     }
     obs = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as Observations;
     console.log(
-      `agent scenario: boot ${run.bootMs} ms, scenario ${run.commandMs} ms (agent spawn to first sync ${obs.agentReadyMs} ms), whole VM ${run.totalMs} ms`,
+      `agent scenario: boot ${run.bootMs} ms, scenario ${run.commandMs} ms (agent spawn to first sync ` +
+        `${obs.agentReadyMs} ms), whole VM ${run.totalMs} ms`,
     );
   }, 450_000);
 

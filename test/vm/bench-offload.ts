@@ -43,7 +43,10 @@ for (const round of result.rounds) {
 console.log(`plain   (median) ${gbps(result.plain_bps)}`);
 console.log(`offload (median) ${gbps(result.offload_bps)}`);
 console.log(`ratio per round: ${result.pair_ratios.map((x) => x.toFixed(3)).join(' ')}`);
-console.log(`ratio offload/plain (median of rounds) ${result.offload_over_plain.toFixed(3)}, of medians ${result.ratio_of_medians.toFixed(3)}  (VM boot ${r.bootMs} ms, whole run ${r.totalMs} ms)`);
+console.log(
+  `ratio offload/plain (median of rounds) ${result.offload_over_plain.toFixed(3)}, of medians ` +
+    `${result.ratio_of_medians.toFixed(3)}  (VM boot ${r.bootMs} ms, whole run ${r.totalMs} ms)`,
+);
 if (!result.offload_seen_in_every_offload_round || result.offload_seen_in_a_plain_round) {
   console.error('offload was not seen where expected: the ratio does not compare what it claims to');
   process.exitCode = 1;

@@ -28,10 +28,7 @@ function pad4(parts: Uint8Array[], length: number): number {
 function header(ino: number, mode: number, nlink: number, size: number, nameLength: number): string {
   // magic, ino, mode, uid, gid, nlink, mtime, filesize, devmajor, devminor,
   // rdevmajor, rdevminor, namesize, check
-  return (
-    '070701' +
-    [ino, mode, 0, 0, nlink, 0, size, 0, 0, 0, 0, nameLength, 0].map(hex8).join('')
-  );
+  return `070701${[ino, mode, 0, 0, nlink, 0, size, 0, 0, 0, 0, nameLength, 0].map(hex8).join('')}`;
 }
 
 export function writeCpio(entries: readonly CpioEntry[]): Buffer {

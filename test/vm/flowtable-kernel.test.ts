@@ -27,7 +27,9 @@ interface CliOffloadObservations {
 describe('flowtable VM harness', () => {
   it('runs a command in the guest kernel and returns its output and exit code', { timeout: 120_000 }, async () => {
     const r = await runInVm({
-      script: 'uname -r; pwd; echo "$KNP_GREETING"; echo to-stderr >&2; [ -e /proc/sys/net/netfilter ] && lsmod | grep -c "^nf_flow_table"; exit 3',
+      script:
+        'uname -r; pwd; echo "$KNP_GREETING"; echo to-stderr >&2; [ -e /proc/sys/net/netfilter ] && lsmod | grep -c ' +
+        '"^nf_flow_table"; exit 3',
       env: { KNP_GREETING: "it's here" },
       timeoutMs: 90_000,
     });

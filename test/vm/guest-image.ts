@@ -177,10 +177,15 @@ function buildInitramfs(modulesDir: string, out: string): void {
     { path: 'init', type: 'file', mode: 0o755, data: readFileSync(join(GUEST_DIR, 'init.sh')) },
     { path: 'stage2.sh', type: 'file', mode: 0o755, data: readFileSync(join(GUEST_DIR, 'stage2.sh')) },
     { path: 'modules', type: 'dir', mode: 0o755 },
-    { path: 'modules.list', type: 'file', mode: 0o644, data: modules.map((m) => m.slice(m.lastIndexOf('/') + 1)).join('\n') + '\n' },
+    { path: 'modules.list', type: 'file', mode: 0o644, data: `${modules.map((m) => m.slice(m.lastIndexOf('/') + 1)).join('\n')}\n` },
   ];
   for (const m of modules) {
-    entries.push({ path: `modules/${m.slice(m.lastIndexOf('/') + 1)}`, type: 'file', mode: 0o644, data: readFileSync(join(modulesDir, m)) });
+    entries.push({
+      path: `modules/${m.slice(m.lastIndexOf('/') + 1)}`,
+      type: 'file',
+      mode: 0o644,
+      data: readFileSync(join(modulesDir, m)),
+    });
   }
   const tmp = `${out}.tmp-${process.pid}`;
   writeFileSync(tmp, writeCpio(entries));
@@ -231,7 +236,10 @@ function prepareUncached(root: string): GuestImage {
     if (!existsSync(kernelDir)) unpackKernel(kernelDir, pkg);
   } catch (e) {
     // Offline or stale apt lists: an older cached kernel still proves the same thing.
-    const cached = readdirSync(root).filter((f) => /^linux-image-.*_[^.]/.test(f) && !f.includes('.tmp-')).sort().at(-1);
+    const cached = readdirSync(root)
+      .filter((f) => /^linux-image-.*_[^.]/.test(f) && !f.includes('.tmp-'))
+      .sort()
+      .at(-1);
     if (!cached) throw e;
     console.warn(`guest kernel: ${(e as Error).message}; using the cached ${cached}`);
     const [name = '', version = ''] = cached.split('_');
@@ -251,7 +259,8 @@ function prepareUncached(root: string): GuestImage {
   const initramfs = join(kernelDir, `initramfs-${initramfsKey(kernelDir)}.cpio`);
   if (!existsSync(initramfs)) {
     // Earlier keys' images only; a '.tmp-' file may be another worker's build in progress.
-    for (const old of readdirSync(kernelDir).filter((f) => /^initramfs-[0-9a-f]+\.cpio$/.test(f))) rmSync(join(kernelDir, old), { force: true });
+    for (const old of readdirSync(kernelDir).filter((f) => /^initramfs-[0-9a-f]+\.cpio$/.test(f)))
+      rmSync(join(kernelDir, old), { force: true });
     buildInitramfs(modulesDir, initramfs);
   }
   return { kernelVersion: kver, packageName: pkg.name, packageVersion: pkg.version, vmlinuz, vmlinux, initramfs, modulesDir };

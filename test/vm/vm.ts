@@ -79,7 +79,7 @@ export function renderRunScript(opts: VmRunOptions): string {
   lines.push(`cd ${shellQuote(opts.cwd ?? REPO_ROOT)}`);
   if (opts.command) lines.push(`exec ${opts.command.map(shellQuote).join(' ')}`);
   else lines.push(opts.script!);
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
 
 function readIf(path: string): string | undefined {
@@ -95,20 +95,34 @@ export async function runInVm(opts: VmRunOptions): Promise<VmRunResult> {
   writeFileSync(join(share, 'run.sh'), script);
 
   const args = [
-    '-accel', 'tcg,thread=multi',
-    '-cpu', 'max',
-    '-m', String(opts.memoryMb ?? 1024),
-    '-smp', String(opts.cpus ?? 2),
-    '-nographic', '-no-reboot', '-nodefaults',
-    '-monitor', 'none',
-    '-serial', `file:${consolePath}`,
-    '-nic', 'none',
-    '-kernel', image.vmlinux,
-    '-initrd', image.initramfs,
+    '-accel',
+    'tcg,thread=multi',
+    '-cpu',
+    'max',
+    '-m',
+    String(opts.memoryMb ?? 1024),
+    '-smp',
+    String(opts.cpus ?? 2),
+    '-nographic',
+    '-no-reboot',
+    '-nodefaults',
+    '-monitor',
+    'none',
+    '-serial',
+    `file:${consolePath}`,
+    '-nic',
+    'none',
+    '-kernel',
+    image.vmlinux,
+    '-initrd',
+    image.initramfs,
     // panic=-1: a guest that panics reboots at once, which -no-reboot turns into an exit.
-    '-append', `console=ttyS0 panic=-1 quiet loglevel=4 knp.modules=${image.modulesDir}`,
-    '-virtfs', 'local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap',
-    '-virtfs', `local,path=${share},mount_tag=knpshare,security_model=none`,
+    '-append',
+    `console=ttyS0 panic=-1 quiet loglevel=4 knp.modules=${image.modulesDir}`,
+    '-virtfs',
+    'local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap',
+    '-virtfs',
+    `local,path=${share},mount_tag=knpshare,security_model=none`,
   ];
 
   const started = Date.now();

@@ -1,15 +1,37 @@
 // How the fake kernel applies one operation to a transaction's working copy.
 // See fake-kernel.ts for the behaviours modelled and how they were checked.
 
-import { isVerdictValue, type Chain, type Element, type Flowtable, type NftMap, type NftSet, type Operation, type Rule, type Table } from '../objects.ts';
+import {
+  isVerdictValue,
+  type Chain,
+  type Element,
+  type Flowtable,
+  type NftMap,
+  type NftSet,
+  type Operation,
+  type Rule,
+  type Table,
+} from '../objects.ts';
 import { prefixRange } from '../values.ts';
-import { copyChain, copyContainer, copyElement, copyRule, elementKey, err, tableKey, type ChainState, type FakeKernelOptions, type SetState, type TableState } from './state.ts';
+import {
+  copyChain,
+  copyContainer,
+  copyElement,
+  copyRule,
+  elementKey,
+  err,
+  tableKey,
+  type ChainState,
+  type FakeKernelOptions,
+  type SetState,
+  type TableState,
+} from './state.ts';
 import { assertNever, UnreachableError } from '../../assert-never.ts';
 import { checkJumpTarget, checkRuleReferences, countElementReferences, countRuleReferences } from './references.ts';
 
 /** A verb validateOperations refuses for this kind of object (VERBS_BY_KIND): it never reaches the fake's state. */
-function refusedVerb(kind: string, verb: string): never {
-  throw new UnreachableError(`${verb} of a ${kind}`);
+function refusedVerb(kind: string, verb: string): UnreachableError {
+  return new UnreachableError(`${verb} of a ${kind}`);
 }
 
 /** The state a transaction builds: copied on first write, object by object. */
@@ -34,7 +56,10 @@ export class Working {
   apply(op: Operation, index: number): void {
     const o = op.object;
     const key = tableKey(o.family, o.kind === 'table' ? o.name : o.table);
-    if (o.kind === 'table') return this.#table(op.verb, o, key);
+    if (o.kind === 'table') {
+      this.#table(op.verb, o, key);
+      return;
+    }
     const existing = this.tables.get(key);
     if (!existing) {
       if (op.verb === 'destroy') return;
@@ -43,16 +68,21 @@ export class Working {
     const ts = this.#mutTable(key);
     switch (o.kind) {
       case 'chain':
-        return this.#chain(op.verb, o, ts);
+        this.#chain(op.verb, o, ts);
+        return;
       case 'set':
       case 'map':
-        return this.#set(op.verb, o, ts);
+        this.#set(op.verb, o, ts);
+        return;
       case 'flowtable':
-        return this.#flowtable(op.verb, o, ts);
+        this.#flowtable(op.verb, o, ts);
+        return;
       case 'rule':
-        return this.#rule(op.verb, o, ts, index);
+        this.#rule(op.verb, o, ts, index);
+        return;
       case 'element':
-        return this.#element(op.verb, o, ts, index);
+        this.#element(op.verb, o, ts, index);
+        return;
       default:
         assertNever(o);
     }
@@ -104,16 +134,19 @@ export class Working {
           if (verb === 'create') err('EEXIST', `table ${t.family} ${t.name} exists`);
           return;
         }
-        this.tables.set(key, this.#own({
-          table: { ...t },
-          chains: new Map(),
-          sets: new Map(),
-          flowtables: new Map(),
-          chainUse: new Map(),
-          setUse: new Map(),
-          flowtableUse: new Map(),
-          nextHandle: 1,
-        }));
+        this.tables.set(
+          key,
+          this.#own({
+            table: { ...t },
+            chains: new Map(),
+            sets: new Map(),
+            flowtables: new Map(),
+            chainUse: new Map(),
+            setUse: new Map(),
+            flowtableUse: new Map(),
+            nextHandle: 1,
+          }),
+        );
         this.#touched.add(key);
         return;
       case 'delete':
@@ -133,7 +166,7 @@ export class Working {
       }
       case 'insert':
       case 'replace':
-        return refusedVerb('table', verb);
+        throw refusedVerb('table', verb);
       default:
         assertNever(verb);
     }
@@ -186,7 +219,7 @@ export class Working {
         return;
       case 'insert':
       case 'replace':
-        return refusedVerb('chain', verb);
+        throw refusedVerb('chain', verb);
       default:
         assertNever(verb);
     }
@@ -225,7 +258,7 @@ export class Working {
       }
       case 'insert':
       case 'replace':
-        return refusedVerb('set', verb);
+        throw refusedVerb('set', verb);
       default:
         assertNever(verb);
     }
@@ -263,7 +296,7 @@ export class Working {
       case 'insert':
       case 'replace':
       case 'flush':
-        return refusedVerb('flowtable', verb);
+        throw refusedVerb('flowtable', verb);
       default:
         assertNever(verb);
     }
@@ -302,7 +335,7 @@ export class Working {
         return;
       case 'create':
       case 'flush':
-        return refusedVerb('rule', verb);
+        throw refusedVerb('rule', verb);
       default:
         assertNever(verb);
     }
@@ -368,7 +401,7 @@ export class Working {
       case 'insert':
       case 'replace':
       case 'flush':
-        return refusedVerb('element', verb);
+        throw refusedVerb('element', verb);
       default:
         assertNever(verb);
     }

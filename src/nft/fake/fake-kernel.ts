@@ -29,7 +29,17 @@ import type { Element, Family, Operation } from '../objects.ts';
 import { Transaction } from '../transaction.ts';
 import { Working } from './apply.ts';
 import { validateBaseChainPaths } from './paths.ts';
-import { copyChain, copyContainer, copyElement, copyRule, ERRNO, KernelError, tableKey, type FakeKernelOptions, type TableState } from './state.ts';
+import {
+  copyChain,
+  copyContainer,
+  copyElement,
+  copyRule,
+  ERRNO,
+  KernelError,
+  tableKey,
+  type FakeKernelOptions,
+  type TableState,
+} from './state.ts';
 
 export { ERRNO, KernelError } from './state.ts';
 export type { FakeKernelOptions } from './state.ts';
@@ -125,7 +135,6 @@ export class FakeKernel implements Dataplane {
   tableNames(): string[] {
     return [...this.#tables.keys()].sort();
   }
-
 }
 
 function failure(ops: readonly Operation[], index: number, code: string, message: string): NftCommitError {

@@ -5,7 +5,16 @@ import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Rule, Statement
 import { assertNever } from '../../assert-never.ts';
 
 export const ERRNO: Readonly<Record<string, number>> = {
-  EIO: 5, ENOENT: 2, EEXIST: 17, EBUSY: 16, EINVAL: 22, EMLINK: 31, EOPNOTSUPP: 95, ENOBUFS: 105, ENOMEM: 12, EPERM: 1,
+  EIO: 5,
+  ENOENT: 2,
+  EEXIST: 17,
+  EBUSY: 16,
+  EINVAL: 22,
+  EMLINK: 31,
+  EOPNOTSUPP: 95,
+  ENOBUFS: 105,
+  ENOMEM: 12,
+  EPERM: 1,
 };
 
 /** Thrown inside the model; becomes an OperationFailure for the operation at hand. */

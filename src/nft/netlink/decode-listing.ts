@@ -3,10 +3,36 @@
 // sets and maps, elements from their key and data bytes, flowtables.
 
 import type { TableListing } from '../dataplane.ts';
-import type { Chain, ChainHook, ChainType, DataType, Element, Family, Flowtable, NftMap, NftSet, Rule, SetFlag, Verdict } from '../objects.ts';
+import type {
+  Chain,
+  ChainHook,
+  ChainType,
+  DataType,
+  Element,
+  Family,
+  Flowtable,
+  NftMap,
+  NftSet,
+  Rule,
+  SetFlag,
+  Verdict,
+} from '../objects.ts';
 import {
-  CHAIN_ATTR, DATA_VERDICT, ELEM_ATTR, ELEM_FLAG_INTERVAL_END, FAMILY_BY_NUMBER, FLOWTABLE_ATTR, HOOK_NUMBER, KIND,
-  RULE_ATTR, SET_ATTR, SET_FLAG, TABLE_ATTR, TYPE_BITS, TYPE_BY_ID, UDATA_COMMENT, VERDICT_CODE,
+  CHAIN_ATTR,
+  DATA_VERDICT,
+  ELEM_ATTR,
+  ELEM_FLAG_INTERVAL_END,
+  FLOWTABLE_ATTR,
+  HOOK_NUMBER,
+  KIND,
+  RULE_ATTR,
+  SET_ATTR,
+  SET_FLAG,
+  TABLE_ATTR,
+  TYPE_BITS,
+  TYPE_BY_ID,
+  UDATA_COMMENT,
+  VERDICT_CODE,
 } from './kernel-constants.ts';
 import { exprFromAttrs, type KernelExpr } from './kernel-exprs.ts';
 import { keyText, NftRaiseError, raise } from './raise.ts';
@@ -110,7 +136,8 @@ function splitKey(key: Uint8Array, types: readonly DataType[]): Uint8Array[] {
   const parts: Uint8Array[] = [];
   let at = 0;
   for (const t of types) {
-    const len = t === 'ipv4_addr' || t === 'mark' || t === 'integer' ? 4 : t === 'ipv6_addr' || t === 'ifname' ? 16 : t === 'inet_service' ? 2 : 1;
+    const len =
+      t === 'ipv4_addr' || t === 'mark' || t === 'integer' ? 4 : t === 'ipv6_addr' || t === 'ifname' ? 16 : t === 'inet_service' ? 2 : 1;
     parts.push(key.subarray(at, at + len));
     at += (len + 3) & ~3;
   }
@@ -120,6 +147,65 @@ function splitKey(key: Uint8Array, types: readonly DataType[]): Uint8Array[] {
 function rangeText(type: DataType, start: Uint8Array, last: Uint8Array): string {
   if (compareBytes(start, last) === 0) return keyText(type, start);
   return prefixText(type, start, addOne(last)) ?? `${keyText(type, start)}-${keyText(type, last)}`;
+}
+
+function decodeChain(a: RawAttrs, family: Family): Chain {
+  const chain: Chain = { kind: 'chain', family, table: rawStr(a.get(CHAIN_ATTR.TABLE))!, name: rawStr(a.get(CHAIN_ATTR.NAME))! };
+  const hook = rawU32(a.get(CHAIN_ATTR.HOOKNUM));
+  if (hook !== undefined) {
+    chain.base = {
+      type: (rawStr(a.get(CHAIN_ATTR.TYPE)) ?? 'filter') as ChainType,
+      hook: HOOK_BY_NUMBER.get(hook) ?? ('prerouting' as ChainHook),
+      priority: rawU32(a.get(CHAIN_ATTR.PRIO))! | 0,
+    };
+    const policy = rawU32(a.get(CHAIN_ATTR.POLICY));
+    if (policy !== undefined) chain.base.policy = policy === 0 ? 'drop' : 'accept';
+  }
+  const c = udataComment(a.get(CHAIN_ATTR.USERDATA), UDATA_COMMENT.chain);
+  if (c !== undefined) chain.comment = c;
+  return chain;
+}
+
+/** A rule and its expressions (read from `r`); one the raiser cannot read goes to `unreadable` with no expressions. */
+function decodeRule(r: ByteReader, a: RawAttrs, family: Family, unreadable: DecodedListing['unreadable']): Rule {
+  const n = r.u16();
+  const kernel: KernelExpr[] = [];
+  for (let i = 0; i < n; i++) {
+    const name = r.text(r.u8());
+    kernel.push(exprFromAttrs(name, r.attrs()));
+  }
+  const rule: Rule = {
+    kind: 'rule',
+    family,
+    table: rawStr(a.get(RULE_ATTR.TABLE))!,
+    chain: rawStr(a.get(RULE_ATTR.CHAIN))!,
+    exprs: [],
+  };
+  const handle = rawU64(a.get(RULE_ATTR.HANDLE));
+  if (handle !== undefined) rule.handle = Number(handle);
+  const c = udataComment(a.get(RULE_ATTR.USERDATA), UDATA_COMMENT.rule);
+  if (c !== undefined) rule.comment = c;
+  try {
+    rule.exprs = raise(kernel, family);
+  } catch (e) {
+    if (!(e instanceof NftRaiseError)) throw e;
+    unreadable.push({ rule, reason: e.message, kernel });
+  }
+  return rule;
+}
+
+function decodeFlowtable(a: RawAttrs, family: Family): Flowtable {
+  const devices = a.get(FLOWTABLE_ATTR.DEVICES);
+  const f: Flowtable = {
+    kind: 'flowtable',
+    family,
+    table: rawStr(a.get(FLOWTABLE_ATTR.TABLE))!,
+    name: rawStr(a.get(FLOWTABLE_ATTR.NAME))!,
+    hook: 'ingress',
+    priority: (rawU32(a.get(FLOWTABLE_ATTR.PRIO)) ?? 0) | 0,
+    devices: Array.isArray(devices) ? devices : [],
+  };
+  return f;
 }
 
 export function decodeListing(bytes: Uint8Array, family: Family): DecodedListing {
@@ -146,46 +232,12 @@ export function decodeListing(bytes: Uint8Array, family: Family): DecodedListing
         if (c !== undefined) listing.table.comment = c;
         break;
       }
-      case KIND.chain: {
-        const chain: Chain = { kind: 'chain', family, table: rawStr(a.get(CHAIN_ATTR.TABLE))!, name: rawStr(a.get(CHAIN_ATTR.NAME))! };
-        const hook = rawU32(a.get(CHAIN_ATTR.HOOKNUM));
-        if (hook !== undefined) {
-          chain.base = {
-            type: (rawStr(a.get(CHAIN_ATTR.TYPE)) ?? 'filter') as ChainType,
-            hook: HOOK_BY_NUMBER.get(hook) ?? ('prerouting' as ChainHook),
-            priority: rawU32(a.get(CHAIN_ATTR.PRIO))! | 0,
-          };
-          const policy = rawU32(a.get(CHAIN_ATTR.POLICY));
-          if (policy !== undefined) chain.base.policy = policy === 0 ? 'drop' : 'accept';
-        }
-        const c = udataComment(a.get(CHAIN_ATTR.USERDATA), UDATA_COMMENT.chain);
-        if (c !== undefined) chain.comment = c;
-        listing.chains.push(chain);
+      case KIND.chain:
+        listing.chains.push(decodeChain(a, family));
         break;
-      }
-      case KIND.rule: {
-        const n = r.u16();
-        const kernel: KernelExpr[] = [];
-        for (let i = 0; i < n; i++) {
-          const name = r.text(r.u8());
-          kernel.push(exprFromAttrs(name, r.attrs()));
-        }
-        const rule: Rule = {
-          kind: 'rule', family, table: rawStr(a.get(RULE_ATTR.TABLE))!, chain: rawStr(a.get(RULE_ATTR.CHAIN))!, exprs: [],
-        };
-        const handle = rawU64(a.get(RULE_ATTR.HANDLE));
-        if (handle !== undefined) rule.handle = Number(handle);
-        const c = udataComment(a.get(RULE_ATTR.USERDATA), UDATA_COMMENT.rule);
-        if (c !== undefined) rule.comment = c;
-        try {
-          rule.exprs = raise(kernel, family);
-        } catch (e) {
-          if (!(e instanceof NftRaiseError)) throw e;
-          unreadable.push({ rule, reason: e.message, kernel });
-        }
-        listing.rules.push(rule);
+      case KIND.rule:
+        listing.rules.push(decodeRule(r, a, family, unreadable));
         break;
-      }
       case KIND.set: {
         const name = rawStr(a.get(SET_ATTR.NAME))!;
         const flags = rawU32(a.get(SET_ATTR.FLAGS)) ?? 0;
@@ -221,15 +273,9 @@ export function decodeListing(bytes: Uint8Array, family: Family): DecodedListing
         if (c && !anonymous.has(set)) listing.elements.push(...decodeElements(c, raw));
         break;
       }
-      case KIND.flowtable: {
-        const devices = a.get(FLOWTABLE_ATTR.DEVICES);
-        const f: Flowtable = {
-          kind: 'flowtable', family, table: rawStr(a.get(FLOWTABLE_ATTR.TABLE))!, name: rawStr(a.get(FLOWTABLE_ATTR.NAME))!,
-          hook: 'ingress', priority: (rawU32(a.get(FLOWTABLE_ATTR.PRIO)) ?? 0) | 0, devices: Array.isArray(devices) ? devices : [],
-        };
-        listing.flowtables.push(f);
+      case KIND.flowtable:
+        listing.flowtables.push(decodeFlowtable(a, family));
         break;
-      }
       default:
         throw new RangeError(`unknown record kind ${kind} in listing`);
     }
@@ -279,7 +325,11 @@ function decodeElements(c: NftSet | NftMap, raw: RawAttrs[]): Element[] {
     // Starts and end markers, in whatever order the kernel dumps them.
     const type = c.keyType[0]!;
     const items = raw
-      .map((a) => ({ a, key: a.get(ELEM_ATTR.KEY) as Uint8Array, end: ((rawU32(a.get(ELEM_ATTR.FLAGS)) ?? 0) & ELEM_FLAG_INTERVAL_END) !== 0 }))
+      .map((a) => ({
+        a,
+        key: a.get(ELEM_ATTR.KEY) as Uint8Array,
+        end: ((rawU32(a.get(ELEM_ATTR.FLAGS)) ?? 0) & ELEM_FLAG_INTERVAL_END) !== 0,
+      }))
       .filter((x) => x.key instanceof Uint8Array)
       .sort((x, y) => compareBytes(x.key, y.key) || (x.end ? -1 : 1));
     for (let i = 0; i < items.length; i++) {
@@ -287,7 +337,9 @@ function decodeElements(c: NftSet | NftMap, raw: RawAttrs[]): Element[] {
       if (it.end) continue;
       const next = items[i + 1];
       const endKey = next?.end ? next.key : null;
-      const text = prefixText(type, it.key, endKey) ?? `${keyText(type, it.key)}-${keyText(type, endKey ? (addOne(endKey) ? bytesMinusOne(endKey) : endKey) : it.key.map(() => 0xff))}`;
+      const text =
+        prefixText(type, it.key, endKey) ??
+        `${keyText(type, it.key)}-${keyText(type, endKey ? (addOne(endKey) ? bytesMinusOne(endKey) : endKey) : it.key.map(() => 0xff))}`;
       out.push(base(it.a, [text]));
     }
     return out;

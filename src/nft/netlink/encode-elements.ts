@@ -2,14 +2,18 @@
 // one run of same-verb element operations, become one record (the addon splits
 // it into messages), each key written in place from its texts.
 
-import { isVerdictValue, type DataType, type Element, type NftMap, type Operation, type Verdict } from '../objects.ts';
+import { isVerdictValue, type DataType, type Element, type NftMap, type NftSet, type Operation, type Verdict } from '../objects.ts';
 import { AT, ELEM_ATTR, ELEM_FLAG_INTERVAL_END, KIND, MSG, NLM_F, SET_ATTR, UDATA_COMMENT, VERDICT_CODE } from './kernel-constants.ts';
 import { dataBytes, keyBytes, writeKeyBytes } from './operands.ts';
 import { bytesMinusOne, prefixRange, typeLength } from '../values.ts';
 import type { Attr, ByteWriter } from './wire.ts';
 import { comment, keyLength, le32, NftEncodeError, padTo4, withId, type RecordSink } from './encode-parts.ts';
 
-function partBytes(type: DataType, text: string, interval: boolean): { start: Uint8Array; last: Uint8Array; endExclusive: Uint8Array | null } {
+function partBytes(
+  type: DataType,
+  text: string,
+  interval: boolean,
+): { start: Uint8Array; last: Uint8Array; endExclusive: Uint8Array | null } {
   if (!interval || type === 'ifname') {
     const b = keyBytes(type, text);
     return { start: b, last: b, endExclusive: null };
@@ -91,27 +95,17 @@ function verdictAttrs(v: Verdict): Attr[] {
   return a;
 }
 
-/** Elements ops[from, to), or ops[order[from]], ops[order[from + 1]]... when order is given (same verb and set), as one record. */
-export function writeElements(enc: RecordSink, ops: readonly Operation[], from: number, to: number, order?: readonly number[]): void {
-  const at = (q: number): number => (order ? order[q]! : q);
-  const firstIndex = at(from);
-  const first = ops[firstIndex]!.object as Element;
-  const verb = ops[firstIndex]!.verb;
-  const c = enc.container(first.family, first.table, first.set);
-  if (!c) throw new NftEncodeError(firstIndex, `set ${first.set} in ${first.family} ${first.table} is not known (add it in this transaction or list the table first)`);
-  const msg = verb === 'delete' ? MSG.DELSETELEM : verb === 'destroy' ? MSG.DESTROYSETELEM : MSG.NEWSETELEM;
-  const flags = verb === 'create' ? NLM_F.CREATE | NLM_F.EXCL : verb === 'add' ? NLM_F.CREATE : 0;
-  enc.record(KIND.elements, msg, flags, first.family, firstIndex, [
-    { id: SET_ATTR.TABLE, type: 'str', value: first.table },
-    { id: SET_ATTR.NAME, type: 'str', value: first.set },
-  ]);
-  const countAt = enc.w.position;
-  enc.w.u32(0);
+/** Elements of a set without intervals: each key written in place from its texts. Returns how many were written. */
+function writeExactElements(
+  w: ByteWriter,
+  c: NftSet | NftMap,
+  ops: readonly Operation[],
+  from: number,
+  to: number,
+  at: (q: number) => number,
+  defining: boolean,
+): number {
   let count = 0;
-  const defining = msg === MSG.NEWSETELEM;
-  const interval = c.flags?.includes('interval') ?? false;
-  const concat = c.keyType.length > 1;
-  const w = enc.w;
   const keyLen = keyLength(c.keyType);
   const offsets: number[] = [];
   for (let k = 0, offset = 0; k < c.keyType.length; k++) {
@@ -122,7 +116,7 @@ export function writeElements(enc: RecordSink, ops: readonly Operation[], from: 
   const data = c.kind === 'map' && !verdictMap ? dataLayout(c.dataType) : undefined;
   const types = c.keyType;
   const parts = types.length;
-  for (let q = from; q < to && !interval; q++) {
+  for (let q = from; q < to; q++) {
     const i = at(q);
     const e = ops[i]!.object as Element;
     const key = e.key;
@@ -175,19 +169,34 @@ export function writeElements(enc: RecordSink, ops: readonly Operation[], from: 
     w.patchU16(countAt, n);
     count++;
   }
-  for (let q = from; q < to && interval; q++) {
+  return count;
+}
+
+/** Elements of an interval set: each a start and end, from parsed ranges. Returns how many records were written. */
+function writeIntervalElements(
+  w: ByteWriter,
+  c: NftSet | NftMap,
+  ops: readonly Operation[],
+  from: number,
+  to: number,
+  at: (q: number) => number,
+  defining: boolean,
+): number {
+  const concat = c.keyType.length > 1;
+  let count = 0;
+  for (let q = from; q < to; q++) {
     const i = at(q);
     const e = ops[i]!.object as Element;
-    let parts;
+    let parts: ReturnType<typeof partBytes>[];
     try {
       if (e.key.length !== c.keyType.length) throw new Error(`key has ${e.key.length} parts, ${c.name} has ${c.keyType.length}`);
-      parts = e.key.map((text, k) => partBytes(c.keyType[k]!, text, interval));
+      parts = e.key.map((text, k) => partBytes(c.keyType[k]!, text, true));
     } catch (err) {
       throw new NftEncodeError(i, `bad element key ${JSON.stringify(e.key)}: ${(err as Error).message}`, { cause: err });
     }
     const key = concat ? concatParts(parts.map((p) => p.start)) : parts[0]!.start;
     const attrs: Attr[] = [{ id: ELEM_ATTR.KEY, type: 'bytes', value: key }];
-    if (interval && concat) attrs.push({ id: ELEM_ATTR.KEY_END, type: 'bytes', value: concatParts(parts.map((p) => p.last)) });
+    if (concat) attrs.push({ id: ELEM_ATTR.KEY_END, type: 'bytes', value: concatParts(parts.map((p) => p.last)) });
     if (defining) {
       if (e.value !== undefined) {
         if (!isVerdictValue(e.value)) {
@@ -205,7 +214,7 @@ export function writeElements(enc: RecordSink, ops: readonly Operation[], from: 
     count++;
     // A single-key interval element is a start and, unless it runs to the top, an end marker.
     const end = parts[0]!.endExclusive;
-    if (interval && !concat && end) {
+    if (!concat && end) {
       w.u32(i);
       w.attrs([
         { id: ELEM_ATTR.KEY, type: 'bytes', value: end },
@@ -214,5 +223,105 @@ export function writeElements(enc: RecordSink, ops: readonly Operation[], from: 
       count++;
     }
   }
-  w.patchU32(countAt, count);
+  return count;
+}
+
+/** Elements ops[from, to), or ops[order[from]], ops[order[from + 1]]... when order is given (same verb and set), as one record. */
+export function writeElements(enc: RecordSink, ops: readonly Operation[], from: number, to: number, order?: readonly number[]): void {
+  const at = (q: number): number => (order ? order[q]! : q);
+  const firstIndex = at(from);
+  const first = ops[firstIndex]!.object as Element;
+  const verb = ops[firstIndex]!.verb;
+  const c = enc.container(first.family, first.table, first.set);
+  if (!c)
+    throw new NftEncodeError(
+      firstIndex,
+      `set ${first.set} in ${first.family} ${first.table} is not known (add it in this transaction or list the table first)`,
+    );
+  const msg = verb === 'delete' ? MSG.DELSETELEM : verb === 'destroy' ? MSG.DESTROYSETELEM : MSG.NEWSETELEM;
+  const flags = verb === 'create' ? NLM_F.CREATE | NLM_F.EXCL : verb === 'add' ? NLM_F.CREATE : 0;
+  enc.record(KIND.elements, msg, flags, first.family, firstIndex, [
+    { id: SET_ATTR.TABLE, type: 'str', value: first.table },
+    { id: SET_ATTR.NAME, type: 'str', value: first.set },
+  ]);
+  const countAt = enc.w.position;
+  enc.w.u32(0);
+  const defining = msg === MSG.NEWSETELEM;
+  const interval = c.flags?.includes('interval') ?? false;
+  const count = interval
+    ? writeIntervalElements(enc.w, c, ops, from, to, at, defining)
+    : writeExactElements(enc.w, c, ops, from, to, at, defining);
+  enc.w.patchU32(countAt, count);
+}
+
+/**
+ * Writes the run of same-verb element operations from `i`: one record when
+ * they are all of one set, else one per set (see groupBySet). Returns the
+ * index after the run.
+ */
+export function writeElementRun(enc: RecordSink, ops: readonly Operation[], i: number): number {
+  const { end, mixed } = elementRun(ops, i);
+  if (!mixed) writeElements(enc, ops, i, end);
+  else for (const group of groupBySet(ops, i, end)) writeElements(enc, ops, 0, group.length, group);
+  return end;
+}
+
+/** Where the run of same-verb element operations from `i` ends, and whether it spans more than one set. */
+function elementRun(ops: readonly Operation[], i: number): { end: number; mixed: boolean } {
+  const { verb, object: o } = ops[i]!;
+  if (o.kind !== 'element') return { end: i + 1, mixed: false };
+  let j = i + 1;
+  let mixed = false;
+  while (j < ops.length) {
+    const n = ops[j]!;
+    const e = n.object;
+    if (n.verb !== verb || e.kind !== 'element') break;
+    if (!mixed && (e.set !== o.set || e.table !== o.table || e.family !== o.family)) mixed = true;
+    j++;
+  }
+  return { end: j, mixed };
+}
+
+/**
+ * The op indexes of a run of same-verb element operations, grouped by set in
+ * order of first appearance. Adding (or deleting) distinct elements commutes,
+ * and the kernel pays per message: a full sync lists each port's elements
+ * together, across a dozen sets, which as written would be a message every
+ * few elements (100k endpoint-map elements: 289 ms of kernel time interleaved,
+ * 167 ms grouped).
+ */
+function groupBySet(ops: readonly Operation[], from: number, to: number): number[][] {
+  const byFamily = new Map<string, Map<string, Map<string, number[]>>>();
+  const groups: number[][] = [];
+  // Elements come in same-set runs: the maps are asked only where a run ends.
+  let family = '';
+  let table = '';
+  let set = '';
+  let group: number[] | undefined;
+  for (let i = from; i < to; i++) {
+    const e = ops[i]!.object as Element;
+    if (group === undefined || e.set !== set || e.table !== table || e.family !== family) {
+      family = e.family;
+      table = e.table;
+      set = e.set;
+      let byTable = byFamily.get(family);
+      if (!byTable) {
+        byTable = new Map();
+        byFamily.set(family, byTable);
+      }
+      let bySet = byTable.get(table);
+      if (!bySet) {
+        bySet = new Map();
+        byTable.set(table, bySet);
+      }
+      group = bySet.get(set);
+      if (!group) {
+        group = [];
+        bySet.set(set, group);
+        groups.push(group);
+      }
+    }
+    group.push(i);
+  }
+  return groups;
 }

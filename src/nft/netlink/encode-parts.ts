@@ -20,7 +20,7 @@ export type ContainerLookup = (family: Family, table: string, name: string) => N
 
 /** nft's comment TLV: type, length, NUL-terminated text. */
 export function commentBytes(type: number, text: string): Uint8Array {
-  const body = Buffer.from(text + '\0', 'utf8');
+  const body = Buffer.from(`${text}\0`, 'utf8');
   const u = new Uint8Array(2 + body.length);
   u[0] = type;
   u[1] = body.length;
@@ -57,7 +57,6 @@ export function keyLength(keyType: readonly DataType[]): number {
 export function keyTypeId(keyType: readonly DataType[]): number {
   return keyType.reduce((id, t) => id * (1 << TYPE_BITS) + TYPE_ID[t], 0) >>> 0;
 }
-
 
 /** Data length and type id of a map's data (a concatenation is laid out as keys are). */
 export function dataLength(dataType: DataType | readonly DataType[]): number {

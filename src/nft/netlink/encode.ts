@@ -3,21 +3,47 @@
 // here on the JS side, so that 100k elements cross the boundary as one buffer,
 // which the addon reads in place. Rule statements are lowered (lower.ts);
 // elements become key/data bytes; a run of consecutive element operations with
-// one verb becomes one record per set (groupBySet), which the addon splits into
+// one verb becomes one record per set (groupBySet in encode-elements.ts), which the addon splits into
 // messages of at most 500 elements inside the same transaction.
 
-import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from '../objects.ts';
+import type { Chain, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from '../objects.ts';
 import {
-  AT, CHAIN_ATTR, DATA_VERDICT, FAMILY_NUMBER, FLOWTABLE_ATTR, HOOK_NUMBER, KIND, MSG, NETDEV_INGRESS, NLM_F, RULE_ATTR,
-  NFT_BYTEORDER_HOST, SET_ATTR, SET_FLAG, TABLE_ATTR, UDATA_COMMENT, UDATA_SET_KEYBYTEORDER,
+  AT,
+  CHAIN_ATTR,
+  DATA_VERDICT,
+  FAMILY_NUMBER,
+  FLOWTABLE_ATTR,
+  HOOK_NUMBER,
+  KIND,
+  MSG,
+  NETDEV_INGRESS,
+  NLM_F,
+  RULE_ATTR,
+  NFT_BYTEORDER_HOST,
+  SET_ATTR,
+  SET_FLAG,
+  TABLE_ATTR,
+  UDATA_COMMENT,
+  UDATA_SET_KEYBYTEORDER,
 } from './kernel-constants.ts';
 import { ExprSink } from './kernel-exprs.ts';
 import { lowerInto } from './lower.ts';
 import { typeLength } from '../values.ts';
 import { ByteWriter, type Attr } from './wire.ts';
-import { writeElements } from './encode-elements.ts';
+import { writeElementRun } from './encode-elements.ts';
 import { assertNever } from '../../assert-never.ts';
-import { comment, commentBytes, dataLength, dataTypeId, keyLength, keyTypeId, NftEncodeError, withId, type ContainerLookup, type RecordSink } from './encode-parts.ts';
+import {
+  comment,
+  commentBytes,
+  dataLength,
+  dataTypeId,
+  keyLength,
+  keyTypeId,
+  NftEncodeError,
+  withId,
+  type ContainerLookup,
+  type RecordSink,
+} from './encode-parts.ts';
 
 export { keyLength, keyTypeId, NftEncodeError, type ContainerLookup };
 
@@ -54,7 +80,16 @@ function setUserdata(c: NftSet | NftMap): Uint8Array | undefined {
   if (c.keyType.length === 1 && c.keyType[0] === 'integer') {
     // A little-endian u32 (the hosts we build for), byte by byte: a DataView
     // over `b.buffer` would move this small array off the V8 heap first.
-    parts.push(Uint8Array.of(UDATA_SET_KEYBYTEORDER, 4, NFT_BYTEORDER_HOST & 0xff, (NFT_BYTEORDER_HOST >>> 8) & 0xff, (NFT_BYTEORDER_HOST >>> 16) & 0xff, NFT_BYTEORDER_HOST >>> 24));
+    parts.push(
+      Uint8Array.of(
+        UDATA_SET_KEYBYTEORDER,
+        4,
+        NFT_BYTEORDER_HOST & 0xff,
+        (NFT_BYTEORDER_HOST >>> 8) & 0xff,
+        (NFT_BYTEORDER_HOST >>> 16) & 0xff,
+        NFT_BYTEORDER_HOST >>> 24,
+      ),
+    );
   }
   if (c.comment !== undefined) parts.push(commentBytes(UDATA_COMMENT.set, c.comment));
   if (parts.length === 0) return undefined;
@@ -243,43 +278,6 @@ const EXCL = NLM_F.CREATE | NLM_F.EXCL;
 const BATCH_BYTES_PER_OP = 320;
 
 /**
- * The op indexes of a run of same-verb element operations, grouped by set in
- * order of first appearance. Adding (or deleting) distinct elements commutes,
- * and the kernel pays per message: a full sync lists each port's elements
- * together, across a dozen sets, which as written would be a message every
- * few elements (100k endpoint-map elements: 289 ms of kernel time interleaved,
- * 167 ms grouped).
- */
-function groupBySet(ops: readonly Operation[], from: number, to: number): number[][] {
-  const byFamily = new Map<string, Map<string, Map<string, number[]>>>();
-  const groups: number[][] = [];
-  // Elements come in same-set runs: the maps are asked only where a run ends.
-  let family = '';
-  let table = '';
-  let set = '';
-  let group: number[] | undefined;
-  for (let i = from; i < to; i++) {
-    const e = ops[i]!.object as Element;
-    if (group === undefined || e.set !== set || e.table !== table || e.family !== family) {
-      family = e.family;
-      table = e.table;
-      set = e.set;
-      let byTable = byFamily.get(family);
-      if (!byTable) byFamily.set(family, (byTable = new Map()));
-      let bySet = byTable.get(table);
-      if (!bySet) byTable.set(table, (bySet = new Map()));
-      group = bySet.get(set);
-      if (!group) {
-        bySet.set(set, (group = []));
-        groups.push(group);
-      }
-    }
-    group.push(i);
-  }
-  return groups;
-}
-
-/**
  * Encodes operations (already validated by the transaction) into one batch.
  * `lookup` finds sets and maps that exist already, for their key types;
  * `writer`, when given, is reset and written into, and the result's bytes
@@ -303,21 +301,9 @@ export function encodeOperations(ops: readonly Operation[], lookup: ContainerLoo
     const { verb, object: o } = ops[i]!;
     try {
       switch (o.kind) {
-        case 'element': {
-          let j = i + 1;
-          let mixed = false;
-          while (j < ops.length) {
-            const n = ops[j]!;
-            const e = n.object;
-            if (n.verb !== verb || e.kind !== 'element') break;
-            if (!mixed && (e.set !== o.set || e.table !== o.table || e.family !== o.family)) mixed = true;
-            j++;
-          }
-          if (!mixed) writeElements(enc, ops, i, j);
-          else for (const group of groupBySet(ops, i, j)) writeElements(enc, ops, 0, group.length, group);
-          i = j;
+        case 'element':
+          i = writeElementRun(enc, ops, i);
           continue;
-        }
         case 'table': {
           if (verb === 'flush') {
             enc.rule(MSG.DELRULE, 0, { kind: 'rule', family: o.family, table: o.name, chain: '', exprs: [] }, i, false);
@@ -354,30 +340,7 @@ export function encodeOperations(ops: readonly Operation[], lookup: ContainerLoo
           break;
         }
         case 'rule':
-          switch (verb) {
-            case 'add':
-              enc.rule(MSG.NEWRULE, CREATE | NLM_F.APPEND, o, i, true);
-              break;
-            case 'insert':
-              enc.rule(MSG.NEWRULE, CREATE, o, i, true);
-              break;
-            case 'replace':
-              enc.rule(MSG.NEWRULE, NLM_F.REPLACE, o, i, true);
-              break;
-            case 'delete':
-              enc.rule(MSG.DELRULE, 0, o, i, false);
-              break;
-            case 'destroy':
-              enc.rule(MSG.DESTROYRULE, 0, o, i, false);
-              break;
-            case 'create':
-            case 'flush':
-              throw new NftEncodeError(i, `rule does not take the verb ${verb}`);
-            default:
-              assertNever(verb, () => {
-                throw new NftEncodeError(i, `rule does not take the verb ${verb}`);
-              });
-          }
+          encodeRule(enc, verb, o, i);
           break;
         default:
           assertNever(o, (x) => {
@@ -391,6 +354,34 @@ export function encodeOperations(ops: readonly Operation[], lookup: ContainerLoo
     i++;
   }
   return enc.finish();
+}
+
+/** A rule operation: the verb picks the message and its flags. */
+function encodeRule(enc: BatchEncoder, verb: Operation['verb'], o: Rule, i: number): void {
+  switch (verb) {
+    case 'add':
+      enc.rule(MSG.NEWRULE, CREATE | NLM_F.APPEND, o, i, true);
+      break;
+    case 'insert':
+      enc.rule(MSG.NEWRULE, CREATE, o, i, true);
+      break;
+    case 'replace':
+      enc.rule(MSG.NEWRULE, NLM_F.REPLACE, o, i, true);
+      break;
+    case 'delete':
+      enc.rule(MSG.DELRULE, 0, o, i, false);
+      break;
+    case 'destroy':
+      enc.rule(MSG.DESTROYRULE, 0, o, i, false);
+      break;
+    case 'create':
+    case 'flush':
+      throw new NftEncodeError(i, `rule does not take the verb ${verb}`);
+    default:
+      assertNever(verb, () => {
+        throw new NftEncodeError(i, `rule does not take the verb ${verb}`);
+      });
+  }
 }
 
 function objectMsg(verb: string, add: number, del: number, destroy: number, index: number): [number, number] {

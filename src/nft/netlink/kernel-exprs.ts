@@ -27,8 +27,13 @@ const SCHEMA = {
   lookup: { sreg: [1, 'u32'], dreg: [2, 'u32'], set: [3, 'str'], flags: [5, 'u32'] },
   immediate: { dreg: [1, 'u32'], data: [2, 'bytes'], verdict: [3, 'u32'], chain: [4, 'str'] },
   nat: {
-    type: [1, 'u32'], family: [2, 'u32'], reg_addr_min: [3, 'u32'], reg_addr_max: [4, 'u32'],
-    reg_proto_min: [5, 'u32'], reg_proto_max: [6, 'u32'], flags: [7, 'u32'],
+    type: [1, 'u32'],
+    family: [2, 'u32'],
+    reg_addr_min: [3, 'u32'],
+    reg_addr_max: [4, 'u32'],
+    reg_proto_min: [5, 'u32'],
+    reg_proto_max: [6, 'u32'],
+    flags: [7, 'u32'],
   },
   masq: { flags: [1, 'u32'], reg_proto_min: [2, 'u32'], reg_proto_max: [3, 'u32'] },
   numgen: { dreg: [1, 'u32'], modulus: [2, 'u32'], type: [3, 'u32'], offset: [4, 'u32'] },
@@ -53,10 +58,21 @@ function fieldIds<N extends ExprName>(name: N): FieldIds<(typeof SCHEMA)[N]> {
 
 /** Attribute ids of each expression's fields, for writers (ExprSink). */
 export const F = {
-  payload: fieldIds('payload'), cmp: fieldIds('cmp'), bitwise: fieldIds('bitwise'), meta: fieldIds('meta'),
-  ct: fieldIds('ct'), lookup: fieldIds('lookup'), immediate: fieldIds('immediate'), nat: fieldIds('nat'),
-  masq: fieldIds('masq'), numgen: fieldIds('numgen'), reject: fieldIds('reject'), fib: fieldIds('fib'),
-  dynset: fieldIds('dynset'), flow_offload: fieldIds('flow_offload'), byteorder: fieldIds('byteorder'),
+  payload: fieldIds('payload'),
+  cmp: fieldIds('cmp'),
+  bitwise: fieldIds('bitwise'),
+  meta: fieldIds('meta'),
+  ct: fieldIds('ct'),
+  lookup: fieldIds('lookup'),
+  immediate: fieldIds('immediate'),
+  nat: fieldIds('nat'),
+  masq: fieldIds('masq'),
+  numgen: fieldIds('numgen'),
+  reject: fieldIds('reject'),
+  fib: fieldIds('fib'),
+  dynset: fieldIds('dynset'),
+  flow_offload: fieldIds('flow_offload'),
+  byteorder: fieldIds('byteorder'),
 } as const;
 
 /** Each expression's encoding up to its attributes: name length, name, a zero attribute count. */
@@ -130,7 +146,10 @@ export class ExprSink {
 }
 
 const BY_ID = new Map<string, Map<number, [string, AttrType]>>(
-  Object.entries(EXPR_SCHEMA).map(([name, schema]) => [name, new Map(Object.entries(schema).map(([field, [id, type]]) => [id, [field, type]]))]),
+  Object.entries(EXPR_SCHEMA).map(([name, schema]) => [
+    name,
+    new Map(Object.entries(schema).map(([field, [id, type]]) => [id, [field, type]])),
+  ]),
 );
 
 /**

@@ -18,9 +18,22 @@
 
 import type { Family, Selector, Statement } from '../objects.ts';
 import {
-  BYTEORDER_HTON, CMP_OP, CT_DIR, CT_KEY, DYNSET_OP, FIB_F, FIB_RESULT_ADDRTYPE,
-  LOOKUP_F_INV, META_KEY, NAT_RANGE_PROTO_RANDOM_FULLY, NAT_TYPE, NFPROTO, NUMGEN_RANDOM, REG,
-  REJECT_TYPE, VERDICT_CODE,
+  BYTEORDER_HTON,
+  CMP_OP,
+  CT_DIR,
+  CT_KEY,
+  DYNSET_OP,
+  FIB_F,
+  FIB_RESULT_ADDRTYPE,
+  LOOKUP_F_INV,
+  META_KEY,
+  NAT_RANGE_PROTO_RANDOM_FULLY,
+  NAT_TYPE,
+  NFPROTO,
+  NUMGEN_RANDOM,
+  REG,
+  REJECT_TYPE,
+  VERDICT_CODE,
 } from './kernel-constants.ts';
 import { ExprSink, F, readExprs, type KernelExpr } from './kernel-exprs.ts';
 import { selectorType } from '../rule-checks.ts';
@@ -28,111 +41,24 @@ import { prefixRange, writeValueBytes } from '../values.ts';
 import type { DataType } from '../objects.ts';
 import { ByteWriter } from './wire.ts';
 import {
-  hostValue, hostValue32, isHostOrder, keyBytes, networkBytes, NftLowerError, operandBytes, PAYLOAD_FIELDS, selectorWidth, writeHost32,
+  hostValue,
+  hostValue32,
+  isHostOrder,
+  keyBytes,
+  networkBytes,
+  NftLowerError,
+  operandBytes,
+  PAYLOAD_FIELDS,
+  selectorWidth,
+  writeHost32,
 } from './operands.ts';
 import { assertNever } from '../../assert-never.ts';
+import { writeDependencies } from './lower-dependencies.ts';
 
 // raise.ts and the encoder read these from here too.
 export { isHostOrder, keyBytes, networkBytes, NftLowerError, PAYLOAD_FIELDS, selectorWidth };
 export { writeKeyBytes } from './operands.ts';
-
-const L4_NUMBER = { tcp: 6, udp: 17, sctp: 132 } as const;
-
-/** A dependency of key `index`: `meta nfproto|l4proto == value`, as an explicit statement would be. */
-export type Dependency = { key: 'nfproto' | 'l4proto'; value: number; index: number };
-
-function selectorDependencies(s: Selector, family: Family, index = 0): Dependency[] {
-  if (s.kind === 'payload') {
-    const spec = PAYLOAD_FIELDS[s.field]!;
-    if (spec.l4proto) return [{ key: 'l4proto', value: L4_NUMBER[spec.l4proto], index }];
-    if (spec.nfproto && family === 'inet') return [{ key: 'nfproto', value: NFPROTO[spec.nfproto], index }];
-  }
-  if (s.kind === 'ct-addr' && family === 'inet') {
-    return [{ key: 'nfproto', value: s.field.startsWith('ip6') ? NFPROTO.ipv6 : NFPROTO.ipv4, index }];
-  }
-  return [];
-}
-
-export function statementDependencies(st: Statement, family: Family): Dependency[] {
-  switch (st.kind) {
-    case 'match':
-      return selectorDependencies(st.left, family);
-    case 'lookup':
-    case 'vmap':
-    case 'set-update':
-    case 'dnat-map':
-      return st.keys.flatMap((k, i) => selectorDependencies(k, family, i));
-    case 'reject':
-      return st.with === 'tcp reset' ? [{ key: 'l4proto', value: L4_NUMBER.tcp, index: 0 }] : [];
-    case 'verdict':
-    case 'counter':
-    case 'dnat':
-    case 'snat':
-    case 'masquerade':
-    case 'mark-set':
-    case 'mark-xor':
-    case 'flow-offload':
-    case 'notrack':
-      return [];
-    default:
-      return assertNever(st);
-  }
-}
-
-/** The register the dependency of key 0 loads into (NFT_REG32_15); key k uses 15-k. */
-export const DEPENDENCY_REG = 23;
-/** Keys past this one cannot carry a dependency (their register would be NFT_REG_1's). */
-export const MAX_DEPENDENCY_INDEX = 14;
-
-function writeDependency(out: ExprSink, key: 'nfproto' | 'l4proto', value: number, index: number): void {
-  if (index > MAX_DEPENDENCY_INDEX) throw new NftLowerError(`key ${index} of a concatenation cannot carry a protocol dependency`);
-  const reg = DEPENDENCY_REG - index;
-  out.begin('meta').u32(F.meta.key, META_KEY[key]).u32(F.meta.dreg, reg).end();
-  const at = out.begin('cmp').u32(F.cmp.sreg, reg).u32(F.cmp.op, CMP_OP['==']).zeros(F.cmp.data, 1);
-  out.w.raw[at] = value;
-  out.end();
-}
-
-/** The dependency of one selector (as selectorDependencies, without allocating). */
-function writeSelectorDependency(out: ExprSink, s: Selector, family: Family, index: number): void {
-  if (s.kind === 'payload') {
-    const spec = PAYLOAD_FIELDS[s.field]!;
-    if (spec.l4proto) writeDependency(out, 'l4proto', L4_NUMBER[spec.l4proto], index);
-    else if (spec.nfproto && family === 'inet') writeDependency(out, 'nfproto', NFPROTO[spec.nfproto], index);
-  } else if (s.kind === 'ct-addr' && family === 'inet') {
-    writeDependency(out, 'nfproto', s.field.startsWith('ip6') ? NFPROTO.ipv6 : NFPROTO.ipv4, index);
-  }
-}
-
-/** The dependencies of a statement, in statementDependencies' order. */
-function writeDependencies(out: ExprSink, st: Statement, family: Family): void {
-  switch (st.kind) {
-    case 'match':
-      writeSelectorDependency(out, st.left, family, 0);
-      return;
-    case 'lookup':
-    case 'vmap':
-    case 'set-update':
-    case 'dnat-map':
-      for (let i = 0; i < st.keys.length; i++) writeSelectorDependency(out, st.keys[i]!, family, i);
-      return;
-    case 'reject':
-      if (st.with === 'tcp reset') writeDependency(out, 'l4proto', L4_NUMBER.tcp, 0);
-      return;
-    case 'verdict':
-    case 'counter':
-    case 'dnat':
-    case 'snat':
-    case 'masquerade':
-    case 'mark-set':
-    case 'mark-xor':
-    case 'flow-offload':
-    case 'notrack':
-      return; // nothing they read needs a protocol match first
-    default:
-      assertNever(st);
-  }
-}
+export { DEPENDENCY_REG, MAX_DEPENDENCY_INDEX, statementDependencies, type Dependency } from './lower-dependencies.ts';
 
 function writeLoad(out: ExprSink, s: Selector, dreg: number): void {
   switch (s.kind) {
@@ -157,11 +83,22 @@ function writeLoad(out: ExprSink, s: Selector, dreg: number): void {
       return;
     }
     case 'fib-type':
-      out.begin('fib').u32(F.fib.dreg, dreg).u32(F.fib.result, FIB_RESULT_ADDRTYPE).u32(F.fib.flags, s.addr === 'daddr' ? FIB_F.daddr : FIB_F.saddr).end();
+      out
+        .begin('fib')
+        .u32(F.fib.dreg, dreg)
+        .u32(F.fib.result, FIB_RESULT_ADDRTYPE)
+        .u32(F.fib.flags, s.addr === 'daddr' ? FIB_F.daddr : FIB_F.saddr)
+        .end();
       return;
     case 'numgen': {
       const f = F.numgen;
-      out.begin('numgen').u32(f.dreg, dreg).u32(f.modulus, s.mod).u32(f.type, NUMGEN_RANDOM).u32(f.offset, s.offset ?? 0).end();
+      out
+        .begin('numgen')
+        .u32(f.dreg, dreg)
+        .u32(f.modulus, s.mod)
+        .u32(f.type, NUMGEN_RANDOM)
+        .u32(f.offset, s.offset ?? 0)
+        .end();
       return;
     }
     default:
@@ -267,6 +204,61 @@ function writeImmediateData(out: ExprSink, dreg: number, type: DataType, text: s
   out.end();
 }
 
+/** dnat/snat: the address (and port) into registers, then the nat expression. */
+function writeNat(out: ExprSink, st: Extract<Statement, { kind: 'dnat' | 'snat' }>): void {
+  const v6 = st.addr.includes(':');
+  writeImmediateData(out, REG.R1, v6 ? 'ipv6_addr' : 'ipv4_addr', st.addr, v6 ? 16 : 4);
+  if (st.port !== undefined) {
+    const at = out.begin('immediate').u32(F.immediate.dreg, REG.R2).zeros(F.immediate.data, 2);
+    out.w.raw[at] = st.port >> 8;
+    out.w.raw[at + 1] = st.port & 0xff;
+    out.end();
+  }
+  const f = F.nat;
+  out
+    .begin('nat')
+    .u32(f.type, NAT_TYPE[st.kind])
+    .u32(f.family, v6 ? NFPROTO.ipv6 : NFPROTO.ipv4)
+    .u32(f.reg_addr_min, REG.R1);
+  if (st.port !== undefined) out.u32(f.reg_proto_min, REG.R2);
+  out.end();
+}
+
+/** dnat through a map: the lookup fills the registers that nat reads. */
+function writeDnatMap(out: ExprSink, st: Extract<Statement, { kind: 'dnat-map' }>): void {
+  // The map's data lands in registers as a concatenated key would: the
+  // address from NFT_REG_1 on, the port in the next 32-bit register.
+  const sreg = writeKeyLoads(out, st.keys);
+  out.begin('lookup').u32(F.lookup.sreg, sreg).u32(F.lookup.dreg, REG.R1).str(F.lookup.set, st.map).end();
+  const f = F.nat;
+  const v6 = st.family === 'ip6';
+  out
+    .begin('nat')
+    .u32(f.type, NAT_TYPE.dnat)
+    .u32(f.family, v6 ? NFPROTO.ipv6 : NFPROTO.ipv4)
+    .u32(f.reg_addr_min, REG.R1)
+    .u32(f.reg_proto_min, natMapPortRegister(st.family))
+    .end();
+}
+
+/** meta mark set (or `mark | value`): read-modify-write through a register. */
+function writeMarkSet(out: ExprSink, st: Extract<Statement, { kind: 'mark-set' }>): void {
+  const v = keyBytes('mark', st.value);
+  if (!st.or) {
+    out.begin('immediate').u32(F.immediate.dreg, REG.R1).bytes(F.immediate.data, v).end();
+    out.begin('meta').u32(F.meta.key, META_KEY.mark).u32(F.meta.sreg, REG.R1).end();
+    return;
+  }
+  out.begin('meta').u32(F.meta.key, META_KEY.mark).u32(F.meta.dreg, REG.R1).end();
+  writeBitwise(
+    out,
+    4,
+    v.map((b) => ~b & 0xff),
+    v,
+  );
+  out.begin('meta').u32(F.meta.key, META_KEY.mark).u32(F.meta.sreg, REG.R1).end();
+}
+
 function writeCore(out: ExprSink, st: Statement): void {
   switch (st.kind) {
     case 'match':
@@ -299,32 +291,12 @@ function writeCore(out: ExprSink, st: Statement): void {
       writeVerdict(out, st);
       return;
     case 'dnat':
-    case 'snat': {
-      const v6 = st.addr.includes(':');
-      writeImmediateData(out, REG.R1, v6 ? 'ipv6_addr' : 'ipv4_addr', st.addr, v6 ? 16 : 4);
-      if (st.port !== undefined) {
-        const at = out.begin('immediate').u32(F.immediate.dreg, REG.R2).zeros(F.immediate.data, 2);
-        out.w.raw[at] = st.port >> 8;
-        out.w.raw[at + 1] = st.port & 0xff;
-        out.end();
-      }
-      const f = F.nat;
-      out.begin('nat').u32(f.type, NAT_TYPE[st.kind]).u32(f.family, v6 ? NFPROTO.ipv6 : NFPROTO.ipv4).u32(f.reg_addr_min, REG.R1);
-      if (st.port !== undefined) out.u32(f.reg_proto_min, REG.R2);
-      out.end();
+    case 'snat':
+      writeNat(out, st);
       return;
-    }
-    case 'dnat-map': {
-      // The map's data lands in registers as a concatenated key would: the
-      // address from NFT_REG_1 on, the port in the next 32-bit register.
-      const sreg = writeKeyLoads(out, st.keys);
-      out.begin('lookup').u32(F.lookup.sreg, sreg).u32(F.lookup.dreg, REG.R1).str(F.lookup.set, st.map).end();
-      const f = F.nat;
-      const v6 = st.family === 'ip6';
-      out.begin('nat').u32(f.type, NAT_TYPE.dnat).u32(f.family, v6 ? NFPROTO.ipv6 : NFPROTO.ipv4)
-        .u32(f.reg_addr_min, REG.R1).u32(f.reg_proto_min, natMapPortRegister(st.family)).end();
+    case 'dnat-map':
+      writeDnatMap(out, st);
       return;
-    }
     case 'masquerade':
       out.begin('masq');
       if (st.fullyRandom) out.u32(F.masq.flags, NAT_RANGE_PROTO_RANDOM_FULLY);
@@ -348,18 +320,9 @@ function writeCore(out: ExprSink, st: Statement): void {
           assertNever(st.with);
       }
       throw new NftLowerError(`unknown reject type ${JSON.stringify((st as { with: unknown }).with)}`);
-    case 'mark-set': {
-      const v = keyBytes('mark', st.value);
-      if (!st.or) {
-        out.begin('immediate').u32(F.immediate.dreg, REG.R1).bytes(F.immediate.data, v).end();
-        out.begin('meta').u32(F.meta.key, META_KEY.mark).u32(F.meta.sreg, REG.R1).end();
-        return;
-      }
-      out.begin('meta').u32(F.meta.key, META_KEY.mark).u32(F.meta.dreg, REG.R1).end();
-      writeBitwise(out, 4, v.map((b) => ~b & 0xff), v);
-      out.begin('meta').u32(F.meta.key, META_KEY.mark).u32(F.meta.sreg, REG.R1).end();
+    case 'mark-set':
+      writeMarkSet(out, st);
       return;
-    }
     case 'mark-xor':
       out.begin('meta').u32(F.meta.key, META_KEY.mark).u32(F.meta.dreg, REG.R1).end();
       writeBitwise(out, 4, ONES_4, keyBytes('mark', st.value));

@@ -116,8 +116,13 @@ export class NetlinkDataplane implements Dataplane {
     });
     this.#kernelMs += result.timing.sendMs + result.timing.receiveMs;
     this.lastCommit = {
-      operations: ops.length, encodeMs: t1 - t0, handoffMs: t2 - t1, totalMs: performance.now() - t0,
-      batchBytes: bytes.length, messages: result.messages, ...result.timing,
+      operations: ops.length,
+      encodeMs: t1 - t0,
+      handoffMs: t2 - t1,
+      totalMs: performance.now() - t0,
+      batchBytes: bytes.length,
+      messages: result.messages,
+      ...result.timing,
     };
     if (result.failures.length > 0) {
       const failures: OperationFailure[] = result.failures.map((f) => ({

@@ -207,4 +207,3 @@ export function writeKeyBytes(buf: Uint8Array, at: number, type: DataType, text:
     buf[at + 3] = b0;
   }
 }
-

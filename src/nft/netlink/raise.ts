@@ -5,17 +5,48 @@
 
 import type { Family, Selector, Statement } from '../objects.ts';
 import {
-  BYTEORDER_HTON, CMP_OP, CT_DIR, CT_KEY, CT_STATE_BIT, CT_STATUS_BIT, DYNSET_OP, FIB_F, FIB_RESULT_ADDRTYPE,
-  LOOKUP_F_INV, META_KEY, NAT_RANGE_PROTO_RANDOM_FULLY, NAT_TYPE, NFPROTO, NUMGEN_RANDOM, REG, REJECT_TYPE,
-  VERDICT_CODE,
+  BYTEORDER_HTON,
+  CMP_OP,
+  CT_STATE_BIT,
+  CT_STATUS_BIT,
+  DYNSET_OP,
+  LOOKUP_F_INV,
+  META_KEY,
+  NAT_RANGE_PROTO_RANDOM_FULLY,
+  NAT_TYPE,
+  NFPROTO,
+  REG,
+  REJECT_TYPE,
 } from './kernel-constants.ts';
-import type { FieldValue, KernelExpr } from './kernel-exprs.ts';
+import type { KernelExpr } from './kernel-exprs.ts';
 import {
-  DEPENDENCY_REG, isHostOrder, keyBytes, MAX_DEPENDENCY_INDEX, natMapPortRegister, networkBytes, PAYLOAD_FIELDS, selectorWidth, statementDependencies, type Dependency,
+  DEPENDENCY_REG,
+  isHostOrder,
+  keyBytes,
+  MAX_DEPENDENCY_INDEX,
+  natMapPortRegister,
+  networkBytes,
+  selectorWidth,
+  statementDependencies,
+  type Dependency,
 } from './lower.ts';
-import { FIB_TYPES, selectorType } from '../rule-checks.ts';
+import { selectorType } from '../rule-checks.ts';
 import { valueFromBytes } from '../values.ts';
 import type { CmpOp, DataType } from '../objects.ts';
+
+import {
+  LITTLE,
+  only,
+  bytes,
+  eqBytes,
+  CMP_BY_OP,
+  VERDICT_BY_CODE,
+  parseLoad,
+  readHost,
+  readNet,
+  flagNames,
+  operandText,
+} from './raise-operands.ts';
 
 export class NftRaiseError extends Error {
   readonly code = 'ERR_NFT_RAISE';
@@ -48,106 +79,6 @@ function normalizeRegisters(e: KernelExpr): KernelExpr {
   return out ?? e;
 }
 
-const LITTLE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
-const LOADS = new Set(['payload', 'meta', 'ct', 'fib', 'numgen']);
-
-/** Fields of e other than name, which must all be among `allowed` (absent ones are fine). */
-function only(e: KernelExpr, ...allowed: string[]): boolean {
-  for (const k of Object.keys(e)) if (k !== 'name' && !allowed.includes(k)) return false;
-  return true;
-}
-
-function bytes(v: FieldValue | undefined): Uint8Array | undefined {
-  return v instanceof Uint8Array ? v : undefined;
-}
-
-function eqBytes(a: Uint8Array | undefined, b: Uint8Array): boolean {
-  return a !== undefined && a.length === b.length && a.every((x, i) => x === b[i]);
-}
-
-function invert<T extends Record<string, number>>(o: T): Map<number, keyof T> {
-  return new Map(Object.entries(o).map(([k, v]) => [v, k as keyof T]));
-}
-const META_BY_KEY = invert(META_KEY);
-const CMP_BY_OP = invert(CMP_OP);
-const VERDICT_BY_CODE = invert(VERDICT_CODE);
-
-/** The selector a load expression reads, or null; its dreg is checked by the caller. */
-function parseLoad(e: KernelExpr | undefined): Selector | null {
-  if (!e || !LOADS.has(e.name) || typeof e.dreg !== 'number') return null;
-  switch (e.name) {
-    case 'payload': {
-      if (!only(e, 'dreg', 'base', 'offset', 'len')) return null;
-      // The plain transport fields: tcp/udp/sctp dport are told apart by their dependency.
-      for (const field of ['ip saddr', 'ip daddr', 'ip protocol', 'ip6 saddr', 'ip6 daddr', 'ip6 nexthdr', 'th sport', 'th dport'] as const) {
-        const p = PAYLOAD_FIELDS[field]!;
-        if (p.base === e.base && p.offset === e.offset && p.len === e.len) return { kind: 'payload', field };
-      }
-      return null;
-    }
-    case 'meta': {
-      const key = META_BY_KEY.get(e.key as number);
-      return key && only(e, 'key', 'dreg') ? { kind: 'meta', key } : null;
-    }
-    case 'ct': {
-      if (!only(e, 'dreg', 'key', 'dir')) return null;
-      const addr: Record<number, string> = {
-        [CT_KEY.src_ip]: 'ip saddr', [CT_KEY.dst_ip]: 'ip daddr', [CT_KEY.src_ip6]: 'ip6 saddr', [CT_KEY.dst_ip6]: 'ip6 daddr',
-      };
-      const field = addr[e.key as number];
-      if (field) {
-        const dir = e.dir === CT_DIR.original ? 'original' : e.dir === CT_DIR.reply ? 'reply' : undefined;
-        return dir ? { kind: 'ct-addr', dir, field: field as 'ip saddr' } : null;
-      }
-      if (e.dir !== undefined) return null;
-      const key = (['state', 'status', 'mark', 'packets', 'bytes'] as const).find((k) => CT_KEY[k] === e.key);
-      return key ? { kind: 'ct', key } : null;
-    }
-    case 'fib':
-      if (!only(e, 'dreg', 'result', 'flags') || e.result !== FIB_RESULT_ADDRTYPE) return null;
-      return e.flags === FIB_F.daddr ? { kind: 'fib-type', addr: 'daddr' } : e.flags === FIB_F.saddr ? { kind: 'fib-type', addr: 'saddr' } : null;
-    case 'numgen':
-      if (!only(e, 'dreg', 'modulus', 'type', 'offset') || e.type !== NUMGEN_RANDOM || typeof e.modulus !== 'number') return null;
-      if (e.offset === undefined || e.offset === 0) return { kind: 'numgen', mod: e.modulus };
-      return typeof e.offset === 'number' ? { kind: 'numgen', mod: e.modulus, offset: e.offset } : null;
-  }
-  return null;
-}
-
-function readHost(b: Uint8Array): bigint {
-  const v = new DataView(b.buffer, b.byteOffset, b.length);
-  return b.length === 8 ? v.getBigUint64(0, LITTLE) : BigInt(v.getUint32(0, LITTLE));
-}
-function readNet(b: Uint8Array): bigint {
-  const v = new DataView(b.buffer, b.byteOffset, b.length);
-  return b.length === 8 ? v.getBigUint64(0, false) : BigInt(v.getUint32(0, false));
-}
-
-function flagNames(v: number, bits: Readonly<Record<string, number>>, order: readonly string[]): string | null {
-  const names = order.filter((n) => (v & bits[n]!) !== 0);
-  let rest = v;
-  for (const n of names) rest &= ~bits[n]!;
-  return rest === 0 && names.length > 0 ? names.join(',') : null;
-}
-
-/** The operand text of bytes compared with a selector (host or network order as the kernel holds it). */
-function operandText(s: Selector, b: Uint8Array, hostValue?: bigint): string | null {
-  const t = selectorType(s);
-  try {
-    if (t === 'nf_proto') return b.length === 1 ? (b[0] === NFPROTO.ipv4 ? 'ipv4' : b[0] === NFPROTO.ipv6 ? 'ipv6' : null) : null;
-    if (isHostOrder(s)) {
-      if (b.length !== selectorWidth(s)) return null;
-      const v = hostValue ?? readHost(b);
-      if (t === 'mark') return valueFromBytes('mark', networkBytes(v, 4));
-      if (t === 'fib_type') return FIB_TYPES[Number(v)] ?? null;
-      return v.toString();
-    }
-    return valueFromBytes(t as DataType, b);
-  } catch {
-    return null;
-  }
-}
-
 function parseMatch(x: readonly KernelExpr[], i: number): Parsed {
   const left = parseLoad(x[i]);
   if (!left || x[i]!.dreg !== R1) return null;
@@ -178,9 +109,10 @@ function parseMatch(x: readonly KernelExpr[], i: number): Parsed {
   const mask = bytes(bw?.mask);
   if (t === 'ct_state' || t === 'ct_status') {
     if (!mask || swap || !eqBytes(data, new Uint8Array(4)) || (op !== '==' && op !== '!=')) return null;
-    const names = t === 'ct_state'
-      ? flagNames(Number(readHost(mask)), CT_STATE_BIT, ['invalid', 'established', 'related', 'new', 'untracked'])
-      : flagNames(Number(readHost(mask)), CT_STATUS_BIT, Object.keys(CT_STATUS_BIT));
+    const names =
+      t === 'ct_state'
+        ? flagNames(Number(readHost(mask)), CT_STATE_BIT, ['invalid', 'established', 'related', 'new', 'untracked'])
+        : flagNames(Number(readHost(mask)), CT_STATUS_BIT, Object.keys(CT_STATUS_BIT));
     if (!names) return null;
     return { st: { kind: 'match', left, op: op === '!=' ? '==' : '!=', right: names }, n };
   }
@@ -234,7 +166,7 @@ function parseKeys(x: readonly KernelExpr[], i: number): { keys: Selector[]; sre
 function parseKeyed(x: readonly KernelExpr[], i: number): Parsed {
   const k = parseKeys(x, i);
   const e = k && x[k.next];
-  if (!k || !e || e.sreg !== k.sreg && e.sreg_key !== k.sreg) return null;
+  if (!k || !e || (e.sreg !== k.sreg && e.sreg_key !== k.sreg)) return null;
   const n = k.next + 1 - i;
   if (e.name === 'lookup' && only(e, 'sreg', 'dreg', 'set', 'flags') && typeof e.set === 'string') {
     const flags = (e.flags as number | undefined) ?? 0;
@@ -260,7 +192,8 @@ function parseKeyed(x: readonly KernelExpr[], i: number): Parsed {
 
 /** The nat after a lookup into NFT_REG_1: `dnat <family> addr . port to <keys> map @set`. */
 function parseNatMap(nat: KernelExpr | undefined, keys: Selector[], map: string, n: number): Parsed {
-  if (nat?.name !== 'nat' || !only(nat, 'type', 'family', 'reg_addr_min', 'reg_addr_max', 'reg_proto_min', 'reg_proto_max', 'flags')) return null;
+  if (nat?.name !== 'nat' || !only(nat, 'type', 'family', 'reg_addr_min', 'reg_addr_max', 'reg_proto_min', 'reg_proto_max', 'flags'))
+    return null;
   const family = nat.family === NFPROTO.ipv4 ? 'ip' : nat.family === NFPROTO.ipv6 ? 'ip6' : undefined;
   if (nat.type !== NAT_TYPE.dnat || !family) return null;
   const port = natMapPortRegister(family);
@@ -278,12 +211,13 @@ function parseNat(x: readonly KernelExpr[], i: number): Parsed {
   const p = x[j];
   if (p?.name === 'immediate' && p.dreg === R2 && only(p, 'dreg', 'data')) {
     const b = bytes(p.data);
-    if (!b || b.length !== 2) return null;
+    if (b?.length !== 2) return null;
     port = (b[0]! << 8) | b[1]!;
     j++;
   }
   const nat = x[j];
-  if (nat?.name !== 'nat' || !only(nat, 'type', 'family', 'reg_addr_min', 'reg_addr_max', 'reg_proto_min', 'reg_proto_max', 'flags')) return null;
+  if (nat?.name !== 'nat' || !only(nat, 'type', 'family', 'reg_addr_min', 'reg_addr_max', 'reg_proto_min', 'reg_proto_max', 'flags'))
+    return null;
   if (nat.reg_addr_min !== R1 || (nat.reg_addr_max ?? R1) !== R1) return null;
   if (port === undefined ? nat.reg_proto_min !== undefined : nat.reg_proto_min !== R2 || (nat.reg_proto_max ?? R2) !== R2) return null;
   // The kernel reports the range flags it derived from the registers (map IPs, proto specified).
@@ -311,14 +245,27 @@ function parseMark(x: readonly KernelExpr[], i: number): Parsed {
     return value ? { st: { kind: 'mark-set', value }, n: 2 } : null;
   }
   const bw = x[i + 1];
-  if (a?.name === 'meta' && a.key === META_KEY.mark && a.dreg === R1 && only(a, 'key', 'dreg') && bw?.name === 'bitwise' && isSet(x[i + 2])) {
+  if (
+    a?.name === 'meta' &&
+    a.key === META_KEY.mark &&
+    a.dreg === R1 &&
+    only(a, 'key', 'dreg') &&
+    bw?.name === 'bitwise' &&
+    isSet(x[i + 2])
+  ) {
     if (!only(bw, 'sreg', 'dreg', 'len', 'mask', 'xor', 'op') || (bw.op ?? 0) !== 0 || bw.len !== 4) return null;
     const mask = bytes(bw.mask);
     const xor = bytes(bw.xor);
     const value = text(xor);
     if (!mask || !xor || !value) return null;
     if (eqBytes(mask, Uint8Array.of(255, 255, 255, 255))) return { st: { kind: 'mark-xor', value }, n: 3 };
-    if (eqBytes(mask, xor.map((b) => ~b & 0xff))) return { st: { kind: 'mark-set', value, or: true }, n: 3 };
+    if (
+      eqBytes(
+        mask,
+        xor.map((b) => ~b & 0xff),
+      )
+    )
+      return { st: { kind: 'mark-set', value, or: true }, n: 3 };
   }
   return null;
 }
@@ -391,9 +338,11 @@ function withDependencies(st: Statement, deps: Dependency[], family: Family): St
   };
   let out: Statement = st;
   if (st.kind === 'match') out = { ...st, left: fix(st.left, 0) };
-  else if (st.kind === 'lookup' || st.kind === 'vmap' || st.kind === 'set-update' || st.kind === 'dnat-map') out = { ...st, keys: st.keys.map(fix) };
+  else if (st.kind === 'lookup' || st.kind === 'vmap' || st.kind === 'set-update' || st.kind === 'dnat-map')
+    out = { ...st, keys: st.keys.map(fix) };
   const want = statementDependencies(out, family);
-  const same = want.length === deps.length && want.every((d, k) => d.key === deps[k]!.key && d.value === deps[k]!.value && d.index === deps[k]!.index);
+  const same =
+    want.length === deps.length && want.every((d, k) => d.key === deps[k]!.key && d.value === deps[k]!.value && d.index === deps[k]!.index);
   return same ? out : null;
 }
 

@@ -163,7 +163,8 @@ async function connectionFromKubeConfig(kc: KubeConfig, options: ConnectionOptio
   if (!cluster) throw new KubeConfigError('kubeconfig has no current cluster');
   const baseUrl = baseUrlOf(options.server ?? cluster.server);
   const first = await requestOptions(kc);
-  if (first.pfx !== undefined || first.passphrase !== undefined) throw new KubeConfigError('a PKCS#12 client certificate (pfx) is not supported');
+  if (first.pfx !== undefined || first.passphrase !== undefined)
+    throw new KubeConfigError('a PKCS#12 client certificate (pfx) is not supported');
   const tls = {
     rejectUnauthorized: first.rejectUnauthorized !== false,
     ...(first.ca ? { ca: first.ca as Buffer } : {}),

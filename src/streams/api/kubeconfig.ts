@@ -107,7 +107,14 @@ async function parseDocument(text: string, file: string): Promise<Doc> {
   return doc;
 }
 
-async function fileOrData(base: string, doc: Doc, fileKey: string, dataKey: string, files?: Record<string, string>, as?: string): Promise<Buffer | undefined> {
+async function fileOrData(
+  base: string,
+  doc: Doc,
+  fileKey: string,
+  dataKey: string,
+  files?: Record<string, string>,
+  as?: string,
+): Promise<Buffer | undefined> {
   const data = str(doc, dataKey);
   if (data !== undefined) return Buffer.from(data, 'base64');
   const path = str(doc, fileKey);
@@ -123,10 +130,32 @@ async function fileOrData(base: string, doc: Doc, fileKey: string, dataKey: stri
 
 // What a kubeconfig's cluster, user and context may hold (k8s.io/client-go/tools/clientcmd/api/v1).
 // disable-compression is honoured as it stands: we never ask for compressed responses.
-const CLUSTER_FIELDS = new Set(['server', 'certificate-authority', 'certificate-authority-data', 'insecure-skip-tls-verify', 'tls-server-name', 'proxy-url', 'disable-compression', 'extensions']);
+const CLUSTER_FIELDS = new Set([
+  'server',
+  'certificate-authority',
+  'certificate-authority-data',
+  'insecure-skip-tls-verify',
+  'tls-server-name',
+  'proxy-url',
+  'disable-compression',
+  'extensions',
+]);
 const USER_FIELDS = new Set([
-  'token', 'tokenFile', 'username', 'password', 'client-certificate', 'client-certificate-data', 'client-key', 'client-key-data',
-  'exec', 'auth-provider', 'as', 'as-uid', 'as-groups', 'as-user-extra', 'extensions',
+  'token',
+  'tokenFile',
+  'username',
+  'password',
+  'client-certificate',
+  'client-certificate-data',
+  'client-key',
+  'client-key-data',
+  'exec',
+  'auth-provider',
+  'as',
+  'as-uid',
+  'as-groups',
+  'as-user-extra',
+  'extensions',
 ]);
 const CONTEXT_FIELDS = new Set(['cluster', 'user', 'namespace', 'extensions']);
 
@@ -187,7 +216,8 @@ async function loadKubeConfigFile(file: string): Promise<ClusterAccess | NeedsCl
   if (Object.keys(files).length > 0) access.files = files;
   const proxyUrl = str(cluster, 'proxy-url');
   if (proxyUrl !== undefined) access.proxyUrl = proxyUrl;
-  if ((cert === undefined) !== (key === undefined)) throw new KubeConfigError(`${path}: user ${userName} has a client certificate without a key, or a key without a certificate`);
+  if ((cert === undefined) !== (key === undefined))
+    throw new KubeConfigError(`${path}: user ${userName} has a client certificate without a key, or a key without a certificate`);
   if (cert && key) {
     access.cert = cert;
     access.key = key;

@@ -22,7 +22,10 @@ export interface RequestTimeouts {
   bodyTimeoutMs: number;
 }
 
-/** An error body is read up to this much: a Status is a few hundred bytes, and a server (or proxy) answering with megabytes must not cost them. */
+/**
+ * An error body is read up to this much: a Status is a few hundred bytes, and a server (or proxy) answering with megabytes must not cost
+ * them.
+ */
 export const MAX_ERROR_BODY_BYTES = 64 * 1024;
 
 /**
@@ -45,7 +48,11 @@ async function cappedText(body: AsyncIterable<unknown> & { destroy(): unknown },
   return Buffer.concat(chunks, bytes).toString('utf8');
 }
 
-async function failure(statusCode: number, headers: Record<string, string | string[] | undefined>, body: AsyncIterable<unknown> & { destroy(): unknown }): Promise<Error> {
+async function failure(
+  statusCode: number,
+  headers: Record<string, string | string[] | undefined>,
+  body: AsyncIterable<unknown> & { destroy(): unknown },
+): Promise<Error> {
   let message = '';
   try {
     const text = await cappedText(body, MAX_ERROR_BODY_BYTES);

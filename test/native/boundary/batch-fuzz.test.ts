@@ -46,20 +46,33 @@ describe('the native boundary under mutated batches', () => {
       // CI runs this against the sanitizer build (.ci/run sets KNP_FUZZ_ADDON); a plain build there would hide reads past buffers.
       if (process.env.CI) expect(addon, 'KNP_FUZZ_ADDON (the ASan/UBSan addon) in CI').toBeDefined();
       const args = [RUNNER, file, ns.path, String(COMMIT_EVERY), String(RANDOM_CASES), String(STRUCTURED_CASES), String(BASE_SEED)];
-      const run = spawnSync(process.execPath, args, { env: addon ? sanitizerEnv(addon) : process.env, encoding: 'utf8', maxBuffer: 1 << 26, timeout: 170_000 });
+      const run = spawnSync(process.execPath, args, {
+        env: addon ? sanitizerEnv(addon) : process.env,
+        encoding: 'utf8',
+        maxBuffer: 1 << 26,
+        timeout: 170_000,
+      });
       const lines = (run.stdout ?? '').trim().split('\n');
-      const summary = lines.at(-1)?.startsWith('{') ? (JSON.parse(lines.at(-1)!) as { done: number; tally: Record<string, number> }) : undefined;
+      const summary = lines.at(-1)?.startsWith('{')
+        ? (JSON.parse(lines.at(-1)!) as { done: number; tally: Record<string, number> })
+        : undefined;
       const total = RANDOM_CASES + STRUCTURED_CASES;
       const report = /ERROR: AddressSanitizer|runtime error:|libnftnl: attribute/.exec(run.stderr ?? '');
       if (run.status !== 0 || summary?.done !== total || report) {
         const last = lines.filter((l) => l.startsWith('case ')).at(-1);
         const i = last ? Number(last.slice(5)) : -1;
         const what = i >= 0 ? makeCase(seeds, seeds.map(mapBatch), RANDOM_CASES, BASE_SEED, i).what : 'before the first case';
-        expect.fail(`the child ${run.signal ? `died of ${run.signal}` : `exited with ${run.status}`} at case ${i} (${what})${addon ? ' under ASan/UBSan' : ''}:\n${(run.stderr ?? '').slice(-4000)}`);
+        expect.fail(
+          `the child ${run.signal ? `died of ${run.signal}` : `exited with ${run.status}`} at case ${i} ` +
+            `(${what})${addon ? ' under ASan/UBSan' : ''}:\n${(run.stderr ?? '').slice(-4000)}`,
+        );
       }
       const tally = summary!.tally;
       console.log(`fuzz${addon ? ' (ASan/UBSan)' : ''}: ${total} cases, ${JSON.stringify(tally)}`);
-      const sum = (prefix: string) => Object.entries(tally).filter(([k]) => k.startsWith(prefix)).reduce((n, [, v]) => n + v, 0);
+      const sum = (prefix: string) =>
+        Object.entries(tally)
+          .filter(([k]) => k.startsWith(prefix))
+          .reduce((n, [, v]) => n + v, 0);
       expect(sum('check: ')).toBe(total);
       expect(tally['check: malformed failure'] ?? 0).toBe(0);
       expect(tally['check: malformed refusal'] ?? 0).toBe(0);

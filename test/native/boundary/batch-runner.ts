@@ -50,6 +50,6 @@ for (let at = 0; at < all.length; i++) {
       line.commit = refusal(e);
     }
   }
-  writeSync(1, JSON.stringify(line) + '\n');
+  writeSync(1, `${JSON.stringify(line)}\n`);
 }
-writeSync(1, JSON.stringify({ done: i }) + '\n');
+writeSync(1, `${JSON.stringify({ done: i })}\n`);

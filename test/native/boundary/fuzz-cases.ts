@@ -26,9 +26,15 @@ function otherVerbs(): Operation[] {
     { verb: 'add', object: set },
     { verb: 'add', object: map },
     { verb: 'add', object: { kind: 'element', family: 'ip', table: t, set: 's', key: ['10.0.0.0/8'], comment: 'range' } },
-    { verb: 'add', object: { kind: 'element', family: 'ip', table: t, set: 'm', key: ['10.0.0.1', '80'], value: { verdict: 'goto', chain: 'c' } } },
+    {
+      verb: 'add',
+      object: { kind: 'element', family: 'ip', table: t, set: 'm', key: ['10.0.0.1', '80'], value: { verdict: 'goto', chain: 'c' } },
+    },
     { verb: 'insert', object: { kind: 'rule', family: 'ip', table: t, chain: 'c', exprs: [{ kind: 'counter' }], comment: 'first' } },
-    { verb: 'replace', object: { kind: 'rule', family: 'ip', table: t, chain: 'c', handle: 4, exprs: [{ kind: 'verdict', verdict: 'accept' }] } },
+    {
+      verb: 'replace',
+      object: { kind: 'rule', family: 'ip', table: t, chain: 'c', handle: 4, exprs: [{ kind: 'verdict', verdict: 'accept' }] },
+    },
     { verb: 'delete', object: { kind: 'rule', family: 'ip', table: t, chain: 'c', handle: 5, exprs: [] } },
     { verb: 'delete', object: { kind: 'element', family: 'ip', table: t, set: 'm', key: ['10.0.0.1', '80'] } },
     { verb: 'flush', object: set },
@@ -54,7 +60,13 @@ export function fuzzSeeds(): Uint8Array[] {
 }
 
 /** Case i: a random-bytes mutation for i < randomCases, a structure-aware one after. */
-export function makeCase(seeds: readonly Uint8Array[], maps: readonly BatchMap[], randomCases: number, base: number, i: number): { bytes: Uint8Array; what: string } {
+export function makeCase(
+  seeds: readonly Uint8Array[],
+  maps: readonly BatchMap[],
+  randomCases: number,
+  base: number,
+  i: number,
+): { bytes: Uint8Array; what: string } {
   const rand = prng(base + i);
   const s = Math.floor(rand() * seeds.length);
   const made = i < randomCases ? randomBytes(seeds[s]!, rand) : structured(seeds[s]!, maps[s]!, rand);

@@ -52,4 +52,4 @@ for (let i = 0; i < total; i++) {
     count(`commit: rejected ${(e as { code?: string }).code}`);
   }
 }
-writeSync(1, JSON.stringify({ done: total, tally: Object.fromEntries(tally) }) + '\n');
+writeSync(1, `${JSON.stringify({ done: total, tally: Object.fromEntries(tally) })}\n`);

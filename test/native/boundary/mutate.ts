@@ -16,7 +16,20 @@ export function prng(seed: number): () => number {
   };
 }
 
-type Field = 'recordCount' | 'kind' | 'msg' | 'flags' | 'family' | 'opIndex' | 'attrCount' | 'attrId' | 'attrType' | 'attrLen' | 'exprCount' | 'nameLen' | 'elemCount';
+type Field =
+  | 'recordCount'
+  | 'kind'
+  | 'msg'
+  | 'flags'
+  | 'family'
+  | 'opIndex'
+  | 'attrCount'
+  | 'attrId'
+  | 'attrType'
+  | 'attrLen'
+  | 'exprCount'
+  | 'nameLen'
+  | 'elemCount';
 
 interface Landmark {
   field: Field;
@@ -103,7 +116,33 @@ const int = (rand: Rand, n: number): number => Math.floor(rand() * n);
 /** Values that tend to matter for a field of `size` bytes around its current value. */
 function interesting(rand: Rand, size: 1 | 2 | 4, current: number): number {
   const max = size === 1 ? 0xff : size === 2 ? 0xffff : 0xffffffff;
-  const choices = [0, 1, 2, 3, 4, 7, 8, 9, 15, 16, 17, 63, 64, 65, 255, 256, 257, max, max - 1, current + 1, current - 1, current + 4, current - 4, current * 2, int(rand, max + 1)];
+  const choices = [
+    0,
+    1,
+    2,
+    3,
+    4,
+    7,
+    8,
+    9,
+    15,
+    16,
+    17,
+    63,
+    64,
+    65,
+    255,
+    256,
+    257,
+    max,
+    max - 1,
+    current + 1,
+    current - 1,
+    current + 4,
+    current - 4,
+    current * 2,
+    int(rand, max + 1),
+  ];
   return (pick(rand, choices) >>> 0) & max;
 }
 
@@ -132,7 +171,28 @@ export function randomBytes(seed: Uint8Array, rand: Rand): { bytes: Uint8Array; 
   return { bytes: b, what: `bytes ${changes.join(', ')}` };
 }
 
-const EXPRESSION_NAMES = ['payload', 'cmp', 'bitwise', 'meta', 'ct', 'lookup', 'immediate', 'nat', 'masq', 'numgen', 'counter', 'reject', 'fib', 'dynset', 'flow_offload', 'byteorder', 'notrack', 'log', 'limit', 'queue'];
+const EXPRESSION_NAMES = [
+  'payload',
+  'cmp',
+  'bitwise',
+  'meta',
+  'ct',
+  'lookup',
+  'immediate',
+  'nat',
+  'masq',
+  'numgen',
+  'counter',
+  'reject',
+  'fib',
+  'dynset',
+  'flow_offload',
+  'byteorder',
+  'notrack',
+  'log',
+  'limit',
+  'queue',
+];
 
 function splice(b: Uint8Array, at: number, remove: number, insert: Uint8Array): Uint8Array {
   const out = new Uint8Array(b.length - remove + insert.length);
@@ -151,7 +211,9 @@ export function structured(seed: Uint8Array, map: BatchMap, rand: Rand): { bytes
     const rec = pick(rand, map.records);
     const count = read(seed, 8, 4);
     const repeat = rand() < 0.5;
-    const b = repeat ? splice(seed, rec.end, 0, seed.slice(rec.start, rec.end)) : splice(seed, rec.start, rec.end - rec.start, new Uint8Array(0));
+    const b = repeat
+      ? splice(seed, rec.end, 0, seed.slice(rec.start, rec.end))
+      : splice(seed, rec.start, rec.end - rec.start, new Uint8Array(0));
     write(b, 8, 4, repeat ? count + 1 : count - 1);
     return { bytes: b, what: `${repeat ? 'repeat' : 'drop'} record @${rec.start}` };
   }
@@ -160,7 +222,8 @@ export function structured(seed: Uint8Array, map: BatchMap, rand: Rand): { bytes
     const b = seed.slice();
     const m = pick(rand, map.landmarks);
     const before = read(b, m.at, m.size);
-    const after = m.field === 'attrType' ? int(rand, 9) : m.field === 'attrId' && rand() < 0.5 ? int(rand, 40) : interesting(rand, m.size, before);
+    const after =
+      m.field === 'attrType' ? int(rand, 9) : m.field === 'attrId' && rand() < 0.5 ? int(rand, 40) : interesting(rand, m.size, before);
     write(b, m.at, m.size, after);
     return { bytes: b, what: `${m.field}@${m.at} ${before}->${after}` };
   }

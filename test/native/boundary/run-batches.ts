@@ -93,5 +93,8 @@ export function deathOf(run: RunResult, expected: number): string | undefined {
   const report = /ERROR: AddressSanitizer|runtime error:|libnftnl: attribute/.exec(run.stderr);
   if (run.status === 0 && run.done === expected && !report) return undefined;
   const last = run.lines.at(-1)?.i ?? -1;
-  return `the child ${run.signal ? `died of ${run.signal}` : `exited with ${run.status}`} after batch ${last} of ${expected}:\n${run.stderr.slice(-4000)}`;
+  return (
+    `the child ${run.signal ? `died of ${run.signal}` : `exited with ${run.status}`} after batch ${last} of ` +
+    `${expected}:\n${run.stderr.slice(-4000)}`
+  );
 }

@@ -22,7 +22,15 @@ const topo = createRouterTopology();
 const dp = new NetlinkDataplane({ netns: topo.router.path });
 const sinks = [startSink(topo.server, LONG_PORT), startSink(topo.server, SHORT_PORT)];
 
-const flowtable = (devices: string[]): Flowtable => ({ kind: 'flowtable', family: 'inet', table: TABLE, name: 'ft', hook: 'ingress', priority: 0, devices });
+const flowtable = (devices: string[]): Flowtable => ({
+  kind: 'flowtable',
+  family: 'inet',
+  table: TABLE,
+  name: 'ft',
+  hook: 'ingress',
+  priority: 0,
+  devices,
+});
 const forward: Chain = {
   kind: 'chain',
   family: 'inet',
@@ -41,7 +49,11 @@ const offloadRule: Rule = { kind: 'rule', family: 'inet', table: TABLE, chain: '
 async function devices(): Promise<{ ours: string[]; nft: string[] }> {
   const listing = await dp.list('inet', TABLE);
   const nftText = topo.router.exec('nft', ['list', 'flowtable', 'inet', TABLE, 'ft']);
-  const nftDevices = /devices = \{ ([^}]*) \}/.exec(nftText)?.[1]?.split(',').map((d) => d.trim()) ?? [];
+  const nftDevices =
+    /devices = \{ ([^}]*) \}/
+      .exec(nftText)?.[1]
+      ?.split(',')
+      .map((d) => d.trim()) ?? [];
   return { ours: [...(listing?.flowtables[0]?.devices ?? [])].sort(), nft: nftDevices.sort() };
 }
 
@@ -62,20 +74,26 @@ try {
   const probe: CapabilityAnswer = await probeFlowtables(dp);
   const [ifA, ifB] = [topo.routerClientIf, topo.routerServerIf];
 
-  await dp.commit(dp.begin().queueAll([
-    { verb: 'add', object: { kind: 'table', family: 'inet', name: TABLE } },
-    { verb: 'add', object: { kind: 'set', family: 'inet', table: TABLE, name: 'cluster-ips', keyType: ['ipv4_addr'] } },
-    { verb: 'add', object: { kind: 'element', family: 'inet', table: TABLE, set: 'cluster-ips', key: [topo.serverIp] } },
-    { verb: 'add', object: flowtable([ifA, ifB]) },
-    { verb: 'add', object: forward },
-    { verb: 'add', object: offloadRule },
-  ]));
+  await dp.commit(
+    dp.begin().queueAll([
+      { verb: 'add', object: { kind: 'table', family: 'inet', name: TABLE } },
+      { verb: 'add', object: { kind: 'set', family: 'inet', table: TABLE, name: 'cluster-ips', keyType: ['ipv4_addr'] } },
+      { verb: 'add', object: { kind: 'element', family: 'inet', table: TABLE, set: 'cluster-ips', key: [topo.serverIp] } },
+      { verb: 'add', object: flowtable([ifA, ifB]) },
+      { verb: 'add', object: forward },
+      { verb: 'add', object: offloadRule },
+    ]),
+  );
   const listing = await dp.list('inet', TABLE);
   const nftTable = topo.router.exec('nft', ['list', 'table', 'inet', TABLE]);
 
   const short = await startShortFlow(topo.client, topo.router, topo.serverIp, SHORT_PORT);
   const long = await startLongFlow(topo.client, topo.router, topo.serverIp, LONG_PORT);
-  const longOffloaded = await pollFor(() => longEntry(long.port), (e) => !!e?.offloaded, 10_000);
+  const longOffloaded = await pollFor(
+    () => longEntry(long.port),
+    (e) => !!e?.offloaded,
+    10_000,
+  );
   const shortWhileOpen = conntrackTcp(topo.router).find((e) => e.sport === short.port);
 
   // A pod's veth appears: add it to the live flowtable.
@@ -91,7 +109,11 @@ try {
     { verb: 'add', object: offloadRule },
   ]);
   const afterRemove = await devices();
-  const longAfterRecreate = await pollFor(() => longEntry(long.port), (e) => !!e?.offloaded, 5_000);
+  const longAfterRecreate = await pollFor(
+    () => longEntry(long.port),
+    (e) => !!e?.offloaded,
+    5_000,
+  );
 
   // The interface vanishes while it is in the flowtable: the kernel drops it.
   const readd = await commitOutcome([{ verb: 'add', object: flowtable([ifA, ifB, 'r-extra']) }]);
@@ -104,7 +126,11 @@ try {
   const longStillOpen = longEntry(long.port);
 
   await long.close();
-  const longAfterClose = await pollFor(() => longEntry(long.port), (e) => !e?.offloaded, 5_000);
+  const longAfterClose = await pollFor(
+    () => longEntry(long.port),
+    (e) => !e?.offloaded,
+    5_000,
+  );
   await short.close();
 
   console.log(

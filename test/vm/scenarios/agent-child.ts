@@ -91,7 +91,14 @@ endpoints:
 export function startAgentChild(args: string[]): AgentChild {
   const child = spawn(
     process.execPath,
-    [CLI, '--feature-gates=KubeProxyAcceleration=true', '--metrics-bind-address=127.0.0.1:0', '--healthz-bind-address=127.0.0.1:0', '--min-sync-period=0', ...args],
+    [
+      CLI,
+      '--feature-gates=KubeProxyAcceleration=true',
+      '--metrics-bind-address=127.0.0.1:0',
+      '--healthz-bind-address=127.0.0.1:0',
+      '--min-sync-period=0',
+      ...args,
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const parsed: LogEntry[] = [];

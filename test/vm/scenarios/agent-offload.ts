@@ -39,7 +39,9 @@ function step(what: string): void {
 const topo = createRouterTopology();
 const dp = new NetlinkDataplane({ netns: topo.router.path });
 const sinks = [startSink(topo.server, LONG_PORT), startSink(topo.server, SHORT_PORT)];
-const manifests = writeManifests('node-a', '192.0.2.1', [{ name: 'bulk', clusterIP: CLUSTER_IP, ports: [LONG_PORT, SHORT_PORT], endpointIP: topo.serverIp }]);
+const manifests = writeManifests('node-a', '192.0.2.1', [
+  { name: 'bulk', clusterIP: CLUSTER_IP, ports: [LONG_PORT, SHORT_PORT], endpointIP: topo.serverIp },
+]);
 const agentArgs = (threshold: number, router: string) => [
   `--manifests=${manifests}`,
   '--hostname-override=node-a',
@@ -61,7 +63,12 @@ function nftDevices(family: 'ip' | 'ip6'): string[] | null {
   const r = topo.router.tryExec('nft', ['list', 'flowtable', family, DEFAULT_TABLE_NAME, FLOWTABLE]);
   if (r.status !== 0) return null;
   const m = /devices = \{ ([^}]*) \}/.exec(r.stdout);
-  return m ? m[1]!.split(',').map((d) => d.trim()).sort() : [];
+  return m
+    ? m[1]!
+        .split(',')
+        .map((d) => d.trim())
+        .sort()
+    : [];
 }
 
 async function devices(): Promise<Devices> {
@@ -86,7 +93,12 @@ function agentSince(agent: AgentChild, from: number) {
 }
 
 /** Runs a change to the router's links and waits until the kernel's flowtable satisfies pred. */
-async function linkStep(agent: AgentChild, change: () => void, pred: (d: Devices) => boolean, opts: { timeoutMs?: number; syncWaitMs?: number } = {}) {
+async function linkStep(
+  agent: AgentChild,
+  change: () => void,
+  pred: (d: Devices) => boolean,
+  opts: { timeoutMs?: number; syncWaitMs?: number } = {},
+) {
   const from = agent.entries().length;
   const started = Date.now();
   change();
@@ -130,12 +142,20 @@ try {
   step('initial devices seen');
   const short = await startShortFlow(topo.client, topo.router, CLUSTER_IP, SHORT_PORT);
   const long = await startLongFlow(topo.client, topo.router, CLUSTER_IP, LONG_PORT);
-  const longOffloaded = await pollFor(() => entryOf(long.port), (e) => !!e?.offloaded, 15_000);
+  const longOffloaded = await pollFor(
+    () => entryOf(long.port),
+    (e) => !!e?.offloaded,
+    15_000,
+  );
   const shortWhileOpen = entryOf(short.port);
 
   step('long flow offloaded');
   // A pod's veth appears in the router.
-  const addVeth = await linkStep(on, () => topo.addRouterVeth('r-extra'), (d) => has(d, 'r-extra'));
+  const addVeth = await linkStep(
+    on,
+    () => topo.addRouterVeth('r-extra'),
+    (d) => has(d, 'r-extra'),
+  );
   step('veth added');
   // The interface that carries the transfer goes down and up: membership does not change; the flow comes back to the flowtable.
   const flap = await linkStep(
@@ -148,7 +168,11 @@ try {
     // Ten times the device settle time.
     { syncWaitMs: 2_500 },
   );
-  const longAfterFlap = await pollFor(() => entryOf(long.port), (e) => !!e?.offloaded, 20_000);
+  const longAfterFlap = await pollFor(
+    () => entryOf(long.port),
+    (e) => !!e?.offloaded,
+    20_000,
+  );
   step('flap done');
   // A rename (only a down link can be renamed): the old name leaves, the new one joins.
   const rename = await linkStep(
@@ -164,19 +188,35 @@ try {
   // Deleted: the kernel drops it from the flowtable by itself; the agent drops it from what it commits.
   step('rename done');
   const delFrom = on.entries().length;
-  const del = await linkStep(on, () => topo.deleteRouterLink('r-renamed'), (d) => lacks(d, 'r-renamed'));
+  const del = await linkStep(
+    on,
+    () => topo.deleteRouterLink('r-renamed'),
+    (d) => lacks(d, 'r-renamed'),
+  );
   // Give the agent the time of a few syncs to (wrongly) name the vanished device.
   await new Promise((r) => setTimeout(r, 1_500));
   const afterDelete = { devices: await devices(), ...agentSince(on, delFrom) };
   step('delete done');
-  const longAfterDelete = await pollFor(() => entryOf(long.port), (e) => !!e?.offloaded, 20_000);
+  const longAfterDelete = await pollFor(
+    () => entryOf(long.port),
+    (e) => !!e?.offloaded,
+    20_000,
+  );
   // Re-created under a name the flowtable held before: the kernel does not re-attach it; the agent does.
-  const recreate = await linkStep(on, () => topo.addRouterVeth('r-extra'), (d) => has(d, 'r-extra'));
+  const recreate = await linkStep(
+    on,
+    () => topo.addRouterVeth('r-extra'),
+    (d) => has(d, 'r-extra'),
+  );
 
   step('re-created veth');
   const longStillOpen = entryOf(long.port);
   await long.close();
-  const longAfterClose = await pollFor(() => entryOf(long.port), (e) => !e?.offloaded, 10_000);
+  const longAfterClose = await pollFor(
+    () => entryOf(long.port),
+    (e) => !e?.offloaded,
+    10_000,
+  );
   await short.close();
   const metricsOnEnd = await on.metrics();
   const onExit = await on.stop();

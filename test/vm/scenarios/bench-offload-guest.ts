@@ -24,11 +24,23 @@ const PORT = 5201;
 type Mode = 'plain' | 'offload';
 
 const topos: Record<Mode, RouterTopology> = { offload: createRouterTopology(), plain: createRouterTopology() };
-const manifests = writeManifests('node-a', '192.0.2.1', [{ name: 'bench', clusterIP: CLUSTER_IP, ports: [PORT], endpointIP: topos.offload.serverIp }]);
+const manifests = writeManifests('node-a', '192.0.2.1', [
+  { name: 'bench', clusterIP: CLUSTER_IP, ports: [PORT], endpointIP: topos.offload.serverIp },
+]);
 const servers = Object.values(topos).map((t) => t.server.spawn('iperf3', ['-s', '-p', String(PORT)], { stdio: 'ignore' }));
 const agents: Record<Mode, AgentChild> = {
-  offload: startAgentChild([`--manifests=${manifests}`, '--hostname-override=node-a', `--netns=${topos.offload.router.name}`, '--offload-packet-threshold=20']),
-  plain: startAgentChild([`--manifests=${manifests}`, '--hostname-override=node-a', `--netns=${topos.plain.router.name}`, '--offload-packet-threshold=0']),
+  offload: startAgentChild([
+    `--manifests=${manifests}`,
+    '--hostname-override=node-a',
+    `--netns=${topos.offload.router.name}`,
+    '--offload-packet-threshold=20',
+  ]),
+  plain: startAgentChild([
+    `--manifests=${manifests}`,
+    '--hostname-override=node-a',
+    `--netns=${topos.plain.router.name}`,
+    '--offload-packet-threshold=0',
+  ]),
 };
 const rounds: Array<{ mode: Mode; bitsPerSecond: number; offloadSeen: boolean }> = [];
 let agentFailures = 0;
@@ -43,7 +55,8 @@ try {
     (t) => /devices = \{ r-client, r-server \}/.test(t),
     15_000,
   );
-  if (!/devices = \{ r-client, r-server \}/.test(devices)) throw new Error(`the agent did not attach the router's interfaces to the flowtable:\n${devices}`);
+  if (!/devices = \{ r-client, r-server \}/.test(devices))
+    throw new Error(`the agent did not attach the router's interfaces to the flowtable:\n${devices}`);
   for (const mode of ['offload', 'plain'] as const) {
     const t = topos[mode];
     // iperf3 -s needs a moment to listen; probe it with a short connection through the Service.

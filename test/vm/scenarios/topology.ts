@@ -40,7 +40,10 @@ function link(a: NetNs, aName: string, aAddr: string | undefined, b: NetNs, bNam
   ip(['link', 'add', tmpA, 'type', 'veth', 'peer', 'name', tmpB]);
   ip(['link', 'set', tmpA, 'netns', a.name, 'name', aName]);
   ip(['link', 'set', tmpB, 'netns', b.name, 'name', bName]);
-  for (const [ns, name, addr] of [[a, aName, aAddr], [b, bName, bAddr]] as const) {
+  for (const [ns, name, addr] of [
+    [a, aName, aAddr],
+    [b, bName, bAddr],
+  ] as const) {
     if (addr) ns.exec('ip', ['addr', 'add', addr, 'dev', name]);
     ns.exec('ip', ['link', 'set', name, 'up']);
   }

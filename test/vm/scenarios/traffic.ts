@@ -75,7 +75,11 @@ async function flowOf(proc: ChildProcess, router: NetNs, dport: number, known: S
 }
 
 function sourcePorts(router: NetNs, dport: number): Set<number> {
-  return new Set(conntrackTcp(router).filter((e) => e.dport === dport).map((e) => e.sport));
+  return new Set(
+    conntrackTcp(router)
+      .filter((e) => e.dport === dport)
+      .map((e) => e.sport),
+  );
 }
 
 /** A bulk stream client → server:port, as fast as it goes, until closed. */

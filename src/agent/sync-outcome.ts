@@ -1,0 +1,105 @@
+// What the agent does with a sync's outcome, apart from the wiring in agent.ts:
+// the ports whose conntrack cleanup follows a sync, the fields of its log line,
+// and how a refused Service port is told (log, refused$, a Warning Event).
+
+import type { ServicePortChange } from '../model/change-tracker.ts';
+import type { ServicePort } from '../model/service-port.ts';
+import type { Logger } from '../observability/logger.ts';
+import type { RejectedServicePort } from '../reconciler/reconciler.ts';
+import type { SyncResult } from '../reconciler/sync-runner.ts';
+import type { EventRecorder } from './event-recorder.ts';
+
+/** The process's memory in MiB, for log lines. */
+export function memoryMiB(): Record<string, number> {
+  const m = process.memoryUsage();
+  const mib = (b: number) => Math.round(b / 2 ** 20);
+  return {
+    rss: mib(m.rss),
+    heapUsed: mib(m.heapUsed),
+    heapTotal: mib(m.heapTotal),
+    external: mib(m.external),
+    arrayBuffers: mib(m.arrayBuffers),
+  };
+}
+
+/**
+ * Ports changed since the last successful sync, by id (undefined: removed):
+ * their conntrack cleanup follows that sync. A failed sync keeps them for
+ * the retry, which carries the same changes.
+ */
+export class PortsInFlight {
+  /** Every port as of the last drain: what the last sync programmed. */
+  last: ServicePort[] = [];
+  #pending = new Map<string, ServicePort | undefined>();
+  #inFlight = new Map<string, ServicePort | undefined>();
+
+  /** A sync took these changes; `ports` is every port now. */
+  drained(changes: readonly ServicePortChange[], ports: ServicePort[]): void {
+    for (const c of changes) this.#pending.set(c.id, c.kind === 'removed' ? undefined : c.current);
+    this.#inFlight = this.#pending;
+    this.#pending = new Map();
+    this.last = ports;
+  }
+
+  /** The sync succeeded: the ports it changed (removed ones left out), to clean now. */
+  landed(): ServicePort[] {
+    const changed = [...this.#inFlight.values()].filter((sp) => sp !== undefined);
+    this.#inFlight = new Map();
+    return changed;
+  }
+
+  /** The sync failed: what it carried goes back to pending, under anything newer. */
+  failed(): void {
+    for (const [id, sp] of this.#pending) this.#inFlight.set(id, sp);
+    this.#pending = this.#inFlight;
+    this.#inFlight = new Map();
+  }
+}
+
+/** The fields of a sync's log line; `kernelMs` is the kernel's share of it when the dataplane measures one. */
+export function syncLogFields(result: SyncResult, kernelMs: number | undefined): Record<string, unknown> {
+  const r = result.report;
+  return {
+    reason: result.reason,
+    kind: r?.kind ?? result.request.kind,
+    ...(r?.mode ? { mode: r.mode } : {}),
+    ...(r?.adoptionRefused ? { adoptionRefused: r.adoptionRefused } : {}),
+    ops: r?.ops,
+    servicePorts: r?.servicePorts,
+    endpointChains: r?.endpointChains,
+    staleChains: r?.staleChains,
+    durationMs: Math.round(result.durationMs * 10) / 10,
+    // The kernel's share of it (its commits' send → last answer): what no user space can go below.
+    ...(kernelMs !== undefined ? { kernelMs: Math.round(kernelMs * 10) / 10 } : {}),
+    // Full syncs build the whole ruleset at once: where memory stands after one (MiB) shows what it cost.
+    ...(r?.kind === 'full' ? { memoryMiB: memoryMiB() } : {}),
+  };
+}
+
+/** Tells a Service port set aside: an error line, refused$, and a Warning Event on its Service. */
+export function reportRefused(
+  x: RejectedServicePort,
+  logger: Logger,
+  events: EventRecorder,
+  refused: (x: RejectedServicePort) => void,
+): void {
+  logger.error(
+    {
+      service: `${x.namespace}/${x.serviceName}`,
+      servicePort: x.servicePortId,
+      stage: x.stage,
+      code: x.code,
+      reason: x.message,
+      keptLastApplied: x.keptLastApplied,
+    },
+    x.keptLastApplied
+      ? 'service port set aside: its rules were refused; its previous rules stay until it changes'
+      : 'service port set aside: its rules were refused; it is not programmed until it changes',
+  );
+  refused(x);
+  events.recordServiceWarning(
+    { namespace: x.namespace, name: x.serviceName },
+    'FailedToProgramServiceRules',
+    `rules of ${x.servicePortId} refused (${x.stage}): ${x.code} ${x.message}`,
+  );
+}
