@@ -26,10 +26,10 @@ if (have[0] < NEED[0] || (have[0] === NEED[0] && have[1] < NEED[1])) {
   process.exit(1);
 }
 
-// Node's on-disk compile cache stays off: V8 trusts a cached blob, and one
-// another process was writing at the same moment crashed it ("Check failed:
-// it->second.Size() > offset", or SIGSEGV) in our CI. ~60 ms of start-up is
-// not worth an agent that cannot start.
+// Node's on-disk compile cache stays off: V8 deserialises a cached blob
+// without checking it, and caches left corrupt by concurrent writers have
+// crashed V8 at start-up elsewhere (Check failed: ... in its code cache
+// deserializer). ~60 ms of start-up is not worth an agent that cannot start.
 
 const compiled = new URL('../dist/src/cli.js', import.meta.url);
 const source = new URL('../src/cli.ts', import.meta.url);

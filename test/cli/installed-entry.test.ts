@@ -33,7 +33,7 @@ describe('the installed entry point (bin/ over the compiled dist/)', () => {
     expect(r.stdout).toBe(`kube-nft-proxy ${version}\n`);
   });
 
-  it('keeps no compiled code on disk (a cache another process was writing has crashed V8)', () => {
+  it('keeps no compiled code on disk (a corrupt code cache crashes V8 at start-up)', () => {
     // Node's default place, under the temporary directory (NODE_COMPILE_CACHE would switch the cache on by itself).
     const tmp = mkdtempSync(join(tmpdir(), 'knp-compile-cache-'));
     const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: tmp };

@@ -92,6 +92,8 @@ export function startAgentChild(args: string[]): AgentChild {
   const child = spawn(
     process.execPath,
     [
+      // The scenario's own node flags (the guest's --no-wasm-tier-up, stage2.sh).
+      ...process.execArgv,
       CLI,
       '--feature-gates=KubeProxyAcceleration=true',
       '--metrics-bind-address=127.0.0.1:0',
