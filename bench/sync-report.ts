@@ -47,6 +47,8 @@ export interface SizeResult {
   /** The raw load and nft -f, where run (not at the largest sizes). */
   compare?: { raw: RawLoadResult; nft: { ms: number; peakMiB: number } };
   load: number[];
+  /** A second agent started over the rules the first left: spawn -> synced, and how (adopt or replace). */
+  restart?: { restartMs: number; mode: string; ops: number };
 }
 
 export const median = (xs: number[]) => {
@@ -104,6 +106,10 @@ export function printSize(r: SizeResult, shape: string): void {
       `${f(cold.syncMs)} (+ ${f(cold.coldMs - cold.bootMs - cold.listMs - cold.syncMs)} rest)`,
   );
   console.log(`  kernel's share    ${f(cold.kernelMs)} ms of the sync's commits: cold/kernel ${f(cold.coldMs / cold.kernelMs)}`);
+  if (r.restart) {
+    const { restartMs, mode, ops } = r.restart;
+    console.log(`  restart           ${f(restartMs)} ms spawn -> synced over the rules left behind (${mode}, ${ops} ops)`);
+  }
   printCompare(r);
   console.log(
     `  agent memory      VmRSS ${f(cold.rss)} MiB after cold sync, ${f(cold.rssSettled)} MiB 3 s later, ` +
@@ -153,6 +159,12 @@ function sizeKeys(summary: Record<string, number | string>, r: SizeResult, minSy
   // Idle RSS: the larger of after the cold sync and quiet again after the changes.
   summary[`rss_mib_${k}`] = Math.round(Math.max(r.cold.rssSettled, r.cold.rssSteady ?? NaN));
   summary[`hwm_mib_${k}`] = Math.round(r.cold.hwm);
+  if (r.restart) {
+    summary[`restart_ms_${k}`] = Math.round(r.restart.restartMs);
+    summary[`restart_over_cold_${k}`] = r2(r.restart.restartMs / r.cold.coldMs);
+    summary[`restart_mode_${k}`] = r.restart.mode;
+    summary[`restart_ops_${k}`] = r.restart.ops;
+  }
   summary[`rss_after_changes_mib_${k}`] = Math.round(r.cold.rssAfterChanges ?? NaN);
   if (r.changes) {
     const idle = r.changes.filter((c) => c.kind === 'idle');

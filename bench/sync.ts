@@ -98,6 +98,22 @@ async function coldSync(agent: AgentChild, spawnedAt: number, size: BenchSize): 
   };
 }
 
+/** A second agent over the rules the first one left (SIGTERM keeps them): what a restart or an upgrade costs. */
+async function restartSync(kubeconfig: string, ns: NetNs, size: BenchSize): Promise<NonNullable<SizeResult['restart']>> {
+  const spawnedAt = Date.now();
+  const agent = new AgentChild(
+    [`--kubeconfig=${kubeconfig}`, `--netns=${ns.path}`, ...agentFlags(`${MIN_SYNC_MS}ms`, ENDPOINT_SHAPE)],
+    AGENT_NODE_FLAGS,
+  );
+  try {
+    const synced = await agent.waitFor(0, isSync, 120_000 + size.services * size.endpoints * 2, 'restart sync');
+    const s = synced.record;
+    return { restartMs: s.time - spawnedAt, mode: String(s.mode ?? s.kind), ops: s.ops as number };
+  } finally {
+    await agent.stop();
+  }
+}
+
 /** Moves endpoint j of service i to a new pod address; returns the new address. */
 function moveEndpoint(api: FakeApiServer, moved: Map<number, Map<number, number>>, size: BenchSize, i: number, j: number): string {
   const m = moved.get(i) ?? new Map<number, number>();
@@ -209,6 +225,7 @@ async function runSize(size: BenchSize): Promise<SizeResult> {
     const ns = createNetns('knp-bench-agent');
     let cold: ColdResult;
     let changes: ChangeSample[] | undefined;
+    let restart: SizeResult['restart'];
     try {
       const spawnedAt = Date.now();
       const agent = new AgentChild(
@@ -226,15 +243,16 @@ async function runSize(size: BenchSize): Promise<SizeResult> {
       } finally {
         await agent.stop();
       }
+      restart = await restartSync(kubeconfig, ns, size);
     } finally {
       ns.destroy();
     }
-    if (size.services * size.endpoints > COMPARE_MAX_ENDPOINTS) return { size, cold, ...(changes ? { changes } : {}), load };
+    if (size.services * size.endpoints > COMPARE_MAX_ENDPOINTS) return { size, cold, ...(changes ? { changes } : {}), restart, load };
     const raw = await rawLoad(kubeconfig, textFile, size);
     if (raw.ops !== cold.ops)
       throw new Error(`raw load has ${raw.ops} operations, the agent's cold sync ${cold.ops}: not the same ruleset`);
     const nft = nftLoad(textFile);
-    return { size, cold, ...(changes ? { changes } : {}), compare: { raw, nft }, load };
+    return { size, cold, ...(changes ? { changes } : {}), restart, compare: { raw, nft }, load };
   } finally {
     rmSync(textFile, { force: true });
     await api.close();
