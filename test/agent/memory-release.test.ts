@@ -7,7 +7,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runInNewContext } from 'node:vm';
-import { Writable } from 'node:stream';
 import { firstValueFrom, filter } from 'rxjs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { startAgent, type Agent } from '../../src/agent/agent.ts';
@@ -22,6 +21,7 @@ import {
 import { parseCommandLine } from '../../src/cli/flags.ts';
 import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import { createLogger } from '../../src/observability/logger.ts';
+import { jsonLogLines } from './json-log.ts';
 
 const EXAMPLES = new URL('../../examples/', import.meta.url).pathname;
 const tick = () => new Promise<void>((r) => setTimeout(r, 0));
@@ -160,13 +160,7 @@ describe('the agent', () => {
 
   it('releases memory once idle after its first sync and logs what it gave back', async () => {
     dir = mkdtempSync(join(tmpdir(), 'knp-release-'));
-    const lines: Array<Record<string, unknown>> = [];
-    const sink = new Writable({
-      write(chunk, _enc, done) {
-        for (const l of String(chunk).split('\n')) if (l.startsWith('{')) lines.push(JSON.parse(l) as Record<string, unknown>);
-        done();
-      },
-    });
+    const { lines, sink } = jsonLogLines();
     const command = parseCommandLine(['--manifests', EXAMPLES, '--hostname-override=node-a', '--min-sync-period=0']);
     if (command.command !== 'run') throw new Error('expected a run command');
     const releases: number[] = [];

@@ -3,7 +3,6 @@
 // Service and the reason, the refused-ports gauge, and refused$ for a Warning
 // Event; /healthz stays healthy while the rest is programmed.
 
-import { Writable } from 'node:stream';
 import { firstValueFrom, filter, take, toArray } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startAgent, type Agent } from '../../src/agent/agent.ts';
@@ -13,6 +12,7 @@ import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import type { Family } from '../../src/nft/objects.ts';
 import type { Transaction } from '../../src/nft/transaction.ts';
 import { createLogger } from '../../src/observability/logger.ts';
+import { jsonLogLines } from './json-log.ts';
 
 const EXAMPLES = new URL('../../examples/', import.meta.url).pathname;
 
@@ -46,13 +46,7 @@ describe('a Service port the dataplane refuses, seen from the agent', () => {
   it(
     'is logged once with the Service and the reason, counted, and told on refused$; ' + 'the rest is programmed and /healthz is healthy',
     async () => {
-      const lines: Array<Record<string, unknown>> = [];
-      const sink = new Writable({
-        write(chunk, _enc, done) {
-          for (const l of String(chunk).split('\n')) if (l.startsWith('{')) lines.push(JSON.parse(l) as Record<string, unknown>);
-          done();
-        },
-      });
+      const { lines, sink } = jsonLogLines();
       const command = parseCommandLine(['--manifests', EXAMPLES, '--hostname-override=node-a', '--min-sync-period=0']);
       if (command.command !== 'run') throw new Error('expected a run command');
       const kernel = new RefusingKernel('10.244.1.11');

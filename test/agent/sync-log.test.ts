@@ -3,7 +3,6 @@
 // dataplane's running total across that sync, not commits made before it. In-process, real manifest streams, the fake kernel with a
 // kernel clock of its own.
 
-import { Writable } from 'node:stream';
 import { filter, firstValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startAgent, type Agent } from '../../src/agent/agent.ts';
@@ -12,6 +11,7 @@ import type { Dataplane } from '../../src/nft/dataplane.ts';
 import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import type { Transaction } from '../../src/nft/transaction.ts';
 import { createLogger } from '../../src/observability/logger.ts';
+import { jsonLogLines } from './json-log.ts';
 
 const EXAMPLES = new URL('../../examples/', import.meta.url).pathname;
 
@@ -33,17 +33,6 @@ class TimedFakeKernel implements Dataplane {
   list: Dataplane['list'] = (family, table) => this.#inner.list(family, table);
 }
 
-function logLines(): { lines: Array<Record<string, unknown>>; sink: Writable } {
-  const lines: Array<Record<string, unknown>> = [];
-  const sink = new Writable({
-    write(chunk, _enc, done) {
-      for (const l of String(chunk).split('\n')) if (l.startsWith('{')) lines.push(JSON.parse(l) as Record<string, unknown>);
-      done();
-    },
-  });
-  return { lines, sink };
-}
-
 describe('the synced log line', () => {
   let agent: Agent | undefined;
   afterEach(async () => {
@@ -52,7 +41,7 @@ describe('the synced log line', () => {
   });
 
   it("carries the kernel time of that sync's commits only", async () => {
-    const { lines, sink } = logLines();
+    const { lines, sink } = jsonLogLines();
     const command = parseCommandLine([
       '--manifests',
       EXAMPLES,
@@ -76,7 +65,7 @@ describe('the synced log line', () => {
   });
 
   it('leaves kernelMs out when the dataplane does not measure it', async () => {
-    const { lines, sink } = logLines();
+    const { lines, sink } = jsonLogLines();
     const command = parseCommandLine(['--manifests', EXAMPLES, '--hostname-override=node-a', '--min-sync-period=0']);
     if (command.command !== 'run') throw new Error('expected a run command');
     agent = await startAgent(command.options, {
