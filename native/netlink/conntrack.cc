@@ -260,38 +260,58 @@ int SendBatch(NetlinkSocket& sock, const std::vector<char>& buf, size_t bytes, u
   return 0;
 }
 
-void DeleteAll(NetlinkSocket& sock, uint8_t family, const std::vector<Doomed>& doomed, uint32_t batchSize,
-               CleanResult* result) {
+// Writes `total` requests `batchSize` at a time (put(i, at, seq) lays request i
+// out at `at` with sequence number seq and returns it) and sends each batch with
+// SendBatch, onAck(errno) per answer. A send or receive error ends it: returned,
+// with the requests of that batch in *unanswered (the socket's state is unknown).
+int SendInBatches(NetlinkSocket& sock, size_t total, uint32_t batchSize,
+                  const std::function<nlmsghdr*(size_t, char*, uint32_t)>& put, const std::function<void(int)>& onAck,
+                  uint32_t* batches, uint32_t* unanswered, std::string* error) {
+  batchSize = std::max<uint32_t>(1, batchSize);
   std::vector<char> buf(size_t(batchSize) * kMaxMessage);
-  for (size_t start = 0; start < doomed.size(); start += batchSize) {
-    uint32_t count = uint32_t(std::min<size_t>(batchSize, doomed.size() - start));
+  for (size_t start = 0; start < total; start += batchSize) {
+    uint32_t count = uint32_t(std::min<size_t>(batchSize, total - start));
     uint32_t first = sock.NextSeq();
     for (uint32_t i = 1; i < count; i++) sock.NextSeq();
     size_t off = 0;
-    for (uint32_t i = 0; i < count; i++) {
-      const Doomed& d = doomed[start + i];
-      nlmsghdr* nlh = PutHeader(buf.data() + off, IPCTNL_MSG_CT_DELETE, NLM_F_ACK, first + i, family);
-      // Never without the tuple: a delete without one flushes the whole table.
-      mnl_attr_put(nlh, d.tupleType, d.tuple.size(), d.tuple.data());
-      if (d.hasId) mnl_attr_put_u32(nlh, CTA_ID, d.idBe);
-      if (!d.zone.empty()) mnl_attr_put(nlh, CTA_ZONE, d.zone.size(), d.zone.data());
-      off += MNL_ALIGN(nlh->nlmsg_len);
-    }
-    result->batches++;
-    std::string error;
-    int rc = SendBatch(sock, buf, off, first, count, [&](uint32_t, int e) {
-      if (e == 0) result->deleted++;
-      else if (e == ENOENT) result->vanished++;
-      else {
-        result->failed++;
-        NoteError(result, std::string("conntrack delete: ") + strerror(e), e);
-      }
-    }, &error);
+    for (uint32_t i = 0; i < count; i++) off += MNL_ALIGN(put(start + i, buf.data() + off, first + i)->nlmsg_len);
+    (*batches)++;
+    int rc = SendBatch(sock, buf, off, first, count, [&](uint32_t, int e) { onAck(e); }, error);
     if (rc != 0) {
-      result->failed += count;
-      NoteError(result, "conntrack delete: " + error, rc);
-      return;  // the socket's state is unknown
+      *unanswered = count;
+      return rc;
     }
+  }
+  return 0;
+}
+
+void DeleteAll(NetlinkSocket& sock, uint8_t family, const std::vector<Doomed>& doomed, uint32_t batchSize,
+               CleanResult* result) {
+  std::string error;
+  uint32_t unanswered = 0;
+  int rc = SendInBatches(
+      sock, doomed.size(), batchSize,
+      [&](size_t i, char* at, uint32_t seq) {
+        const Doomed& d = doomed[i];
+        nlmsghdr* nlh = PutHeader(at, IPCTNL_MSG_CT_DELETE, NLM_F_ACK, seq, family);
+        // Never without the tuple: a delete without one flushes the whole table.
+        mnl_attr_put(nlh, d.tupleType, d.tuple.size(), d.tuple.data());
+        if (d.hasId) mnl_attr_put_u32(nlh, CTA_ID, d.idBe);
+        if (!d.zone.empty()) mnl_attr_put(nlh, CTA_ZONE, d.zone.size(), d.zone.data());
+        return nlh;
+      },
+      [&](int e) {
+        if (e == 0) result->deleted++;
+        else if (e == ENOENT) result->vanished++;
+        else {
+          result->failed++;
+          NoteError(result, std::string("conntrack delete: ") + strerror(e), e);
+        }
+      },
+      &result->batches, &unanswered, &error);
+  if (rc != 0) {
+    result->failed += unanswered;
+    NoteError(result, "conntrack delete: " + error, rc);
   }
 }
 
@@ -337,36 +357,32 @@ void Create(const std::string& netnsPath, uint8_t family, const std::vector<NewE
     return;
   }
   sock.SizeBuffers(size_t(4) << 20, size_t(4) << 20);
-  batchSize = std::max<uint32_t>(1, batchSize);
-  std::vector<char> buf(size_t(batchSize) * kMaxMessage);
-  for (size_t start = 0; start < entries.size(); start += batchSize) {
-    uint32_t count = uint32_t(std::min<size_t>(batchSize, entries.size() - start));
-    uint32_t first = sock.NextSeq();
-    for (uint32_t i = 1; i < count; i++) sock.NextSeq();
-    size_t off = 0;
-    for (uint32_t i = 0; i < count; i++) {
-      const NewEntry& e = entries[start + i];
-      nlmsghdr* nlh = PutHeader(buf.data() + off, IPCTNL_MSG_CT_NEW, NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, first + i, family);
-      PutTuple(nlh, CTA_TUPLE_ORIG, family, e.protocol, &e.origSrc, &e.origDst, &e.origSport, &e.origDport);
-      PutTuple(nlh, CTA_TUPLE_REPLY, family, e.protocol, &e.replySrc, &e.replyDst, &e.replySport, &e.replyDport);
-      mnl_attr_put_u32(nlh, CTA_TIMEOUT, htonl(e.timeoutSec));
-      off += MNL_ALIGN(nlh->nlmsg_len);
-    }
-    int rc = SendBatch(sock, buf, off, first, count, [&](uint32_t, int err) {
-      if (err == 0) result->created++;
-      else {
-        result->failed++;
-        if (result->error.empty()) {
-          result->error = std::string("conntrack create: ") + strerror(err);
-          result->errnum = err;
+  uint32_t batches = 0;
+  uint32_t unanswered = 0;
+  int rc = SendInBatches(
+      sock, entries.size(), batchSize,
+      [&](size_t i, char* at, uint32_t seq) {
+        const NewEntry& e = entries[i];
+        nlmsghdr* nlh = PutHeader(at, IPCTNL_MSG_CT_NEW, NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, seq, family);
+        PutTuple(nlh, CTA_TUPLE_ORIG, family, e.protocol, &e.origSrc, &e.origDst, &e.origSport, &e.origDport);
+        PutTuple(nlh, CTA_TUPLE_REPLY, family, e.protocol, &e.replySrc, &e.replyDst, &e.replySport, &e.replyDport);
+        mnl_attr_put_u32(nlh, CTA_TIMEOUT, htonl(e.timeoutSec));
+        return nlh;
+      },
+      [&](int err) {
+        if (err == 0) result->created++;
+        else {
+          result->failed++;
+          if (result->error.empty()) {
+            result->error = std::string("conntrack create: ") + strerror(err);
+            result->errnum = err;
+          }
         }
-      }
-    }, &error);
-    if (rc != 0) {
-      result->error = "conntrack create: " + error;
-      result->errnum = rc;
-      return;
-    }
+      },
+      &batches, &unanswered, &error);
+  if (rc != 0) {
+    result->error = "conntrack create: " + error;
+    result->errnum = rc;
   }
 }
 
