@@ -47,18 +47,19 @@ function key(family: Family, table: string, name: string): string {
 }
 
 /**
- * The encoder (an element of a set it does not know...) and the addon's batch
- * builder (a rule's expressions over 64 KiB...) refuse an operation with an
- * error naming it: an `index`, or `operation N: why`. As an NftCommitError it
- * is traced to its owner like a kernel refusal; undefined for any other error.
+ * The encoder (NftEncodeError: an element of a set it does not know...) and the
+ * addon's allow-list (NativeBatchError) refuse an operation with an error that
+ * carries its `index`. As an NftCommitError it is traced to its owner like a
+ * kernel refusal; undefined for any other error.
  */
 function builderFailure(e: unknown, ops: readonly Operation[]): NftCommitError | undefined {
   const err = e as { message?: unknown; errno?: unknown; index?: unknown };
-  const m = typeof err?.message === 'string' ? /^operation (\d+): (.*)$/s.exec(err.message) : null;
-  const index = typeof err?.index === 'number' ? err.index : m ? Number(m[1]) : undefined;
-  if (index === undefined || !Number.isInteger(index) || index < 0 || index >= ops.length) return undefined;
+  const index = err?.index;
+  if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index >= ops.length) return undefined;
   const errno = typeof err.errno === 'number' ? err.errno : osConstants.errno.EINVAL;
-  return new NftCommitError([{ index, errno, code: errnoName(errno), message: m ? m[2]! : String(err.message) }], ops);
+  // Both say "operation N: why"; the failure names the operation by its index already.
+  const message = String(err.message).replace(/^operation \d+: /, '');
+  return new NftCommitError([{ index, errno, code: errnoName(errno), message }], ops);
 }
 
 export class NetlinkDataplane implements Dataplane {
