@@ -15,7 +15,10 @@ export function countingDataplane(inner: Dataplane, count: (verb: string, kind: 
       const byVerb = new Map<string, Map<string, number>>();
       for (const { verb, object } of tx.ops()) {
         let byKind = byVerb.get(verb);
-        if (!byKind) byVerb.set(verb, (byKind = new Map()));
+        if (!byKind) {
+          byKind = new Map();
+          byVerb.set(verb, byKind);
+        }
         byKind.set(object.kind, (byKind.get(object.kind) ?? 0) + 1);
       }
       for (const [verb, byKind] of byVerb) for (const [kind, n] of byKind) count(verb, kind, n);
