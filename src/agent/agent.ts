@@ -86,7 +86,7 @@ export interface Agent {
 }
 
 /** Once, when the first sync finds no Node object of our name: NodePorts on 'primary' addresses and topology need it. */
-export function warnNodeNotFound(logger: Logger, nodeName: string): void {
+function warnNodeNotFound(logger: Logger, nodeName: string): void {
   logger.warn(
     { nodeName },
     "this node's Node object was not found: NodePorts on the primary addresses, NodeCIDR local detection and " +
@@ -99,7 +99,7 @@ export function netnsPath(netns: string | undefined): string | undefined {
   return netns.includes('/') ? netns : `/var/run/netns/${netns}`;
 }
 
-export function streamsOptions(options: AgentOptions, nodeName: string, logger: Logger): ClusterStreamsOptions {
+function streamsOptions(options: AgentOptions, nodeName: string, logger: Logger): ClusterStreamsOptions {
   return options.manifests !== undefined
     ? { source: 'manifests', path: options.manifests, nodeName, serviceProxyName: options.serviceProxyName, logger }
     : {

@@ -202,8 +202,3 @@ export function endpointNameBase(port: ServicePortName | string, ip: string, epP
   const readable = typeof port === 'string' ? port : servicePortReadable(port);
   return hashed(`${readable}__${ip.includes(':') ? ip.replaceAll(':', '.') : ip}/${epPort}`);
 }
-
-/** Whether a chain or set name is per-service (as opposed to the skeleton's). */
-export function isServiceObjectName(name: string): boolean {
-  return name.includes('/');
-}

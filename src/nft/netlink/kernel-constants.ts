@@ -5,7 +5,6 @@
 import type { ChainHook, DataType, Family } from '../objects.ts';
 
 export const FAMILY_NUMBER: Readonly<Record<Family, number>> = { inet: 1, ip: 2, ip6: 10 };
-export const FAMILY_BY_NUMBER: Readonly<Record<number, Family>> = { 1: 'inet', 2: 'ip', 10: 'ip6' };
 
 /** NFT_MSG_* (DESTROY* arrived in Linux 6.3; Debian 12's uapi headers lack them). */
 export const MSG = {
