@@ -195,4 +195,11 @@ export class ServiceChangeTracker {
   *servicePorts(): IterableIterator<ServicePort> {
     for (const ports of this.previous.values()) yield* ports;
   }
+
+  /** One ServicePort as last handed out, by id (undefined: none): found under its service, whose key begins the id. */
+  servicePort(id: string): ServicePort | undefined {
+    const end = id.indexOf('/', id.indexOf('/') + 1);
+    if (end < 0) return undefined;
+    return this.previous.get(id.slice(0, end))?.find((p) => p.id === id);
+  }
 }

@@ -61,6 +61,21 @@ describe('ServiceChangeTracker', () => {
     expect(t.drain()).toEqual({ changes: [], changed: new Set(), warnings: [], servicesEvaluated: 0 });
   });
 
+  it('servicePort(id) finds a port as last handed out, and nothing for an id it never handed out or took back', () => {
+    const t = tracker();
+    t.onService(up(twoPorts()), 1);
+    t.onEndpointSlice(up(sliceFor('web-1', ['10.0.1.1'])), 1);
+    expect(t.servicePort('default/web/UDP/dns/IPv4')).toBeUndefined(); // not drained yet
+    t.drain();
+    for (const p of t.servicePorts()) expect(t.servicePort(p.id)).toBe(p);
+    expect([...t.servicePorts()]).toHaveLength(2);
+    for (const id of ['default/web/UDP/dns/IPv6', 'default/webs/UDP/dns/IPv4', 'default/we', 'default', ''])
+      expect(t.servicePort(id)).toBeUndefined();
+    t.onService(del(twoPorts()), 2);
+    t.drain();
+    expect(t.servicePort('default/web/UDP/dns/IPv4')).toBeUndefined();
+  });
+
   it('the earliest trigger time wins even when events arrive out of order', () => {
     const t = tracker();
     t.onService(up(service()), 5);
