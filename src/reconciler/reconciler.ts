@@ -25,7 +25,7 @@ import { type Attempt, type Blame, commitIsolating, IsolationFailed, type Refusa
 import { OperationOwners } from './operation-owner.ts';
 import { planAdoption } from './adopt.ts';
 import { TABLE_FORMAT_VERSION, tableOwnership } from './ownership.ts';
-import { renderRuleset, type Ruleset } from './ruleset.ts';
+import { type PortSource, portsOf, renderRuleset, type Ruleset } from './ruleset.ts';
 import type { RejectedServicePort, SyncReport, SyncRequest } from './sync-report.ts';
 
 export type { RejectedServicePort, SyncReport, SyncRequest } from './sync-report.ts';
@@ -63,8 +63,10 @@ export class SyncError extends Error {
 
 /** The model as one sync reads it. */
 export interface ModelRead {
-  /** Every ServicePort this node must program. */
-  ports: readonly ServicePort[];
+  /** Every ServicePort this node must program: walked only when every one is rendered (a full sync, or 'all'). */
+  ports: Iterable<ServicePort>;
+  /** One of `ports` by id (undefined: none); default: an index of `ports`, built when first asked. */
+  port?: (id: string) => ServicePort | undefined;
   /**
    * Ids of the ServicePorts added, updated or removed since the previous read
    * (the change tracker's drain, kube-proxy's UpdatedServices); 'all' when the
@@ -168,7 +170,7 @@ export class Reconciler {
   #render(read: ModelRead, held: ReadonlySet<string>): Ruleset {
     if (read.changed === 'all') this.#unrendered = 'all';
     else if (this.#unrendered !== 'all') for (const id of read.changed) this.#unrendered.add(id);
-    const ports = this.#programmable(read.ports, held, this.#unrendered);
+    const ports = this.#programmable(sourceOf(read), held, this.#unrendered);
     const changed = this.#unrendered === 'all' ? undefined : this.#unrendered;
     const desired = renderRuleset(ports, this.#config, this.#lastRendered ?? this.#state.applied, changed);
     this.#lastRendered = desired;
@@ -184,32 +186,28 @@ export class Reconciler {
    * port that changed is the model's again. Adds to `changed` the ids whose
    * substitution began, ended or switched, so only those are rendered again.
    */
-  #programmable(all: readonly ServicePort[], held: ReadonlySet<string>, changed: Set<string> | 'all'): readonly ServicePort[] {
+  #programmable(model: PortSource, held: ReadonlySet<string>, changed: Set<string> | 'all'): PortSource {
     const before = this.#substituted;
-    if (this.#setAside.size === 0 && held.size === 0 && before.size === 0) return all;
+    if (this.#setAside.size === 0 && held.size === 0 && before.size === 0) return model;
+    for (const id of [...this.#setAside.keys()]) if (changed === 'all' || changed.has(id) || model.get(id) === undefined) this.#forget(id);
     const now = new Map<string, ServicePort | undefined>();
-    const seen = new Set<string>();
-    const out: ServicePort[] = [];
-    for (const sp of all) {
-      const id = sp.id;
-      seen.add(id);
-      if (changed === 'all' || changed.has(id)) this.#forget(id);
-      const aside = this.#setAside.has(id);
-      if (!held.has(id) && !aside) {
-        out.push(sp);
-        continue;
+    for (const ids of [this.#setAside.keys(), held]) {
+      for (const id of ids) {
+        if (now.has(id) || model.get(id) === undefined) continue;
+        const aside = this.#setAside.has(id);
+        now.set(id, this.#out.has(id) || (aside && held.has(id)) ? undefined : this.#state.applied?.services.get(id)?.port);
       }
-      const last = this.#out.has(id) || (aside && held.has(id)) ? undefined : this.#state.applied?.services.get(id)?.port;
-      now.set(id, last);
-      if (last) out.push(last);
     }
-    for (const id of this.#setAside.keys()) if (!seen.has(id)) this.#forget(id);
     if (changed !== 'all') {
       for (const [id, p] of now) if (!before.has(id) || before.get(id) !== p) changed.add(id);
       for (const id of before.keys()) if (!now.has(id)) changed.add(id);
     }
     this.#substituted = now;
-    return out;
+    if (now.size === 0) return model;
+    return {
+      all: substituted(model.all, now),
+      get: (id) => (now.has(id) ? now.get(id) : model.get(id)),
+    };
   }
 
   #forget(id: string): void {
@@ -224,8 +222,10 @@ export class Reconciler {
       this.#out.clear();
     }
     const t0 = performance.now();
-    const read = this.#servicePorts();
-    const ports = read.ports;
+    const given = this.#servicePorts();
+    const model = sourceOf(given);
+    // Indexed once (when `given` has no lookup), whatever renders it.
+    const read: ModelRead = { ports: model.all, port: model.get, changed: given.changed };
     let adoptionRefused: string | undefined;
     if (this.#adopt && this.#state.applied === undefined && request.kind === 'full' && request.mode === 'replace') {
       // Once: a failed adoption, or a later recovery, replaces.
@@ -235,9 +235,7 @@ export class Reconciler {
       adoptionRefused = adopted;
     }
     const refusedNote = adoptionRefused === undefined ? {} : { adoptionRefused };
-    // By id, made only when something failed: most syncs never need it.
-    let byId: Map<string, ServicePort> | undefined;
-    const current = (): ReadonlyMap<string, ServicePort> => (byId ??= new Map(ports.map((sp) => [sp.id, sp])));
+    const current = model.get;
     // Once an attempt has committed, the next ones are incremental: a full sync's replace is done.
     let request_ = request;
     let done: { kind: SyncReport['kind']; mode?: FullSyncMode } | undefined;
@@ -245,7 +243,7 @@ export class Reconciler {
     let ops = 0;
     const attempt = async (held: ReadonlySet<string>): Promise<Attempt> => {
       // Later attempts render again only what their set-aside and held ports change.
-      last = this.plan(request_, last === undefined ? read : { ports, changed: NOTHING_CHANGED }, held);
+      last = this.plan(request_, last === undefined ? read : { ...read, changed: NOTHING_CHANGED }, held);
       const { plan, desired, kind } = last;
       if (plan.ops.length > 0)
         this.#onPlanned?.({ kind, servicePorts: desired.services.size, ops: plan.ops.length, planMs: performance.now() - t0 });
@@ -257,7 +255,7 @@ export class Reconciler {
       return { ok: true };
     };
     const setAside = (id: string, why: Refusal): void => {
-      const sp = current().get(id);
+      const sp = current(id);
       if (!sp || this.#out.has(id)) return;
       const entry = { servicePortId: id, namespace: sp.namespace, serviceName: sp.serviceName, portName: sp.portName, ...why };
       if (this.#setAside.has(id)) {
@@ -318,13 +316,13 @@ export class Reconciler {
     if ('refused' in plan) return plan.refused;
     if (plan.ops.length > 0)
       this.#onPlanned?.({ kind: 'full', servicePorts: desired.services.size, ops: plan.ops.length, planMs: performance.now() - t0 });
-    const failed = await this.#commit(plan, desired, () => new Map());
+    const failed = await this.#commit(plan, desired, () => undefined);
     if (failed && !failed.ok) return `the kernel refused the adoption: ${(failed.error as Error)?.message ?? String(failed.error)}`;
     return this.#report(plan, desired, { kind: 'full', mode: 'adopt' }, plan.ops.length, rejected);
   }
 
   /** Checks and commits one plan; undefined when it landed (the state advanced), else the failed attempt with its blame. */
-  async #commit(plan: SyncPlan, desired: Ruleset, current: () => ReadonlyMap<string, ServicePort>): Promise<Attempt | undefined> {
+  async #commit(plan: SyncPlan, desired: Ruleset, current: PortSource['get']): Promise<Attempt | undefined> {
     if (plan.ops.length > 0) {
       const tx = this.#dataplane.begin().queueAll(plan.ops);
       if (tx.errors.length > 0) return { ok: false, error: tx.error, blame: this.#blameInvalid(tx.errors, plan, desired, current) };
@@ -339,42 +337,34 @@ export class Reconciler {
   }
 
   /** The ServicePorts (present in the model) whose operations are in the plan. */
-  #suspects(plan: SyncPlan, desired: Ruleset, current: () => ReadonlyMap<string, ServicePort>): () => string[] {
+  #suspects(plan: SyncPlan, desired: Ruleset, current: PortSource['get']): () => string[] {
     return () => {
-      const present = current();
       const owners = new OperationOwners([desired, this.#state.applied]);
       const out = new Set<string>();
       for (const op of plan.ops) {
         const id = owners.servicePortOf(op);
-        if (id !== undefined && present.has(id) && !this.#out.has(id)) out.add(id);
+        if (id !== undefined && current(id) !== undefined && !this.#out.has(id)) out.add(id);
       }
       return [...out].sort();
     };
   }
 
-  #blameInvalid(
-    errors: readonly NftInvalidError[],
-    plan: SyncPlan,
-    desired: Ruleset,
-    current: () => ReadonlyMap<string, ServicePort>,
-  ): Blame {
-    const present = current();
+  #blameInvalid(errors: readonly NftInvalidError[], plan: SyncPlan, desired: Ruleset, current: PortSource['get']): Blame {
     const owners = new OperationOwners([desired, this.#state.applied]);
     const found = new Map<string, Refusal>();
     for (const e of errors) {
       const op = plan.ops[e.index];
       const id = op ? owners.servicePortOf(op) : undefined;
-      if (id === undefined || !present.has(id) || this.#out.has(id) || found.has(id)) continue;
+      if (id === undefined || current(id) === undefined || this.#out.has(id) || found.has(id)) continue;
       found.set(id, { stage: 'validation', errno: 0, code: e.code, message: `${op!.verb} ${op!.object.kind}: ${e.reason}` });
     }
     return found.size > 0 ? { kind: 'owners', owners: found } : { kind: 'unattributed', suspects: this.#suspects(plan, desired, current) };
   }
 
-  #blame(error: unknown, plan: SyncPlan, desired: Ruleset, current: () => ReadonlyMap<string, ServicePort>): Blame {
+  #blame(error: unknown, plan: SyncPlan, desired: Ruleset, current: PortSource['get']): Blame {
     const suspects = this.#suspects(plan, desired, current);
     if (!(error instanceof NftCommitError) || error.failures.length === 0) return { kind: 'unattributed', suspects };
     const owners = new OperationOwners([desired, this.#state.applied]);
-    const present = current();
     const found = new Map<string, Refusal>();
     let transientOnly = true;
     for (const f of error.failures) {
@@ -382,7 +372,7 @@ export class Reconciler {
       transientOnly = false;
       const op = plan.ops[f.index];
       const id = op ? owners.servicePortOf(op) : undefined;
-      if (id === undefined || !present.has(id) || this.#out.has(id) || found.has(id)) continue;
+      if (id === undefined || current(id) === undefined || this.#out.has(id) || found.has(id)) continue;
       found.set(id, { stage: 'dataplane', errno: f.errno, code: f.code, message: f.message });
     }
     if (found.size > 0) return { kind: 'owners', owners: found };
@@ -397,15 +387,13 @@ export class Reconciler {
     rejected: RejectedServicePort[],
   ): SyncReport {
     const due = staleDeletionDueAt(this.#state, this.#staleDelay);
-    let endpointChains = 0;
-    for (const s of desired.services.values()) endpointChains += s.endpointChains;
     return {
       kind: what.kind,
       ...(what.mode ? { mode: what.mode } : {}),
       ops,
       stats: plan.stats,
       servicePorts: desired.services.size,
-      endpointChains,
+      endpointChains: desired.endpointChains,
       problems: desired.problems,
       staleChains: this.#state.staleChains.size,
       ...(due !== undefined ? { followUpMs: Math.max(1, due - this.#now()) } : {}),
@@ -413,4 +401,23 @@ export class Reconciler {
       setAside: this.#setAside.size,
     };
   }
+}
+
+function sourceOf(read: ModelRead): PortSource {
+  return read.port ? { all: read.ports, get: read.port } : portsOf(read.ports);
+}
+
+/** `all` with the substitutions of `now` (an id mapped to undefined is left out). */
+function substituted(all: Iterable<ServicePort>, now: ReadonlyMap<string, ServicePort | undefined>): Iterable<ServicePort> {
+  return {
+    *[Symbol.iterator]() {
+      for (const sp of all) {
+        if (!now.has(sp.id)) yield sp;
+        else {
+          const p = now.get(sp.id);
+          if (p) yield p;
+        }
+      }
+    },
+  };
 }

@@ -25,7 +25,7 @@ import {
   skeletonOwner,
 } from './element-claims.ts';
 import { claimKeysOf, type Fragment } from './fragment.ts';
-import type { OverlayMap } from './overlay-map.ts';
+import { OverlayMap } from './overlay-map.ts';
 import { type RenderContext, RenderedServicePort } from './rendered-service-port.ts';
 import { ownershipMark } from './ownership.ts';
 import { ServicePortRenderError } from './service-rules.ts';
@@ -47,8 +47,10 @@ export interface Ruleset {
   tables: Table[];
   /** Static objects of each family's table, by family. */
   skeletons: ReadonlyMap<IPFamily, Fragment>;
-  /** By ServicePort id. */
-  services: ReadonlyMap<string, RenderedServicePort>;
+  /** By ServicePort id; derived from the previous render's without copying it (see overlay-map.ts). */
+  services: OverlayMap<string, RenderedServicePort>;
+  /** The ServicePorts' endpoint chains, counted as they are rendered. */
+  endpointChains: number;
   /**
    * The owner of each claimed element (Fragment.elements) by claimKey: of
    * several claims, the skeleton's, then the lowest ServicePort id's, wins
@@ -72,25 +74,80 @@ export interface Ruleset {
 
 const FAMILIES: readonly IPFamily[] = ['IPv4', 'IPv6'];
 
-/**
- * Each ServicePort's entry: taken over from `reuse` when not in `changed`,
- * else rendered (its id then in `rendered`). Refused ones go to `problems`.
- */
-function renderServicePorts(
-  servicePorts: readonly ServicePort[],
+/** What a render reads of the model. */
+export interface PortSource {
+  /** Every ServicePort: walked only when every one is rendered. */
+  all: Iterable<ServicePort>;
+  /** One ServicePort by id (undefined: the model has none): what an incremental render reads. */
+  get(id: string): ServicePort | undefined;
+}
+
+/** A PortSource over a list (tests, the dry run): indexed once, when first asked by id; of one id twice the first counts. */
+export function portsOf(list: Iterable<ServicePort>): PortSource {
+  let byId: Map<string, ServicePort> | undefined;
+  return {
+    all: list,
+    get: (id) => {
+      if (byId === undefined) {
+        byId = new Map();
+        for (const sp of list) if (!byId.has(sp.id)) byId.set(sp.id, sp);
+      }
+      return byId.get(id);
+    },
+  };
+}
+
+type ContextFor = (family: IPFamily, fc: FamilyConfig) => RenderContext;
+
+interface RenderedPorts {
+  services: OverlayMap<string, RenderedServicePort>;
+  /**
+   * Ids whose entry may differ from the previous ruleset's: what the rest of
+   * the render (and the diff) looks at, so that a change costs itself, not
+   * another pass over every port.
+   */
+  rendered: Set<string>;
+}
+
+/** One port's entry, or a problem (then `before`, its previous entry, stays in force when there is one). */
+function renderOne(
+  sp: ServicePort,
+  config: RulesetConfig,
+  before: RenderedServicePort | undefined,
+  contextFor: ContextFor,
+  problems: RenderProblem[],
+): RenderedServicePort | undefined {
+  const fc = config.families[sp.family];
+  if (!fc) {
+    problems.push({
+      servicePortId: sp.id,
+      code: 'ERR_FAMILY_NOT_CONFIGURED',
+      message: `service port ${sp.id}: ${sp.family} is not configured on this node`,
+    });
+    return undefined;
+  }
+  try {
+    // Placed in the shared endpoint map for a start; placeEndpoints() re-renders the few whose ranges collide.
+    return RenderedServicePort.render(sp, contextFor(sp.family, fc), NO_LABELS);
+  } catch (e) {
+    if (!(e instanceof ServicePortRenderError)) throw e;
+    // As for a port whose operations were refused: its previous rendering stays in force.
+    problems.push({ servicePortId: sp.id, code: e.code, message: before ? `${e.message}; its previous rules stay` : e.message });
+    return before;
+  }
+}
+
+/** Every ServicePort rendered; refused ones go to `problems`, and those `reuse` had that went are named in `rendered`. */
+function renderEveryPort(
+  ports: Iterable<ServicePort>,
   config: RulesetConfig,
   reuse: Ruleset | undefined,
-  changed: ReadonlySet<string> | undefined,
-  contextFor: (family: IPFamily, fc: FamilyConfig) => RenderContext,
+  contextFor: ContextFor,
   problems: RenderProblem[],
-): { services: Map<string, RenderedServicePort>; rendered: Set<string>; inBoth: number } {
-  const services = new Map<string, RenderedServicePort>();
-  // Ids whose entry may differ from the previous ruleset's: what the rest of
-  // the render (and the diff) looks at, so that a change costs itself, not
-  // another pass over every port.
+): RenderedPorts {
+  const services = new OverlayMap<string, RenderedServicePort>();
   const rendered = new Set<string>();
-  let inBoth = 0;
-  for (const sp of servicePorts) {
+  for (const sp of ports) {
     if (services.has(sp.id)) {
       problems.push({
         servicePortId: sp.id,
@@ -99,42 +156,43 @@ function renderServicePorts(
       });
       continue;
     }
-    const fc = config.families[sp.family];
-    if (!fc) {
-      problems.push({
-        servicePortId: sp.id,
-        code: 'ERR_FAMILY_NOT_CONFIGURED',
-        message: `service port ${sp.id}: ${sp.family} is not configured on this node`,
-      });
-      continue;
-    }
     const before = reuse?.services.get(sp.id);
-    if (before) inBoth++;
-    if (before && changed !== undefined && !changed.has(sp.id)) {
-      services.set(sp.id, before);
-      continue;
-    }
-    rendered.add(sp.id);
-    try {
-      // Placed in the shared endpoint map for a start; placeEndpoints() re-renders the few whose ranges collide.
-      services.set(sp.id, RenderedServicePort.render(sp, contextFor(sp.family, fc), NO_LABELS));
-    } catch (e) {
-      if (!(e instanceof ServicePortRenderError)) throw e;
-      // As for a port whose operations were refused: its previous rendering stays in force.
-      if (before) {
-        services.set(sp.id, before);
-        rendered.delete(sp.id);
-      }
-      problems.push({ servicePortId: sp.id, code: e.code, message: before ? `${e.message}; its previous rules stay` : e.message });
-    }
+    const entry = renderOne(sp, config, before, contextFor, problems);
+    if (entry === undefined) continue;
+    services.set(sp.id, entry);
+    if (entry !== before) rendered.add(sp.id);
   }
-  return { services, rendered, inBoth };
+  if (reuse) for (const id of reuse.services.keys()) if (!services.has(id)) rendered.add(id);
+  return { services, rendered };
+}
+
+/** The entries of `reuse`, with those of the ids in `changed` rendered again from the model (or gone from it): costs the change. */
+function renderChangedPorts(
+  model: PortSource,
+  config: RulesetConfig,
+  reuse: Ruleset,
+  changed: ReadonlySet<string>,
+  contextFor: ContextFor,
+  problems: RenderProblem[],
+): RenderedPorts {
+  const services = new OverlayMap(reuse.services);
+  const rendered = new Set<string>();
+  for (const id of changed) {
+    const before = reuse.services.get(id);
+    const sp = model.get(id);
+    const entry = sp === undefined ? undefined : renderOne(sp, config, before, contextFor, problems);
+    if (entry === before) continue;
+    if (entry === undefined) services.delete(id);
+    else services.set(id, entry);
+    rendered.add(id);
+  }
+  return { services, rendered };
 }
 
 /** The element claims and hairpin counts: only what changed is re-claimed and re-counted. */
 function claimElements(
   skeletons: Map<IPFamily, Fragment>,
-  services: Map<string, RenderedServicePort>,
+  services: OverlayMap<string, RenderedServicePort>,
   reuse: Ruleset | undefined,
   rendered: ReadonlySet<string>,
 ): { claims: Claims; hairpin: HairpinCounter } {
@@ -178,11 +236,12 @@ function claimElements(
  * rendered; undefined: every one) is taken over from it as it is.
  */
 export function renderRuleset(
-  servicePorts: readonly ServicePort[],
+  model: PortSource | readonly ServicePort[],
   config: RulesetConfig,
   previous?: Ruleset,
   changed?: ReadonlySet<string>,
 ): Ruleset {
+  const source = Array.isArray(model) ? portsOf(model) : (model as PortSource);
   const reuse = previous !== undefined && sameConfig(previous.config, config) ? previous : undefined;
   const problems: RenderProblem[] = [];
   const tables: Table[] = [];
@@ -192,7 +251,7 @@ export function renderRuleset(
   }
 
   const contexts = new Map<IPFamily, RenderContext>();
-  const contextFor = (family: IPFamily, fc: FamilyConfig): RenderContext => {
+  const contextFor: ContextFor = (family, fc) => {
     let context = contexts.get(family);
     if (!context) {
       context = { fc, config };
@@ -200,10 +259,10 @@ export function renderRuleset(
     }
     return context;
   };
-  const { services, rendered, inBoth } = renderServicePorts(servicePorts, config, reuse, changed, contextFor, problems);
-
-  // Ports that went: only looked for when some did.
-  if (reuse && inBoth < reuse.services.size) for (const id of reuse.services.keys()) if (!services.has(id)) rendered.add(id);
+  const { services, rendered } =
+    reuse !== undefined && changed !== undefined
+      ? renderChangedPorts(source, config, reuse, changed, contextFor, problems)
+      : renderEveryPort(source.all, config, reuse, contextFor, problems);
 
   const slots =
     config.endpointShape === 'map'
@@ -238,6 +297,7 @@ export function renderRuleset(
 
   const endpointSlots = slots?.families ?? NO_SLOTS;
   return {
+    endpointChains: countEndpointChains(services, reuse, rendered),
     config,
     tables,
     skeletons,
@@ -251,6 +311,21 @@ export function renderRuleset(
     generation: {},
     ...(reuse ? { changes: { since: reuse.generation, ids: rendered } } : {}),
   };
+}
+
+function countEndpointChains(
+  services: ReadonlyMap<string, RenderedServicePort>,
+  reuse: Ruleset | undefined,
+  rendered: ReadonlySet<string>,
+): number {
+  let n = 0;
+  if (!reuse) {
+    for (const s of services.values()) n += s.endpointChains;
+    return n;
+  }
+  n = reuse.endpointChains;
+  for (const id of rendered) n += (services.get(id)?.endpointChains ?? 0) - (reuse.services.get(id)?.endpointChains ?? 0);
+  return n;
 }
 
 function ownerFragment(
@@ -295,7 +370,7 @@ const NO_SHARDS: readonly number[] = [];
  * range that came or went. Mutates `services`, and adds those it re-renders to `rendered`.
  */
 function placeEndpoints(
-  services: Map<string, RenderedServicePort>,
+  services: OverlayMap<string, RenderedServicePort>,
   reuse: Ruleset | undefined,
   rendered: Set<string>,
   contextFor: (family: IPFamily) => RenderContext,
