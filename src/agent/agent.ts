@@ -10,6 +10,8 @@ import { parseFeatureGates } from '../config/feature-gates.ts';
 import type { NodeInfo } from '../k8s/types.ts';
 import type { LinkSource } from '../links/sysfs-links.ts';
 import { ServiceChangeTracker } from '../model/change-tracker.ts';
+import { LocalEndpointSignals } from '../model/local-endpoints.ts';
+import type { ServicePort } from '../model/service-port.ts';
 import type { NativeConntrack } from '../native/conntrack-types.ts';
 import type { Dataplane } from '../nft/dataplane.ts';
 import { HealthState } from '../observability/health.ts';
@@ -183,6 +185,8 @@ interface SyncOutcomeSinks {
   operator: OperatorEndpoints;
   conntrack: ConntrackCleaner | undefined;
   ports: PortsInFlight;
+  /** The model as of the last drain: what the last sync programmed. */
+  model: { all: () => ServicePort[]; signals: LocalEndpointSignals };
   releaser: MemoryReleaser;
   refused$: Subject<RejectedServicePort>;
   syncs$: Subject<SyncResult>;
@@ -202,10 +206,10 @@ function syncDone(s: SyncOutcomeSinks, result: SyncResult, firstSync: boolean, k
     s.health.synced(now);
     s.metrics.recordSync(r?.kind === 'full' ? 'full' : 'partial', result.durationMs / 1000, now / 1000);
     s.changeMetrics.landed(now);
-    s.operator.synced(s.ports.last);
+    s.operator.synced(s.model.signals);
     // After the commit, never before: new packets of a deleted entry's flow must meet the new rules.
     const changed = s.ports.landed();
-    if (r?.kind === 'full') s.conntrack?.full(s.ports.last);
+    if (r?.kind === 'full') s.conntrack?.full(s.model.all());
     else s.conntrack?.changed(changed);
     for (const p of r?.problems ?? []) logger.warn({ problem: p }, 'service port left out of the ruleset');
     logger.info({ ...fields, ...(r?.setAside ? { servicePortsSetAside: r.setAside } : {}) }, 'synced nftables rules');
@@ -365,13 +369,17 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
 
   const changeMetrics = new ChangeMetrics(metrics, startedAt);
   const ports = new PortsInFlight();
+  const signals = new LocalEndpointSignals();
+  // Walked only by a full render; an incremental one reads by id what changed.
+  const everyPort: Iterable<ServicePort> = { [Symbol.iterator]: () => tracker.servicePorts() };
   const conntrack = conntrackCleaner(options, deps, metrics);
   const reconciler = newReconciler(deps, metrics, configNow(), adoptable, () => {
     const drained = tracker.drain();
     for (const w of drained.warnings) logger.warn({ warning: w }, 'service model warning');
     changeMetrics.drained();
-    ports.drained(drained.changes, [...tracker.servicePorts()]);
-    return { ports: ports.last, changed: drained.changed };
+    ports.drained(drained.changes);
+    signals.apply(drained.changes);
+    return { ports: everyPort, port: (id) => tracker.servicePort(id), changed: drained.changed };
   });
 
   const changes$ = new Subject<void>();
@@ -394,7 +402,8 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   });
 
   const releaser = memoryReleaser(deps);
-  const sinks: SyncOutcomeSinks = { deps, metrics, health, changeMetrics, operator, conntrack, ports, releaser, refused$, syncs$ };
+  const model = { all: () => [...everyPort], signals };
+  const sinks: SyncOutcomeSinks = { deps, metrics, health, changeMetrics, operator, conntrack, ports, model, releaser, refused$, syncs$ };
   subs.add(runSyncs(options, deps, { streams, reconciler, changes$, nodeMissing: () => node === undefined, nodeName }, sinks));
 
   const servers = operator.servers;

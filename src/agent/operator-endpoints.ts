@@ -7,8 +7,7 @@
 
 import { hostname } from 'node:os';
 import type { IPFamily } from '../k8s/types.ts';
-import { countNoLocalEndpoints, healthCheckServices } from '../model/local-endpoints.ts';
-import type { ServicePort } from '../model/service-port.ts';
+import type { LocalEndpointSignals } from '../model/local-endpoints.ts';
 import type { HealthState } from '../observability/health.ts';
 import { startObservabilityServer, type ObservabilityServer } from '../observability/http-server.ts';
 import { ConnectionBudget } from '../observability/limited-http.ts';
@@ -109,11 +108,11 @@ export class OperatorEndpoints {
     return self;
   }
 
-  /** After every successful sync: the model's ports as now programmed. Returns at once. */
-  synced(ports: readonly ServicePort[]): void {
-    const { internal, external } = countNoLocalEndpoints(ports);
+  /** After every successful sync: what the model's ports, as now programmed, say. Returns at once. */
+  synced(signals: LocalEndpointSignals): void {
+    const { internal, external } = signals.noLocalEndpoints;
     this.#o.metrics.recordNoLocalEndpoints(internal, external);
-    void this.healthChecks?.sync(healthCheckServices(ports), healthCheckAddresses(this.#o.nodePortAddresses));
+    if (this.healthChecks) void this.healthChecks.sync(signals.healthCheckServices(), healthCheckAddresses(this.#o.nodePortAddresses));
   }
 
   async close(): Promise<void> {

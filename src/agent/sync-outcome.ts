@@ -28,17 +28,14 @@ export function memoryMiB(): Record<string, number> {
  * the retry, which carries the same changes.
  */
 export class PortsInFlight {
-  /** Every port as of the last drain: what the last sync programmed. */
-  last: ServicePort[] = [];
   #pending = new Map<string, ServicePort | undefined>();
   #inFlight = new Map<string, ServicePort | undefined>();
 
-  /** A sync took these changes; `ports` is every port now. */
-  drained(changes: readonly ServicePortChange[], ports: ServicePort[]): void {
+  /** A sync took these changes. */
+  drained(changes: readonly ServicePortChange[]): void {
     for (const c of changes) this.#pending.set(c.id, c.kind === 'removed' ? undefined : c.current);
     this.#inFlight = this.#pending;
     this.#pending = new Map();
-    this.last = ports;
   }
 
   /** The sync succeeded: the ports it changed (removed ones left out), to clean now. */

@@ -54,3 +54,70 @@ export function countNoLocalEndpoints(ports: Iterable<ServicePort>): NoLocalEndp
   }
   return { internal, external };
 }
+
+/** The difference one port makes to the no-local-endpoints counts. */
+function noLocalOf(sp: ServicePort): NoLocalEndpoints {
+  return {
+    internal: sp.internalPolicyLocal && sp.cluster.kind === 'drop' ? 1 : 0,
+    external: sp.externalPolicyLocal && sp.external.kind === 'drop' ? 1 : 0,
+  };
+}
+
+/** One change to the model's ports: what was handed out before (if anything), and what is now. */
+export interface PortChange {
+  previous?: ServicePort;
+  current?: ServicePort;
+}
+
+/**
+ * healthCheckServices and countNoLocalEndpoints of the model, kept up to date
+ * by its changes: a sync pays for what changed, not for every port (at 100k
+ * ports both walks cost more than the rest of a one-endpoint sync).
+ */
+export class LocalEndpointSignals {
+  #internal = 0;
+  #external = 0;
+  /** Service key → its ports with a health-check node port, by id: the few a health check reads. */
+  readonly #healthChecked = new Map<string, Map<string, ServicePort>>();
+  readonly #services = new Map<string, HealthCheckService>();
+
+  apply(changes: Iterable<PortChange>): void {
+    const touched = new Set<string>();
+    for (const c of changes) {
+      if (c.previous) this.#count(c.previous, -1, touched);
+      if (c.current) this.#count(c.current, 1, touched);
+    }
+    for (const key of touched) {
+      const ports = this.#healthChecked.get(key);
+      const hc = ports === undefined ? undefined : healthCheckServices(ports.values()).get(key);
+      if (hc === undefined) this.#services.delete(key);
+      else this.#services.set(key, hc);
+    }
+  }
+
+  #count(sp: ServicePort, sign: 1 | -1, touched: Set<string>): void {
+    const n = noLocalOf(sp);
+    this.#internal += sign * n.internal;
+    this.#external += sign * n.external;
+    if (sp.healthCheckNodePort === undefined) return;
+    const key = `${sp.namespace}/${sp.serviceName}`;
+    touched.add(key);
+    const ports = this.#healthChecked.get(key);
+    if (sign > 0) {
+      if (ports === undefined) this.#healthChecked.set(key, new Map([[sp.id, sp]]));
+      else ports.set(sp.id, sp);
+    } else if (ports !== undefined) {
+      ports.delete(sp.id);
+      if (ports.size === 0) this.#healthChecked.delete(key);
+    }
+  }
+
+  get noLocalEndpoints(): NoLocalEndpoints {
+    return { internal: this.#internal, external: this.#external };
+  }
+
+  /** As healthCheckServices of every port: a copy, for whoever holds on to it. */
+  healthCheckServices(): Map<string, HealthCheckService> {
+    return new Map(this.#services);
+  }
+}

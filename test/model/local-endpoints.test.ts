@@ -1,8 +1,10 @@
 // The health signals read from the model after a sync, and the guarantee that
 // the rules never answer for a health-check node port.
 
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { countNoLocalEndpoints, healthCheckServices } from '../../src/model/local-endpoints.ts';
+import { countNoLocalEndpoints, healthCheckServices, LocalEndpointSignals } from '../../src/model/local-endpoints.ts';
+import type { ServicePort } from '../../src/model/service-port.ts';
 import { renderTableText as renderText } from '../../src/nft/render-text.ts';
 import { rulesetListings } from '../../src/reconciler/listing.ts';
 import { renderRuleset } from '../../src/reconciler/ruleset.ts';
@@ -101,5 +103,63 @@ describe('health-check node ports and the rules', () => {
     for (const [range, lo, hi] of text.matchAll(/\b(\d+)-(\d+)\b/g)) {
       for (const port of [HC, HC + 1, HC + 2]) expect(port >= Number(lo) && port <= Number(hi), `${range} covers ${port}`).toBe(false);
     }
+  });
+});
+
+describe('LocalEndpointSignals', () => {
+  // Versions of a few ports (same ids, other endpoints or policies), as the change tracker would hand them out
+  // (one health-check node port per Service: the model gives every port of a Service the same).
+  const versions: ServicePort[] = [
+    sp({ serviceName: 'web', healthCheckNodePort: 32000, externalPolicyLocal: true, nodePort: 30080, endpoints: [local('10.244.0.11')] }),
+    sp({ serviceName: 'web', healthCheckNodePort: 32000, externalPolicyLocal: true, nodePort: 30080, external: { kind: 'drop' } }),
+    sp({ serviceName: 'web', healthCheckNodePort: 32000, externalPolicyLocal: true, nodePort: 30080, endpoints: [local('10.244.0.12')] }),
+    sp({ serviceName: 'web', nodePort: 30080, endpoints: [local('10.244.0.11')] }),
+    sp({
+      serviceName: 'web',
+      portName: 'https',
+      port: 443,
+      healthCheckNodePort: 32000,
+      externalPolicyLocal: true,
+      endpoints: [local('10.244.0.11', 8443)],
+    }),
+    sp({
+      serviceName: 'web',
+      portName: 'https',
+      port: 443,
+      healthCheckNodePort: 32000,
+      externalPolicyLocal: true,
+      endpoints: [local('10.244.0.13')],
+    }),
+    sp({ serviceName: 'web', family: 'IPv6', healthCheckNodePort: 32000, externalPolicyLocal: true, endpoints: [local('fd00:10:244::b')] }),
+    sp({ serviceName: 'a', internalPolicyLocal: true, cluster: { kind: 'drop' } }),
+    sp({ serviceName: 'a', internalPolicyLocal: true, endpoints: [local('10.244.0.14')] }),
+    sp({
+      serviceName: 'b',
+      externalPolicyLocal: true,
+      internalPolicyLocal: true,
+      nodePort: 30001,
+      cluster: { kind: 'drop' },
+      external: { kind: 'drop' },
+    }),
+    sp({ serviceName: 'b', externalPolicyLocal: true, nodePort: 30001, healthCheckNodePort: 32003, external: { kind: 'drop' } }),
+  ];
+  const sorted = (m: Map<string, unknown>) => [...m.entries()].sort(([a], [b]) => a.localeCompare(b));
+
+  it('kept up to date by changes, it says what a walk over every port says', () => {
+    fc.assert(
+      fc.property(fc.array(fc.record({ pick: fc.nat(versions.length - 1), remove: fc.boolean() }), { maxLength: 40 }), (steps) => {
+        const model = new Map<string, ServicePort>();
+        const signals = new LocalEndpointSignals();
+        for (const { pick, remove } of steps) {
+          const v = versions[pick]!;
+          const previous = model.get(v.id);
+          if (remove) model.delete(v.id);
+          else model.set(v.id, v);
+          signals.apply([{ previous, current: remove ? undefined : v }]);
+          expect(signals.noLocalEndpoints).toEqual(countNoLocalEndpoints(model.values()));
+          expect(sorted(signals.healthCheckServices())).toEqual(sorted(healthCheckServices(model.values())));
+        }
+      }),
+    );
   });
 });
