@@ -2,11 +2,12 @@
 // (table-driven damage), committing the adoption plan leaves what a fresh
 // replace leaves, and intact tables cost no operation. Ownership marks.
 
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import type { TableListing } from '../../src/nft/dataplane.ts';
 import type { Family, Operation } from '../../src/nft/objects.ts';
-import { planAdoption } from '../../src/reconciler/adopt.ts';
+import { canonical, planAdoption, sameContent } from '../../src/reconciler/adopt.ts';
 import { ENDPOINT_SHAPES } from '../../src/reconciler/config.ts';
 import { planFullSync } from '../../src/reconciler/full-sync.ts';
 import { ownershipMark, TABLE_FORMAT_VERSION, tableOwnership } from '../../src/reconciler/ownership.ts';
@@ -165,5 +166,44 @@ describe('tableOwnership', () => {
     ['our mark with more around it', table(`${ownershipMark()} (copied)`), { kind: 'foreign', comment: `${ownershipMark()} (copied)` }],
   ])('%s', (_name, t, want) => {
     expect(tableOwnership(t)).toEqual(want);
+  });
+});
+
+describe('sameContent', () => {
+  // JSON-like values as rules hold them, with undefined members and keys in any order.
+  const value = fc.letrec((tie) => ({
+    leaf: fc.oneof(fc.constantFrom('a', 'b', 0, 1, -1, true, false, null), fc.integer({ min: 0, max: 3 })),
+    node: fc.oneof({ depthSize: 'small' }, tie('leaf'), tie('array'), tie('object')),
+    array: fc.array(tie('node'), { maxLength: 3 }),
+    object: fc.dictionary(fc.constantFrom('k', 'op', 'data', 'len', 'x'), fc.option(tie('node'), { nil: undefined }), { maxKeys: 4 }),
+  })).node;
+  const shuffled = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(shuffled);
+    if (v === null || typeof v !== 'object') return v;
+    return Object.fromEntries(
+      Object.entries(v)
+        .reverse()
+        .map(([k, x]) => [k, shuffled(x)]),
+    );
+  };
+
+  it('says what comparing canonical() texts says', () => {
+    fc.assert(
+      fc.property(value, value, (a, b) => {
+        expect(sameContent(a, b)).toBe(canonical(a) === canonical(b));
+      }),
+    );
+  });
+
+  it('ignores key order and undefined members', () => {
+    fc.assert(
+      fc.property(value, (a) => {
+        expect(sameContent(a, shuffled(a))).toBe(true);
+      }),
+    );
+    expect(sameContent({ a: 1, b: undefined }, { a: 1 })).toBe(true);
+    expect(sameContent({ a: 1 }, { a: 1, b: 2 })).toBe(false);
+    expect(sameContent([1, 2], [2, 1])).toBe(false);
+    expect(sameContent({ 0: 'x' }, ['x'])).toBe(false);
   });
 });
