@@ -186,15 +186,22 @@ export function readExprs(bytes: Uint8Array, count: number): KernelExpr[] {
   return out;
 }
 
+/** Each expression's schema by attribute id: a listing decodes hundreds of thousands of expressions. */
+const FIELDS_BY_ID: ReadonlyMap<string, ReadonlyMap<number, readonly [string, AttrType]>> = new Map(
+  Object.entries(EXPR_SCHEMA).map(([name, schema]) => [
+    name,
+    new Map(Object.entries(schema).map(([field, [id, type]]) => [id, [field, type] as const])),
+  ]),
+);
+const NO_FIELDS: ReadonlyMap<number, readonly [string, AttrType]> = new Map();
+
 /**
  * A kernel expression from listed attributes. Attributes outside the schema
  * are kept as `attr<id>` byte fields, so raise() sees that it does not know them.
  */
 export function exprFromAttrs(name: string, attrs: RawAttrs): KernelExpr {
-  const schema = EXPR_SCHEMA[name];
   const e: KernelExpr = { name };
-  const byId = new Map<number, [string, AttrType]>();
-  if (schema) for (const [field, [id, type]] of Object.entries(schema)) byId.set(id, [field, type]);
+  const byId = FIELDS_BY_ID.get(name) ?? NO_FIELDS;
   for (const [id, raw] of attrs) {
     const spec = byId.get(id);
     if (!spec || !(raw instanceof Uint8Array)) {
