@@ -208,6 +208,19 @@ function decodeFlowtable(a: RawAttrs, family: Family): Flowtable {
   return f;
 }
 
+/** The lists of `byName` concatenated in the order of `owners` (those of no owner first, as a stable sort by owner would put them). */
+function inOrderOf<T>(owners: readonly { name: string }[], byName: Map<string, T[]>): T[] {
+  const known = new Set(owners.map((o) => o.name));
+  const lists: T[][] = [];
+  for (const [name, list] of byName) if (!known.has(name)) lists.push(list);
+  for (const o of owners) {
+    const list = byName.get(o.name);
+    if (list !== undefined) lists.push(list);
+  }
+  // flat() copies each list at once (a push per item was a third of the decoding of a large listing).
+  return lists.flat();
+}
+
 export function decodeListing(bytes: Uint8Array, family: Family): DecodedListing {
   const r = new ByteReader(bytes);
   if (r.u32() !== MAGIC) throw new RangeError('not a listing buffer');
@@ -223,6 +236,9 @@ export function decodeListing(bytes: Uint8Array, family: Family): DecodedListing
   const unreadable: DecodedListing['unreadable'] = [];
   const containers = new Map<string, NftSet | NftMap>();
   const anonymous = new Set<string>();
+  // By container and by chain, in dump order: ordered by name at the end without a sort of every element and rule.
+  const elementsBySet = new Map<string, Element[]>();
+  const rulesByChain = new Map<string, Rule[]>();
   for (let kind = r.u8(); kind !== 0; kind = r.u8()) {
     const a = r.attrs();
     switch (kind) {
@@ -235,9 +251,13 @@ export function decodeListing(bytes: Uint8Array, family: Family): DecodedListing
       case KIND.chain:
         listing.chains.push(decodeChain(a, family));
         break;
-      case KIND.rule:
-        listing.rules.push(decodeRule(r, a, family, unreadable));
+      case KIND.rule: {
+        const rule = decodeRule(r, a, family, unreadable);
+        const list = rulesByChain.get(rule.chain);
+        if (list === undefined) rulesByChain.set(rule.chain, [rule]);
+        else list.push(rule);
         break;
+      }
       case KIND.set: {
         const name = rawStr(a.get(SET_ATTR.NAME))!;
         const flags = rawU32(a.get(SET_ATTR.FLAGS)) ?? 0;
@@ -270,7 +290,11 @@ export function decodeListing(bytes: Uint8Array, family: Family): DecodedListing
         const raw: RawAttrs[] = [];
         for (let i = 0; i < count; i++) raw.push(r.attrs());
         const c = containers.get(set);
-        if (c && !anonymous.has(set)) listing.elements.push(...decodeElements(c, raw));
+        if (c && !anonymous.has(set)) {
+          const list = elementsBySet.get(set);
+          if (list === undefined) elementsBySet.set(set, decodeElements(c, raw));
+          else for (const e of decodeElements(c, raw)) list.push(e);
+        }
         break;
       }
       case KIND.flowtable:
@@ -283,18 +307,10 @@ export function decodeListing(bytes: Uint8Array, family: Family): DecodedListing
   const byName = <T extends { name: string }>(x: T, y: T) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0);
   listing.chains.sort(byName);
   listing.sets.sort(byName);
-  const setOrder = new Map(listing.sets.map((c, i) => [c.name, i]));
-  listing.elements = listing.elements
-    .map((e, i) => ({ e, i }))
-    .sort((x, y) => (setOrder.get(x.e.set) ?? 0) - (setOrder.get(y.e.set) ?? 0) || x.i - y.i)
-    .map((x) => x.e);
+  listing.elements = inOrderOf(listing.sets, elementsBySet);
   listing.flowtables.sort(byName);
   // Rules stay in chain order (the dump's order); chains by name.
-  const chainOrder = new Map(listing.chains.map((ch, i) => [ch.name, i]));
-  listing.rules = listing.rules
-    .map((rule, i) => ({ rule, i }))
-    .sort((x, y) => (chainOrder.get(x.rule.chain) ?? 0) - (chainOrder.get(y.rule.chain) ?? 0) || x.i - y.i)
-    .map((x) => x.rule);
+  listing.rules = inOrderOf(listing.chains, rulesByChain);
   return { generation, listing, unreadable };
 }
 

@@ -255,12 +255,15 @@ export type RawAttrs = Map<number, Uint8Array | string[]>;
 export class ByteReader {
   readonly #buf: Uint8Array;
   readonly #view: DataView;
+  /** The same bytes, to decode text from without copying them first. */
+  readonly #chars: Buffer;
   #pos = 0;
 
   constructor(buf: Uint8Array) {
     // A plain view: a Buffer's slice() would alias instead of copying.
     this.#buf = new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
     this.#view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+    this.#chars = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
   }
 
   get done(): boolean {
@@ -286,7 +289,9 @@ export class ByteReader {
     return b;
   }
   text(n: number): string {
-    return Buffer.from(this.bytes(n)).toString('utf8');
+    const start = this.#pos;
+    this.bytes(n);
+    return this.#chars.toString('utf8', start, start + n);
   }
 
   attrs(): RawAttrs {
@@ -316,7 +321,8 @@ const LITTLE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 export function rawU32(b: Uint8Array | string[] | undefined): number | undefined {
   if (!(b instanceof Uint8Array) || b.length < 4) return undefined;
-  return new DataView(b.buffer, b.byteOffset, 4).getUint32(0, LITTLE);
+  // By hand, not a DataView per value: a listing reads hundreds of thousands.
+  return (LITTLE ? b[0]! | (b[1]! << 8) | (b[2]! << 16) | (b[3]! << 24) : (b[0]! << 24) | (b[1]! << 16) | (b[2]! << 8) | b[3]!) >>> 0;
 }
 export function rawU8(b: Uint8Array | string[] | undefined): number | undefined {
   if (!(b instanceof Uint8Array) || b.length < 1) return undefined;
@@ -329,5 +335,6 @@ export function rawU64(b: Uint8Array | string[] | undefined): bigint | undefined
 export function rawStr(b: Uint8Array | string[] | undefined): string | undefined {
   if (!(b instanceof Uint8Array)) return undefined;
   const end = b.indexOf(0);
-  return Buffer.from(end < 0 ? b : b.subarray(0, end)).toString('utf8');
+  // A view, not a copy, to decode from.
+  return Buffer.from(b.buffer, b.byteOffset, end < 0 ? b.length : end).toString('utf8');
 }
