@@ -227,12 +227,14 @@ export class Reconciler {
     // Indexed once (when `given` has no lookup), whatever renders it.
     const read: ModelRead = { ports: model.all, port: model.get, changed: given.changed };
     let adoptionRefused: string | undefined;
+    let rendered = false;
     if (this.#adopt && this.#state.applied === undefined && request.kind === 'full' && request.mode === 'replace') {
       // Once: a failed adoption, or a later recovery, replaces.
       this.#adopt = false;
       const adopted = await this.#tryAdopt(read, t0, rejected);
       if (typeof adopted !== 'string') return adopted;
       adoptionRefused = adopted;
+      rendered = true;
     }
     const refusedNote = adoptionRefused === undefined ? {} : { adoptionRefused };
     const current = model.get;
@@ -242,8 +244,8 @@ export class Reconciler {
     let last: { plan: SyncPlan; desired: Ruleset; kind: SyncReport['kind']; mode?: FullSyncMode } | undefined;
     let ops = 0;
     const attempt = async (held: ReadonlySet<string>): Promise<Attempt> => {
-      // Later attempts render again only what their set-aside and held ports change.
-      last = this.plan(request_, last === undefined ? read : { ...read, changed: NOTHING_CHANGED }, held);
+      // Later attempts (and the first after an adoption, which rendered) render again only what their set-aside and held ports change.
+      last = this.plan(request_, last === undefined && !rendered ? read : { ...read, changed: NOTHING_CHANGED }, held);
       const { plan, desired, kind } = last;
       if (plan.ops.length > 0)
         this.#onPlanned?.({ kind, servicePorts: desired.services.size, ops: plan.ops.length, planMs: performance.now() - t0 });
@@ -292,26 +294,29 @@ export class Reconciler {
    * (then the caller replaces: never worse than without adoption).
    */
   async #tryAdopt(read: ModelRead, t0: number, rejected: RejectedServicePort[]): Promise<SyncReport | string> {
+    const families = ['ip', 'ip6'] as const;
+    // Both at once, and while the desired ruleset renders: the kernel's dumps run on worker threads.
+    const listed = Promise.all(families.map((f) => this.#dataplane.list(f, this.#config.tableName))).then(
+      (l) => l,
+      (e: unknown) => new Error(`reading the tables back failed: ${(e as Error)?.message ?? String(e)}`),
+    );
+    // Rendered whatever the listing says: a refused adoption's replace commits this very rendering.
+    const desired = this.#render(read, NO_HELD);
+    const answer = await listed;
+    if (answer instanceof Error) return answer.message;
     const listings = new Map<Family, TableListing>();
-    try {
-      const families = ['ip', 'ip6'] as const;
-      // Both at once: the kernel's dumps run on worker threads side by side.
-      const listed = await Promise.all(families.map((f) => this.#dataplane.list(f, this.#config.tableName)));
-      for (const [i, family] of families.entries()) {
-        const listing = listed[i];
-        if (!listing) continue;
-        const owner = tableOwnership(listing.table);
-        if (owner.kind !== 'ours') return `table ${family} ${listing.table.name} is not ours`;
-        if (owner.version !== TABLE_FORMAT_VERSION)
-          return `table ${family} ${listing.table.name} has table format ${owner.version}, not ${TABLE_FORMAT_VERSION}`;
-        listings.set(family, listing);
-      }
-    } catch (e) {
-      return `reading the tables back failed: ${(e as Error)?.message ?? String(e)}`;
+    for (const [i, family] of families.entries()) {
+      const listing = answer[i];
+      if (!listing) continue;
+      const owner = tableOwnership(listing.table);
+      if (owner.kind !== 'ours') return `table ${family} ${listing.table.name} is not ours`;
+      if (owner.version !== TABLE_FORMAT_VERSION)
+        return `table ${family} ${listing.table.name} has table format ${owner.version}, not ${TABLE_FORMAT_VERSION}`;
+      listings.set(family, listing);
     }
     if (listings.size === 0) return 'no table to adopt';
-    const desired = this.#render(read, NO_HELD);
     const plan = planAdoption(desired, listings, this.#now());
+    answer.length = 0;
     listings.clear();
     if ('refused' in plan) return plan.refused;
     if (plan.ops.length > 0)
