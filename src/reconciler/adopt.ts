@@ -235,9 +235,9 @@ function adoptTable(
   const haveElements = new Map<string, Map<string, Element>>();
   for (const e of have.elements) {
     if (dynamic.has(e.set)) continue;
-    let inSet = haveElements.get(e.set);
-    if (inSet === undefined) haveElements.set(e.set, (inSet = new Map()));
-    inSet.set(keyInSet(e), e);
+    const inSet = haveElements.get(e.set);
+    if (inSet === undefined) haveElements.set(e.set, new Map([[keyInSet(e), e]]));
+    else inSet.set(keyInSet(e), e);
   }
   for (const e of want.elements) {
     const inSet = haveElements.get(e.set);
