@@ -381,6 +381,8 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
     signals.apply(drained.changes);
     return { ports: everyPort, port: (id) => tracker.servicePort(id), changed: drained.changed };
   });
+  // While the cluster's state is listed (adoption only).
+  reconciler.readBack();
 
   const changes$ = new Subject<void>();
   const markChanged = () => {

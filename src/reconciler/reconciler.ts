@@ -42,6 +42,7 @@ const MAX_ATTEMPTS = 64;
 const TRANSIENT = new Set(['ENOMEM', 'ENOBUFS', 'EBUSY', 'EAGAIN', 'EINTR', 'ENOSPC', 'EPERM', 'EACCES', 'ETIMEDOUT']);
 
 const NO_HELD: ReadonlySet<string> = new Set();
+const LISTED_FAMILIES = ['ip', 'ip6'] as const;
 const NOTHING_CHANGED: ReadonlySet<string> = new Set();
 
 /**
@@ -121,6 +122,8 @@ export class Reconciler {
   #unrendered: Set<string> | 'all' = new Set();
   /** By id: what the last render got instead of the model's port (its last applied version, or nothing). */
   #substituted = new Map<string, ServicePort | undefined>();
+  /** Our tables as the kernel holds them, being read for the first sync's adoption (readBack()). */
+  #readBack: Promise<(TableListing | undefined)[] | Error> | undefined;
 
   constructor(o: ReconcilerOptions) {
     this.#dataplane = o.dataplane;
@@ -293,19 +296,32 @@ export class Reconciler {
    * ruleset; why not when there is nothing to adopt or it cannot be adopted
    * (then the caller replaces: never worse than without adoption).
    */
-  async #tryAdopt(read: ModelRead, t0: number, rejected: RejectedServicePort[]): Promise<SyncReport | string> {
-    const families = ['ip', 'ip6'] as const;
-    // Both at once, and while the desired ruleset renders: the kernel's dumps run on worker threads.
-    const listed = Promise.all(families.map((f) => this.#dataplane.list(f, this.#config.tableName))).then(
+  /**
+   * Starts reading our tables back for the first sync's adoption now, while
+   * the caller still waits for the cluster's state: the kernel's dumps and
+   * their decoding then overlap the API server's lists. Nothing without adoption.
+   */
+  readBack(): void {
+    if (this.#adopt && this.#state.applied === undefined) this.#readBack ??= this.#listTables();
+  }
+
+  #listTables(): Promise<(TableListing | undefined)[] | Error> {
+    // Both at once: the kernel's dumps run on worker threads.
+    return Promise.all(LISTED_FAMILIES.map((f) => this.#dataplane.list(f, this.#config.tableName))).then(
       (l) => l,
       (e: unknown) => new Error(`reading the tables back failed: ${(e as Error)?.message ?? String(e)}`),
     );
+  }
+
+  async #tryAdopt(read: ModelRead, t0: number, rejected: RejectedServicePort[]): Promise<SyncReport | string> {
+    const listed = this.#readBack ?? this.#listTables();
+    this.#readBack = undefined;
     // Rendered whatever the listing says: a refused adoption's replace commits this very rendering.
     const desired = this.#render(read, NO_HELD);
     const answer = await listed;
     if (answer instanceof Error) return answer.message;
     const listings = new Map<Family, TableListing>();
-    for (const [i, family] of families.entries()) {
+    for (const [i, family] of LISTED_FAMILIES.entries()) {
       const listing = answer[i];
       if (!listing) continue;
       const owner = tableOwnership(listing.table);

@@ -104,4 +104,30 @@ describe.each(ENDPOINT_SHAPES)('adopting our tables at start-up (endpoint shape 
     expect(r.adoptionRefused).toBe('table ip kube-nft-proxy has table format 0, not 1');
     expect(tables(ns)).toEqual(fresh);
   });
+
+  it('reads the tables back ahead when asked (readBack), once, and adopts what it read', async () => {
+    const ns = createNetns('knp-adopt');
+    namespaces.push(ns);
+    await reconciler(ns, false).sync({ kind: 'full', mode: 'replace' });
+    const fresh = tables(ns);
+    const listed: string[] = [];
+    const counted = (adopt: boolean) => {
+      const dataplane = new NetlinkDataplane({ netns: ns.path });
+      const list = dataplane.list.bind(dataplane);
+      dataplane.list = (family, table) => {
+        listed.push(family);
+        return list(family, table);
+      };
+      return new Reconciler({ dataplane, config: cfg, servicePorts: modelReads(() => ports), now: () => now, adopt });
+    };
+    counted(false).readBack();
+    expect(listed).toEqual([]);
+    const r = counted(true);
+    r.readBack();
+    r.readBack();
+    expect(listed.sort()).toEqual(['ip', 'ip6']);
+    expect(await r.sync({ kind: 'full', mode: 'replace' })).toMatchObject({ kind: 'full', mode: 'adopt', ops: 0 });
+    expect(listed).toHaveLength(2);
+    expect(tables(ns)).toEqual(fresh);
+  });
 });
