@@ -176,13 +176,14 @@ export function writeValueBytes(buf: Uint8Array, at: number, type: DataType, tex
 }
 
 /** The canonical text of a value's bytes. */
+function failBytes(type: DataType, bytes: Uint8Array, reason: string): never {
+  throw new NftValueError(type, hex(bytes), reason);
+}
+
 export function valueFromBytes(type: DataType, bytes: Uint8Array): string {
-  const fail = (reason: string): never => {
-    throw new NftValueError(type, hex(bytes), reason);
-  };
-  if (type === 'verdict') return fail('verdicts have no byte form here');
+  if (type === 'verdict') return failBytes(type, bytes, 'verdicts have no byte form here');
   if (type === 'ifname') {
-    if (bytes.length === 0 || bytes.length > IFNAMSIZ) fail(`expected 1 to ${IFNAMSIZ} bytes`);
+    if (bytes.length === 0 || bytes.length > IFNAMSIZ) failBytes(type, bytes, `expected 1 to ${IFNAMSIZ} bytes`);
     const end = bytes.indexOf(0);
     // Shorter than IFNAMSIZ without a NUL: a prefix compare, nft's `"veth*"`.
     const name =
@@ -193,7 +194,7 @@ export function valueFromBytes(type: DataType, bytes: Uint8Array): string {
     return name;
   }
   const want = typeLength(type);
-  if (bytes.length !== want) fail(`expected ${want} bytes, got ${bytes.length}`);
+  if (bytes.length !== want) failBytes(type, bytes, `expected ${want} bytes, got ${bytes.length}`);
   switch (type) {
     case 'ipv4_addr':
       return formatIPv4(bytes);
@@ -330,6 +331,11 @@ function parseMark(text: string): number {
     return v;
   }
   return parseDecimal('mark', text, 0xffffffff);
+}
+
+/** The canonical text of a 32-bit integer or mark already read from its bytes. */
+export function u32ValueText(type: 'integer' | 'mark', v: number): string {
+  return type === 'mark' ? formatMark(v) : String(v);
 }
 
 function formatMark(v: number): string {

@@ -2,6 +2,7 @@
 // offsets, widths), which values are host-endian, and the bytes a match
 // operand or set key becomes. Shared by lower.ts, raise.ts and the element encoder.
 
+import { LITTLE } from './wire.ts';
 import type { DataType, Selector } from '../objects.ts';
 import { CT_STATE_BIT, CT_STATUS_BIT, NFPROTO, PAYLOAD_BASE } from './kernel-constants.ts';
 import { FIB_TYPES, selectorType } from '../rule-checks.ts';
@@ -37,8 +38,6 @@ export const PAYLOAD_FIELDS: Readonly<Record<string, PayloadSpec>> = {
   'udp dport': { base: PAYLOAD_BASE.transport, offset: 2, len: 2, l4proto: 'udp' },
   'sctp dport': { base: PAYLOAD_BASE.transport, offset: 2, len: 2, l4proto: 'sctp' },
 };
-
-const LITTLE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 /** Bytes a selector loads into its register(s). */
 export function selectorWidth(s: Selector): number {

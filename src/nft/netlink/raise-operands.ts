@@ -1,6 +1,7 @@
 // Operands of raising (see raise.ts): loads back into selectors, compared
 // bytes back into nft's text, and the small readers both use.
 
+import { LITTLE } from './wire.ts';
 import type { Selector } from '../objects.ts';
 import { CMP_OP, CT_DIR, CT_KEY, FIB_F, FIB_RESULT_ADDRTYPE, META_KEY, NFPROTO, NUMGEN_RANDOM, VERDICT_CODE } from './kernel-constants.ts';
 import type { FieldValue, KernelExpr } from './kernel-exprs.ts';
@@ -9,7 +10,6 @@ import { FIB_TYPES, selectorType } from '../rule-checks.ts';
 import { valueFromBytes } from '../values.ts';
 import type { DataType } from '../objects.ts';
 
-export const LITTLE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 export const LOADS = new Set(['payload', 'meta', 'ct', 'fib', 'numgen']);
 
 /** Fields of e other than name, which must all be among `allowed` (absent ones are fine). */

@@ -19,6 +19,7 @@ import {
   REJECT_TYPE,
 } from './kernel-constants.ts';
 import type { KernelExpr } from './kernel-exprs.ts';
+import { rawU32 } from './wire.ts';
 import {
   DEPENDENCY_REG,
   isHostOrder,
@@ -31,11 +32,10 @@ import {
   type Dependency,
 } from './lower.ts';
 import { selectorType } from '../rule-checks.ts';
-import { valueFromBytes } from '../values.ts';
+import { u32ValueText, valueFromBytes } from '../values.ts';
 import type { CmpOp, DataType } from '../objects.ts';
 
 import {
-  LITTLE,
   only,
   bytes,
   eqBytes,
@@ -370,7 +370,8 @@ export function raise(input: readonly KernelExpr[], family: Family): Statement[]
 
 /** The key text of set key bytes (marks are host order in sets, see keyBytes). */
 export function keyText(type: DataType, b: Uint8Array): string {
-  if (type === 'mark' || type === 'integer') return valueFromBytes(type, LITTLE ? b.slice().reverse() : b);
+  // Read in host order where it is, not reversed into a copy: endpoint maps are keyed by integers, one per endpoint.
+  if (type === 'mark' || type === 'integer') return b.length === 4 ? u32ValueText(type, rawU32(b)!) : valueFromBytes(type, b);
   return valueFromBytes(type, b);
 }
 

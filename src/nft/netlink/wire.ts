@@ -317,7 +317,7 @@ export class ByteReader {
 }
 
 // Raw attribute values are libnftnl's host-order memory.
-const LITTLE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+export const LITTLE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 export function rawU32(b: Uint8Array | string[] | undefined): number | undefined {
   if (!(b instanceof Uint8Array) || b.length < 4) return undefined;
