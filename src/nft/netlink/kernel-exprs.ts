@@ -202,11 +202,11 @@ const NO_FIELDS: ReadonlyMap<number, readonly [string, AttrType]> = new Map();
 export function exprFromAttrs(name: string, attrs: RawAttrs): KernelExpr {
   const e: KernelExpr = { name };
   const byId = FIELDS_BY_ID.get(name) ?? NO_FIELDS;
-  for (const [id, raw] of attrs) {
+  attrs.forEach((id, raw) => {
     const spec = byId.get(id);
     if (!spec || !(raw instanceof Uint8Array)) {
       if (raw instanceof Uint8Array) e[`attr${id}`] = raw.slice();
-      continue;
+      return;
     }
     const [field, type] = spec;
     switch (type) {
@@ -230,6 +230,6 @@ export function exprFromAttrs(name: string, attrs: RawAttrs): KernelExpr {
       default:
         assertNever(type);
     }
-  }
+  });
   return e;
 }
