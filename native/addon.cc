@@ -165,12 +165,12 @@ class CommitWorker : public Napi::AsyncWorker {
 
 class ListWorker : public Napi::AsyncWorker {
  public:
-  ListWorker(Napi::Env env, uint32_t family, std::string table, std::string netns)
+  ListWorker(Napi::Env env, uint32_t family, std::string table, std::string netns, std::vector<std::string> skipElements)
       : Napi::AsyncWorker(env, "knp.list"), deferred_(Napi::Promise::Deferred::New(env)), family_(family),
-        table_(std::move(table)), netns_(std::move(netns)) {}
+        table_(std::move(table)), netns_(std::move(netns)), skipElements_(std::move(skipElements)) {}
   Napi::Promise Promise() { return deferred_.Promise(); }
 
-  void Execute() override { knp::ListTable(netns_, family_, table_, &result_); }
+  void Execute() override { knp::ListTable(netns_, family_, table_, skipElements_, &result_); }
 
   void OnOK() override {
     Napi::Env env = Env();
@@ -188,6 +188,7 @@ class ListWorker : public Napi::AsyncWorker {
   uint32_t family_;
   std::string table_;
   std::string netns_;
+  std::vector<std::string> skipElements_;
   knp::ListResult result_;
 };
 
@@ -259,7 +260,19 @@ Napi::Value List(const Napi::CallbackInfo& info) {
     ThrowRange(env, "list: table name must have 1 to 255 bytes", "ERR_NFT_NAME_TOO_LONG");
   if (table.find('\0') != std::string::npos) ThrowRange(env, "list: table name contains a NUL", "ERR_NFT_NAME_INVALID");
   std::string netns = NetnsOption(info, 2);
-  auto* worker = new ListWorker(env, uint32_t(family), std::move(table), std::move(netns));
+  // Sets whose elements are not read (their definitions are): the kernel's dump of a set's
+  // elements walks the set again for every message it fills, so it is quadratic in its size.
+  std::vector<std::string> skipElements;
+  if (info.Length() > 3 && !info[3].IsUndefined()) {
+    if (!info[3].IsArray()) ThrowType(env, "list: skipElementsOf must be an array of set names");
+    Napi::Array names = info[3].As<Napi::Array>();
+    for (uint32_t i = 0; i < names.Length(); i++) {
+      Napi::Value name = names.Get(i);
+      if (!name.IsString()) ThrowType(env, "list: skipElementsOf must be an array of set names");
+      skipElements.push_back(name.As<Napi::String>().Utf8Value());
+    }
+  }
+  auto* worker = new ListWorker(env, uint32_t(family), std::move(table), std::move(netns), std::move(skipElements));
   Napi::Promise promise = worker->Promise();
   worker->Queue();
   return promise;

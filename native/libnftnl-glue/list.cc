@@ -12,6 +12,7 @@
 #include <linux/netfilter/nf_tables.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -337,7 +338,8 @@ bool ReadGeneration(const std::string& netnsPath, uint32_t* generation, std::str
   return Generation(sock, generation, error, errorNumber);
 }
 
-void ListTable(const std::string& netnsPath, uint32_t family, const std::string& table, ListResult* result) {
+void ListTable(const std::string& netnsPath, uint32_t family, const std::string& table,
+               const std::vector<std::string>& skipElements, ListResult* result) {
   NetlinkSocket sock;
   if (!sock.Open(netnsPath, &result->error)) {
     result->errorNumber = EIO;
@@ -354,7 +356,10 @@ void ListTable(const std::string& netnsPath, uint32_t family, const std::string&
     std::vector<std::string> sets;
     bool ok = d.Table(&found);
     if (ok && found) ok = d.Chains() && d.Rules() && d.Sets(&sets);
-    for (size_t i = 0; ok && found && i < sets.size(); i++) ok = d.Elements(sets[i]);
+    for (size_t i = 0; ok && found && i < sets.size(); i++) {
+      if (std::find(skipElements.begin(), skipElements.end(), sets[i]) != skipElements.end()) continue;
+      ok = d.Elements(sets[i]);
+    }
     if (ok && found) ok = d.Flowtables();
     if (!ok) {
       // A set or chain deleted between two dumps: the generation check retries.

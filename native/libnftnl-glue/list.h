@@ -26,7 +26,9 @@ struct ListResult {
 
 // Consistent against concurrent commits: the dump is retried while the
 // ruleset generation changes underneath it.
-void ListTable(const std::string& netnsPath, uint32_t family, const std::string& table, ListResult* result);
+// The elements of the sets named in `skipElements` are not read (their definitions are).
+void ListTable(const std::string& netnsPath, uint32_t family, const std::string& table,
+               const std::vector<std::string>& skipElements, ListResult* result);
 
 // The ruleset generation id alone.
 bool ReadGeneration(const std::string& netnsPath, uint32_t* generation, std::string* error, int* errorNumber);

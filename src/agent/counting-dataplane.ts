@@ -23,7 +23,7 @@ export function countingDataplane(inner: Dataplane, count: (verb: string, kind: 
       }
       for (const [verb, byKind] of byVerb) for (const [kind, n] of byKind) count(verb, kind, n);
     },
-    list: (family, table) => inner.list(family, table),
+    list: (family, table, options) => inner.list(family, table, options),
   };
   if (inner.releaseMemory) counted.releaseMemory = () => inner.releaseMemory!();
   return counted;

@@ -102,7 +102,7 @@ export interface NativeAddon extends NativeConntrack {
    */
   check(batch: Uint8Array): NativeCheckResult;
   /** The listing buffer of one table (src/nft/netlink/decode-listing.ts), or null when it does not exist. */
-  list(family: number, table: string, options?: NativeOptions): Promise<Uint8Array | null>;
+  list(family: number, table: string, options?: NativeOptions, skipElementsOf?: readonly string[]): Promise<Uint8Array | null>;
   /** One table's userdata (empty when it has none), or null when the table does not exist: reads the table, not its contents. */
   tableUserdata(family: number, table: string, options?: NativeOptions): Promise<Uint8Array | null>;
   /** The ruleset generation id. */

@@ -5,7 +5,7 @@
 // One door: commit takes a Transaction, whose operations were checked as they
 // were queued, so no dataplane can forget to validate and none validates twice.
 
-import type { Family, Operation, Table, TableListing } from './objects.ts';
+import type { Family, ListOptions, Operation, Table, TableListing } from './objects.ts';
 import type { Transaction } from './transaction.ts';
 
 /** One operation the kernel (or the fake) refused. */
@@ -56,7 +56,7 @@ export interface Dataplane {
    */
   commit(tx: Transaction): Promise<void>;
   /** Reads one table back; undefined when it does not exist. */
-  list(family: Family, table: string): Promise<TableListing | undefined>;
+  list(family: Family, table: string, options?: ListOptions): Promise<TableListing | undefined>;
   /** Reads one table's own attributes only (not its contents); undefined when it does not exist. Where absent, list() serves. */
   table?(family: Family, table: string): Promise<Table | undefined>;
   /** Gives native memory the process no longer uses back to the OS; where there is any (the netlink addon's). */

@@ -241,4 +241,16 @@ export interface TableListing {
   sets: Array<NftSet | NftMap>;
   elements: Element[];
   flowtables: Flowtable[];
+  /** Sets (and maps) of `sets` whose elements were not read (ListOptions.skipElementsOf): `elements` has none of theirs. */
+  elementsNotRead?: string[];
+}
+
+/** What a listing leaves out. */
+export interface ListOptions {
+  /**
+   * Sets and maps whose elements are not read, only their definitions: the
+   * kernel's dump of a set's elements walks the set again for every message
+   * it fills, so reading one of a million elements takes seconds.
+   */
+  skipElementsOf?: readonly string[];
 }

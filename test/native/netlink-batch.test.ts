@@ -266,6 +266,8 @@ describe('bad input from JS', () => {
     await expect(addon.commit(longUserdata)).rejects.toThrow(/too large/);
     expect(() => addon.list(99, T)).toThrow(expect.objectContaining({ name: 'RangeError', code: 'ERR_NFT_FAMILY' }));
     expect(() => addon.list(2, 'y'.repeat(256))).toThrow(expect.objectContaining({ code: 'ERR_NFT_NAME_TOO_LONG' }));
+    expect(() => addon.list(2, T, {}, 'cidrs' as unknown as string[])).toThrow(TypeError);
+    expect(() => addon.list(2, T, {}, [7] as unknown as string[])).toThrow(TypeError);
   });
 
   it('a namespace that does not exist rejects with the path in the message', async () => {

@@ -133,6 +133,12 @@ describe('tables', () => {
     const l = (await dp.list('ip', T))!;
     expect(l.rules).toEqual([]);
     expect(l.elements.map((e) => e.key)).toEqual([['10.0.0.0/8']]);
+    // Elements of named sets left out: the set is listed, its elements are not, and the listing says so.
+    const skipped = (await dp.list('ip', T, { skipElementsOf: ['cidrs', 'no-such-set'] }))!;
+    expect(skipped.sets.map((x) => x.name)).toContain('cidrs');
+    expect(skipped.elements).toEqual([]);
+    expect(skipped.elementsNotRead).toEqual(['cidrs']);
+    expect((await dp.list('ip', T, { skipElementsOf: [] }))!.elementsNotRead).toBeUndefined();
   });
 });
 

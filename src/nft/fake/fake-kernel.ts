@@ -25,7 +25,7 @@
 
 import { NftCommitError } from '../dataplane.ts';
 import type { Dataplane, OperationFailure, TableListing } from '../dataplane.ts';
-import type { Element, Family, Operation } from '../objects.ts';
+import type { Element, Family, ListOptions, Operation } from '../objects.ts';
 import { Transaction } from '../transaction.ts';
 import { Working } from './apply.ts';
 import { validateBaseChainPaths } from './paths.ts';
@@ -76,8 +76,8 @@ export class FakeKernel implements Dataplane {
     this.#apply(tx);
   }
 
-  async list(family: Family, table: string): Promise<TableListing | undefined> {
-    return this.listSync(family, table);
+  async list(family: Family, table: string, options?: ListOptions): Promise<TableListing | undefined> {
+    return this.listSync(family, table, options);
   }
 
   /** Checks the operations in a transaction of this kernel's (begin()) and commits it, synchronously: for tests. */
@@ -110,14 +110,16 @@ export class FakeKernel implements Dataplane {
     this.commits++;
   }
 
-  listSync(family: Family, name: string): TableListing | undefined {
+  listSync(family: Family, name: string, options?: ListOptions): TableListing | undefined {
     const ts = this.#tables.get(tableKey(family, name));
     if (!ts) return undefined;
     const byName = <T extends { name: string }>(a: T, b: T) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
     const chains = [...ts.chains.values()].map((c) => c.chain).sort(byName);
     const sets = [...ts.sets.values()].map((s) => s.set).sort(byName);
     const elements: Element[] = [];
+    const skipped = sets.filter((s) => options?.skipElementsOf?.includes(s.name)).map((s) => s.name);
     for (const s of sets) {
+      if (skipped.includes(s.name)) continue;
       const els = [...ts.sets.get(s.name)!.elements.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
       for (const [, e] of els) elements.push(copyElement(e));
     }
@@ -128,6 +130,7 @@ export class FakeKernel implements Dataplane {
       sets: sets.map(copyContainer),
       elements,
       flowtables: [...ts.flowtables.values()].sort(byName).map((f) => ({ ...f, devices: [...f.devices] })),
+      ...(skipped.length > 0 ? { elementsNotRead: skipped } : {}),
     };
   }
 

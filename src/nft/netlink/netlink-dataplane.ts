@@ -9,7 +9,7 @@ import { NftCommitError, type Dataplane, type OperationFailure, type TableListin
 import { encodeOperations } from './encode.ts';
 import { FAMILY_NUMBER, UDATA_COMMENT } from './kernel-constants.ts';
 import { decodeListing, type DecodedListing, udataComment } from './decode-listing.ts';
-import type { Family, NftMap, NftSet, Operation, Table } from '../objects.ts';
+import type { Family, ListOptions, NftMap, NftSet, Operation, Table } from '../objects.ts';
 import { Transaction } from '../transaction.ts';
 import { ByteWriter } from './wire.ts';
 
@@ -142,15 +142,18 @@ export class NetlinkDataplane implements Dataplane {
     return this.#kernelMs;
   }
 
-  async list(family: Family, table: string): Promise<TableListing | undefined> {
+  async list(family: Family, table: string, options?: ListOptions): Promise<TableListing | undefined> {
     const fam = FAMILY_NUMBER[family];
     if (fam === undefined) throw Object.assign(new RangeError(`unknown family ${JSON.stringify(family)}`), { code: 'ERR_NFT_FAMILY' });
-    const bytes = await this.#addon.list(fam, table, this.#options);
+    const skip = options?.skipElementsOf ?? [];
+    const bytes = await this.#addon.list(fam, table, this.#options, skip);
     if (!bytes) {
       this.#forgetTable(family, table);
       return undefined;
     }
     const decoded = decodeListing(bytes, family);
+    const notRead = decoded.listing.sets.filter((s) => skip.includes(s.name)).map((s) => s.name);
+    if (notRead.length > 0) decoded.listing.elementsNotRead = notRead;
     this.lastUnreadable = decoded.unreadable;
     this.#forgetTable(family, table);
     for (const c of decoded.listing.sets) this.#containers.set(key(c.family, c.table, c.name), c);
