@@ -22,6 +22,7 @@ import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Operation, Rule
 import { objectKey } from '../nft/objects.ts';
 import { emptyStats, type StaleChain, type SyncPlan } from './diff.ts';
 import type { Fragment } from './fragment.ts';
+import { SET } from './names.ts';
 import { forEachElement, type Ruleset } from './ruleset.ts';
 
 /** JSON with object keys sorted and undefined members dropped: equal content, equal text. */
@@ -89,6 +90,16 @@ function sameElement(a: Element, b: Element): boolean {
   return sameValue(a.value, b.value) && (a.timeout ?? '') === (b.timeout ?? '') && (a.comment ?? '') === (b.comment ?? '');
 }
 
+/**
+ * Sets whose elements adoption does not read back but rewrites whole (flushed
+ * and refilled in the same transaction). The hairpin set holds an element per
+ * endpoint address, a million at 100k Services x 10 endpoints, and the kernel
+ * dumps a set's elements by walking the set again for every 32 KiB message it
+ * fills: quadratic, ~16 s for that one set, where adding every element again
+ * is linear. Nothing in it is worth keeping (no timeouts, no counters).
+ */
+export const REWRITTEN_ON_ADOPTION: readonly string[] = [SET.hairpinEndpoints];
+
 /** Why a listing cannot be adopted. */
 export interface AdoptionRefused {
   refused: string;
@@ -100,6 +111,7 @@ class AdoptionPhases {
   readonly addFlowtables: Operation[] = [];
   readonly addChains: Operation[] = [];
   readonly flushChains: Operation[] = [];
+  readonly flushSets: Operation[] = [];
   readonly deleteElements: Operation[] = [];
   readonly addRules: Operation[] = [];
   readonly addElements: Operation[] = [];
@@ -114,6 +126,7 @@ class AdoptionPhases {
       ...this.addFlowtables,
       ...this.addChains,
       ...this.flushChains,
+      ...this.flushSets,
       ...this.deleteElements,
       ...this.addRules,
       ...this.addElements,
@@ -179,10 +192,15 @@ function adoptTable(
 ): string | undefined {
   const containers = new Map<string, NftSet | NftMap>(have.sets.map((s) => [s.name, s]));
   const dynamic = new Set<string>();
+  // Sets whose elements were not read are rewritten whole: flushed, and every wanted element added.
+  const notRead = new Set(have.elementsNotRead);
   for (const s of want.sets) {
     const old = containers.get(s.name);
     containers.delete(s.name);
     if (s.flags?.includes('dynamic')) dynamic.add(s.name);
+    if (old && notRead.has(s.name) && !dynamic.has(s.name)) {
+      p.flushSets.push({ verb: 'flush', object: s });
+    }
     if (!old) {
       p.addSets.push({ verb: 'add', object: s });
       stats.setsAdded++;

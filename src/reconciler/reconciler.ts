@@ -23,7 +23,7 @@ import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, EMPTY_SYNC_STATE, staleDele
 import { type FullSyncMode, planFullSync } from './full-sync.ts';
 import { type Attempt, type Blame, commitIsolating, IsolationFailed, type Refusal } from './isolation.ts';
 import { OperationOwners } from './operation-owner.ts';
-import { planAdoption } from './adopt.ts';
+import { planAdoption, REWRITTEN_ON_ADOPTION } from './adopt.ts';
 import { TABLE_FORMAT_VERSION, tableOwnership } from './ownership.ts';
 import { type PortSource, portsOf, renderRuleset, type Ruleset } from './ruleset.ts';
 import type { RejectedServicePort, SyncReport, SyncRequest } from './sync-report.ts';
@@ -307,7 +307,8 @@ export class Reconciler {
 
   #listTables(): Promise<(TableListing | undefined)[] | Error> {
     // Both at once: the kernel's dumps run on worker threads.
-    return Promise.all(LISTED_FAMILIES.map((f) => this.#dataplane.list(f, this.#config.tableName))).then(
+    const options = { skipElementsOf: REWRITTEN_ON_ADOPTION };
+    return Promise.all(LISTED_FAMILIES.map((f) => this.#dataplane.list(f, this.#config.tableName, options))).then(
       (l) => l,
       (e: unknown) => new Error(`reading the tables back failed: ${(e as Error)?.message ?? String(e)}`),
     );

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import type { TableListing } from '../../src/nft/dataplane.ts';
 import type { Family, Operation } from '../../src/nft/objects.ts';
-import { canonical, planAdoption, sameContent } from '../../src/reconciler/adopt.ts';
+import { canonical, planAdoption, REWRITTEN_ON_ADOPTION, sameContent } from '../../src/reconciler/adopt.ts';
 import { ENDPOINT_SHAPES } from '../../src/reconciler/config.ts';
 import { planFullSync } from '../../src/reconciler/full-sync.ts';
 import { ownershipMark, TABLE_FORMAT_VERSION, tableOwnership } from '../../src/reconciler/ownership.ts';
@@ -132,6 +132,57 @@ describe.each(ENDPOINT_SHAPES)('planAdoption (endpoint shape %s)', (shape) => {
     // As a kernel holding a set of that name with other flags would list it.
     ip.sets = ip.sets.map((x) => (x.name === 'cluster-ips' ? { ...x, flags: ['interval'] } : x));
     expect(planAdoption(desired, listed, 0)).toEqual({ refused: 'set ip cluster-ips is defined differently' });
+  });
+});
+
+describe('sets adoption rewrites rather than reads', () => {
+  const cfg = config({ families: { IPv4: V4, IPv6: V6 }, endpointShape: 'map' });
+  const desired = renderRuleset(ports, cfg);
+  const fresh = () => {
+    const k = new FakeKernel();
+    k.commitSync(planFullSync(desired, 'replace').ops);
+    return k;
+  };
+  const unread = (k: FakeKernel): Map<Family, TableListing> => {
+    const out = new Map<Family, TableListing>();
+    for (const f of ['ip', 'ip6'] as const) out.set(f, k.listSync(f, T, { skipElementsOf: REWRITTEN_ON_ADOPTION })!);
+    return out;
+  };
+
+  it('are listed without their elements, and named as such', () => {
+    const l = unread(fresh()).get('ip')!;
+    expect(l.elementsNotRead).toEqual(['hairpin-endpoints']);
+    expect(l.sets.map((x) => x.name)).toContain('hairpin-endpoints');
+    expect(l.elements.filter((e) => e.set === 'hairpin-endpoints')).toEqual([]);
+  });
+
+  it('over intact tables: flushed and refilled, nothing else', () => {
+    const plan = planAdoption(desired, unread(fresh()), 0);
+    if ('refused' in plan) throw new Error(plan.refused);
+    const hairpin = fresh()
+      .listSync('ip', T)!
+      .elements.concat(fresh().listSync('ip6', T)!.elements)
+      .filter((e) => e.set === 'hairpin-endpoints');
+    expect(hairpin.length).toBeGreaterThan(0);
+    expect(plan.ops.filter((o) => o.verb === 'flush').map((o) => `${o.object.family} ${(o.object as { name: string }).name}`)).toEqual([
+      'ip hairpin-endpoints',
+      'ip6 hairpin-endpoints',
+    ]);
+    expect(plan.ops.filter((o) => o.verb === 'add')).toHaveLength(hairpin.length);
+    expect(plan.ops).toHaveLength(hairpin.length + 2);
+  });
+
+  it('repairs one damaged while no agent ran, without reading it', () => {
+    const k = fresh();
+    const [gone] = k.listSync('ip', T)!.elements.filter((e) => e.set === 'hairpin-endpoints');
+    k.commitSync([
+      { verb: 'delete', object: gone! },
+      { verb: 'add', object: { kind: 'element', family: 'ip', table: T, set: 'hairpin-endpoints', key: ['10.244.99.9', '10.244.99.9'] } },
+    ]);
+    const plan = planAdoption(desired, unread(k), 0);
+    if ('refused' in plan) throw new Error(plan.refused);
+    k.commitSync(plan.ops);
+    expect(listingsWithoutHandles(k)).toEqual(listingsWithoutHandles(fresh()));
   });
 });
 
