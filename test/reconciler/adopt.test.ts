@@ -28,6 +28,13 @@ function listings(k: FakeKernel): Map<Family, TableListing> {
   return out;
 }
 
+/** A kernel holding what a fresh replace of `desired` leaves. */
+function freshKernel(desired: ReturnType<typeof renderRuleset>): FakeKernel {
+  const k = new FakeKernel();
+  k.commitSync(planFullSync(desired, 'replace').ops);
+  return k;
+}
+
 type Damage = (k: FakeKernel) => Operation[];
 const first = <T>(xs: T[], what: string): T => {
   if (!xs[0]) throw new Error(`no ${what}`);
@@ -91,11 +98,7 @@ const DAMAGE: Array<[string, Damage]> = [
 describe.each(ENDPOINT_SHAPES)('planAdoption (endpoint shape %s)', (shape) => {
   const cfg = config({ families: { IPv4: V4, IPv6: V6 }, endpointShape: shape });
   const desired = renderRuleset(ports, cfg);
-  const fresh = () => {
-    const k = new FakeKernel();
-    k.commitSync(planFullSync(desired, 'replace').ops);
-    return k;
-  };
+  const fresh = () => freshKernel(desired);
   const want = listingsWithoutHandles(fresh());
 
   for (const [name, damage] of DAMAGE) {
@@ -138,11 +141,7 @@ describe.each(ENDPOINT_SHAPES)('planAdoption (endpoint shape %s)', (shape) => {
 describe('sets adoption rewrites rather than reads', () => {
   const cfg = config({ families: { IPv4: V4, IPv6: V6 }, endpointShape: 'map' });
   const desired = renderRuleset(ports, cfg);
-  const fresh = () => {
-    const k = new FakeKernel();
-    k.commitSync(planFullSync(desired, 'replace').ops);
-    return k;
-  };
+  const fresh = () => freshKernel(desired);
   const unread = (k: FakeKernel): Map<Family, TableListing> => {
     const out = new Map<Family, TableListing>();
     for (const f of ['ip', 'ip6'] as const) out.set(f, k.listSync(f, T, { skipElementsOf: REWRITTEN_ON_ADOPTION })!);
