@@ -25,9 +25,12 @@ import { type Attempt, type Blame, commitIsolating, IsolationFailed, type Refusa
 import { OperationOwners } from './operation-owner.ts';
 import { planAdoption, REWRITTEN_ON_ADOPTION } from './adopt.ts';
 import { TABLE_FORMAT_VERSION, tableOwnership } from './ownership.ts';
-import { type PortSource, portsOf, renderRuleset, type Ruleset } from './ruleset.ts';
+import type { Fragment } from './fragment.ts';
+import { type ModelRead, portSourceOf, withSubstitutes } from './model-read.ts';
+import { type PortSource, renderRuleset, type Ruleset } from './ruleset.ts';
 import type { RejectedServicePort, SyncReport, SyncRequest } from './sync-report.ts';
 
+export type { ModelRead } from './model-read.ts';
 export type { RejectedServicePort, SyncReport, SyncRequest } from './sync-report.ts';
 
 /**
@@ -60,20 +63,6 @@ export class SyncError extends Error {
     this.name = 'SyncError';
     this.report = report;
   }
-}
-
-/** The model as one sync reads it. */
-export interface ModelRead {
-  /** Every ServicePort this node must program: walked only when every one is rendered (a full sync, or 'all'). */
-  ports: Iterable<ServicePort>;
-  /** One of `ports` by id (undefined: none); default: an index of `ports`, built when first asked. */
-  port?: (id: string) => ServicePort | undefined;
-  /**
-   * Ids of the ServicePorts added, updated or removed since the previous read
-   * (the change tracker's drain, kube-proxy's UpdatedServices); 'all' when the
-   * caller does not know. Only these are rendered again: nothing compares ports.
-   */
-  changed: ReadonlySet<string> | 'all';
 }
 
 export interface ReconcilerOptions {
@@ -173,7 +162,7 @@ export class Reconciler {
   #render(read: ModelRead, held: ReadonlySet<string>): Ruleset {
     if (read.changed === 'all') this.#unrendered = 'all';
     else if (this.#unrendered !== 'all') for (const id of read.changed) this.#unrendered.add(id);
-    const ports = this.#programmable(sourceOf(read), held, this.#unrendered);
+    const ports = this.#programmable(portSourceOf(read), held, this.#unrendered);
     const changed = this.#unrendered === 'all' ? undefined : this.#unrendered;
     const desired = renderRuleset(ports, this.#config, this.#lastRendered ?? this.#state.applied, changed);
     this.#lastRendered = desired;
@@ -208,7 +197,7 @@ export class Reconciler {
     this.#substituted = now;
     if (now.size === 0) return model;
     return {
-      all: substituted(model.all, now),
+      all: withSubstitutes(model.all, now),
       get: (id) => (now.has(id) ? now.get(id) : model.get(id)),
     };
   }
@@ -226,15 +215,24 @@ export class Reconciler {
     }
     const t0 = performance.now();
     const given = this.#servicePorts();
-    const model = sourceOf(given);
+    const model = portSourceOf(given);
     // Indexed once (when `given` has no lookup), whatever renders it.
     const read: ModelRead = { ports: model.all, port: model.get, changed: given.changed };
     let adoptionRefused: string | undefined;
     let rendered = false;
+    // The adoption's renderings, held until the first attempt has planned: the ruleset holds
+    // them weakly, and across the awaits between the two the collector could take every one,
+    // to be rendered again.
+    const heldFragments: Fragment[] = [];
     if (this.#adopt && this.#state.applied === undefined && request.kind === 'full' && request.mode === 'replace') {
       // Once: a failed adoption, or a later recovery, replaces.
       this.#adopt = false;
-      const adopted = await this.#tryAdopt(read, t0, rejected);
+      const listed = this.#readBack ?? this.#listTables();
+      this.#readBack = undefined;
+      // Rendered while the kernel's dumps run, whatever they say: a refused adoption's replace commits this very rendering.
+      const desired = this.#render(read, NO_HELD);
+      for (const s of desired.services.values()) heldFragments.push(s.fragment);
+      const adopted = await this.#tryAdopt(desired, listed, t0, rejected);
       if (typeof adopted !== 'string') return adopted;
       adoptionRefused = adopted;
       rendered = true;
@@ -249,6 +247,7 @@ export class Reconciler {
     const attempt = async (held: ReadonlySet<string>): Promise<Attempt> => {
       // Later attempts (and the first after an adoption, which rendered) render again only what their set-aside and held ports change.
       last = this.plan(request_, last === undefined && !rendered ? read : { ...read, changed: NOTHING_CHANGED }, held);
+      heldFragments.length = 0;
       const { plan, desired, kind } = last;
       if (plan.ops.length > 0)
         this.#onPlanned?.({ kind, servicePorts: desired.services.size, ops: plan.ops.length, planMs: performance.now() - t0 });
@@ -314,11 +313,12 @@ export class Reconciler {
     );
   }
 
-  async #tryAdopt(read: ModelRead, t0: number, rejected: RejectedServicePort[]): Promise<SyncReport | string> {
-    const listed = this.#readBack ?? this.#listTables();
-    this.#readBack = undefined;
-    // Rendered whatever the listing says: a refused adoption's replace commits this very rendering.
-    const desired = this.#render(read, NO_HELD);
+  async #tryAdopt(
+    desired: Ruleset,
+    listed: Promise<(TableListing | undefined)[] | Error>,
+    t0: number,
+    rejected: RejectedServicePort[],
+  ): Promise<SyncReport | string> {
     const answer = await listed;
     if (answer instanceof Error) return answer.message;
     const listings = new Map<Family, TableListing>();
@@ -423,23 +423,4 @@ export class Reconciler {
       setAside: this.#setAside.size,
     };
   }
-}
-
-function sourceOf(read: ModelRead): PortSource {
-  return read.port ? { all: read.ports, get: read.port } : portsOf(read.ports);
-}
-
-/** `all` with the substitutions of `now` (an id mapped to undefined is left out). */
-function substituted(all: Iterable<ServicePort>, now: ReadonlyMap<string, ServicePort | undefined>): Iterable<ServicePort> {
-  return {
-    *[Symbol.iterator]() {
-      for (const sp of all) {
-        if (!now.has(sp.id)) yield sp;
-        else {
-          const p = now.get(sp.id);
-          if (p) yield p;
-        }
-      }
-    },
-  };
 }
