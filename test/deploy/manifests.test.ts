@@ -58,6 +58,8 @@ describe('deploy/kubeadm/kube-nft-proxy.yaml', () => {
     expect(pod.serviceAccountName).toBe('kube-proxy');
     expect(pod.volumes.find((v: { name: string }) => v.name === 'kube-proxy').configMap.name).toBe('kube-proxy');
     expect(pod.containers[0].volumeMounts.find((m: { name: string }) => m.name === 'kube-proxy').mountPath).toBe('/var/lib/kube-proxy');
+    // The same memory request and limit as the plain DaemonSet.
+    expect(pod.containers[0].resources).toEqual(docs.find((d) => d.kind === 'DaemonSet').spec.template.spec.containers[0].resources);
   });
 
   it("starts with kubeadm's generated config.conf unchanged", () => {
