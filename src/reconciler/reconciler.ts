@@ -224,11 +224,13 @@ export class Reconciler {
     // them weakly, and across the awaits between the two the collector could take every one,
     // to be rendered again.
     const heldFragments: Fragment[] = [];
+    const readAhead = this.#readBack;
+    // Taken by this sync's adoption, or by none: a listing is not kept for later.
+    this.#readBack = undefined;
     if (this.#adopt && this.#state.applied === undefined && request.kind === 'full' && request.mode === 'replace') {
       // Once: a failed adoption, or a later recovery, replaces.
       this.#adopt = false;
-      const listed = this.#readBack ?? this.#listTables();
-      this.#readBack = undefined;
+      const listed = readAhead ?? this.#listTables();
       // Rendered while the kernel's dumps run, whatever they say: a refused adoption's replace commits this very rendering.
       const desired = this.#render(read, NO_HELD);
       for (const s of desired.services.values()) heldFragments.push(s.fragment);
