@@ -38,7 +38,7 @@ export function canonical(v: unknown): string {
 /**
  * Equal as canonical() would say, without building either text: undefined
  * members count as absent and key order does not matter. Adoption compares
- * every rule this way (~130k at 10k services x 10 endpoints).
+ * every rule this way (20k at 10k services x 10 endpoints, 200k at 100k).
  */
 export function sameContent(a: unknown, b: unknown): boolean {
   if (a === b) return true;
