@@ -71,8 +71,8 @@ export interface PortChange {
 
 /**
  * healthCheckServices and countNoLocalEndpoints of the model, kept up to date
- * by its changes: a sync pays for what changed, not for every port (at 100k
- * ports both walks cost more than the rest of a one-endpoint sync).
+ * by its changes: a sync pays for what changed, not for two walks over every
+ * port.
  */
 export class LocalEndpointSignals {
   #internal = 0;

@@ -253,10 +253,9 @@ export class ByteWriter {
 export type RawAttr = Uint8Array | string[];
 
 /**
- * One record's attributes as the addon's listing gives them, by id. A few per
- * record and a listing holds hundreds of thousands of records: ids and values
- * alternate in one array, looked up by a scan, where a Map each cost a third
- * of the decoding.
+ * One record's attributes as the addon's listing gives them, by id. A record
+ * has a few, and a listing hundreds of thousands of records: ids and values
+ * alternate in one array looked up by a scan, not a hash table per record.
  */
 export class RawAttrs {
   readonly #flat: (number | RawAttr)[];
