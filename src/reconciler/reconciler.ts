@@ -360,43 +360,54 @@ export class Reconciler {
     return undefined;
   }
 
-  /** The ServicePorts (present in the model) whose operations are in the plan. */
-  #suspects(plan: SyncPlan, desired: Ruleset, current: PortSource['get']): () => string[] {
-    return () => {
-      const owners = new OperationOwners([desired, this.#state.applied]);
+  /**
+   * Who owns a failed attempt's operations: built once, when first asked, and
+   * shared by the attribution and the suspects (at 100k Services the index
+   * costs a pass over every rendered port).
+   */
+  #failedAttempt(plan: SyncPlan, desired: Ruleset, current: PortSource['get']) {
+    let index: OperationOwners | undefined;
+    const owners = () => (index ??= new OperationOwners([desired, this.#state.applied]));
+    /** The port (present in the model, not left out) owning operation `i`, if any. */
+    const ownerOf = (i: number): string | undefined => {
+      const op = plan.ops[i];
+      const id = op ? owners().servicePortOf(op) : undefined;
+      return id !== undefined && current(id) !== undefined && !this.#out.has(id) ? id : undefined;
+    };
+    /** The ServicePorts whose operations are in the plan. */
+    const suspects = (): string[] => {
       const out = new Set<string>();
-      for (const op of plan.ops) {
-        const id = owners.servicePortOf(op);
-        if (id !== undefined && current(id) !== undefined && !this.#out.has(id)) out.add(id);
+      for (let i = 0; i < plan.ops.length; i++) {
+        const id = ownerOf(i);
+        if (id !== undefined) out.add(id);
       }
       return [...out].sort();
     };
+    return { ownerOf, suspects };
   }
 
   #blameInvalid(errors: readonly NftInvalidError[], plan: SyncPlan, desired: Ruleset, current: PortSource['get']): Blame {
-    const owners = new OperationOwners([desired, this.#state.applied]);
+    const { ownerOf, suspects } = this.#failedAttempt(plan, desired, current);
     const found = new Map<string, Refusal>();
     for (const e of errors) {
-      const op = plan.ops[e.index];
-      const id = op ? owners.servicePortOf(op) : undefined;
-      if (id === undefined || current(id) === undefined || this.#out.has(id) || found.has(id)) continue;
-      found.set(id, { stage: 'validation', errno: 0, code: e.code, message: `${op!.verb} ${op!.object.kind}: ${e.reason}` });
+      const id = ownerOf(e.index);
+      if (id === undefined || found.has(id)) continue;
+      const op = plan.ops[e.index]!;
+      found.set(id, { stage: 'validation', errno: 0, code: e.code, message: `${op.verb} ${op.object.kind}: ${e.reason}` });
     }
-    return found.size > 0 ? { kind: 'owners', owners: found } : { kind: 'unattributed', suspects: this.#suspects(plan, desired, current) };
+    return found.size > 0 ? { kind: 'owners', owners: found } : { kind: 'unattributed', suspects };
   }
 
   #blame(error: unknown, plan: SyncPlan, desired: Ruleset, current: PortSource['get']): Blame {
-    const suspects = this.#suspects(plan, desired, current);
+    const { ownerOf, suspects } = this.#failedAttempt(plan, desired, current);
     if (!(error instanceof NftCommitError) || error.failures.length === 0) return { kind: 'unattributed', suspects };
-    const owners = new OperationOwners([desired, this.#state.applied]);
     const found = new Map<string, Refusal>();
     let transientOnly = true;
     for (const f of error.failures) {
       if (TRANSIENT.has(f.code)) continue;
       transientOnly = false;
-      const op = plan.ops[f.index];
-      const id = op ? owners.servicePortOf(op) : undefined;
-      if (id === undefined || current(id) === undefined || this.#out.has(id) || found.has(id)) continue;
+      const id = ownerOf(f.index);
+      if (id === undefined || found.has(id)) continue;
       found.set(id, { stage: 'dataplane', errno: f.errno, code: f.code, message: f.message });
     }
     if (found.size > 0) return { kind: 'owners', owners: found };
