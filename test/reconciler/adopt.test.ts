@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import type { TableListing } from '../../src/nft/dataplane.ts';
 import type { Family, Operation } from '../../src/nft/objects.ts';
-import { canonical, planAdoption, REWRITTEN_ON_ADOPTION, sameContent } from '../../src/reconciler/adopt.ts';
+import { planAdoption, REWRITTEN_ON_ADOPTION, sameContent } from '../../src/reconciler/adopt.ts';
 import { ENDPOINT_SHAPES } from '../../src/reconciler/config.ts';
 import { planFullSync } from '../../src/reconciler/full-sync.ts';
 import { ownershipMark, TABLE_FORMAT_VERSION, tableOwnership } from '../../src/reconciler/ownership.ts';
@@ -218,6 +218,16 @@ describe('tableOwnership', () => {
     expect(tableOwnership(t)).toEqual(want);
   });
 });
+
+/** The oracle: JSON with object keys sorted and undefined members dropped (equal content, equal text). */
+function canonical(v: unknown): string {
+  if (v === null || typeof v !== 'object') return JSON.stringify(v) ?? 'null';
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  const entries = Object.entries(v as Record<string, unknown>)
+    .filter(([, x]) => x !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonical(x)}`).join(',')}}`;
+}
 
 describe('sameContent', () => {
   // JSON-like values as rules hold them, with undefined members and keys in any order.
