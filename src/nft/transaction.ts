@@ -79,7 +79,9 @@ function containerKey(family: Family, table: string, name: string): string {
 export type ContainerLookup = (family: Family, table: string, name: string) => NftSet | NftMap | undefined;
 
 export class Transaction {
-  readonly #ops: Operation[] = [];
+  /** Valid operations; the caller's own list (never written) when queueAll took one whole into an empty transaction. */
+  #ops: Operation[] = [];
+  #ownsOps = true;
   readonly #containers = new Map<string, NftSet | NftMap>();
   readonly #known: ContainerLookup | undefined;
   readonly #context = new CheckContext(
@@ -125,17 +127,44 @@ export class Transaction {
   }
 
   queue(verb: Verb, object: NftObject): this {
-    this.#check({ verb, object });
+    const op = { verb, object };
+    if (this.#check(op)) this.#push(op);
     return this;
   }
 
-  /** Queues operations made elsewhere (a planned sync), as they are: one check each, no copy. */
+  /**
+   * Queues operations made elsewhere (a planned sync), as they are: one check
+   * each. Into an empty transaction, a list whose operations are all valid is
+   * kept as it is, not copied (a full sync's is millions at 100k Services).
+   */
   queueAll(ops: readonly Operation[]): this {
-    for (let i = 0; i < ops.length; i++) this.#check(ops[i]!);
+    if (this.#queued > 0) {
+      for (const op of ops) if (this.#check(op)) this.#push(op);
+      return this;
+    }
+    // The valid ones, made only once one is not.
+    let valid: Operation[] | undefined;
+    for (let i = 0; i < ops.length; i++) {
+      const op = ops[i]!;
+      const ok = this.#check(op);
+      if (!ok) valid ??= ops.slice(0, i);
+      else if (valid) valid.push(op);
+    }
+    this.#ops = valid ?? (ops as Operation[]);
+    this.#ownsOps = valid !== undefined;
     return this;
   }
 
-  #check(op: Operation): void {
+  #push(op: Operation): void {
+    if (!this.#ownsOps) {
+      this.#ops = [...this.#ops];
+      this.#ownsOps = true;
+    }
+    this.#ops.push(op);
+  }
+
+  /** Checks one operation and counts it; false (its error recorded) when invalid. */
+  #check(op: Operation): boolean {
     const index = this.#queued++;
     try {
       if (!op || typeof op !== 'object') fail('no operation');
@@ -143,11 +172,11 @@ export class Transaction {
     } catch (e) {
       if (!(e instanceof RuleCheckFailure)) throw e;
       this.#errors.push(new NftInvalidError(index, op, e.message));
-      return;
+      return false;
     }
     const o = op.object;
     if ((o.kind === 'set' || o.kind === 'map') && (op.verb === 'add' || op.verb === 'create')) this.knownContainer(o);
-    this.#ops.push(op);
+    return true;
   }
 
   /** The first invalid operation, if any. */

@@ -145,6 +145,23 @@ describe('transaction: every error is found, the first is thrown', () => {
     expect(new Transaction().queueAll([{ verb: 'add', object: el('s', ['010.0.0.1']) }]).error).toBeUndefined();
   });
 
+  it('queueAll into an empty transaction keeps a valid list as it is; what is queued after goes to a copy', () => {
+    const ops: Operation[] = [
+      { verb: 'add', object: table },
+      { verb: 'add', object: chain('a') },
+    ];
+    const tx = new Transaction().queueAll(ops);
+    expect(tx.ops()).toBe(ops);
+    tx.add(chain('b'));
+    expect(ops).toHaveLength(2);
+    expect(tx.ops().map((o) => o.object)).toEqual([table, chain('a'), chain('b')]);
+    const bad = new Transaction().queueAll([...ops, { verb: 'add', object: chain('') }, { verb: 'add', object: chain('c') }]);
+    expect(bad.length).toBe(3);
+    expect(bad.errors.map((e) => e.index)).toEqual([2]);
+    const after = new Transaction().add(table).queueAll([{ verb: 'add', object: chain('a') }]);
+    expect(after.length).toBe(2);
+  });
+
   it('validateOperations throws for the first bad operation', () => {
     const ops: Operation[] = [
       { verb: 'add', object: table },
