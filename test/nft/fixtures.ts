@@ -55,16 +55,18 @@ export const chains: Chain[] = [
   chain('firewall-check'),
 ];
 
+/** The ClusterIP verdict map, without a comment. */
+export const serviceIPs: NftMap = {
+  kind: 'map',
+  family: F,
+  table: T,
+  name: 'service-ips',
+  keyType: ['ipv4_addr', 'inet_proto', 'inet_service'],
+  dataType: 'verdict',
+};
+
 export const sets: Array<NftSet | NftMap> = [
-  {
-    kind: 'map',
-    family: F,
-    table: T,
-    name: 'service-ips',
-    keyType: ['ipv4_addr', 'inet_proto', 'inet_service'],
-    dataType: 'verdict',
-    comment: 'ClusterIP, ExternalIP and LoadBalancer IP traffic',
-  },
+  { ...serviceIPs, comment: 'ClusterIP, ExternalIP and LoadBalancer IP traffic' },
   { kind: 'map', family: F, table: T, name: 'service-nodeports', keyType: ['inet_proto', 'inet_service'], dataType: 'verdict' },
   { kind: 'map', family: F, table: T, name: 'service-ips-v6', keyType: ['ipv6_addr', 'inet_proto', 'inet_service'], dataType: 'verdict' },
   { kind: 'set', family: F, table: T, name: 'cluster-ips', keyType: ['ipv4_addr'] },

@@ -1,16 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { Element, NftMap, Operation } from '../../src/nft/objects.ts';
 import { renderName, renderOperations, renderTableText } from '../../src/nft/render-text.ts';
-import { chain, el, F, flowtable, rule, T, table } from './fixtures.ts';
+import { chain, el, F, flowtable, rule, serviceIPs, T, table } from './fixtures.ts';
 
-const vmap: NftMap = {
-  kind: 'map',
-  family: F,
-  table: T,
-  name: 'service-ips',
-  keyType: ['ipv4_addr', 'inet_proto', 'inet_service'],
-  dataType: 'verdict',
-};
+const vmap = serviceIPs;
 
 describe('renderName', () => {
   it.each([

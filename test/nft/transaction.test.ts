@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { NftMap, NftObject, NftObjectKind, NftSet, Operation, Selector, Statement, Verb } from '../../src/nft/objects.ts';
 import { NftInvalidError, selectorType, Transaction, validateOperations, VERBS_BY_KIND } from '../../src/nft/transaction.ts';
-import { chain, el, F, flowtable, representativeObjects, rule, rules, sets, T, table } from './fixtures.ts';
+import { chain, el, F, flowtable, representativeObjects, rule, rules, serviceIPs, sets, T, table } from './fixtures.ts';
 
 const ALL_VERBS: Verb[] = ['add', 'create', 'insert', 'replace', 'delete', 'destroy', 'flush'];
 
@@ -179,14 +179,7 @@ describe('transaction: every error is found, the first is thrown', () => {
   });
 });
 
-const vmapC: NftMap = {
-  kind: 'map',
-  family: F,
-  table: T,
-  name: 'service-ips',
-  keyType: ['ipv4_addr', 'inet_proto', 'inet_service'],
-  dataType: 'verdict',
-};
+const vmapC = serviceIPs;
 const dataMap: NftMap = { kind: 'map', family: F, table: T, name: 'dm', keyType: ['ifname'], dataType: 'mark' };
 const ivSet: NftSet = { kind: 'set', family: F, table: T, name: 'iv', keyType: ['ipv4_addr'], flags: ['interval'] };
 const plainSet: NftSet = { kind: 'set', family: F, table: T, name: 'plain', keyType: ['ipv6_addr'] };
