@@ -33,27 +33,37 @@ export const META_BY_KEY = invert(META_KEY);
 export const CMP_BY_OP = invert(CMP_OP);
 export const VERDICT_BY_CODE = invert(VERDICT_CODE);
 
+type PlainPayloadField = 'ip saddr' | 'ip daddr' | 'ip protocol' | 'ip6 saddr' | 'ip6 daddr' | 'ip6 nexthdr' | 'th sport' | 'th dport';
+
+// Built once: a listing raises every rule's loads (hundreds of thousands at 100k Services).
+/** The plain payload fields by base/offset/len: tcp/udp/sctp dport are told apart by their dependency. */
+const PAYLOAD_BY_PLACE: ReadonlyMap<string, PlainPayloadField> = new Map(
+  (['ip saddr', 'ip daddr', 'ip protocol', 'ip6 saddr', 'ip6 daddr', 'ip6 nexthdr', 'th sport', 'th dport'] as const).map(
+    (field): [string, PlainPayloadField] => {
+      const p = PAYLOAD_FIELDS[field]!;
+      return [`${p.base}/${p.offset}/${p.len}`, field];
+    },
+  ),
+);
+const CT_ADDR_BY_KEY = new Map<number, 'ip saddr' | 'ip daddr' | 'ip6 saddr' | 'ip6 daddr'>([
+  [CT_KEY.src_ip, 'ip saddr'],
+  [CT_KEY.dst_ip, 'ip daddr'],
+  [CT_KEY.src_ip6, 'ip6 saddr'],
+  [CT_KEY.dst_ip6, 'ip6 daddr'],
+]);
+const CT_BY_KEY: ReadonlyMap<number, 'state' | 'status' | 'mark' | 'packets' | 'bytes'> = new Map(
+  (['state', 'status', 'mark', 'packets', 'bytes'] as const).map((k) => [CT_KEY[k], k] as const),
+);
+
 /** The selector a load expression reads, or null; its dreg is checked by the caller. */
 export function parseLoad(e: KernelExpr | undefined): Selector | null {
   if (!e || !LOADS.has(e.name) || typeof e.dreg !== 'number') return null;
   switch (e.name) {
     case 'payload': {
       if (!only(e, 'dreg', 'base', 'offset', 'len')) return null;
-      // The plain transport fields: tcp/udp/sctp dport are told apart by their dependency.
-      for (const field of [
-        'ip saddr',
-        'ip daddr',
-        'ip protocol',
-        'ip6 saddr',
-        'ip6 daddr',
-        'ip6 nexthdr',
-        'th sport',
-        'th dport',
-      ] as const) {
-        const p = PAYLOAD_FIELDS[field]!;
-        if (p.base === e.base && p.offset === e.offset && p.len === e.len) return { kind: 'payload', field };
-      }
-      return null;
+      if (typeof e.base !== 'number' || typeof e.offset !== 'number' || typeof e.len !== 'number') return null;
+      const field = PAYLOAD_BY_PLACE.get(`${e.base}/${e.offset}/${e.len}`);
+      return field ? { kind: 'payload', field } : null;
     }
     case 'meta': {
       const key = META_BY_KEY.get(e.key as number);
@@ -61,19 +71,13 @@ export function parseLoad(e: KernelExpr | undefined): Selector | null {
     }
     case 'ct': {
       if (!only(e, 'dreg', 'key', 'dir')) return null;
-      const addr: Record<number, string> = {
-        [CT_KEY.src_ip]: 'ip saddr',
-        [CT_KEY.dst_ip]: 'ip daddr',
-        [CT_KEY.src_ip6]: 'ip6 saddr',
-        [CT_KEY.dst_ip6]: 'ip6 daddr',
-      };
-      const field = addr[e.key as number];
+      const field = CT_ADDR_BY_KEY.get(e.key as number);
       if (field) {
         const dir = e.dir === CT_DIR.original ? 'original' : e.dir === CT_DIR.reply ? 'reply' : undefined;
-        return dir ? { kind: 'ct-addr', dir, field: field as 'ip saddr' } : null;
+        return dir ? { kind: 'ct-addr', dir, field } : null;
       }
       if (e.dir !== undefined) return null;
-      const key = (['state', 'status', 'mark', 'packets', 'bytes'] as const).find((k) => CT_KEY[k] === e.key);
+      const key = CT_BY_KEY.get(e.key as number);
       return key ? { kind: 'ct', key } : null;
     }
     case 'fib':
