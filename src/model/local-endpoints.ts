@@ -77,47 +77,31 @@ export interface PortChange {
 export class LocalEndpointSignals {
   #internal = 0;
   #external = 0;
-  /** Service key → its ports with a health-check node port, by id: the few a health check reads. */
-  readonly #healthChecked = new Map<string, Map<string, ServicePort>>();
-  readonly #services = new Map<string, HealthCheckService>();
+  /** The ports with a health-check node port, by id: the few a health check reads. */
+  readonly #healthChecked = new Map<string, ServicePort>();
 
   apply(changes: Iterable<PortChange>): void {
-    const touched = new Set<string>();
     for (const c of changes) {
-      if (c.previous) this.#count(c.previous, -1, touched);
-      if (c.current) this.#count(c.current, 1, touched);
-    }
-    for (const key of touched) {
-      const ports = this.#healthChecked.get(key);
-      const hc = ports === undefined ? undefined : healthCheckServices(ports.values()).get(key);
-      if (hc === undefined) this.#services.delete(key);
-      else this.#services.set(key, hc);
+      if (c.previous) this.#count(c.previous, -1);
+      if (c.current) this.#count(c.current, 1);
     }
   }
 
-  #count(sp: ServicePort, sign: 1 | -1, touched: Set<string>): void {
+  #count(sp: ServicePort, sign: 1 | -1): void {
     const n = noLocalOf(sp);
     this.#internal += sign * n.internal;
     this.#external += sign * n.external;
     if (sp.healthCheckNodePort === undefined) return;
-    const key = `${sp.namespace}/${sp.serviceName}`;
-    touched.add(key);
-    const ports = this.#healthChecked.get(key);
-    if (sign > 0) {
-      if (ports === undefined) this.#healthChecked.set(key, new Map([[sp.id, sp]]));
-      else ports.set(sp.id, sp);
-    } else if (ports !== undefined) {
-      ports.delete(sp.id);
-      if (ports.size === 0) this.#healthChecked.delete(key);
-    }
+    if (sign > 0) this.#healthChecked.set(sp.id, sp);
+    else this.#healthChecked.delete(sp.id);
   }
 
   get noLocalEndpoints(): NoLocalEndpoints {
     return { internal: this.#internal, external: this.#external };
   }
 
-  /** As healthCheckServices of every port: a copy, for whoever holds on to it. */
+  /** As healthCheckServices of every port, from the few that have a health-check node port. */
   healthCheckServices(): Map<string, HealthCheckService> {
-    return new Map(this.#services);
+    return healthCheckServices(this.#healthChecked.values());
   }
 }
