@@ -154,25 +154,31 @@ struct Session {
   }
 
   void Run() {
-    pollfd fds[2] = {{socket->fd(), POLLIN, 0}, {wakeFd, POLLIN, 0}};
+    bool moreWaiting = false;
     while (!stopping.load()) {
-      int n = poll(fds, 2, -1);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        Delivery d;
-        d.failed = true;
-        d.err = errno;
-        d.error = std::string("poll: ") + strerror(errno);
-        Post(std::move(d));
-        return;
+      // A drain that ran out of budget may have left only a wanted re-dump to
+      // send, which no poll would ever announce: drain again without waiting.
+      if (!moreWaiting) {
+        pollfd fds[2] = {{socket->fd(), POLLIN, 0}, {wakeFd, POLLIN, 0}};
+        int n = poll(fds, 2, -1);
+        if (n < 0) {
+          if (errno == EINTR) continue;
+          Delivery d;
+          d.failed = true;
+          d.err = errno;
+          d.error = std::string("poll: ") + strerror(errno);
+          Post(std::move(d));
+          return;
+        }
+        if (fds[1].revents != 0) return;
+        if (fds[0].revents == 0) continue;
       }
-      if (fds[1].revents != 0) return;
-      if (fds[0].revents == 0) continue;
       Delivery d;
       auto result = socket->Drain(kReadsPerBatch, &d.batch, &d.error, &d.err);
       d.failed = result == knp::RtnlLinkSocket::DrainResult::kFailed;
       if ((d.failed || !d.batch.Empty()) && !Post(std::move(d))) return;
       if (result == knp::RtnlLinkSocket::DrainResult::kFailed) return;
+      moreWaiting = result == knp::RtnlLinkSocket::DrainResult::kBudgetExhausted;
     }
   }
 
@@ -265,6 +271,7 @@ class LinkMonitor : public Napi::ObjectWrap<LinkMonitor> {
     session->StopReader();
     lastOverruns_ = session->socket->overruns();
     lastDumps_ = session->socket->dumps();
+    lastStalledDumps_ = session->socket->stalledDumps();
     session->socket.reset();
     // The finalizer (after the queue drains) frees the session.
     napi_release_threadsafe_function(session->tsfn, napi_tsfn_release);
@@ -331,6 +338,8 @@ class LinkMonitor : public Napi::ObjectWrap<LinkMonitor> {
     const knp::RtnlLinkSocket* socket = session_ ? session_->socket.get() : nullptr;
     stats.Set("overruns", Napi::Number::New(env, static_cast<double>(socket ? socket->overruns() : lastOverruns_)));
     stats.Set("dumps", Napi::Number::New(env, static_cast<double>(socket ? socket->dumps() : lastDumps_)));
+    stats.Set("stalledDumps",
+              Napi::Number::New(env, static_cast<double>(socket ? socket->stalledDumps() : lastStalledDumps_)));
     stats.Set("receiveBufferBytes", Napi::Number::New(env, socket ? socket->receiveBufferBytes() : 0));
     return stats;
   }
@@ -351,6 +360,7 @@ class LinkMonitor : public Napi::ObjectWrap<LinkMonitor> {
   bool envGone_ = false;
   uint64_t lastOverruns_ = 0;
   uint64_t lastDumps_ = 0;
+  uint64_t lastStalledDumps_ = 0;
   Session* session_ = nullptr;
 };
 

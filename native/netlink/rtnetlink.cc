@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <iterator>
+#include <utility>
 
 #include "netns-socket.h"
 
@@ -101,16 +102,33 @@ bool ParseLinkMessage(const nlmsghdr* nlh, LinkRecord* out) {
 std::unique_ptr<RtnlLinkSocket> RtnlLinkSocket::Open(const char* netnsPath, int receiveBufferBytes,
                                                      std::string* error, int* errnoOut) {
   *errnoOut = 0;
-  int fd = OpenSocketInNetns(netnsPath, AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK, NETLINK_ROUTE, error, errnoOut);
-  if (fd < 0) return nullptr;
-  if (receiveBufferBytes > 0) {
-    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &receiveBufferBytes, sizeof receiveBufferBytes) != 0 &&
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receiveBufferBytes, sizeof receiveBufferBytes) != 0) {
-      SetErrno(errno, "setsockopt SO_RCVBUF", error, errnoOut);
-      close(fd);
-      return nullptr;
-    }
-  }
+  std::unique_ptr<RtnlLinkSocket> socket(new RtnlLinkSocket(netnsPath ? netnsPath : "", receiveBufferBytes));
+  if (!socket->Connect(error, errnoOut)) return nullptr;
+  return socket;
+}
+
+RtnlLinkSocket::RtnlLinkSocket(std::string netnsPath, int requestedBuffer)
+    : netnsPath_(std::move(netnsPath)), requestedBuffer_(requestedBuffer), buffer_(kInitialBuffer) {}
+
+RtnlLinkSocket::~RtnlLinkSocket() {
+  if (fd_ >= 0) close(fd_);
+}
+
+// Opens a socket subscribed to link events and makes it this object's, closing
+// the one before (which ends whatever dump the kernel still ran for it).
+bool RtnlLinkSocket::Connect(std::string* error, int* errnoOut) {
+  int fd = OpenSocketInNetns(netnsPath_.empty() ? nullptr : netnsPath_.c_str(), AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK,
+                             NETLINK_ROUTE, error, errnoOut);
+  if (fd < 0) return false;
+  auto fail = [&](const char* what) {
+    SetErrno(errno, what, error, errnoOut);
+    close(fd);
+    return false;
+  };
+  if (requestedBuffer_ > 0 &&
+      setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &requestedBuffer_, sizeof requestedBuffer_) != 0 &&
+      setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &requestedBuffer_, sizeof requestedBuffer_) != 0)
+    return fail("setsockopt SO_RCVBUF");
   // Overruns must be reported (ENOBUFS) so that a resync follows; this is the default,
   // set explicitly so that a changed system default cannot silence them.
   int zero = 0;
@@ -119,31 +137,32 @@ std::unique_ptr<RtnlLinkSocket> RtnlLinkSocket::Open(const char* netnsPath, int 
   sockaddr_nl addr{};
   addr.nl_family = AF_NETLINK;
   addr.nl_groups = RTMGRP_LINK;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    SetErrno(errno, "bind rtnetlink", error, errnoOut);
-    close(fd);
-    return nullptr;
-  }
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return fail("bind rtnetlink");
   socklen_t len = sizeof addr;
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    SetErrno(errno, "getsockname rtnetlink", error, errnoOut);
-    close(fd);
-    return nullptr;
-  }
-  return std::unique_ptr<RtnlLinkSocket>(new RtnlLinkSocket(fd, addr.nl_pid));
-}
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return fail("getsockname rtnetlink");
+  int granted = 0;
+  socklen_t grantedLen = sizeof granted;
+  if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &granted, &grantedLen) != 0) granted = -1;
 
-RtnlLinkSocket::RtnlLinkSocket(int fd, uint32_t portId) : fd_(fd), portId_(portId), buffer_(kInitialBuffer) {}
-
-RtnlLinkSocket::~RtnlLinkSocket() {
   if (fd_ >= 0) close(fd_);
+  fd_ = fd;
+  portId_ = addr.nl_pid;
+  grantedBuffer_.store(granted, std::memory_order_relaxed);
+  return true;
 }
 
-int RtnlLinkSocket::receiveBufferBytes() const {
-  int value = 0;
-  socklen_t len = sizeof value;
-  if (getsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &value, &len) != 0) return -1;
-  return value;
+// The kernel produces a dump's next part only inside a read that dequeued
+// something. A part that found the queue full was dropped (the read saw
+// ENOBUFS), and with the queue read empty nothing resumes the dump until some
+// unrelated link event arrives, which may be never. Nor can it be restarted
+// on this socket (EBUSY while it runs). A fresh socket, subscribed before its
+// own dump, takes over.
+bool RtnlLinkSocket::ReplaceStalledDump(std::string* error, int* errnoOut) {
+  stalledDumps_.fetch_add(1, std::memory_order_relaxed);
+  ResyncReason reason = spoiledBy_ != ResyncReason::kNone ? spoiledBy_ : ResyncReason::kOverrun;
+  dumping_ = false;
+  if (!Connect(error, errnoOut)) return false;
+  return RequestDump(reason, error, errnoOut);
 }
 
 bool RtnlLinkSocket::Start(std::string* error, int* errnoOut) {
@@ -236,6 +255,8 @@ bool RtnlLinkSocket::HandleMessage(const nlmsghdr* nlh, LinkBatch* out, std::str
       case NLMSG_ERROR: {
         const auto* err = static_cast<const nlmsgerr*>(mnl_nlmsg_get_payload(nlh));
         if (nlh->nlmsg_len < mnl_nlmsg_size(sizeof(nlmsgerr)) || err->error == 0) return true;
+        // The dump's first part found the queue full: an overrun like any other.
+        if (err->error == -ENOBUFS) return OnOverrun(error, errnoOut);
         SetErrno(-err->error, "RTM_GETLINK dump", error, errnoOut);
         return false;
       }
@@ -272,7 +293,12 @@ RtnlLinkSocket::DrainResult RtnlLinkSocket::Drain(int maxReads, LinkBatch* out, 
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        if (!dumpWanted_ || dumping_) return DrainResult::kDrained;
+        // Read empty while a dump runs: the dump is stalled (see ReplaceStalledDump).
+        if (dumping_) {
+          if (!ReplaceStalledDump(error, errnoOut)) return DrainResult::kFailed;
+          continue;
+        }
+        if (!dumpWanted_) return DrainResult::kDrained;
         dumpWanted_ = false;
         if (!RequestDump(wantedReason_, error, errnoOut)) return DrainResult::kFailed;
         continue;

@@ -78,12 +78,14 @@ class RtnlLinkSocket {
   RtnlLinkSocket(const RtnlLinkSocket&) = delete;
   RtnlLinkSocket& operator=(const RtnlLinkSocket&) = delete;
 
+  // Changes when a stalled dump makes the socket be replaced: poll the current one.
   int fd() const { return fd_; }
   // The receive buffer the kernel actually granted (it doubles what was asked).
-  int receiveBufferBytes() const;
-  // Readable from any thread; Drain() runs on one.
+  // Readable from any thread, like the counters; Drain() runs on one.
+  int receiveBufferBytes() const { return grantedBuffer_.load(std::memory_order_relaxed); }
   uint64_t overruns() const { return overruns_.load(std::memory_order_relaxed); }
   uint64_t dumps() const { return dumps_.load(std::memory_order_relaxed); }
+  uint64_t stalledDumps() const { return stalledDumps_.load(std::memory_order_relaxed); }
 
   // Sends the first RTM_GETLINK dump request. Subscription happened in Open(),
   // so no change can fall between the dump and the event stream.
@@ -94,15 +96,19 @@ class RtnlLinkSocket {
   DrainResult Drain(int maxReads, LinkBatch* out, std::string* error, int* errnoOut);
 
  private:
-  explicit RtnlLinkSocket(int fd, uint32_t portId);
+  RtnlLinkSocket(std::string netnsPath, int requestedBuffer);
+  bool Connect(std::string* error, int* errnoOut);
+  bool ReplaceStalledDump(std::string* error, int* errnoOut);
   bool RequestDump(ResyncReason reason, std::string* error, int* errnoOut);
   bool HandleMessage(const nlmsghdr* nlh, LinkBatch* out, std::string* error, int* errnoOut);
   bool OnOverrun(std::string* error, int* errnoOut);
   void WantDump(ResyncReason reason);
   bool FinishDump(LinkBatch* out, std::string* error, int* errnoOut);
 
-  int fd_;
-  uint32_t portId_;
+  const std::string netnsPath_;
+  const int requestedBuffer_;
+  int fd_ = -1;
+  uint32_t portId_ = 0;
   uint32_t seq_ = 0;
   uint32_t dumpSeq_ = 0;
   bool dumping_ = false;
@@ -120,6 +126,8 @@ class RtnlLinkSocket {
   std::vector<char> buffer_;
   std::atomic<uint64_t> overruns_{0};
   std::atomic<uint64_t> dumps_{0};
+  std::atomic<uint64_t> stalledDumps_{0};
+  std::atomic<int> grantedBuffer_{0};
 };
 
 }  // namespace knp

@@ -56,6 +56,11 @@ export interface NativeLinkMonitorStats {
   overruns: number;
   /** RTM_GETLINK dumps requested, the initial one included. */
   dumps: number;
+  /**
+   * Dumps the kernel left stalled after an overrun dropped their next part;
+   * each one's socket was replaced by a fresh one that dumped again.
+   */
+  stalledDumps: number;
   /** SO_RCVBUF as the kernel granted it (it doubles the request); 0 when not running. */
   receiveBufferBytes: number;
 }

@@ -76,7 +76,7 @@ describe('native LinkMonitor input', () => {
   it('start twice, stop twice, stats when idle', async () => {
     await withNetns((ns) => {
       const mon = new Native({ netns: ns.path });
-      expect(mon.stats()).toEqual({ overruns: 0, dumps: 0, receiveBufferBytes: 0 });
+      expect(mon.stats()).toEqual({ overruns: 0, dumps: 0, stalledDumps: 0, receiveBufferBytes: 0 });
       try {
         mon.start(noop, noop);
         expect(() => mon.start(noop, noop)).toThrow(expect.objectContaining({ code: 'ERR_LINK_MONITOR_RUNNING' }));
