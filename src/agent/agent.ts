@@ -25,7 +25,7 @@ import { syncRunner, type SyncResult } from '../reconciler/sync-runner.ts';
 import { createClusterStreams, type ClusterStreams, type ClusterStreamsOptions } from '../streams/cluster-streams.ts';
 import { decideOffload, followDevices } from './offload-setup.ts';
 import { memoryMiB, PortsInFlight, reportRefused, syncLogFields } from './sync-outcome.ts';
-import { LARGE_SYNC_OPS, MemoryReleaser, releaseMemory } from './memory-release.ts';
+import { LARGE_SYNC_OPS, MemoryReleaser, type ReleaseReason, releaseMemory } from './memory-release.ts';
 import { ChangeMetrics } from './change-metrics.ts';
 import { ConntrackCleaner } from './conntrack-cleaner.ts';
 import { assertTablesOurs } from './table-ownership.ts';
@@ -158,6 +158,12 @@ function followStreams(
   );
 }
 
+const RELEASE_MESSAGES: Record<ReleaseReason, string> = {
+  'large sync': 'released memory after a large sync',
+  'planning of a large sync': "released a large sync's planning while the kernel commits it",
+  idle: 'released memory once idle',
+};
+
 /** Releases memory after large syncs and once idle, logging what it gained. */
 function memoryReleaser(deps: AgentDeps): MemoryReleaser {
   const collect = deps.releaseMemory ?? (() => releaseMemory(deps.dataplane));
@@ -167,10 +173,7 @@ function memoryReleaser(deps: AgentDeps): MemoryReleaser {
       const t0 = performance.now();
       collect();
       const durationMs = performance.now() - t0;
-      deps.logger.info(
-        { durationMs: Math.round(durationMs * 10) / 10, before, after: memoryMiB() },
-        reason === 'idle' ? 'released memory once idle' : 'released memory after a large sync',
-      );
+      deps.logger.info({ durationMs: Math.round(durationMs * 10) / 10, before, after: memoryMiB() }, RELEASE_MESSAGES[reason]);
     },
     rss: () => process.memoryUsage.rss(),
   });
@@ -270,7 +273,7 @@ async function startOperator(
 /** The reconciler over the counting dataplane; `servicePorts` drains the change tracker. */
 function newReconciler(
   deps: AgentDeps,
-  metrics: ProxyMetrics,
+  { metrics, releaser }: { metrics: ProxyMetrics; releaser: MemoryReleaser },
   config: RulesetConfig,
   adopt: boolean,
   servicePorts: ReconcilerOptions['servicePorts'],
@@ -293,6 +296,7 @@ function newReconciler(
         'ruleset planned; committing it to the kernel',
       );
     },
+    onReleased: (ops) => releaser.released(ops),
   });
 }
 
@@ -373,7 +377,8 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   // Walked only by a full render; an incremental one reads by id what changed.
   const everyPort: Iterable<ServicePort> = { [Symbol.iterator]: () => tracker.servicePorts() };
   const conntrack = conntrackCleaner(options, deps, metrics);
-  const reconciler = newReconciler(deps, metrics, configNow(), adoptable, () => {
+  const releaser = memoryReleaser(deps);
+  const reconciler = newReconciler(deps, { metrics, releaser }, configNow(), adoptable, () => {
     const drained = tracker.drain();
     for (const w of drained.warnings) logger.warn({ warning: w }, 'service model warning');
     changeMetrics.drained();
@@ -403,7 +408,6 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
     markChanged();
   });
 
-  const releaser = memoryReleaser(deps);
   const model = { all: () => [...everyPort], signals };
   const sinks: SyncOutcomeSinks = { deps, metrics, health, changeMetrics, operator, conntrack, ports, model, releaser, refused$, syncs$ };
   subs.add(runSyncs(options, deps, { streams, reconciler, changes$, nodeMissing: () => node === undefined, nodeName }, sinks));

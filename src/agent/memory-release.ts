@@ -77,7 +77,7 @@ export const IDLE_RELEASE_QUIET_MS = 5_000;
 /** RSS grown past the level left by the last release that is worth a collection once idle. */
 const IDLE_RELEASE_GROWTH_BYTES = 8 * 2 ** 20;
 
-export type ReleaseReason = 'large sync' | 'idle';
+export type ReleaseReason = 'large sync' | 'planning of a large sync' | 'idle';
 
 export interface MemoryReleaserOptions {
   /** Collect and trim (releaseMemory with the agent's dataplane); `reason` for its log. */
@@ -124,6 +124,22 @@ export class MemoryReleaser {
       if (this.#options.rss() - this.#afterLastRelease >= this.#options.growthBytes) this.#release('idle');
     }, this.#options.quietMs);
     this.#idle.unref();
+  }
+
+  /**
+   * A sync's operations were let go once the dataplane took them (see
+   * Reconciler's onReleased): for a large one, the renderings and operations
+   * behind them are most of the agent's peak, and the kernel works on the
+   * batch for a while. Collecting now, while it does, lowers the peak that
+   * the native batch would otherwise add to them (at 100k services x 10
+   * endpoints, by ~140 MiB) and costs the sync nothing on a second core.
+   */
+  released(ops: number): void {
+    if (ops < LARGE_SYNC_OPS) return;
+    this.#soon ??= setImmediate(() => {
+      this.#soon = undefined;
+      this.#release('planning of a large sync');
+    });
   }
 
   stop(): void {

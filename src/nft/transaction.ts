@@ -82,6 +82,10 @@ export class Transaction {
   /** Valid operations; the caller's own list (never written) when queueAll took one whole into an empty transaction. */
   #ops: Operation[] = [];
   #ownsOps = true;
+  /** After releaseOperations(): makes the same list again when one is asked for. */
+  #again: (() => readonly Operation[]) | undefined;
+  /** While released: how many there are. */
+  #length: number | undefined;
   readonly #containers = new Map<string, NftSet | NftMap>();
   readonly #known: ContainerLookup | undefined;
   readonly #context = new CheckContext(
@@ -127,6 +131,7 @@ export class Transaction {
   }
 
   queue(verb: Verb, object: NftObject): this {
+    this.#refuseWhenReleased();
     const op = { verb, object };
     if (this.#check(op)) this.#push(op);
     return this;
@@ -138,6 +143,7 @@ export class Transaction {
    * kept as it is, not copied (a full sync's is millions at 100k Services).
    */
   queueAll(ops: readonly Operation[]): this {
+    this.#refuseWhenReleased();
     if (this.#queued > 0) {
       for (const op of ops) if (this.#check(op)) this.#push(op);
       return this;
@@ -153,6 +159,10 @@ export class Transaction {
     this.#ops = valid ?? (ops as Operation[]);
     this.#ownsOps = valid !== undefined;
     return this;
+  }
+
+  #refuseWhenReleased(): void {
+    if (this.#length !== undefined) throw new Error('a transaction whose operations were released takes no more');
   }
 
   #push(op: Operation): void {
@@ -191,13 +201,38 @@ export class Transaction {
 
   /** Operations queued and valid so far. */
   get length(): number {
-    return this.#ops.length;
+    return this.#length ?? this.#ops.length;
   }
 
   /** The operations to commit; throws the first error if any operation was invalid. */
   ops(): readonly Operation[] {
     if (this.#errors.length > 0) throw this.#errors[0];
+    if (this.#again) {
+      const again = this.#again();
+      if (again.length !== this.#length)
+        throw new Error(`the operations made again are ${again.length}, not the ${this.#length} that were released`);
+      this.#ops = again as Operation[];
+      this.#ownsOps = false;
+      this.#again = undefined;
+      this.#length = undefined;
+    }
     return this.#ops;
+  }
+
+  /**
+   * Lets go of the operations of a transaction the dataplane has taken (encoded
+   * and handed to the kernel): a full sync's are most of what the agent holds
+   * at its peak, and the kernel works on the batch for seconds. Only a failure
+   * needs them again, to name the operations it refused: ops() then asks
+   * `again` for the very same list (a full sync's plan is a pure function of
+   * what it was planned from). Nothing may be queued afterwards.
+   */
+  releaseOperations(again: () => readonly Operation[]): void {
+    if (this.#errors.length > 0) throw this.#errors[0];
+    this.#length = this.length;
+    this.#ops = [];
+    this.#ownsOps = true;
+    this.#again = again;
   }
 }
 

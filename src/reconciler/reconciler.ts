@@ -15,7 +15,7 @@
 
 import type { ServicePort } from '../model/service-port.ts';
 import { type Dataplane, NftCommitError, type TableListing } from '../nft/dataplane.ts';
-import type { Family } from '../nft/objects.ts';
+import type { Family, Operation } from '../nft/objects.ts';
 import type { NftInvalidError } from '../nft/transaction.ts';
 import type { RulesetConfig } from './config.ts';
 import { validateRulesetConfig } from './config.ts';
@@ -76,6 +76,12 @@ export interface ReconcilerOptions {
   /** Each planned transaction, before it is committed: a large one takes seconds in the kernel. */
   onPlanned?: (planned: PlannedSync) => void;
   /**
+   * A full sync's transaction of `ops` operations, handed to the dataplane,
+   * whose operations (and renderings) this reconciler no longer holds: while
+   * the kernel works is the moment to collect them (a failure makes them again).
+   */
+  onReleased?: (ops: number) => void;
+  /**
    * The first sync may adopt the tables the kernel holds (src/reconciler/adopt.ts)
    * instead of replacing them. The caller has checked that they are ours; the
    * reconciler adopts only tables of the current format.
@@ -98,6 +104,7 @@ export class Reconciler {
   readonly #now: () => number;
   readonly #staleDelay: number;
   readonly #onPlanned: ((planned: PlannedSync) => void) | undefined;
+  readonly #onReleased: ((ops: number) => void) | undefined;
   #adopt: boolean;
   #config: RulesetConfig;
   #state: SyncState = EMPTY_SYNC_STATE;
@@ -120,6 +127,7 @@ export class Reconciler {
     this.#now = o.now;
     this.#staleDelay = o.staleChainDelayMs ?? DEFAULT_STALE_CHAIN_DELAY_MS;
     this.#onPlanned = o.onPlanned;
+    this.#onReleased = o.onReleased;
     this.#adopt = o.adopt ?? false;
     this.#config = validateRulesetConfig(o.config);
   }
@@ -246,16 +254,20 @@ export class Reconciler {
     let done: { kind: SyncReport['kind']; mode?: FullSyncMode } | undefined;
     let last: { plan: SyncPlan; desired: Ruleset; kind: SyncReport['kind']; mode?: FullSyncMode } | undefined;
     let ops = 0;
+    /** Operations of the last attempt's plan (whose list may have been released). */
+    let planned = 0;
     const attempt = async (held: ReadonlySet<string>): Promise<Attempt> => {
       // Later attempts (and the first after an adoption, which rendered) render again only what their set-aside and held ports change.
       last = this.plan(request_, last === undefined && !rendered ? read : { ...read, changed: NOTHING_CHANGED }, held);
       heldFragments.length = 0;
-      const { plan, desired, kind } = last;
-      if (plan.ops.length > 0)
-        this.#onPlanned?.({ kind, servicePorts: desired.services.size, ops: plan.ops.length, planMs: performance.now() - t0 });
-      const failed = await this.#commit(plan, desired, current);
+      const { plan, desired, kind, mode } = last;
+      planned = plan.ops.length;
+      if (planned > 0) this.#onPlanned?.({ kind, servicePorts: desired.services.size, ops: planned, planMs: performance.now() - t0 });
+      const state = this.#state;
+      const again = mode === undefined ? undefined : () => planFullSync(desired, mode, state).ops;
+      const failed = await this.#commit(plan, desired, current, again);
       if (failed) return failed;
-      ops += plan.ops.length;
+      ops += planned;
       done ??= { kind, ...(last.mode ? { mode: last.mode } : {}) };
       request_ = { kind: 'incremental' };
       return { ok: true };
@@ -283,7 +295,7 @@ export class Reconciler {
         l.plan,
         l.desired,
         { kind: done?.kind ?? l.kind, ...(l.mode ? { mode: l.mode } : {}) },
-        ops || l.plan.ops.length,
+        ops || planned,
         rejected,
       );
       throw new SyncError({ ...report, ...refusedNote }, e);
@@ -345,15 +357,32 @@ export class Reconciler {
     return this.#report(plan, desired, { kind: 'full', mode: 'adopt' }, plan.ops.length, rejected);
   }
 
-  /** Checks and commits one plan; undefined when it landed (the state advanced), else the failed attempt with its blame. */
-  async #commit(plan: SyncPlan, desired: Ruleset, current: PortSource['get']): Promise<Attempt | undefined> {
+  /**
+   * Checks and commits one plan; undefined when it landed (the state advanced),
+   * else the failed attempt with its blame. `again`: makes the plan's very
+   * operations again, so that they are let go while the kernel works.
+   */
+  async #commit(
+    plan: SyncPlan,
+    desired: Ruleset,
+    current: PortSource['get'],
+    again?: () => readonly Operation[],
+  ): Promise<Attempt | undefined> {
     if (plan.ops.length > 0) {
       const tx = this.#dataplane.begin().queueAll(plan.ops);
-      if (tx.errors.length > 0) return { ok: false, error: tx.error, blame: this.#blameInvalid(tx.errors, plan, desired, current) };
+      if (tx.errors.length > 0)
+        return { ok: false, error: tx.error, blame: this.#blameInvalid(tx.errors, () => plan.ops, desired, current) };
+      const committing = this.#dataplane.commit(tx);
+      if (again) {
+        const count = plan.ops.length;
+        tx.releaseOperations(again);
+        plan.ops = [];
+        this.#onReleased?.(count);
+      }
       try {
-        await this.#dataplane.commit(tx);
+        await committing;
       } catch (e) {
-        return { ok: false, error: e, blame: this.#blame(e, plan, desired, current) };
+        return { ok: false, error: e, blame: this.#blame(e, () => tx.ops(), desired, current) };
       }
     }
     this.#state = plan.next;
@@ -365,19 +394,20 @@ export class Reconciler {
    * shared by the attribution and the suspects (at 100k Services the index
    * costs a pass over every rendered port).
    */
-  #failedAttempt(plan: SyncPlan, desired: Ruleset, current: PortSource['get']) {
+  #failedAttempt(opsOf: () => readonly Operation[], desired: Ruleset, current: PortSource['get']) {
     let index: OperationOwners | undefined;
     const owners = () => (index ??= new OperationOwners([desired, this.#state.applied]));
     /** The port (present in the model, not left out) owning operation `i`, if any. */
     const ownerOf = (i: number): string | undefined => {
-      const op = plan.ops[i];
+      const op = opsOf()[i];
       const id = op ? owners().servicePortOf(op) : undefined;
       return id !== undefined && current(id) !== undefined && !this.#out.has(id) ? id : undefined;
     };
     /** The ServicePorts whose operations are in the plan. */
     const suspects = (): string[] => {
       const out = new Set<string>();
-      for (let i = 0; i < plan.ops.length; i++) {
+      const n = opsOf().length;
+      for (let i = 0; i < n; i++) {
         const id = ownerOf(i);
         if (id !== undefined) out.add(id);
       }
@@ -386,20 +416,25 @@ export class Reconciler {
     return { ownerOf, suspects };
   }
 
-  #blameInvalid(errors: readonly NftInvalidError[], plan: SyncPlan, desired: Ruleset, current: PortSource['get']): Blame {
-    const { ownerOf, suspects } = this.#failedAttempt(plan, desired, current);
+  #blameInvalid(
+    errors: readonly NftInvalidError[],
+    opsOf: () => readonly Operation[],
+    desired: Ruleset,
+    current: PortSource['get'],
+  ): Blame {
+    const { ownerOf, suspects } = this.#failedAttempt(opsOf, desired, current);
     const found = new Map<string, Refusal>();
     for (const e of errors) {
       const id = ownerOf(e.index);
       if (id === undefined || found.has(id)) continue;
-      const op = plan.ops[e.index]!;
+      const op = opsOf()[e.index]!;
       found.set(id, { stage: 'validation', errno: 0, code: e.code, message: `${op.verb} ${op.object.kind}: ${e.reason}` });
     }
     return found.size > 0 ? { kind: 'owners', owners: found } : { kind: 'unattributed', suspects };
   }
 
-  #blame(error: unknown, plan: SyncPlan, desired: Ruleset, current: PortSource['get']): Blame {
-    const { ownerOf, suspects } = this.#failedAttempt(plan, desired, current);
+  #blame(error: unknown, opsOf: () => readonly Operation[], desired: Ruleset, current: PortSource['get']): Blame {
+    const { ownerOf, suspects } = this.#failedAttempt(opsOf, desired, current);
     if (!(error instanceof NftCommitError) || error.failures.length === 0) return { kind: 'unattributed', suspects };
     const found = new Map<string, Refusal>();
     let transientOnly = true;

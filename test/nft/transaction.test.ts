@@ -162,6 +162,31 @@ describe('transaction: every error is found, the first is thrown', () => {
     expect(after.length).toBe(2);
   });
 
+  it('releaseOperations lets go of the list and makes it again, once, only when asked; nothing is queued meanwhile', () => {
+    const ops = (): Operation[] => [
+      { verb: 'add', object: table },
+      { verb: 'add', object: chain('a') },
+    ];
+    const tx = new Transaction().queueAll(ops());
+    let made = 0;
+    tx.releaseOperations(() => {
+      made++;
+      return ops();
+    });
+    expect(tx.length).toBe(2);
+    expect(made).toBe(0);
+    expect(() => tx.add(chain('b'))).toThrow(/released/);
+    expect(tx.ops()).toEqual(ops());
+    expect(tx.ops()).toEqual(ops());
+    expect(made).toBe(1);
+
+    const short = new Transaction().queueAll(ops());
+    short.releaseOperations(() => ops().slice(1));
+    expect(() => short.ops()).toThrow(/made again are 1, not the 2/);
+    const invalid = new Transaction().queueAll([{ verb: 'add', object: chain('') }]);
+    expect(() => invalid.releaseOperations(ops)).toThrow(NftInvalidError);
+  });
+
   it('validateOperations throws for the first bad operation', () => {
     const ops: Operation[] = [
       { verb: 'add', object: table },

@@ -62,6 +62,16 @@ function builderFailure(e: unknown, ops: readonly Operation[]): NftCommitError |
   return new NftCommitError([{ index, errno, code: errnoName(errno), message }], ops);
 }
 
+/** The operations that change which sets, maps and tables exist: what a commit teaches the dataplane. */
+function containerChanges(ops: readonly Operation[]): Operation[] {
+  const out: Operation[] = [];
+  for (const op of ops) {
+    const k = op.object.kind;
+    if (k === 'set' || k === 'map' || k === 'table') out.push(op);
+  }
+  return out;
+}
+
 export class NetlinkDataplane implements Dataplane {
   readonly #addon: NativeAddon;
   readonly #options: { netns?: string };
@@ -90,38 +100,23 @@ export class NetlinkDataplane implements Dataplane {
   }
 
   async commit(tx: Transaction): Promise<void> {
-    const ops = tx.ops();
-    if (ops.length === 0) return;
+    if (tx.ops().length === 0) return;
     const t0 = performance.now();
-    const writer = this.#writer ?? new ByteWriter(SMALL_BATCH);
-    this.#writer = undefined;
-    let pending: Promise<NativeCommitResult>;
-    let bytes: Uint8Array;
-    let t1: number;
-    let t2: number;
-    try {
-      try {
-        ({ bytes } = encodeOperations(ops, (f, t, n) => this.#containers.get(key(f, t, n)), writer));
-        t1 = performance.now();
-        // The allow-list throws here, synchronously, naming the operation.
-        pending = this.#addon.commit(bytes, this.#options);
-        t2 = performance.now();
-      } catch (e) {
-        throw builderFailure(e, ops) ?? e;
-      }
-    } finally {
-      if (writer.capacity <= LARGE_BATCH) this.#writer ??= writer;
-    }
-    const result = await pending.catch((e: unknown) => {
-      throw builderFailure(e, ops) ?? e;
+    // Nothing of the operations is held across the wait (the caller may release them
+    // meanwhile, see Transaction.releaseOperations), and an async function's frame keeps
+    // its locals while it waits, used or not: what the end needs is taken by a
+    // synchronous function, whose frame is gone when it returns.
+    const handed = this.#handOff(tx);
+    const result = await handed.pending.catch((e: unknown) => {
+      throw builderFailure(e, tx.ops()) ?? e;
     });
     this.#kernelMs += result.timing.sendMs + result.timing.receiveMs;
     this.lastCommit = {
-      operations: ops.length,
-      encodeMs: t1 - t0,
-      handoffMs: t2 - t1,
+      operations: tx.length,
+      encodeMs: handed.encodedAt - t0,
+      handoffMs: handed.handedAt - handed.encodedAt,
       totalMs: performance.now() - t0,
-      batchBytes: bytes.length,
+      batchBytes: handed.batchBytes,
       messages: result.messages,
       ...result.timing,
     };
@@ -132,9 +127,27 @@ export class NetlinkDataplane implements Dataplane {
         code: errnoName(f.errno),
         message: f.message,
       }));
-      throw new NftCommitError(failures, ops);
+      throw new NftCommitError(failures, tx.ops());
     }
-    this.#learn(ops);
+    this.#learn(handed.containerChanges);
+  }
+
+  /** Encodes the transaction and hands the batch to the addon's worker; synchronous, so its locals end here. */
+  #handOff(tx: Transaction) {
+    const ops = tx.ops();
+    const writer = this.#writer ?? new ByteWriter(SMALL_BATCH);
+    this.#writer = undefined;
+    try {
+      const { bytes } = encodeOperations(ops, (f, t, n) => this.#containers.get(key(f, t, n)), writer);
+      const encodedAt = performance.now();
+      // The allow-list throws here, synchronously, naming the operation.
+      const pending = this.#addon.commit(bytes, this.#options);
+      return { pending, encodedAt, handedAt: performance.now(), batchBytes: bytes.length, containerChanges: containerChanges(ops) };
+    } catch (e) {
+      throw builderFailure(e, ops) ?? e;
+    } finally {
+      if (writer.capacity <= LARGE_BATCH) this.#writer ??= writer;
+    }
   }
 
   /** The kernel's time (send and answers) of every commit that reached it, ms. */
@@ -189,8 +202,8 @@ export class NetlinkDataplane implements Dataplane {
     for (const k of [...this.#containers.keys()]) if (k.startsWith(prefix)) this.#containers.delete(k);
   }
 
-  #learn(ops: readonly Operation[]): void {
-    for (const { verb, object: o } of ops) {
+  #learn(changes: readonly Operation[]): void {
+    for (const { verb, object: o } of changes) {
       if (o.kind === 'set' || o.kind === 'map') {
         if (verb === 'add' || verb === 'create') this.#containers.set(key(o.family, o.table, o.name), o);
         else if (verb === 'delete' || verb === 'destroy') this.#containers.delete(key(o.family, o.table, o.name));

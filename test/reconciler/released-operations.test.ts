@@ -1,0 +1,127 @@
+// A full sync's operations are let go once the dataplane has taken the
+// transaction: while the kernel works, nothing of the reconciler holds them or
+// the renderings behind them, and a refusal that comes back afterwards is
+// still traced to its owner through the very same operations made again.
+
+import { describe, expect, it } from 'vitest';
+import { collectGarbage } from '../../src/agent/memory-release.ts';
+import { NftCommitError, type Dataplane, type OperationFailure } from '../../src/nft/dataplane.ts';
+import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
+import type { Family } from '../../src/nft/objects.ts';
+import type { Transaction } from '../../src/nft/transaction.ts';
+import type { ServicePort } from '../../src/model/service-port.ts';
+import { Reconciler } from '../../src/reconciler/reconciler.ts';
+import { config, ep, modelReads, sp, V4 } from './fixtures.ts';
+import { afterFreshFullSync, listingWithoutHandles } from './kernel-listing.ts';
+
+const cfg = config({ families: { IPv4: V4 } });
+const ports: ServicePort[] = Array.from({ length: 20 }, (_, i) =>
+  sp({ serviceName: `svc-${i}`, clusterIP: `10.96.0.${10 + i}`, endpoints: [ep(`10.244.1.${10 + i}`), ep(`10.244.2.${10 + i}`)] }),
+);
+
+/**
+ * A dataplane that takes the batch at once, as the addon does (here: the
+ * operations as text and the failures it will answer), and answers, applying
+ * the batch to a fake kernel, only when `answer` is called.
+ */
+class SlowKernel implements Dataplane {
+  readonly inner = new FakeKernel();
+  refusedAddress: string | undefined;
+  taken: string[] = [];
+  /** The operations of a refused batch as the refusal found them, after the release. */
+  remade: string[] = [];
+  /** A weak hold on one operation of the last batch taken. */
+  watched: WeakRef<object> | undefined;
+  #answer: (() => void) | undefined;
+  begin(): Transaction {
+    return this.inner.begin();
+  }
+  async commit(tx: Transaction): Promise<void> {
+    const failures = this.#take(tx);
+    await new Promise<void>((resolve) => (this.#answer = resolve));
+    if (failures.length > 0) {
+      this.remade.push(JSON.stringify(tx.ops()));
+      throw new NftCommitError(failures, tx.ops());
+    }
+    // Applied from the batch as taken: the fake kernel keeps the objects it is given.
+    this.inner.commitSync(JSON.parse(this.taken.at(-1)!));
+  }
+  /** What the addon does before it returns: reads the batch and keeps only its own copy. */
+  #take(tx: Transaction): OperationFailure[] {
+    const ops = tx.ops();
+    this.taken.push(JSON.stringify(ops));
+    this.watched = new WeakRef(ops[ops.length - 1]!);
+    const failures: OperationFailure[] = [];
+    ops.forEach((op, index) => {
+      if (
+        op.verb === 'add' &&
+        op.object.kind === 'rule' &&
+        this.refusedAddress &&
+        JSON.stringify(op.object.exprs).includes(`"${this.refusedAddress}"`)
+      )
+        failures.push({ index, errno: 22, code: 'EINVAL', message: 'refused by the test kernel' });
+    });
+    return failures;
+  }
+  answer(): void {
+    this.#answer?.();
+  }
+  list(family: Family, table: string) {
+    return this.inner.list(family, table);
+  }
+}
+
+describe("a full sync's operations while the kernel works", () => {
+  it('are held by nothing once handed over: the collector takes them, and the sync still lands', async () => {
+    const kernel = new SlowKernel();
+    const collected: boolean[] = [];
+    const r = new Reconciler({
+      dataplane: kernel,
+      config: cfg,
+      servicePorts: modelReads(() => ports),
+      now: () => 0,
+      onReleased: (n) => {
+        expect(n).toBe(JSON.parse(kernel.taken.at(-1)!).length);
+        // In a later task, as the agent collects: the sync's own job keeps what it touched weakly.
+        setImmediate(() => {
+          collectGarbage();
+          collected.push(kernel.watched!.deref() === undefined);
+          kernel.answer();
+        });
+      },
+    });
+    const report = await r.sync({ kind: 'full', mode: 'replace' });
+    expect(collected).toEqual([true]);
+    expect(report.ops).toBe(JSON.parse(kernel.taken[0]!).length);
+    expect(listingWithoutHandles(kernel.inner)).toEqual(afterFreshFullSync(ports, cfg));
+  });
+
+  it('a refusal answered after the release names its owner through the same operations made again', async () => {
+    const kernel = new SlowKernel();
+    kernel.refusedAddress = '10.244.2.13';
+    let released = 0;
+    const r = new Reconciler({
+      dataplane: kernel,
+      config: cfg,
+      servicePorts: modelReads(() => ports),
+      now: () => 0,
+      onReleased: () => {
+        released++;
+        setImmediate(() => {
+          collectGarbage();
+          // Answered once, then the next attempt (without the culprit) is accepted.
+          kernel.refusedAddress = undefined;
+          kernel.answer();
+        });
+      },
+    });
+    const report = await r.sync({ kind: 'full', mode: 'replace' });
+    // Each attempt is a full sync of its own: the retry without the culprit too.
+    expect(released).toBe(2);
+    expect(kernel.remade).toEqual([kernel.taken[0]]);
+    expect(report.rejected.map((x) => [x.serviceName, x.stage, x.code])).toEqual([['svc-3', 'dataplane', 'EINVAL']]);
+    expect(kernel.taken).toHaveLength(2);
+    const rest = ports.filter((p) => p.serviceName !== 'svc-3');
+    expect(listingWithoutHandles(kernel.inner)).toEqual(afterFreshFullSync(rest, cfg));
+  });
+});
