@@ -1,15 +1,20 @@
 // N-API surface of kube-nft-proxy: commit a batch, check one without the
 // kernel, list a table, read the ruleset generation, and (from
 // link-monitor.cc) follow links. Argument types are checked and a batch is
-// copied on the JS thread (see CommitWorker); checking a batch's contents and
-// all netlink I/O run on libuv's worker threads, which never touch napi_env.
-// The one process-wide state is the pool of idle commit sockets
-// (socket-pool.h), which the workers share behind a mutex.
+// copied (or, in a buffer from allocateBatch, taken) on the JS thread (see
+// CommitWorker); checking a batch's contents and all netlink I/O run on
+// libuv's worker threads, which never touch napi_env. Process-wide state: the
+// pool of idle commit sockets (socket-pool.h), which the workers share behind
+// a mutex, and the registry of allocated batch buffers.
 #include <napi.h>
 
 #include <malloc.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <unordered_map>
 #include <cstring>
 
 #include "libnftnl-glue/batch.h"
@@ -79,12 +84,75 @@ Napi::Array FailuresToJs(Napi::Env env, const std::vector<knp::OperationFailure>
   return out;
 }
 
-// The batch argument: a Uint8Array, copied into memory the addon owns. JS
-// may write to its buffer, or another thread to a shared one, while a worker
-// checks and reads the copy. The copy is cheap beside the commit: 100k
-// elements, 4.4 MB, cost 2-4 ms on the JS thread of a loaded 2-core machine,
-// most of it faulting the new pages in (test/native/batch-handoff.test.ts).
-std::unique_ptr<uint8_t[]> BatchArgument(const Napi::CallbackInfo& info, const char* what, size_t* size) {
+// A batch buffer the addon allocated for JS to encode into (allocateBatch).
+// JS and the commit worker each hold a reference; the memory goes with the last.
+struct ExternalBatch {
+  uint8_t* data;
+  std::atomic<int> refs{1};
+  explicit ExternalBatch(uint8_t* d) : data(d) {}
+  void Release() {
+    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      free(data);
+      delete this;
+    }
+  }
+};
+
+// Every live ExternalBatch by its data pointer: how commit() knows one of ours.
+// Finalizers of different environments (worker threads) may race: a mutex.
+std::mutex externalBatchesMutex;
+std::unordered_map<const void*, ExternalBatch*> externalBatches;
+
+// allocateBatch(size): ArrayBuffer of `size` zero bytes in memory the addon
+// owns. A full sync's batch is tens to hundreds of MiB: commit() takes such a
+// buffer from JS (detaching it) instead of copying it, so it never exists
+// twice. Zeroed by calloc: a large one is fresh pages, resident only once written.
+Napi::Value AllocateBatch(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsNumber()) ThrowType(env, "allocateBatch: size must be a number");
+  double size = info[0].As<Napi::Number>().DoubleValue();
+  if (!(size >= 1 && size <= double(UINT32_MAX)) || size != double(uint64_t(size)))
+    ThrowRange(env, "allocateBatch: size must be an integer from 1 to 2^32-1", "ERR_INVALID_ARG_VALUE");
+  auto* data = static_cast<uint8_t*>(calloc(size_t(size), 1));
+  if (data == nullptr) throw Napi::Error::New(env, "allocateBatch: out of memory");
+  auto* batch = new ExternalBatch(data);
+  {
+    std::lock_guard<std::mutex> lock(externalBatchesMutex);
+    externalBatches.emplace(data, batch);
+  }
+  napi_value out;
+  napi_status status = napi_create_external_arraybuffer(
+      env, data, size_t(size),
+      [](napi_env, void* data, void* hint) {
+        {
+          std::lock_guard<std::mutex> lock(externalBatchesMutex);
+          externalBatches.erase(data);
+        }
+        static_cast<ExternalBatch*>(hint)->Release();
+      },
+      batch, &out);
+  if (status != napi_ok) {
+    {
+      std::lock_guard<std::mutex> lock(externalBatchesMutex);
+      externalBatches.erase(data);
+    }
+    batch->Release();
+    // Runtimes with a memory sandbox refuse external buffers: the caller falls back to its own.
+    Napi::Error error = Napi::Error::New(env, "allocateBatch: this runtime refuses external buffers");
+    error.Set("code", Napi::String::New(env, "ERR_NO_EXTERNAL_BUFFERS"));
+    throw error;
+  }
+  return Napi::Value(env, out);
+}
+
+// The batch argument: a Uint8Array. One in a buffer from allocateBatch is
+// taken: the buffer is detached, so JS can no longer write what the worker
+// checks and reads. Any other is copied into memory the addon owns (JS may
+// write to its buffer, or another thread to a shared one, while a worker
+// checks and reads); the copy is cheap for the small batches of incremental
+// syncs (100k elements, 4.4 MB, cost 2-4 ms on the JS thread of a loaded
+// 2-core machine, test/native/batch-handoff.test.ts).
+knp::BatchBytes BatchArgument(const Napi::CallbackInfo& info, const char* what, size_t* size, bool take) {
   if (info.Length() < 1 || !info[0].IsTypedArray() ||
       info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
     ThrowType(info.Env(), std::string(what) + ": batch must be a Uint8Array");
@@ -93,6 +161,21 @@ std::unique_ptr<uint8_t[]> BatchArgument(const Napi::CallbackInfo& info, const c
   // The encoding's offsets are 32-bit: a larger buffer is refused before it is copied.
   if (*size > UINT32_MAX)
     ThrowRange(info.Env(), std::string(what) + ": batch buffer of 4 GiB or more", "ERR_NFT_BATCH_INVALID");
+  if (take) {
+    Napi::ArrayBuffer buffer = data.ArrayBuffer();
+    ExternalBatch* external = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(externalBatchesMutex);
+      auto found = externalBatches.find(buffer.Data());
+      if (found != externalBatches.end()) external = found->second;
+    }
+    if (external != nullptr) {
+      const uint8_t* start = data.Data();
+      external->refs.fetch_add(1, std::memory_order_relaxed);
+      buffer.Detach();
+      return knp::BatchBytes(start, [external](const uint8_t*) { external->Release(); });
+    }
+  }
   return knp::CopyBatch(data.Data(), *size);
 }
 
@@ -102,7 +185,7 @@ class CommitWorker : public Napi::AsyncWorker {
   static constexpr size_t kTrimAfterBytes = size_t(4) << 20;
 
  public:
-  CommitWorker(Napi::Env env, std::unique_ptr<uint8_t[]> batch, size_t size, std::string netns)
+  CommitWorker(Napi::Env env, knp::BatchBytes batch, size_t size, std::string netns)
       : Napi::AsyncWorker(env, "knp.commit"), deferred_(Napi::Promise::Deferred::New(env)), bytes_(std::move(batch)),
         size_(size), netns_(std::move(netns)) {}
   Napi::Promise Promise() { return deferred_.Promise(); }
@@ -152,8 +235,8 @@ class CommitWorker : public Napi::AsyncWorker {
 
  private:
   Napi::Promise::Deferred deferred_;
-  // The copy, until ParseBatch takes it into batch_.
-  std::unique_ptr<uint8_t[]> bytes_;
+  // The bytes, until ParseBatch takes them into batch_.
+  knp::BatchBytes bytes_;
   size_t size_;
   std::string netns_;
   bool parsed_ = false;
@@ -218,7 +301,7 @@ class GenerationWorker : public Napi::AsyncWorker {
 Napi::Value Commit(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   size_t size = 0;
-  std::unique_ptr<uint8_t[]> bytes = BatchArgument(info, "commit", &size);
+  knp::BatchBytes bytes = BatchArgument(info, "commit", &size, true);
   std::string netns = NetnsOption(info, 1);
   auto* worker = new CommitWorker(env, std::move(bytes), size, std::move(netns));
   Napi::Promise promise = worker->Promise();
@@ -233,7 +316,7 @@ Napi::Value Commit(const Napi::CallbackInfo& info) {
 Napi::Value Check(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   size_t size = 0;
-  std::unique_ptr<uint8_t[]> bytes = BatchArgument(info, "check", &size);
+  knp::BatchBytes bytes = BatchArgument(info, "check", &size, false);
   knp::Batch batch;
   knp::InputError error;
   if (!knp::ParseBatch(std::move(bytes), size, &batch, &error)) throw InputErrorToJs(env, "check", error);
@@ -301,6 +384,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("list", Napi::Function::New(env, List, "list"));
   exports.Set("generation", Napi::Function::New(env, Generation, "generation"));
   exports.Set("trimMemory", Napi::Function::New(env, TrimMemory, "trimMemory"));
+  exports.Set("allocateBatch", Napi::Function::New(env, AllocateBatch, "allocateBatch"));
   exports.Set("elementsPerMessage", Napi::Number::New(env, knp::kElementsPerMessage));
   InitLinkMonitor(env, exports);
   InitConntrack(env, exports);

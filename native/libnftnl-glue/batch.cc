@@ -304,13 +304,13 @@ bool ReadRecord(Reader& r, const uint8_t* base, Record* rec, size_t* bound, Inpu
 
 }  // namespace
 
-std::unique_ptr<uint8_t[]> CopyBatch(const uint8_t* data, size_t size) {
+BatchBytes CopyBatch(const uint8_t* data, size_t size) {
   std::unique_ptr<uint8_t[]> copy(new uint8_t[size == 0 ? 1 : size]);
   if (size > 0) memcpy(copy.get(), data, size);
-  return copy;
+  return BatchBytes(copy.release(), std::default_delete<const uint8_t[]>());
 }
 
-bool ParseBatch(std::unique_ptr<uint8_t[]> bytes, size_t size, Batch* out, InputError* e) {
+bool ParseBatch(BatchBytes bytes, size_t size, Batch* out, InputError* e) {
   out->owned = std::move(bytes);
   out->data = out->owned.get();
   out->size = size;

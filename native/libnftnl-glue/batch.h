@@ -45,10 +45,13 @@ struct Record {
   size_t bound;
 };
 
+// A batch's bytes where JS can no longer write them: a copy, or a buffer the
+// addon allocated that commit() detached from JS (see addon.cc).
+using BatchBytes = std::shared_ptr<const uint8_t>;
+
 struct Batch {
-  // The batch's bytes, a copy only the Batch holds: JS cannot change what
-  // was checked (a 100k-element batch, 4.4 MB, takes 2-4 ms to copy).
-  std::unique_ptr<uint8_t[]> owned;
+  // The batch's bytes, held where JS cannot change what was checked.
+  BatchBytes owned;
   const uint8_t* data = nullptr;
   size_t size = 0;
   std::vector<Record> records;
@@ -73,11 +76,11 @@ bool IsKnownFamily(uint32_t family);
 
 // A copy of `size` bytes at `data` for ParseBatch (on the JS thread, where
 // the bytes cannot change meanwhile). Never zero-filled first.
-std::unique_ptr<uint8_t[]> CopyBatch(const uint8_t* data, size_t size);
+BatchBytes CopyBatch(const uint8_t* data, size_t size);
 
-// Takes the copy and checks it. Bad input is an InputError with a stable code
+// Takes the bytes and checks them. Bad input is an InputError with a stable code
 // and the operation's index, never a crash; runs on a worker thread (no napi_env).
-bool ParseBatch(std::unique_ptr<uint8_t[]> bytes, size_t size, Batch* out, InputError* error);
+bool ParseBatch(BatchBytes bytes, size_t size, Batch* out, InputError* error);
 
 // Little-endian reads from a checked batch.
 inline uint16_t LeU16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }

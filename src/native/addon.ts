@@ -87,8 +87,10 @@ export interface NativeOptions {
 export interface NativeAddon extends NativeConntrack {
   /**
    * Sends one encoded batch (src/nft/netlink/encode.ts) as one transaction.
-   * Wrong argument types throw. The batch is copied before commit returns:
-   * the caller may reuse its buffer at once. The copy is checked off the JS
+   * Wrong argument types throw. A batch in a buffer from allocateBatch is
+   * taken: the buffer is detached before commit returns (its views read as
+   * empty), so nothing JS does can change it. Any other is copied before
+   * commit returns: the caller may reuse its buffer at once. It is checked off the JS
    * thread against an allow-list of what libnftnl takes (object kinds,
    * expressions, attribute ids, value types and lengths); a batch outside it
    * rejects with a NativeBatchError. Operations that libnftnl refuses while
@@ -112,6 +114,13 @@ export interface NativeAddon extends NativeConntrack {
    * some were. Synchronous, a few ms: for an idle moment after a large sync.
    */
   trimMemory(): boolean;
+  /**
+   * A zero-filled buffer of `size` bytes in memory the addon owns, to encode a
+   * large batch into: commit() then takes it instead of copying it, so a full
+   * sync's batch (hundreds of MiB at 100k Services) never exists twice. Throws
+   * ERR_NO_EXTERNAL_BUFFERS where the runtime refuses buffers it did not allocate.
+   */
+  allocateBatch(size: number): ArrayBuffer;
   /** Elements per NEWSETELEM message. */
   readonly elementsPerMessage: number;
   LinkMonitor: NativeLinkMonitorConstructor;

@@ -61,7 +61,11 @@ describe('the netlink dataplane while the batch is in the kernel', () => {
   });
 
   it('a refusal names the operation made again', async () => {
-    const { collected, outcome } = await commitReleased({ failures: [{ index: 2, errno: 22, message: 'no', origin: 'kernel' }], messages: 6, bytes: 400 });
+    const { collected, outcome } = await commitReleased({
+      failures: [{ index: 2, errno: 22, message: 'no', origin: 'kernel' }],
+      messages: 6,
+      bytes: 400,
+    });
     expect(collected).toBe(true);
     expect(outcome).toBeInstanceOf(NftCommitError);
     expect((outcome as NftCommitError).message).toMatch(/operation 2 \(add chain\) failed with EINVAL: no/);

@@ -4,14 +4,14 @@
 // remembered, because element bytes depend on their key types.
 
 import { constants as osConstants } from 'node:os';
-import { loadNative, type NativeAddon, type NativeCommitResult, type NativeCommitTiming } from '../../native/addon.ts';
+import { loadNative, type NativeAddon, type NativeCommitTiming } from '../../native/addon.ts';
 import { NftCommitError, type Dataplane, type OperationFailure, type TableListing } from '../dataplane.ts';
 import { encodeOperations } from './encode.ts';
 import { FAMILY_NUMBER, UDATA_COMMENT } from './kernel-constants.ts';
 import { decodeListing, type DecodedListing, udataComment } from './decode-listing.ts';
 import type { Family, ListOptions, NftMap, NftSet, Operation, Table } from '../objects.ts';
 import { Transaction } from '../transaction.ts';
-import { ByteWriter } from './wire.ts';
+import { type BufferAllocator, ByteWriter } from './wire.ts';
 
 export interface NetlinkDataplaneOptions {
   /** Network namespace to program, e.g. /var/run/netns/NAME. */
@@ -72,18 +72,43 @@ function containerChanges(ops: readonly Operation[]): Operation[] {
   return out;
 }
 
+/**
+ * Plain buffers up to LARGE_BATCH (an incremental sync's batch, copied by the
+ * addon's commit and the writer reused), the addon's beyond: a full sync's
+ * batch is then taken by the commit, not copied, and never exists twice. An
+ * addon without allocateBatch, or a runtime that refuses its buffers, gets
+ * plain ones throughout.
+ */
+function batchAllocator(addon: NativeAddon): BufferAllocator {
+  let external = typeof addon.allocateBatch === 'function';
+  return (size) => {
+    if (external && size > LARGE_BATCH) {
+      try {
+        return new Uint8Array(addon.allocateBatch(size));
+      } catch (e) {
+        if ((e as { code?: unknown })?.code !== 'ERR_NO_EXTERNAL_BUFFERS') throw e;
+        external = false;
+      }
+    }
+    return new Uint8Array(size);
+  };
+}
+
 export class NetlinkDataplane implements Dataplane {
   readonly #addon: NativeAddon;
   readonly #options: { netns?: string };
   readonly #containers = new Map<string, NftSet | NftMap>();
-  // The writer a commit encodes into; the addon copies the batch before
-  // commit() returns, so the writer is free again at once (a commit that
-  // starts meanwhile, as commits are not serialised here, takes a fresh one
-  // only while another is encoding). A writer grown past LARGE_BATCH (a full
-  // sync's: ~130 MiB at 10k services x 10 endpoints) is not kept: keeping it
-  // for the next full sync, an hour later, would cost far more resident
-  // memory than allocating it again costs time.
-  #writer: ByteWriter | undefined = new ByteWriter(SMALL_BATCH);
+  // The writer a commit encodes into. An incremental sync's batch is copied by
+  // the addon before commit() returns, so the writer is free again at once (a
+  // commit that starts meanwhile, as commits are not serialised here, takes a
+  // fresh one only while another is encoding). A full sync's batch is written
+  // into the addon's memory and taken by the commit (see batchAllocator); its
+  // writer is done with, and a writer grown past LARGE_BATCH is not kept
+  // either: keeping it for the next full sync, an hour later, would cost far
+  // more resident memory than allocating it again costs time.
+  #writer: ByteWriter | undefined;
+  /** Where writers get buffers: past LARGE_BATCH, the addon's, which its commit takes instead of copying. */
+  readonly #allocate: BufferAllocator;
   /** Rules that the last list() could not raise. */
   lastUnreadable: DecodedListing['unreadable'] = [];
   /** Timings of the last commit that reached the kernel. */
@@ -93,6 +118,8 @@ export class NetlinkDataplane implements Dataplane {
   constructor(options: NetlinkDataplaneOptions = {}) {
     this.#addon = options.addon ?? loadNative();
     this.#options = options.netns ? { netns: options.netns } : {};
+    this.#allocate = batchAllocator(this.#addon);
+    this.#writer = new ByteWriter(SMALL_BATCH, this.#allocate);
   }
 
   begin(): Transaction {
@@ -135,18 +162,20 @@ export class NetlinkDataplane implements Dataplane {
   /** Encodes the transaction and hands the batch to the addon's worker; synchronous, so its locals end here. */
   #handOff(tx: Transaction) {
     const ops = tx.ops();
-    const writer = this.#writer ?? new ByteWriter(SMALL_BATCH);
+    const writer = this.#writer ?? new ByteWriter(SMALL_BATCH, this.#allocate);
     this.#writer = undefined;
     try {
       const { bytes } = encodeOperations(ops, (f, t, n) => this.#containers.get(key(f, t, n)), writer);
       const encodedAt = performance.now();
+      // Read first: a batch in the addon's memory is taken by the commit, its views emptied.
+      const batchBytes = bytes.length;
       // The allow-list throws here, synchronously, naming the operation.
       const pending = this.#addon.commit(bytes, this.#options);
-      return { pending, encodedAt, handedAt: performance.now(), batchBytes: bytes.length, containerChanges: containerChanges(ops) };
+      return { pending, encodedAt, handedAt: performance.now(), batchBytes, containerChanges: containerChanges(ops) };
     } catch (e) {
       throw builderFailure(e, ops) ?? e;
     } finally {
-      if (writer.capacity <= LARGE_BATCH) this.#writer ??= writer;
+      if (!writer.taken && writer.capacity <= LARGE_BATCH) this.#writer ??= writer;
     }
   }
 

@@ -21,14 +21,21 @@ const AT_U64 = AT.u64;
 const AT_STR = AT.str;
 const AT_BYTES = AT.bytes;
 
+/** Where a ByteWriter gets its buffers: a plain one, or one of the addon's (NativeAddon.allocateBatch). */
+export type BufferAllocator = (size: number) => Uint8Array;
+
+const plainBuffer: BufferAllocator = (size) => new Uint8Array(size);
+
 export class ByteWriter {
   #buf: Uint8Array;
   #view: DataView;
   #pos = 0;
+  readonly #allocate: BufferAllocator;
 
-  constructor(initial = 1 << 16) {
-    this.#buf = new Uint8Array(initial);
-    this.#view = new DataView(this.#buf.buffer);
+  constructor(initial = 1 << 16, allocate: BufferAllocator = plainBuffer) {
+    this.#allocate = allocate;
+    this.#buf = allocate(initial);
+    this.#view = new DataView(this.#buf.buffer, this.#buf.byteOffset, this.#buf.byteLength);
   }
 
   get position(): number {
@@ -40,26 +47,33 @@ export class ByteWriter {
     return this.#buf.length;
   }
 
+  /** Whether its buffer was taken (detached) by the addon's commit: then it is done with. */
+  get taken(): boolean {
+    // ES2024's ArrayBuffer#detached (Node 22+), beyond the es2023 lib we compile against.
+    return (this.#buf.buffer as ArrayBuffer & { readonly detached: boolean }).detached;
+  }
+
   /**
    * Starts over at position 0, keeping the buffer (earlier finish() views see
    * new bytes), grown at once to `capacity` if it is smaller.
    */
   reset(capacity = 0): void {
     this.#pos = 0;
-    if (capacity > this.#buf.length) {
-      this.#buf = new Uint8Array(capacity);
-      this.#view = new DataView(this.#buf.buffer);
-    }
+    if (capacity > this.#buf.length) this.#use(this.#allocate(capacity));
+  }
+
+  #use(buf: Uint8Array): void {
+    this.#buf = buf;
+    this.#view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   }
 
   #ensure(n: number): void {
     if (this.#pos + n <= this.#buf.length) return;
     let size = this.#buf.length * 2;
     while (size < this.#pos + n) size *= 2;
-    const next = new Uint8Array(size);
+    const next = this.#allocate(size);
     next.set(this.#buf.subarray(0, this.#pos));
-    this.#buf = next;
-    this.#view = new DataView(next.buffer);
+    this.#use(next);
   }
 
   u8(v: number): void {
