@@ -257,7 +257,12 @@ class CheckContext {
   readonly #find: FindContainer;
   #validName: unknown = undefined;
   #validSetName: unknown = undefined;
-  #last: { family: Family; table: string; name: string; c: NftSet | NftMap | undefined } | undefined;
+  // The last lookup, in fields rather than an object: a full sync's elements alternate
+  // between a dozen sets, and an object per miss was most of what checking them allocated.
+  #lastFamily: Family | undefined;
+  #lastTable = '';
+  #lastName = '';
+  #lastFound: NftSet | NftMap | undefined;
 
   #inFamily: Family = 'ip';
   #inTable = '';
@@ -276,16 +281,18 @@ class CheckContext {
   }
 
   find(family: Family, table: string, name: string): NftSet | NftMap | undefined {
-    const l = this.#last;
-    if (l && l.name === name && l.table === table && l.family === family) return l.c;
+    if (this.#lastFamily === family && this.#lastName === name && this.#lastTable === table) return this.#lastFound;
     const c = this.#find(family, table, name);
-    this.#last = { family, table, name, c };
+    this.#lastFamily = family;
+    this.#lastTable = table;
+    this.#lastName = name;
+    this.#lastFound = c;
     return c;
   }
 
   /** Sets and maps changed: forget the last lookup. */
   forget(): void {
-    this.#last = undefined;
+    this.#lastFamily = undefined;
   }
 
   tableName(name: unknown): void {
@@ -422,7 +429,7 @@ function checkElement(e: Element, c: NftSet | NftMap | undefined, defining: bool
     if (!Array.isArray(v) || v.length !== types.length) fail(`map ${c.name} holds ${types.join(' . ')} values: one text per part`);
     for (let i = 0; i < v.length; i++) {
       if (typeof v[i] !== 'string' || v[i]!.includes('/')) fail(`value part ${i} must be a value text, not a prefix`);
-      checkCanonical(types[i]!, v[i]!, `value part ${i}`);
+      if (!isCanonical(types[i]!, v[i]!)) checkCanonical(types[i]!, v[i]!, `value part ${i}`);
     }
   } else {
     if (typeof e.value !== 'string')
