@@ -102,6 +102,7 @@ export class MemoryReleaser {
   readonly #options: Required<MemoryReleaserOptions>;
   #afterLastRelease = Number.POSITIVE_INFINITY;
   #soon: ReturnType<typeof setImmediate> | undefined;
+  #whileCommitting: ReturnType<typeof setImmediate> | undefined;
   #idle: ReturnType<typeof setTimeout> | undefined;
 
   constructor(options: MemoryReleaserOptions) {
@@ -136,16 +137,18 @@ export class MemoryReleaser {
    */
   released(ops: number): void {
     if (ops < LARGE_SYNC_OPS) return;
-    this.#soon ??= setImmediate(() => {
-      this.#soon = undefined;
+    // A handle of its own: the release after the sync must still come, whichever runs first.
+    this.#whileCommitting ??= setImmediate(() => {
+      this.#whileCommitting = undefined;
       this.#release('planning of a large sync');
     });
   }
 
   stop(): void {
     this.#cancelIdle();
-    if (this.#soon) clearImmediate(this.#soon);
+    for (const pending of [this.#soon, this.#whileCommitting]) if (pending) clearImmediate(pending);
     this.#soon = undefined;
+    this.#whileCommitting = undefined;
   }
 
   #cancelIdle(): void {

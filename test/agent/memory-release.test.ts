@@ -102,6 +102,26 @@ describe('MemoryReleaser', () => {
     expect(state.releases).toEqual(['large sync', 'large sync']);
   });
 
+  it("releases a large sync's planning while the kernel commits it, and still after the sync, even when both are due at once", () => {
+    const state = setup();
+    releaser!.released(LARGE_SYNC_OPS - 1);
+    vi.advanceTimersByTime(10_000);
+    expect(state.releases).toEqual([]);
+    releaser!.released(LARGE_SYNC_OPS);
+    expect(state.releases).toEqual([]);
+    vi.advanceTimersToNextTimer();
+    expect(state.releases).toEqual(['planning of a large sync']);
+    // A commit answered before the next turn: the sync ends with the planning's release still due.
+    releaser!.released(LARGE_SYNC_OPS);
+    releaser!.synced(LARGE_SYNC_OPS, false);
+    vi.advanceTimersByTime(0);
+    expect(state.releases).toEqual(['planning of a large sync', 'planning of a large sync', 'large sync']);
+    releaser!.released(LARGE_SYNC_OPS);
+    releaser!.stop();
+    vi.advanceTimersByTime(60_000);
+    expect(state.releases).toHaveLength(3);
+  });
+
   it('after small syncs, once quiet, only when the RSS grew by the threshold since the last release', () => {
     const state = setup();
     releaser!.synced(10, true);
