@@ -14,15 +14,14 @@
 // say nothing about the rules (out of memory, busy), which are retried whole.
 
 import type { ServicePort } from '../model/service-port.ts';
-import { type Dataplane, NftCommitError, type TableListing } from '../nft/dataplane.ts';
+import type { Dataplane, TableListing } from '../nft/dataplane.ts';
 import type { Family, Operation } from '../nft/objects.ts';
-import type { NftInvalidError } from '../nft/transaction.ts';
 import type { RulesetConfig } from './config.ts';
 import { validateRulesetConfig } from './config.ts';
 import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, EMPTY_SYNC_STATE, staleDeletionDueAt, type SyncPlan, type SyncState } from './diff.ts';
 import { type FullSyncMode, planFullSync } from './full-sync.ts';
-import { type Attempt, type Blame, commitIsolating, IsolationFailed, type Refusal } from './isolation.ts';
-import { OperationOwners } from './operation-owner.ts';
+import { type Attempt, commitIsolating, IsolationFailed, type Refusal } from './isolation.ts';
+import { blameInvalid, blameRefusal, type FailedAttempt } from './blame.ts';
 import { planAdoption, REWRITTEN_ON_ADOPTION } from './adopt.ts';
 import { TABLE_FORMAT_VERSION, tableOwnership } from './ownership.ts';
 import type { Fragment } from './fragment.ts';
@@ -40,9 +39,6 @@ export type { RejectedServicePort, SyncReport, SyncRequest } from './sync-report
  * the next sync goes on from there).
  */
 const MAX_ATTEMPTS = 64;
-
-/** Errnos about the moment, not the rules: retrying the same transaction may well succeed. */
-const TRANSIENT = new Set(['ENOMEM', 'ENOBUFS', 'EBUSY', 'EAGAIN', 'EINTR', 'ENOSPC', 'EPERM', 'EACCES', 'ETIMEDOUT']);
 
 const NO_HELD: ReadonlySet<string> = new Set();
 const LISTED_FAMILIES = ['ip', 'ip6'] as const;
@@ -371,7 +367,14 @@ export class Reconciler {
     if (plan.ops.length > 0) {
       const tx = this.#dataplane.begin().queueAll(plan.ops);
       if (tx.errors.length > 0)
-        return { ok: false, error: tx.error, blame: this.#blameInvalid(tx.errors, () => plan.ops, desired, current) };
+        return {
+          ok: false,
+          error: tx.error,
+          blame: blameInvalid(
+            tx.errors,
+            this.#failed(() => plan.ops, desired, current),
+          ),
+        };
       const committing = this.#dataplane.commit(tx);
       if (again) {
         const count = plan.ops.length;
@@ -382,71 +385,23 @@ export class Reconciler {
       try {
         await committing;
       } catch (e) {
-        return { ok: false, error: e, blame: this.#blame(e, () => tx.ops(), desired, current) };
+        return {
+          ok: false,
+          error: e,
+          blame: blameRefusal(
+            e,
+            this.#failed(() => tx.ops(), desired, current),
+          ),
+        };
       }
     }
     this.#state = plan.next;
     return undefined;
   }
 
-  /**
-   * Who owns a failed attempt's operations: built once, when first asked, and
-   * shared by the attribution and the suspects (at 100k Services the index
-   * costs a pass over every rendered port).
-   */
-  #failedAttempt(opsOf: () => readonly Operation[], desired: Ruleset, current: PortSource['get']) {
-    let index: OperationOwners | undefined;
-    const owners = () => (index ??= new OperationOwners([desired, this.#state.applied]));
-    /** The port (present in the model, not left out) owning operation `i`, if any. */
-    const ownerOf = (i: number): string | undefined => {
-      const op = opsOf()[i];
-      const id = op ? owners().servicePortOf(op) : undefined;
-      return id !== undefined && current(id) !== undefined && !this.#out.has(id) ? id : undefined;
-    };
-    /** The ServicePorts whose operations are in the plan. */
-    const suspects = (): string[] => {
-      const out = new Set<string>();
-      const n = opsOf().length;
-      for (let i = 0; i < n; i++) {
-        const id = ownerOf(i);
-        if (id !== undefined) out.add(id);
-      }
-      return [...out].sort();
-    };
-    return { ownerOf, suspects };
-  }
-
-  #blameInvalid(
-    errors: readonly NftInvalidError[],
-    opsOf: () => readonly Operation[],
-    desired: Ruleset,
-    current: PortSource['get'],
-  ): Blame {
-    const { ownerOf, suspects } = this.#failedAttempt(opsOf, desired, current);
-    const found = new Map<string, Refusal>();
-    for (const e of errors) {
-      const id = ownerOf(e.index);
-      if (id === undefined || found.has(id)) continue;
-      const op = opsOf()[e.index]!;
-      found.set(id, { stage: 'validation', errno: 0, code: e.code, message: `${op.verb} ${op.object.kind}: ${e.reason}` });
-    }
-    return found.size > 0 ? { kind: 'owners', owners: found } : { kind: 'unattributed', suspects };
-  }
-
-  #blame(error: unknown, opsOf: () => readonly Operation[], desired: Ruleset, current: PortSource['get']): Blame {
-    const { ownerOf, suspects } = this.#failedAttempt(opsOf, desired, current);
-    if (!(error instanceof NftCommitError) || error.failures.length === 0) return { kind: 'unattributed', suspects };
-    const found = new Map<string, Refusal>();
-    let transientOnly = true;
-    for (const f of error.failures) {
-      if (TRANSIENT.has(f.code)) continue;
-      transientOnly = false;
-      const id = ownerOf(f.index);
-      if (id === undefined || found.has(id)) continue;
-      found.set(id, { stage: 'dataplane', errno: f.errno, code: f.code, message: f.message });
-    }
-    if (found.size > 0) return { kind: 'owners', owners: found };
-    return transientOnly ? { kind: 'transient' } : { kind: 'unattributed', suspects };
+  /** A failed attempt over these operations, for blameInvalid and blameRefusal. */
+  #failed(ops: () => readonly Operation[], desired: Ruleset, current: PortSource['get']): FailedAttempt {
+    return { ops, rulesets: [desired, this.#state.applied], blamable: (id) => current(id) !== undefined && !this.#out.has(id) };
   }
 
   #report(
