@@ -13,83 +13,33 @@ const L4_NUMBER = { tcp: 6, udp: 17, sctp: 132 } as const;
 /** A dependency of key `index`: `meta nfproto|l4proto == value`, as an explicit statement would be. */
 export type Dependency = { key: 'nfproto' | 'l4proto'; value: number; index: number };
 
-function selectorDependencies(s: Selector, family: Family, index = 0): Dependency[] {
+/** Called for each dependency with the caller's context: a static function, so that lowering allocates nothing per statement. */
+type DependencyVisitor<C> = (context: C, key: Dependency['key'], value: number, index: number) => void;
+
+function visitSelector<C>(s: Selector, family: Family, index: number, visit: DependencyVisitor<C>, context: C): void {
   if (s.kind === 'payload') {
     const spec = PAYLOAD_FIELDS[s.field]!;
-    if (spec.l4proto) return [{ key: 'l4proto', value: L4_NUMBER[spec.l4proto], index }];
-    if (spec.nfproto && family === 'inet') return [{ key: 'nfproto', value: NFPROTO[spec.nfproto], index }];
-  }
-  if (s.kind === 'ct-addr' && family === 'inet') {
-    return [{ key: 'nfproto', value: s.field.startsWith('ip6') ? NFPROTO.ipv6 : NFPROTO.ipv4, index }];
-  }
-  return [];
-}
-
-export function statementDependencies(st: Statement, family: Family): Dependency[] {
-  switch (st.kind) {
-    case 'match':
-      return selectorDependencies(st.left, family);
-    case 'lookup':
-    case 'vmap':
-    case 'set-update':
-    case 'dnat-map':
-      return st.keys.flatMap((k, i) => selectorDependencies(k, family, i));
-    case 'reject':
-      return st.with === 'tcp reset' ? [{ key: 'l4proto', value: L4_NUMBER.tcp, index: 0 }] : [];
-    case 'verdict':
-    case 'counter':
-    case 'dnat':
-    case 'snat':
-    case 'masquerade':
-    case 'mark-set':
-    case 'mark-xor':
-    case 'flow-offload':
-    case 'notrack':
-      return [];
-    default:
-      return assertNever(st);
-  }
-}
-
-/** The register the dependency of key 0 loads into (NFT_REG32_15); key k uses 15-k. */
-export const DEPENDENCY_REG = 23;
-/** Keys past this one cannot carry a dependency (their register would be NFT_REG_1's). */
-export const MAX_DEPENDENCY_INDEX = 14;
-
-function writeDependency(out: ExprSink, key: 'nfproto' | 'l4proto', value: number, index: number): void {
-  if (index > MAX_DEPENDENCY_INDEX) throw new NftLowerError(`key ${index} of a concatenation cannot carry a protocol dependency`);
-  const reg = DEPENDENCY_REG - index;
-  out.begin('meta').u32(F.meta.key, META_KEY[key]).u32(F.meta.dreg, reg).end();
-  const at = out.begin('cmp').u32(F.cmp.sreg, reg).u32(F.cmp.op, CMP_OP['==']).zeros(F.cmp.data, 1);
-  out.w.raw[at] = value;
-  out.end();
-}
-
-/** The dependency of one selector (as selectorDependencies, without allocating). */
-function writeSelectorDependency(out: ExprSink, s: Selector, family: Family, index: number): void {
-  if (s.kind === 'payload') {
-    const spec = PAYLOAD_FIELDS[s.field]!;
-    if (spec.l4proto) writeDependency(out, 'l4proto', L4_NUMBER[spec.l4proto], index);
-    else if (spec.nfproto && family === 'inet') writeDependency(out, 'nfproto', NFPROTO[spec.nfproto], index);
+    if (spec.l4proto) visit(context, 'l4proto', L4_NUMBER[spec.l4proto], index);
+    else if (spec.nfproto && family === 'inet') visit(context, 'nfproto', NFPROTO[spec.nfproto], index);
   } else if (s.kind === 'ct-addr' && family === 'inet') {
-    writeDependency(out, 'nfproto', s.field.startsWith('ip6') ? NFPROTO.ipv6 : NFPROTO.ipv4, index);
+    visit(context, 'nfproto', s.field.startsWith('ip6') ? NFPROTO.ipv6 : NFPROTO.ipv4, index);
   }
 }
 
-/** The dependencies of a statement, in statementDependencies' order. */
-export function writeDependencies(out: ExprSink, st: Statement, family: Family): void {
+/** Each dependency of a statement, in order: what lowering writes before it and raising expects to find. */
+function visitDependencies<C>(st: Statement, family: Family, visit: DependencyVisitor<C>, context: C): void {
   switch (st.kind) {
     case 'match':
-      writeSelectorDependency(out, st.left, family, 0);
+      visitSelector(st.left, family, 0, visit, context);
       return;
     case 'lookup':
     case 'vmap':
     case 'set-update':
     case 'dnat-map':
-      for (let i = 0; i < st.keys.length; i++) writeSelectorDependency(out, st.keys[i]!, family, i);
+      for (let i = 0; i < st.keys.length; i++) visitSelector(st.keys[i]!, family, i, visit, context);
       return;
     case 'reject':
-      if (st.with === 'tcp reset') writeDependency(out, 'l4proto', L4_NUMBER.tcp, 0);
+      if (st.with === 'tcp reset') visit(context, 'l4proto', L4_NUMBER.tcp, 0);
       return;
     case 'verdict':
     case 'counter':
@@ -104,4 +54,33 @@ export function writeDependencies(out: ExprSink, st: Statement, family: Family):
     default:
       assertNever(st);
   }
+}
+
+const collect: DependencyVisitor<Dependency[]> = (list, key, value, index) => {
+  list.push({ key, value, index });
+};
+
+export function statementDependencies(st: Statement, family: Family): Dependency[] {
+  const list: Dependency[] = [];
+  visitDependencies(st, family, collect, list);
+  return list;
+}
+
+/** The register the dependency of key 0 loads into (NFT_REG32_15); key k uses 15-k. */
+export const DEPENDENCY_REG = 23;
+/** Keys past this one cannot carry a dependency (their register would be NFT_REG_1's). */
+export const MAX_DEPENDENCY_INDEX = 14;
+
+function writeDependency(out: ExprSink, key: Dependency['key'], value: number, index: number): void {
+  if (index > MAX_DEPENDENCY_INDEX) throw new NftLowerError(`key ${index} of a concatenation cannot carry a protocol dependency`);
+  const reg = DEPENDENCY_REG - index;
+  out.begin('meta').u32(F.meta.key, META_KEY[key]).u32(F.meta.dreg, reg).end();
+  const at = out.begin('cmp').u32(F.cmp.sreg, reg).u32(F.cmp.op, CMP_OP['==']).zeros(F.cmp.data, 1);
+  out.w.raw[at] = value;
+  out.end();
+}
+
+/** The dependencies of a statement, written before it (lower.ts). */
+export function writeDependencies(out: ExprSink, st: Statement, family: Family): void {
+  visitDependencies(st, family, writeDependency, out);
 }
