@@ -2,7 +2,19 @@
 // kind, every Statement kind and every Selector kind appears at least once.
 // Shared by the transaction, renderer and fake-kernel tests.
 
-import type { Chain, Element, Family, Flowtable, NftMap, NftObject, NftSet, Rule, Statement, Table } from '../../src/nft/objects.ts';
+import type {
+  Chain,
+  Element,
+  Family,
+  Flowtable,
+  NftMap,
+  NftObject,
+  NftSet,
+  Rule,
+  Selector,
+  Statement,
+  Table,
+} from '../../src/nft/objects.ts';
 
 export const T = 'kube-nft-proxy';
 export const F: Family = 'inet';
@@ -146,13 +158,15 @@ export const elements: Element[] = [
 const tcpDport = { kind: 'payload', field: 'th dport' } as const;
 const l4 = { kind: 'meta', key: 'l4proto' } as const;
 const daddr = { kind: 'payload', field: 'ip daddr' } as const;
+/** The keys of the service-ips map: destination address . protocol . port. */
+export const serviceKeys: Selector[] = [daddr, l4, tcpDport];
 const saddr = { kind: 'payload', field: 'ip saddr' } as const;
 
 export const rules: Rule[] = [
   rule('nat-prerouting', [{ kind: 'verdict', verdict: 'jump', chain: 'services' }]),
   rule('nat-output', [{ kind: 'verdict', verdict: 'jump', chain: 'services' }]),
   rule('nat-postrouting', [{ kind: 'verdict', verdict: 'jump', chain: 'masquerading' }]),
-  rule('services', [{ kind: 'vmap', keys: [daddr, l4, tcpDport], map: 'service-ips' }], { comment: 'ClusterIPs' }),
+  rule('services', [{ kind: 'vmap', keys: serviceKeys, map: 'service-ips' }], { comment: 'ClusterIPs' }),
   rule('services', [{ kind: 'vmap', keys: [{ kind: 'payload', field: 'ip6 daddr' }, l4, tcpDport], map: 'service-ips-v6' }]),
   rule('services', [
     { kind: 'match', left: { kind: 'fib-type', addr: 'daddr' }, op: '==', right: 'local' },

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Element, NftMap, Operation } from '../../src/nft/objects.ts';
 import { renderName, renderOperations, renderTableText } from '../../src/nft/render-text.ts';
-import { chain, el, F, flowtable, rule, serviceIPs, T, table } from './fixtures.ts';
+import { chain, el, F, flowtable, rule, serviceIPs, serviceKeys, T, table } from './fixtures.ts';
 
 const vmap = serviceIPs;
 
@@ -43,11 +43,7 @@ describe('renderOperations: golden', () => {
         object: rule('services', [
           {
             kind: 'vmap',
-            keys: [
-              { kind: 'payload', field: 'ip daddr' },
-              { kind: 'meta', key: 'l4proto' },
-              { kind: 'payload', field: 'th dport' },
-            ],
+            keys: serviceKeys,
             map: 'service-ips',
           },
         ]),
@@ -190,11 +186,7 @@ describe('renderTableText: golden', () => {
           [
             {
               kind: 'vmap',
-              keys: [
-                { kind: 'payload', field: 'ip daddr' },
-                { kind: 'meta', key: 'l4proto' },
-                { kind: 'payload', field: 'th dport' },
-              ],
+              keys: serviceKeys,
               map: 'service-ips',
             },
           ],

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { NftMap, NftObject, NftObjectKind, NftSet, Operation, Selector, Statement, Verb } from '../../src/nft/objects.ts';
 import { NftInvalidError, selectorType, Transaction, validateOperations, VERBS_BY_KIND } from '../../src/nft/transaction.ts';
-import { chain, el, F, flowtable, representativeObjects, rule, rules, serviceIPs, sets, T, table } from './fixtures.ts';
+import { chain, el, F, flowtable, representativeObjects, rule, rules, serviceIPs, serviceKeys, sets, T, table } from './fixtures.ts';
 
 const ALL_VERBS: Verb[] = ['add', 'create', 'insert', 'replace', 'delete', 'destroy', 'flush'];
 
@@ -399,11 +399,7 @@ const cases: Array<[string, NftObject[], Verb, string | null]> = [
       rule('c', [
         {
           kind: 'vmap',
-          keys: [
-            { kind: 'payload', field: 'ip daddr' },
-            { kind: 'meta', key: 'l4proto' },
-            { kind: 'payload', field: 'th dport' },
-          ],
+          keys: serviceKeys,
           map: 'service-ips',
         },
       ]),
@@ -448,11 +444,7 @@ const cases: Array<[string, NftObject[], Verb, string | null]> = [
         {
           kind: 'dnat-map',
           family: 'ip',
-          keys: [
-            { kind: 'payload', field: 'ip daddr' },
-            { kind: 'meta', key: 'l4proto' },
-            { kind: 'payload', field: 'th dport' },
-          ],
+          keys: serviceKeys,
           map: 'service-ips',
         },
       ]),
