@@ -53,6 +53,8 @@ const VERSION = 1;
 export interface EncodedBatch {
   bytes: Uint8Array;
   records: number;
+  /** Operations that add or remove a set, map or table, in order: what a dataplane learns from the batch once it landed. */
+  containerChanges: Operation[];
 }
 
 function containerFlags(c: NftSet | NftMap): number {
@@ -265,9 +267,12 @@ class BatchEncoder implements RecordSink {
     this.w.patchU16(countAt, this.#exprs.count);
   }
 
+  /** Seen while encoding, so that no caller walks the operations again for them. */
+  readonly containerChanges: Operation[] = [];
+
   finish(): EncodedBatch {
     this.w.patchU32(8, this.records);
-    return { bytes: this.w.finish(), records: this.records };
+    return { bytes: this.w.finish(), records: this.records, containerChanges: this.containerChanges };
   }
 }
 
@@ -311,6 +316,7 @@ export function encodeOperations(ops: readonly Operation[], lookup: ContainerLoo
           }
           const [msg, flags] = objectMsg(verb, MSG.NEWTABLE, MSG.DELTABLE, MSG.DESTROYTABLE, i);
           enc.record(KIND.table, msg, flags, o.family, i, tableAttrs(o, msg === MSG.NEWTABLE));
+          enc.containerChanges.push(ops[i]!);
           break;
         }
         case 'chain': {
@@ -332,6 +338,7 @@ export function encodeOperations(ops: readonly Operation[], lookup: ContainerLoo
           const [msg, flags] = objectMsg(verb, MSG.NEWSET, MSG.DELSET, MSG.DESTROYSET, i);
           enc.record(KIND.set, msg, flags, o.family, i, setAttrs(o, msg === MSG.NEWSET, i + 1));
           if (msg === MSG.NEWSET) enc.remember(o);
+          enc.containerChanges.push(ops[i]!);
           break;
         }
         case 'flowtable': {

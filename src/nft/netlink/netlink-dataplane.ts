@@ -62,16 +62,6 @@ function builderFailure(e: unknown, ops: readonly Operation[]): NftCommitError |
   return new NftCommitError([{ index, errno, code: errnoName(errno), message }], ops);
 }
 
-/** The operations that change which sets, maps and tables exist: what a commit teaches the dataplane. */
-function containerChanges(ops: readonly Operation[]): Operation[] {
-  const out: Operation[] = [];
-  for (const op of ops) {
-    const k = op.object.kind;
-    if (k === 'set' || k === 'map' || k === 'table') out.push(op);
-  }
-  return out;
-}
-
 /**
  * Plain buffers up to LARGE_BATCH (an incremental sync's batch, copied by the
  * addon's commit and the writer reused), the addon's beyond: a full sync's
@@ -165,13 +155,13 @@ export class NetlinkDataplane implements Dataplane {
     const writer = this.#writer ?? new ByteWriter(SMALL_BATCH, this.#allocate);
     this.#writer = undefined;
     try {
-      const { bytes } = encodeOperations(ops, (f, t, n) => this.#containers.get(key(f, t, n)), writer);
+      const { bytes, containerChanges } = encodeOperations(ops, (f, t, n) => this.#containers.get(key(f, t, n)), writer);
       const encodedAt = performance.now();
       // Read first: a batch in the addon's memory is taken by the commit, its views emptied.
       const batchBytes = bytes.length;
       // The allow-list throws here, synchronously, naming the operation.
       const pending = this.#addon.commit(bytes, this.#options);
-      return { pending, encodedAt, handedAt: performance.now(), batchBytes, containerChanges: containerChanges(ops) };
+      return { pending, encodedAt, handedAt: performance.now(), batchBytes, containerChanges };
     } catch (e) {
       throw builderFailure(e, ops) ?? e;
     } finally {
