@@ -68,6 +68,19 @@ async function value(agent: Agent, name: string, labels: Record<string, string> 
   return line === undefined ? NaN : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
+/** The agent over the hand-fed streams and the kernel, with these flags; no HTTP, no memory release. */
+async function startOn(kernel: Kernel, s: HandStreams, flags: string[]): Promise<Agent> {
+  const cmd = parseCommandLine(flags);
+  if (cmd.command !== 'run') throw new Error('run');
+  return startAgent(cmd.options, {
+    logger: createLogger('silent'),
+    dataplane: kernel,
+    serveHttp: false,
+    streams: s.asStreams(),
+    releaseMemory: () => {},
+  });
+}
+
 describe('agent metrics', { timeout: 30_000 }, () => {
   let agent: Agent | undefined;
   afterEach(async () => {
@@ -78,15 +91,7 @@ describe('agent metrics', { timeout: 30_000 }, () => {
   it('records pending changes, programming latency, no-local services and operations', async () => {
     const s = new HandStreams();
     const kernel = new Kernel();
-    const cmd = parseCommandLine(['--hostname-override=node-a', '--min-sync-period=0', '--cluster-cidr=10.244.0.0/16']);
-    if (cmd.command !== 'run') throw new Error('run');
-    agent = await startAgent(cmd.options, {
-      logger: createLogger('silent'),
-      dataplane: kernel,
-      serveHttp: false,
-      streams: s.asStreams(),
-      releaseMemory: () => {},
-    });
+    agent = await startOn(kernel, s, ['--hostname-override=node-a', '--min-sync-period=0', '--cluster-cidr=10.244.0.0/16']);
     const syncs = () => firstValueFrom(agent!.syncs$.pipe(filter((r) => r.ok)));
 
     s.node$.next(node());
@@ -142,15 +147,7 @@ describe('agent metrics', { timeout: 30_000 }, () => {
   it('counts a failed stale-chain deletion as a cleanup failure', async () => {
     const s = new HandStreams();
     const kernel = new Kernel();
-    const cmd = parseCommandLine(['--hostname-override=node-a', '--min-sync-period=0', '--endpoint-shape=chains']);
-    if (cmd.command !== 'run') throw new Error('run');
-    agent = await startAgent(cmd.options, {
-      logger: createLogger('silent'),
-      dataplane: kernel,
-      serveHttp: false,
-      streams: s.asStreams(),
-      releaseMemory: () => {},
-    });
+    agent = await startOn(kernel, s, ['--hostname-override=node-a', '--min-sync-period=0', '--endpoint-shape=chains']);
     s.node$.next(node());
     s.services$.next({ type: 'upsert', key: 'default/web', object: service() });
     s.endpointSlices$.next({ type: 'upsert', key: 'default/web-1', object: slice('web-1', [ep('10.244.1.5')]) });
@@ -174,15 +171,7 @@ describe('agent metrics', { timeout: 30_000 }, () => {
     try {
       const kernel = new Kernel();
       kernel.refuseChains = '/bad/';
-      const cmd = parseCommandLine(['--hostname-override=node-a', '--min-sync-period=0']);
-      if (cmd.command !== 'run') throw new Error('run');
-      agent = await startAgent(cmd.options, {
-        logger: createLogger('silent'),
-        dataplane: kernel,
-        serveHttp: false,
-        streams: s.asStreams(),
-        releaseMemory: () => {},
-      });
+      agent = await startOn(kernel, s, ['--hostname-override=node-a', '--min-sync-period=0']);
       s.node$.next(node());
       for (const name of ['good', 'bad']) {
         s.services$.next({ type: 'upsert', key: `default/${name}`, object: service({ name }) });
