@@ -128,12 +128,13 @@ export class MemoryReleaser {
   }
 
   /**
-   * A sync's operations were let go once the dataplane took them (see
-   * Reconciler's onReleased): for a large one, the renderings and operations
-   * behind them are most of the agent's peak, and the kernel works on the
-   * batch for a while. Collecting now, while it does, lowers the peak that
-   * the native batch would otherwise add to them (at 100k services x 10
-   * endpoints, by ~140 MiB) and costs the sync nothing on a second core.
+   * A sync's transaction was handed to the dataplane (see Reconciler's
+   * onReleased): for a large one, its operations were made on demand and are
+   * gone, and the renderings behind them, most of the agent's peak, are held
+   * only weakly from the next turn on, while the kernel works on the batch
+   * for a while. Collecting then lowers the peak that the native batch would
+   * otherwise add to them (at 100k services x 10 endpoints, by ~140 MiB) and
+   * costs the sync nothing on a second core.
    */
   released(ops: number): void {
     if (ops < LARGE_SYNC_OPS) return;

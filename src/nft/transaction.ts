@@ -6,26 +6,12 @@
 // the first invalid one, so that a caller learns at once every operation that
 // would fail and whose it is (the reconciler sets those owners aside).
 
-import {
-  isVerdictValue,
-  type ChainHook,
-  type ChainType,
-  type DataType,
-  type Element,
-  type Family,
-  type NftMap,
-  type NftObject,
-  type NftObjectKind,
-  type NftSet,
-  type Operation,
-  type SetFlag,
-  type Verb,
-} from './objects.ts';
-import { checkCanonical, checkName, checkStatements, checkVerdict, isCanonical, RuleCheckFailure } from './rule-checks.ts';
-import { typeLength } from './values.ts';
-import { assertNever } from '../assert-never.ts';
+import type { Family, NftMap, NftObject, NftObjectKind, NftSet, Operation, Verb } from './objects.ts';
+import { CheckContext, checkOperation, fail, VERBS_BY_KIND } from './operation-checks.ts';
+import { RuleCheckFailure } from './rule-checks.ts';
 
 export { selectorType } from './rule-checks.ts';
+export { VERBS_BY_KIND } from './operation-checks.ts';
 export type { SelectorType } from './rule-checks.ts';
 
 /** An operation that cannot be applied, found before anything was sent. */
@@ -44,31 +30,18 @@ export class NftInvalidError extends Error {
   }
 }
 
-/** The verbs each kind of object accepts. */
-export const VERBS_BY_KIND: Readonly<Record<NftObjectKind, readonly Verb[]>> = {
-  table: ['add', 'create', 'delete', 'destroy', 'flush'],
-  chain: ['add', 'create', 'delete', 'destroy', 'flush'],
-  set: ['add', 'create', 'delete', 'destroy', 'flush'],
-  map: ['add', 'create', 'delete', 'destroy', 'flush'],
-  flowtable: ['add', 'create', 'delete', 'destroy'],
-  rule: ['add', 'insert', 'replace', 'delete', 'destroy'],
-  element: ['add', 'create', 'delete', 'destroy'],
-};
+// A record, so that a verb added to the type is a compile error here until counted.
+const EVERY_VERB: Record<Verb, true> = { add: true, create: true, insert: true, replace: true, delete: true, destroy: true, flush: true };
+const VERBS = Object.keys(EVERY_VERB) as Verb[];
+const KINDS = Object.keys(VERBS_BY_KIND) as NftObjectKind[];
+const VERB_INDEX = new Map(VERBS.map((v, i) => [v, i]));
+const KIND_INDEX = new Map(KINDS.map((k, i) => [k, i]));
 
-const CHAIN_TYPES: readonly ChainType[] = ['filter', 'nat', 'route'];
-const HOOKS_BY_TYPE: Readonly<Record<ChainType, readonly ChainHook[]>> = {
-  filter: ['prerouting', 'input', 'forward', 'output', 'postrouting'],
-  nat: ['prerouting', 'input', 'output', 'postrouting'],
-  route: ['output'],
-};
-const KEY_TYPES: readonly DataType[] = ['ipv4_addr', 'ipv6_addr', 'inet_proto', 'inet_service', 'ifname', 'mark', 'integer'];
-const SET_FLAGS: readonly SetFlag[] = ['interval', 'timeout', 'dynamic', 'constant'];
-const COMMENT_MAX = 128;
-const INT32_MIN = -0x80000000;
-const INT32_MAX = 0x7fffffff;
-
-function fail(reason: string): never {
-  throw new RuleCheckFailure(reason);
+/** How many valid operations a transaction holds of one verb and kind. */
+export interface OperationCount {
+  verb: Verb;
+  kind: NftObjectKind;
+  count: number;
 }
 
 function containerKey(family: Family, table: string, name: string): string {
@@ -82,9 +55,9 @@ export class Transaction {
   /** Valid operations; the caller's own list (never written) when queueAll took one whole into an empty transaction. */
   #ops: Operation[] = [];
   #ownsOps = true;
-  /** After releaseOperations(): makes the same list again when one is asked for. */
-  #again: (() => readonly Operation[]) | undefined;
-  /** While released: how many there are. */
+  /** After queueGenerated(), until ops() lists them: makes the operations again, one at a time. */
+  #source: (() => Iterable<Operation>) | undefined;
+  /** How many #source makes (the valid ones). */
   #length: number | undefined;
   readonly #containers = new Map<string, NftSet | NftMap>();
   readonly #known: ContainerLookup | undefined;
@@ -92,6 +65,8 @@ export class Transaction {
     (family, table, name) => this.#containers.get(containerKey(family, table, name)) ?? this.#known?.(family, table, name),
   );
   readonly #errors: NftInvalidError[] = [];
+  /** Valid operations by verb and kind (VERB_INDEX * KINDS.length + KIND_INDEX), counted as they are checked. */
+  readonly #counts = new Uint32Array(VERBS.length * KINDS.length);
   /** Operations queued, valid or not: the next one's index. */
   #queued = 0;
 
@@ -131,7 +106,7 @@ export class Transaction {
   }
 
   queue(verb: Verb, object: NftObject): this {
-    this.#refuseWhenReleased();
+    this.#refuseWhenGenerated();
     const op = { verb, object };
     if (this.#check(op)) this.#push(op);
     return this;
@@ -143,7 +118,7 @@ export class Transaction {
    * kept as it is, not copied (a full sync's is millions at 100k Services).
    */
   queueAll(ops: readonly Operation[]): this {
-    this.#refuseWhenReleased();
+    this.#refuseWhenGenerated();
     if (this.#queued > 0) {
       for (const op of ops) if (this.#check(op)) this.#push(op);
       return this;
@@ -161,8 +136,31 @@ export class Transaction {
     return this;
   }
 
-  #refuseWhenReleased(): void {
-    if (this.#length !== undefined) throw new Error('a transaction whose operations were released takes no more');
+  /**
+   * Queues the operations `source` makes (a full sync's plan), checked as they
+   * come and not kept: at 100k Services they are millions of small objects,
+   * most of a full sync's peak. operations() makes them again, one at a time,
+   * for the dataplane to encode; ops() makes and keeps the list (a failure's
+   * blame, a dataplane that wants a list). `source` must make the very same
+   * operations every time. Only into an empty transaction, which then takes no more.
+   */
+  queueGenerated(source: () => Iterable<Operation>): this {
+    this.#refuseWhenGenerated();
+    if (this.#queued > 0) throw new Error('generated operations go into an empty transaction');
+    for (const op of source()) this.#check(op);
+    this.#length = this.#queued - this.#errors.length;
+    this.#source = source;
+    return this;
+  }
+
+  /** The operations to commit, as ops() but made one at a time when they were generated; throws the first error as ops() does. */
+  operations(): Iterable<Operation> {
+    if (this.#errors.length > 0) throw this.#errors[0];
+    return this.#source ? this.#source() : this.#ops;
+  }
+
+  #refuseWhenGenerated(): void {
+    if (this.#length !== undefined) throw new Error('a transaction of generated operations takes no more');
   }
 
   #push(op: Operation): void {
@@ -186,7 +184,23 @@ export class Transaction {
     }
     const o = op.object;
     if ((o.kind === 'set' || o.kind === 'map') && (op.verb === 'add' || op.verb === 'create')) this.knownContainer(o);
+    this.#counts[VERB_INDEX.get(op.verb)! * KINDS.length + KIND_INDEX.get(o.kind)!]!++;
     return true;
+  }
+
+  /**
+   * The valid operations by verb and kind, counted while they were checked:
+   * no pass over them (a full sync's are made again for each, see queueGenerated).
+   */
+  counts(): OperationCount[] {
+    const out: OperationCount[] = [];
+    for (let v = 0; v < VERBS.length; v++) {
+      for (let k = 0; k < KINDS.length; k++) {
+        const count = this.#counts[v * KINDS.length + k]!;
+        if (count > 0) out.push({ verb: VERBS[v]!, kind: KINDS[k]!, count });
+      }
+    }
+    return out;
   }
 
   /** The first invalid operation, if any. */
@@ -204,35 +218,17 @@ export class Transaction {
     return this.#length ?? this.#ops.length;
   }
 
-  /** The operations to commit; throws the first error if any operation was invalid. */
+  /** The operations to commit; throws the first error if any operation was invalid. Generated ones are made and kept from then on. */
   ops(): readonly Operation[] {
     if (this.#errors.length > 0) throw this.#errors[0];
-    if (this.#again) {
-      const again = this.#again();
-      if (again.length !== this.#length)
-        throw new Error(`the operations made again are ${again.length}, not the ${this.#length} that were released`);
-      this.#ops = again as Operation[];
-      this.#ownsOps = false;
-      this.#again = undefined;
-      this.#length = undefined;
+    if (this.#source) {
+      const made = Array.from(this.#source());
+      if (made.length !== this.#length)
+        throw new Error(`the operations made again are ${made.length}, not the ${this.#length} that were checked`);
+      this.#ops = made;
+      this.#source = undefined;
     }
     return this.#ops;
-  }
-
-  /**
-   * Lets go of the operations of a transaction the dataplane has taken (encoded
-   * and handed to the kernel): a full sync's are most of what the agent holds
-   * at its peak, and the kernel works on the batch for seconds. Only a failure
-   * needs them again, to name the operations it refused: ops() then asks
-   * `again` for the very same list (a full sync's plan is a pure function of
-   * what it was planned from). Nothing may be queued afterwards.
-   */
-  releaseOperations(again: () => readonly Operation[]): void {
-    if (this.#errors.length > 0) throw this.#errors[0];
-    this.#length = this.length;
-    this.#ops = [];
-    this.#ownsOps = true;
-    this.#again = again;
   }
 }
 
@@ -244,197 +240,4 @@ export class Transaction {
 export function validateOperations(ops: readonly Operation[], known: ReadonlyArray<NftSet | NftMap> = []): void {
   const tx = new Transaction(known).queueAll(ops);
   if (tx.error) throw tx.error;
-}
-
-type FindContainer = (family: Family, table: string, name: string) => NftSet | NftMap | undefined;
-
-/**
- * What the checks of one operation list remember between operations: the
- * names already found valid (a transaction names its table thousands of
- * times) and the last container looked up (elements come in runs per set).
- */
-class CheckContext {
-  readonly #find: FindContainer;
-  #validName: unknown = undefined;
-  #validSetName: unknown = undefined;
-  // The last lookup, in fields rather than an object: a full sync's elements alternate
-  // between a dozen sets, and an object per miss was most of what checking them allocated.
-  #lastFamily: Family | undefined;
-  #lastTable = '';
-  #lastName = '';
-  #lastFound: NftSet | NftMap | undefined;
-
-  #inFamily: Family = 'ip';
-  #inTable = '';
-  // One function for every rule: a closure per rule would be 50k allocations per full sync.
-  readonly #lookup = (name: string) => this.find(this.#inFamily, this.#inTable, name);
-
-  constructor(find: FindContainer) {
-    this.#find = find;
-  }
-
-  /** A lookup of containers in one table, valid until the next call. */
-  lookupIn(family: Family, table: string): (name: string) => NftSet | NftMap | undefined {
-    this.#inFamily = family;
-    this.#inTable = table;
-    return this.#lookup;
-  }
-
-  find(family: Family, table: string, name: string): NftSet | NftMap | undefined {
-    if (this.#lastFamily === family && this.#lastName === name && this.#lastTable === table) return this.#lastFound;
-    const c = this.#find(family, table, name);
-    this.#lastFamily = family;
-    this.#lastTable = table;
-    this.#lastName = name;
-    this.#lastFound = c;
-    return c;
-  }
-
-  /** Sets and maps changed: forget the last lookup. */
-  forget(): void {
-    this.#lastFamily = undefined;
-  }
-
-  tableName(name: unknown): void {
-    if (name === this.#validName) return;
-    checkName(name, 'table');
-    this.#validName = name;
-  }
-
-  setName(name: unknown): void {
-    if (name === this.#validSetName) return;
-    checkName(name, 'set');
-    this.#validSetName = name;
-  }
-}
-
-function checkOperation(op: Operation, ctx: CheckContext): void {
-  const o = op.object;
-  if (!o || typeof o !== 'object') fail('no object');
-  const verbs = VERBS_BY_KIND[o.kind];
-  if (!verbs) fail(`unknown object kind ${JSON.stringify(o.kind)}`);
-  if (!verbs.includes(op.verb)) fail(`${o.kind} does not take the verb ${JSON.stringify(op.verb)}`);
-  if (o.family !== 'ip' && o.family !== 'ip6' && o.family !== 'inet') fail(`unknown family ${JSON.stringify(o.family)}`);
-  ctx.tableName(o.kind === 'table' ? o.name : o.table);
-  const comment = (o as { comment?: unknown }).comment;
-  if (comment !== undefined) {
-    if (typeof comment !== 'string') fail('comment must be a string');
-    if (comment.length * 3 > COMMENT_MAX && Buffer.byteLength(comment) > COMMENT_MAX) fail(`comment is longer than ${COMMENT_MAX} bytes`);
-    if (comment.includes('"')) fail('comment contains a double quote, which nft syntax cannot print');
-  }
-  // Deleting names an object; only its identity matters.
-  const defining = op.verb === 'add' || op.verb === 'create' || op.verb === 'insert' || op.verb === 'replace';
-  switch (o.kind) {
-    case 'table':
-      return;
-    case 'chain':
-      checkName(o.name, 'chain');
-      if (defining && o.base) checkBase(o.base);
-      return;
-    case 'set':
-    case 'map':
-      checkName(o.name, o.kind);
-      if (defining) checkContainer(o);
-      return;
-    case 'flowtable':
-      checkName(o.name, 'flowtable');
-      if (defining) {
-        if (o.hook !== 'ingress') fail('a flowtable hooks ingress');
-        if (!Number.isInteger(o.priority) || o.priority < INT32_MIN || o.priority > INT32_MAX) fail('priority must be a 32-bit integer');
-        if (!Array.isArray(o.devices)) fail('devices must be a list');
-        for (const d of o.devices) checkCanonical('ifname', d, 'flowtable device');
-        if (new Set(o.devices).size !== o.devices.length) fail('a device is listed twice');
-      }
-      return;
-    case 'rule': {
-      checkName(o.chain, 'chain');
-      const needsHandle = op.verb === 'replace' || op.verb === 'delete' || op.verb === 'destroy';
-      if (needsHandle && !(Number.isInteger(o.handle) && o.handle! > 0)) fail(`${op.verb} rule needs the rule's handle`);
-      if (!needsHandle && o.handle !== undefined) fail(`${op.verb} rule takes no handle (positions are not supported)`);
-      if (defining) checkStatements(o.exprs, o.family, ctx.lookupIn(o.family, o.table));
-      return;
-    }
-    case 'element':
-      ctx.setName(o.set);
-      checkElement(o, ctx.find(o.family, o.table, o.set), defining);
-      return;
-    default:
-      assertNever(o);
-  }
-}
-
-function checkBase(base: NonNullable<Extract<NftObject, { kind: 'chain' }>['base']>): void {
-  if (!CHAIN_TYPES.includes(base.type)) fail(`unknown chain type ${JSON.stringify(base.type)}`);
-  const hooks = HOOKS_BY_TYPE[base.type];
-  if (!hooks.includes(base.hook)) {
-    fail(
-      base.hook === 'ingress'
-        ? 'ingress base chains need a device, which this model does not carry'
-        : `a ${base.type} chain cannot hook ${base.hook}`,
-    );
-  }
-  if (!Number.isInteger(base.priority) || base.priority < INT32_MIN || base.priority > INT32_MAX) fail('priority must be a 32-bit integer');
-  if (base.policy !== undefined && base.policy !== 'accept' && base.policy !== 'drop')
-    fail(`unknown policy ${JSON.stringify(base.policy)}`);
-}
-
-function checkContainer(c: NftSet | NftMap): void {
-  if (!Array.isArray(c.keyType) || c.keyType.length === 0) fail(`a ${c.kind} needs a key type`);
-  for (const t of c.keyType) if (!KEY_TYPES.includes(t)) fail(`${JSON.stringify(t)} cannot be a key type`);
-  if (c.kind === 'map') {
-    const d = c.dataType;
-    if (Array.isArray(d)) {
-      // A one-part array would list back as a plain type: refuse it so that desired and listed objects compare equal.
-      if (d.length < 2) fail('concatenated data needs at least two types (write a single type without brackets)');
-      for (const t of d) if (!KEY_TYPES.includes(t)) fail(`${JSON.stringify(t)} cannot be part of concatenated data`);
-      if (d.reduce((n, t) => n + ((typeLength(t) + 3) & ~3), 0) > 64) fail('concatenated data is longer than 64 bytes');
-    } else if (!KEY_TYPES.includes(d) && d !== 'verdict') fail(`unknown data type ${JSON.stringify(d)}`);
-  }
-  const flags = c.flags ?? [];
-  for (const f of flags) if (!SET_FLAGS.includes(f)) fail(`unknown set flag ${JSON.stringify(f)}`);
-  if (new Set(flags).size !== flags.length) fail('a flag is listed twice');
-  if (c.kind === 'set' && c.timeout !== undefined) {
-    if (!Number.isInteger(c.timeout) || c.timeout < 1) fail('timeout must be a whole number of seconds from 1');
-    if (!flags.includes('timeout')) fail('a default timeout needs the timeout flag');
-  }
-}
-
-function checkElement(e: Element, c: NftSet | NftMap | undefined, defining: boolean): void {
-  if (!Array.isArray(e.key) || e.key.length === 0) fail('an element needs a key');
-  for (const part of e.key) if (typeof part !== 'string' || part.length === 0) fail('key parts must be non-empty strings');
-  if (isVerdictValue(e.value)) checkVerdict(e.value);
-  if (e.timeout !== undefined && !(Number.isInteger(e.timeout) && e.timeout >= 1)) fail('timeout must be a whole number of seconds from 1');
-  if (!c) return;
-  if (e.key.length !== c.keyType.length) fail(`key has ${e.key.length} parts, ${c.kind} ${c.name} has ${c.keyType.length}`);
-  const interval = c.flags?.includes('interval') ?? false;
-  for (let i = 0; i < e.key.length; i++) {
-    const part = e.key[i]!;
-    const type = c.keyType[i]!;
-    if (!interval && part.includes('/')) fail(`key part ${i}: prefixes need an interval ${c.kind}`);
-    // The label is only built for the message.
-    if (!isCanonical(type, part)) checkCanonical(type, part, `key part ${i}`);
-  }
-  if (e.timeout !== undefined && !c.flags?.includes('timeout')) fail(`${c.kind} ${c.name} has no timeout flag`);
-  if (!defining) return;
-  if (c.kind === 'set') {
-    if (e.value !== undefined) fail(`set ${c.name} holds no values`);
-    return;
-  }
-  if (e.value === undefined) fail(`map ${c.name} needs a value`);
-  if (c.dataType === 'verdict') {
-    if (typeof e.value === 'string') fail(`verdict map ${c.name} needs a verdict value`);
-  } else if (Array.isArray(c.dataType)) {
-    const types = c.dataType;
-    const v = e.value;
-    if (!Array.isArray(v) || v.length !== types.length) fail(`map ${c.name} holds ${types.join(' . ')} values: one text per part`);
-    for (let i = 0; i < v.length; i++) {
-      if (typeof v[i] !== 'string' || v[i]!.includes('/')) fail(`value part ${i} must be a value text, not a prefix`);
-      if (!isCanonical(types[i]!, v[i]!)) checkCanonical(types[i]!, v[i]!, `value part ${i}`);
-    }
-  } else {
-    if (typeof e.value !== 'string')
-      fail(`map ${c.name} holds ${c.dataType} values, not ${Array.isArray(e.value) ? 'concatenations' : 'verdicts'}`);
-    if (e.value.includes('/')) fail('a map value cannot be a prefix');
-    checkCanonical(c.dataType, e.value, 'value');
-  }
 }

@@ -14,7 +14,7 @@ import type { Ruleset } from './ruleset.ts';
 const TRANSIENT = new Set(['ENOMEM', 'ENOBUFS', 'EBUSY', 'EAGAIN', 'EINTR', 'ENOSPC', 'EPERM', 'EACCES', 'ETIMEDOUT']);
 
 export interface FailedAttempt {
-  /** The attempt's operations, in order (made again when they were released). */
+  /** The attempt's operations, in order (made again for a full sync, whose are generated). */
   ops: () => readonly Operation[];
   /** The rulesets whose fragments own operations: the desired one, then the last applied. */
   rulesets: ReadonlyArray<Ruleset | undefined>;

@@ -55,10 +55,22 @@ export interface SyncStats {
 }
 
 export interface SyncPlan {
+  /** Empty when `generated` makes them. */
   ops: Operation[];
+  /**
+   * A full sync's operations made on demand rather than listed (see
+   * Transaction.queueGenerated): `source` makes the same `length` operations
+   * every time, as a pure function of what the plan was made from.
+   */
+  generated?: { source: () => Iterable<Operation>; length: number };
   /** The state to keep once `ops` committed; the old one stays if the commit fails. */
   next: SyncState;
   stats: SyncStats;
+}
+
+/** How many operations a plan commits, listed or generated. */
+export function planLength(plan: SyncPlan): number {
+  return plan.generated?.length ?? plan.ops.length;
 }
 
 /** When a sync should run to delete the earliest stale chain (undefined: none left). */

@@ -17,11 +17,12 @@
 // desired ruleset leaves (property-tested).
 
 import type { IPFamily } from '../k8s/types.ts';
-import type { Chain, Operation, Table } from '../nft/objects.ts';
+import type { Chain, Element, NftMap, NftSet, Operation, Table } from '../nft/objects.ts';
 import { objectKey } from '../nft/objects.ts';
-import { emptyStats, type StaleChain, type SyncPlan, type SyncState } from './diff.ts';
+import { emptyStats, type StaleChain, type SyncPlan, type SyncState, type SyncStats } from './diff.ts';
+import { hairpinElement } from './element-claims.ts';
 import type { Fragment } from './fragment.ts';
-import { forEachElement, type Ruleset } from './ruleset.ts';
+import { forEachFragmentElement, type Ruleset } from './ruleset.ts';
 import { tableFamily } from './statements.ts';
 
 export type FullSyncMode = 'replace' | 'reassert';
@@ -33,61 +34,143 @@ function* fragments(r: Ruleset): Generator<Fragment> {
 
 const ALL_FAMILIES: readonly IPFamily[] = ['IPv4', 'IPv6'];
 
+/** A full sync's plan, its operations listed. */
 export function planFullSync(desired: Ruleset, mode: FullSyncMode, state?: SyncState): SyncPlan {
-  const stats = emptyStats();
-  // One array, filled phase by phase (a pass over the fragments each): at 10k
-  // services x 10 endpoints that is 440k operations, not worth copying twice.
-  const ops: Operation[] = [];
+  const groups = elementsBySet(desired);
+  const ops = Array.from(fullSyncOperations(desired, mode, groups));
+  return { ops, next: nextState(desired, mode, state), stats: countFullSync(desired, mode, groups).stats };
+}
 
-  const wanted = new Set(desired.tables.map(objectKey));
-  for (const f of ALL_FAMILIES) {
-    const table: Table = { kind: 'table', family: tableFamily(f), name: desired.config.tableName };
-    if (mode === 'replace' || !wanted.has(objectKey(table))) {
-      ops.push({ verb: 'add', object: table }, { verb: 'delete', object: table });
-    }
+/**
+ * A full sync's plan whose operations are made on demand (SyncPlan.generated):
+ * at 100k Services x 10 endpoints a listed plan is 2.5M operation objects and
+ * a million hairpin elements, ~250 MB at the sync's peak, for a list that is
+ * only ever walked in order. Made to be checked, again to be encoded and,
+ * after a failure, again to be blamed.
+ */
+export function planGeneratedFullSync(desired: Ruleset, mode: FullSyncMode, state?: SyncState): SyncPlan {
+  // Grouped once for every making: references to elements the fragments hold anyway.
+  const groups = elementsBySet(desired);
+  const source = () => fullSyncOperations(desired, mode, groups);
+  const { length, stats } = countFullSync(desired, mode, groups);
+  return { ops: [], generated: { source, length }, next: nextState(desired, mode, state), stats };
+}
+
+/**
+ * A full sync's operations, in the order they are committed: tables, sets,
+ * flowtables, chains, rules, then the elements grouped by set
+ * (elementsBySet: the kernel pays per message, and a streamed encoder cannot
+ * group them itself), the hairpin ones last, made from their counts.
+ */
+function* fullSyncOperations(desired: Ruleset, mode: FullSyncMode, elementGroups: readonly Element[][]): Generator<Operation> {
+  for (const table of replacedTables(desired, mode)) {
+    yield { verb: 'add', object: table };
+    yield { verb: 'delete', object: table };
   }
-  for (const t of desired.tables) ops.push({ verb: 'add', object: t });
+  for (const t of desired.tables) yield { verb: 'add', object: t };
 
   const frags = [...fragments(desired)];
   for (const frag of frags) {
     for (const s of frag.sets) {
-      ops.push({ verb: 'add', object: s });
-      if (mode === 'reassert' && !s.flags?.includes('dynamic')) ops.push({ verb: 'flush', object: s });
-      stats.setsAdded++;
+      yield { verb: 'add', object: s };
+      if (flushesSet(s, mode)) yield { verb: 'flush', object: s };
     }
   }
-  for (const frag of frags) for (const f of frag.flowtables) ops.push({ verb: 'add', object: f });
+  for (const frag of frags) for (const f of frag.flowtables) yield { verb: 'add', object: f };
   for (const frag of frags) {
     for (const c of frag.chains) {
-      ops.push({ verb: 'add', object: c.chain });
-      if (mode === 'reassert') ops.push({ verb: 'flush', object: c.chain });
-      stats.chainsAdded++;
+      yield { verb: 'add', object: c.chain };
+      if (mode === 'reassert') yield { verb: 'flush', object: c.chain };
     }
   }
-  for (const frag of frags) {
-    for (const c of frag.chains) {
-      for (const r of c.rules) ops.push({ verb: 'add', object: r });
-      stats.rulesAdded += c.rules.length;
-    }
-  }
-  forEachElement(desired, (e) => {
-    ops.push({ verb: 'add', object: e });
-    stats.elementsAdded++;
-  });
+  for (const frag of frags) for (const c of frag.chains) for (const r of c.rules) yield { verb: 'add', object: r };
+  frags.length = 0;
 
-  // A replace removed every stale chain with its table; a reassert keeps them
-  // (flushed, unreferenced) until their delay has passed, unless wanted again.
+  for (const group of elementGroups) for (const e of group) yield { verb: 'add', object: e };
+  for (const [family, counts] of desired.hairpin)
+    for (const ip of counts.keys()) yield { verb: 'add', object: hairpinElement(family, desired.config.tableName, ip) };
+}
+
+/**
+ * The fragments' elements by set, sets in order of first appearance. They come
+ * in same-set runs: the index is asked only where one ends.
+ */
+function elementsBySet(desired: Ruleset): Element[][] {
+  const groups: Element[][] = [];
+  const bySet = new Map<string, Element[]>();
+  let last: Element | undefined;
+  let group: Element[] = [];
+  forEachFragmentElement(desired, (e) => {
+    if (last === undefined || e.set !== last.set || e.table !== last.table || e.family !== last.family) {
+      const key = `${e.family} ${e.table} ${e.set}`;
+      let g = bySet.get(key);
+      if (!g) {
+        g = [];
+        bySet.set(key, g);
+        groups.push(g);
+      }
+      group = g;
+    }
+    last = e;
+    group.push(e);
+  });
+  return groups;
+}
+
+/**
+ * Tables emptied by an add and a delete (which succeeds whether or not the
+ * table existed): every family's for a replace, the unwanted ones' for a reassert.
+ */
+function replacedTables(desired: Ruleset, mode: FullSyncMode): Table[] {
+  const wanted = new Set(desired.tables.map(objectKey));
+  return ALL_FAMILIES.map((f): Table => ({ kind: 'table', family: tableFamily(f), name: desired.config.tableName })).filter(
+    (t) => mode === 'replace' || !wanted.has(objectKey(t)),
+  );
+}
+
+/** A reassert refills every set but the dynamic ones (affinity entries stay). */
+function flushesSet(s: NftSet | NftMap, mode: FullSyncMode): boolean {
+  return mode === 'reassert' && !s.flags?.includes('dynamic');
+}
+
+/**
+ * How many operations fullSyncOperations makes, and what they add, counted
+ * from the ruleset without making them (a full sync's are made only to be
+ * checked and encoded).
+ */
+function countFullSync(desired: Ruleset, mode: FullSyncMode, elementGroups: readonly Element[][]): { length: number; stats: SyncStats } {
+  const stats = emptyStats();
+  let length = 2 * replacedTables(desired, mode).length + desired.tables.length;
+  for (const frag of fragments(desired)) {
+    for (const s of frag.sets) length += flushesSet(s, mode) ? 2 : 1;
+    stats.setsAdded += frag.sets.length;
+    length += frag.flowtables.length;
+    stats.chainsAdded += frag.chains.length;
+    for (const c of frag.chains) stats.rulesAdded += c.rules.length;
+  }
+  for (const group of elementGroups) stats.elementsAdded += group.length;
+  for (const counts of desired.hairpin.values()) stats.elementsAdded += counts.size;
+  length += stats.chainsAdded * (mode === 'reassert' ? 2 : 1) + stats.rulesAdded + stats.elementsAdded;
+  return { length, stats };
+}
+
+/**
+ * What the state is once the sync landed. A replace removed every stale chain
+ * with its table; a reassert keeps them (flushed, unreferenced) until their
+ * delay has passed, unless wanted again.
+ */
+function nextState(desired: Ruleset, mode: FullSyncMode, state: SyncState | undefined): SyncState {
   const stale = new Map<string, StaleChain>();
   if (mode === 'reassert' && state && state.staleChains.size > 0) {
+    const wanted = new Set(desired.tables.map(objectKey));
     const wantedChains = new Set<string>();
-    for (const frag of frags) for (const c of frag.chains) wantedChains.add(objectKey(c.chain));
+    for (const frag of fragments(desired)) for (const c of frag.chains) wantedChains.add(objectKey(c.chain));
     for (const [k, s] of state.staleChains) {
       if (wantedChains.has(k) || !wanted.has(objectKey(tableOf(s.chain)))) continue;
       stale.set(k, s);
     }
   }
-
-  return { ops, next: { applied: desired, staleChains: stale }, stats };
+  return { applied: desired, staleChains: stale };
 }
 
 function tableOf(c: Chain): Table {

@@ -18,8 +18,16 @@ import type { Dataplane, TableListing } from '../nft/dataplane.ts';
 import type { Family, Operation } from '../nft/objects.ts';
 import type { RulesetConfig } from './config.ts';
 import { validateRulesetConfig } from './config.ts';
-import { DEFAULT_STALE_CHAIN_DELAY_MS, diffRulesets, EMPTY_SYNC_STATE, staleDeletionDueAt, type SyncPlan, type SyncState } from './diff.ts';
-import { type FullSyncMode, planFullSync } from './full-sync.ts';
+import {
+  DEFAULT_STALE_CHAIN_DELAY_MS,
+  diffRulesets,
+  EMPTY_SYNC_STATE,
+  planLength,
+  staleDeletionDueAt,
+  type SyncPlan,
+  type SyncState,
+} from './diff.ts';
+import { type FullSyncMode, planFullSync, planGeneratedFullSync } from './full-sync.ts';
 import { type Attempt, commitIsolating, IsolationFailed, type Refusal } from './isolation.ts';
 import { blameInvalid, blameRefusal, type FailedAttempt } from './blame.ts';
 import { planAdoption, REWRITTEN_ON_ADOPTION } from './adopt.ts';
@@ -72,9 +80,10 @@ export interface ReconcilerOptions {
   /** Each planned transaction, before it is committed: a large one takes seconds in the kernel. */
   onPlanned?: (planned: PlannedSync) => void;
   /**
-   * A full sync's transaction of `ops` operations, handed to the dataplane,
-   * whose operations (and renderings) this reconciler no longer holds: while
-   * the kernel works is the moment to collect them (a failure makes them again).
+   * A full sync's transaction of `ops` operations, handed to the dataplane.
+   * Its operations were made on demand and are not held; its renderings are
+   * held only weakly from then on: while the kernel works is the moment to
+   * collect them (a failure makes them again).
    */
   onReleased?: (ops: number) => void;
   /**
@@ -83,6 +92,14 @@ export interface ReconcilerOptions {
    * reconciler adopts only tables of the current format.
    */
   adopt?: boolean;
+}
+
+/** A plan, with the ruleset it leads to. */
+interface Planned {
+  plan: SyncPlan;
+  desired: Ruleset;
+  kind: SyncReport['kind'];
+  mode?: FullSyncMode;
 }
 
 /** What a sync is about to commit. */
@@ -143,15 +160,16 @@ export class Reconciler {
    * names are rendered again, the other ports' renderings are kept. `held`:
    * ports to hold back at their last applied version (or out).
    */
-  plan(
-    request: SyncRequest,
-    read: ModelRead = this.#servicePorts(),
-    held: ReadonlySet<string> = NO_HELD,
-  ): { plan: SyncPlan; desired: Ruleset; kind: SyncReport['kind']; mode?: FullSyncMode } {
+  plan(request: SyncRequest, read: ModelRead = this.#servicePorts(), held: ReadonlySet<string> = NO_HELD): Planned {
+    return this.#plan(request, read, held, planFullSync);
+  }
+
+  /** plan(), with full syncs planned by `full`: the syncs' own attempts have their operations made on demand. */
+  #plan(request: SyncRequest, read: ModelRead, held: ReadonlySet<string>, full: typeof planFullSync): Planned {
     const desired = this.#render(read, held);
     if (request.kind === 'full' || this.#state.applied === undefined) {
       const mode = request.kind === 'full' ? request.mode : 'replace';
-      return { plan: planFullSync(desired, mode, this.#state), desired, kind: 'full', mode };
+      return { plan: full(desired, mode, this.#state), desired, kind: 'full', mode };
     }
     const plan = diffRulesets(
       this.#state.applied,
@@ -248,20 +266,19 @@ export class Reconciler {
     // Once an attempt has committed, the next ones are incremental: a full sync's replace is done.
     let request_ = request;
     let done: { kind: SyncReport['kind']; mode?: FullSyncMode } | undefined;
-    let last: { plan: SyncPlan; desired: Ruleset; kind: SyncReport['kind']; mode?: FullSyncMode } | undefined;
+    let last: Planned | undefined;
     let ops = 0;
     /** Operations of the last attempt's plan (whose list may have been released). */
     let planned = 0;
     const attempt = async (held: ReadonlySet<string>): Promise<Attempt> => {
       // Later attempts (and the first after an adoption, which rendered) render again only what their set-aside and held ports change.
-      last = this.plan(request_, last === undefined && !rendered ? read : { ...read, changed: NOTHING_CHANGED }, held);
+      const changed = last === undefined && !rendered ? read : { ...read, changed: NOTHING_CHANGED };
+      last = this.#plan(request_, changed, held, planGeneratedFullSync);
       heldFragments.length = 0;
-      const { plan, desired, kind, mode } = last;
-      planned = plan.ops.length;
+      const { plan, desired, kind } = last;
+      planned = planLength(plan);
       if (planned > 0) this.#onPlanned?.({ kind, servicePorts: desired.services.size, ops: planned, planMs: performance.now() - t0 });
-      const state = this.#state;
-      const again = mode === undefined ? undefined : () => planFullSync(desired, mode, state).ops;
-      const failed = await this.#commit(plan, desired, current, again);
+      const failed = await this.#commit(plan, desired, current);
       if (failed) return failed;
       ops += planned;
       done ??= { kind, ...(last.mode ? { mode: last.mode } : {}) };
@@ -358,30 +375,25 @@ export class Reconciler {
    * else the failed attempt with its blame. `again`: makes the plan's very
    * operations again, so that they are let go while the kernel works.
    */
-  async #commit(
-    plan: SyncPlan,
-    desired: Ruleset,
-    current: PortSource['get'],
-    again?: () => readonly Operation[],
-  ): Promise<Attempt | undefined> {
-    if (plan.ops.length > 0) {
-      const tx = this.#dataplane.begin().queueAll(plan.ops);
+  async #commit(plan: SyncPlan, desired: Ruleset, current: PortSource['get']): Promise<Attempt | undefined> {
+    const { generated } = plan;
+    if (planLength(plan) > 0) {
+      const tx = this.#dataplane.begin();
+      if (generated) tx.queueGenerated(generated.source);
+      else tx.queueAll(plan.ops);
       if (tx.errors.length > 0)
         return {
           ok: false,
           error: tx.error,
           blame: blameInvalid(
             tx.errors,
-            this.#failed(() => plan.ops, desired, current),
+            // Every operation, the invalid ones too: the errors' indexes count them all.
+            this.#failed(() => (generated ? Array.from(generated.source()) : plan.ops), desired, current),
           ),
         };
       const committing = this.#dataplane.commit(tx);
-      if (again) {
-        const count = plan.ops.length;
-        tx.releaseOperations(again);
-        plan.ops = [];
-        this.#onReleased?.(count);
-      }
+      // Encoded and handed over: no operation of a generated plan is held any more.
+      if (generated) this.#onReleased?.(generated.length);
       try {
         await committing;
       } catch (e) {

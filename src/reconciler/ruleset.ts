@@ -345,6 +345,12 @@ export function claimedElement(r: Ruleset, key: string): Element | undefined {
 
 /** Every element of the ruleset, once: each fragment's claimed elements it won and its own elements, then the hairpin ones. */
 export function forEachElement(r: Ruleset, fn: (e: Element) => void): void {
+  forEachFragmentElement(r, fn);
+  for (const [family, counts] of r.hairpin) for (const ip of counts.keys()) fn(hairpinElement(family, r.config.tableName, ip));
+}
+
+/** forEachElement's elements that fragments hold: all but the hairpin ones (made from their counts). */
+export function forEachFragmentElement(r: Ruleset, fn: (e: Element) => void): void {
   const visit = (owner: string, f: Fragment): void => {
     const keys = claimKeysOf(f);
     for (let i = 0; i < keys.length; i++) {
@@ -356,7 +362,6 @@ export function forEachElement(r: Ruleset, fn: (e: Element) => void): void {
   };
   for (const [family, s] of r.skeletons) visit(skeletonOwner(family), s);
   for (const [id, s] of r.services) visit(id, s.fragment);
-  for (const [family, counts] of r.hairpin) for (const ip of counts.keys()) fn(hairpinElement(family, r.config.tableName, ip));
 }
 
 const NO_SLOTS: ReadonlyMap<IPFamily, FamilySlots> = new Map();

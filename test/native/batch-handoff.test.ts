@@ -115,4 +115,22 @@ describe('the batch handed to the addon', () => {
     expect(allocated).toHaveLength(1);
     expect(mapKeys(ns, 'a')).toHaveLength(99_999);
   }, 120_000);
+
+  it('generated operations (a full sync) are encoded as they are made and land as the listed ones do', async () => {
+    const { ns, dp } = kernel();
+    let made = 0;
+    const tx = dp.begin().queueGenerated(() => {
+      made++;
+      return verdictMapOps('g', 30_000, '443');
+    });
+    await dp.commit(tx);
+    // Made once to be checked and once to be encoded: never listed.
+    expect(made).toBe(2);
+    expect(dp.lastCommit).toMatchObject({ operations: 30_003 });
+    const keys = mapKeys(ns, 'g');
+    expect(keys).toHaveLength(30_000);
+    expect(new Set(keys)).toEqual(
+      new Set(verdictMapOps('g', 30_000, '443').flatMap(({ object: o }) => (o.kind === 'element' ? [o.key.join(' . ')] : []))),
+    );
+  }, 120_000);
 });

@@ -1,6 +1,6 @@
-// The netlink dataplane holds nothing of a transaction's operations while the
-// addon's worker commits its batch: the caller may release them
-// (Transaction.releaseOperations), and a refusal still names its operation.
+// The netlink dataplane holds nothing of a transaction's generated operations
+// while the addon's worker commits its batch (Transaction.queueGenerated: a
+// full sync's are made on demand), and a refusal still names its operation.
 // The addon is a stand-in that answers when told, so the wait can be looked into.
 
 import { describe, expect, it } from 'vitest';
@@ -26,18 +26,28 @@ const opsOf = (): Operation[] => [
   ...['a', 'b', 'c'].map((n): Operation => ({ verb: 'add', object: chain(n) })),
 ];
 
-/** Commits, releases the operations once the batch is handed over, and reports whether the collector took one of them meanwhile. */
-async function commitReleased(answerWith: Omit<NativeCommitResult, 'timing'>) {
+/**
+ * Commits generated operations, and reports whether the collector took the
+ * chains' operations that the encoding made while the batch was in the kernel
+ * (the table's is kept until the answer: what the dataplane learns from it).
+ */
+async function commitGenerated(answerWith: Omit<NativeCommitResult, 'timing'>) {
   const { addon, answer } = slowAddon();
   const dataplane = new NetlinkDataplane({ addon });
-  const tx = dataplane.begin().queueAll(opsOf());
-  const watched = new WeakRef(tx.ops()[3]!);
+  let watched: WeakRef<Operation>[] = [];
+  const tx = dataplane.begin().queueGenerated(function* () {
+    watched = [];
+    for (const op of opsOf()) {
+      watched.push(new WeakRef(op));
+      yield op;
+    }
+  });
   const committing = dataplane.commit(tx);
-  tx.releaseOperations(opsOf);
+  const made = watched;
   const collected = await new Promise<boolean>((resolve) =>
     setImmediate(() => {
       collectGarbage();
-      resolve(watched.deref() === undefined);
+      resolve(made.length === 4 && made.slice(1).every((w) => w.deref() === undefined));
     }),
   );
   answer({ ...answerWith, timing });
@@ -53,7 +63,7 @@ async function commitReleased(answerWith: Omit<NativeCommitResult, 'timing'>) {
 
 describe('the netlink dataplane while the batch is in the kernel', () => {
   it('holds none of the operations, and records the commit once answered', async () => {
-    const { collected, outcome, dataplane } = await commitReleased({ failures: [], messages: 6, bytes: 400 });
+    const { collected, outcome, dataplane } = await commitGenerated({ failures: [], messages: 6, bytes: 400 });
     expect(collected).toBe(true);
     expect(outcome).toBe('ok');
     expect(dataplane.lastCommit).toMatchObject({ operations: 4, messages: 6 });
@@ -61,7 +71,7 @@ describe('the netlink dataplane while the batch is in the kernel', () => {
   });
 
   it('a refusal names the operation made again', async () => {
-    const { collected, outcome } = await commitReleased({
+    const { collected, outcome } = await commitGenerated({
       failures: [{ index: 2, errno: 22, message: 'no', origin: 'kernel' }],
       messages: 6,
       bytes: 400,

@@ -162,29 +162,76 @@ describe('transaction: every error is found, the first is thrown', () => {
     expect(after.length).toBe(2);
   });
 
-  it('releaseOperations lets go of the list and makes it again, once, only when asked; nothing is queued meanwhile', () => {
+  it('queueGenerated checks what its source makes without keeping it; operations() makes it again, ops() once and keeps it', () => {
     const ops = (): Operation[] => [
       { verb: 'add', object: table },
       { verb: 'add', object: chain('a') },
     ];
-    const tx = new Transaction().queueAll(ops());
     let made = 0;
-    tx.releaseOperations(() => {
+    const source = (): Operation[] => {
       made++;
       return ops();
-    });
-    expect(tx.length).toBe(2);
-    expect(made).toBe(0);
-    expect(() => tx.add(chain('b'))).toThrow(/released/);
-    expect(tx.ops()).toEqual(ops());
-    expect(tx.ops()).toEqual(ops());
+    };
+    const tx = new Transaction().queueGenerated(source);
     expect(made).toBe(1);
+    expect(tx.length).toBe(2);
+    expect(tx.errors).toEqual([]);
+    expect(() => tx.add(chain('b'))).toThrow(/generated operations takes no more/);
+    expect(() => tx.queueAll(ops())).toThrow(/generated operations takes no more/);
+    expect([...tx.operations()]).toEqual(ops());
+    expect([...tx.operations()]).toEqual(ops());
+    expect(made).toBe(3);
+    const listed = tx.ops();
+    expect(listed).toEqual(ops());
+    expect(tx.ops()).toBe(listed);
+    expect(tx.operations()).toBe(listed);
+    expect(made).toBe(4);
 
-    const short = new Transaction().queueAll(ops());
-    short.releaseOperations(() => ops().slice(1));
-    expect(() => short.ops()).toThrow(/made again are 1, not the 2/);
-    const invalid = new Transaction().queueAll([{ verb: 'add', object: chain('') }]);
-    expect(() => invalid.releaseOperations(ops)).toThrow(NftInvalidError);
+    let n = 2;
+    const shrinking = new Transaction().queueGenerated(() => ops().slice(0, n--));
+    expect(() => shrinking.ops()).toThrow(/made again are 1, not the 2 that were checked/);
+    expect(() => new Transaction().add(table).queueGenerated(source)).toThrow(/empty transaction/);
+  });
+
+  it('queueGenerated names every invalid operation by its index, and checks elements against the sets its source adds', () => {
+    const set = sets.find((s) => s.kind === 'set' && s.keyType.length === 1 && s.keyType[0] === 'ipv4_addr')!;
+    const tx = new Transaction().queueGenerated((): Operation[] => [
+      { verb: 'add', object: table },
+      { verb: 'add', object: chain('') },
+      { verb: 'add', object: set },
+      { verb: 'add', object: el(set.name, ['10.0.0.1']) },
+      { verb: 'add', object: el(set.name, ['not an address']) },
+    ]);
+    expect(tx.errors.map((e) => e.index)).toEqual([1, 4]);
+    expect(tx.length).toBe(3);
+    expect(() => tx.operations()).toThrow(NftInvalidError);
+    expect(() => tx.ops()).toThrow(NftInvalidError);
+  });
+
+  it('counts the valid operations by verb and kind as it checks them, however they were queued', () => {
+    const set = sets.find((s) => s.kind === 'set' && s.keyType.length === 1 && s.keyType[0] === 'ipv4_addr')!;
+    const ops = (): Operation[] => [
+      { verb: 'add', object: table },
+      { verb: 'add', object: chain('a') },
+      { verb: 'add', object: chain('') },
+      { verb: 'flush', object: chain('a') },
+      { verb: 'add', object: set },
+      { verb: 'add', object: el(set.name, ['10.0.0.1']) },
+      { verb: 'add', object: el(set.name, ['10.0.0.2']) },
+    ];
+    const expected = [
+      { verb: 'add', kind: 'table', count: 1 },
+      { verb: 'add', kind: 'chain', count: 1 },
+      { verb: 'add', kind: 'set', count: 1 },
+      { verb: 'add', kind: 'element', count: 2 },
+      { verb: 'flush', kind: 'chain', count: 1 },
+    ];
+    expect(new Transaction().queueAll(ops()).counts()).toEqual(expected);
+    expect(new Transaction().queueGenerated(ops).counts()).toEqual(expected);
+    const one = new Transaction();
+    for (const op of ops()) one.queue(op.verb, op.object);
+    expect(one.counts()).toEqual(expected);
+    expect(new Transaction().counts()).toEqual([]);
   });
 
   it('validateOperations throws for the first bad operation', () => {

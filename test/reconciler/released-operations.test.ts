@@ -1,7 +1,8 @@
-// A full sync's operations are let go once the dataplane has taken the
-// transaction: while the kernel works, nothing of the reconciler holds them or
-// the renderings behind them, and a refusal that comes back afterwards is
-// still traced to its owner through the very same operations made again.
+// A full sync's operations are made on demand (Transaction.queueGenerated):
+// once the dataplane has taken the transaction, while the kernel works,
+// nothing of the reconciler holds them or the renderings behind them, and a
+// refusal that comes back afterwards is still traced to its owner through the
+// very same operations made again.
 
 import { describe, expect, it } from 'vitest';
 import { collectGarbage } from '../../src/agent/memory-release.ts';
@@ -46,9 +47,9 @@ class SlowKernel implements Dataplane {
     // Applied from the batch as taken: the fake kernel keeps the objects it is given.
     this.inner.commitSync(JSON.parse(this.taken.at(-1)!));
   }
-  /** What the addon does before it returns: reads the batch and keeps only its own copy. */
+  /** What the addon does before it returns: reads the batch (made one operation at a time, as the encoder does) and keeps its own copy. */
   #take(tx: Transaction): OperationFailure[] {
-    const ops = tx.ops();
+    const ops = Array.from(tx.operations());
     this.taken.push(JSON.stringify(ops));
     this.watched = new WeakRef(ops[ops.length - 1]!);
     const failures: OperationFailure[] = [];

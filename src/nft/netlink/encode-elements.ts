@@ -103,6 +103,7 @@ function writeExactElements(
   from: number,
   to: number,
   at: (q: number) => number,
+  base: number,
   defining: boolean,
 ): number {
   let count = 0;
@@ -117,8 +118,9 @@ function writeExactElements(
   const types = c.keyType;
   const parts = types.length;
   for (let q = from; q < to; q++) {
-    const i = at(q);
-    const e = ops[i]!.object as Element;
+    const local = at(q);
+    const e = ops[local]!.object as Element;
+    const i = base + local;
     const key = e.key;
     if (key.length !== parts) throw new NftEncodeError(i, `key has ${key.length} parts, ${c.name} has ${parts}`);
     // The fixed part (op index, attribute count, key) in one reservation,
@@ -180,13 +182,15 @@ function writeIntervalElements(
   from: number,
   to: number,
   at: (q: number) => number,
+  base: number,
   defining: boolean,
 ): number {
   const concat = c.keyType.length > 1;
   let count = 0;
   for (let q = from; q < to; q++) {
-    const i = at(q);
-    const e = ops[i]!.object as Element;
+    const local = at(q);
+    const e = ops[local]!.object as Element;
+    const i = base + local;
     let parts: ReturnType<typeof partBytes>[];
     try {
       if (e.key.length !== c.keyType.length) throw new Error(`key has ${e.key.length} parts, ${c.name} has ${c.keyType.length}`);
@@ -226,12 +230,22 @@ function writeIntervalElements(
   return count;
 }
 
-/** Elements ops[from, to), or ops[order[from]], ops[order[from + 1]]... when order is given (same verb and set), as one record. */
-export function writeElements(enc: RecordSink, ops: readonly Operation[], from: number, to: number, order?: ArrayLike<number>): void {
+/**
+ * Elements ops[from, to), or ops[order[from]], ops[order[from + 1]]... when order is given (same verb and set), as one record.
+ * `base`: the transaction's index of ops[0] (a streamed encoder passes a window of its operations).
+ */
+export function writeElements(
+  enc: RecordSink,
+  ops: readonly Operation[],
+  from: number,
+  to: number,
+  order?: ArrayLike<number>,
+  base = 0,
+): void {
   const at = (q: number): number => (order ? order[q]! : q);
-  const firstIndex = at(from);
-  const first = ops[firstIndex]!.object as Element;
-  const verb = ops[firstIndex]!.verb;
+  const first = ops[at(from)]!.object as Element;
+  const verb = ops[at(from)]!.verb;
+  const firstIndex = base + at(from);
   const c = enc.container(first.family, first.table, first.set);
   if (!c)
     throw new NftEncodeError(
@@ -249,8 +263,8 @@ export function writeElements(enc: RecordSink, ops: readonly Operation[], from: 
   const defining = msg === MSG.NEWSETELEM;
   const interval = c.flags?.includes('interval') ?? false;
   const count = interval
-    ? writeIntervalElements(enc.w, c, ops, from, to, at, defining)
-    : writeExactElements(enc.w, c, ops, from, to, at, defining);
+    ? writeIntervalElements(enc.w, c, ops, from, to, at, base, defining)
+    : writeExactElements(enc.w, c, ops, from, to, at, base, defining);
   enc.w.patchU32(countAt, count);
 }
 

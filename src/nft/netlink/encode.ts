@@ -3,47 +3,20 @@
 // here on the JS side, so that 100k elements cross the boundary as one buffer,
 // which the addon reads in place. Rule statements are lowered (lower.ts);
 // elements become key/data bytes; a run of consecutive element operations with
-// one verb becomes one record per set (groupBySet in encode-elements.ts), which the addon splits into
-// messages of at most 500 elements inside the same transaction.
+// one verb becomes one record per set (groupBySet in encode-elements.ts), which
+// the addon splits into messages of at most 500 elements inside the same
+// transaction. A full sync's operations are encoded as they are made
+// (encodeOperationStream), never all listed.
 
-import type { Chain, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from '../objects.ts';
-import {
-  AT,
-  CHAIN_ATTR,
-  DATA_VERDICT,
-  FAMILY_NUMBER,
-  FLOWTABLE_ATTR,
-  HOOK_NUMBER,
-  KIND,
-  MSG,
-  NETDEV_INGRESS,
-  NLM_F,
-  RULE_ATTR,
-  NFT_BYTEORDER_HOST,
-  SET_ATTR,
-  SET_FLAG,
-  TABLE_ATTR,
-  UDATA_COMMENT,
-  UDATA_SET_KEYBYTEORDER,
-} from './kernel-constants.ts';
+import type { Chain, Element, Family, NftMap, NftSet, Operation, Rule } from '../objects.ts';
+import { AT, CHAIN_ATTR, FAMILY_NUMBER, HOOK_NUMBER, KIND, MSG, NLM_F, RULE_ATTR, UDATA_COMMENT } from './kernel-constants.ts';
 import { ExprSink } from './kernel-exprs.ts';
 import { lowerInto } from './lower.ts';
-import { typeLength } from '../values.ts';
 import { ByteWriter, type Attr } from './wire.ts';
-import { writeElementRun } from './encode-elements.ts';
+import { writeElementRun, writeElements } from './encode-elements.ts';
+import { flowtableAttrs, setAttrs, tableAttrs } from './encode-objects.ts';
 import { assertNever } from '../../assert-never.ts';
-import {
-  comment,
-  commentBytes,
-  dataLength,
-  dataTypeId,
-  keyLength,
-  keyTypeId,
-  NftEncodeError,
-  withId,
-  type ContainerLookup,
-  type RecordSink,
-} from './encode-parts.ts';
+import { commentBytes, keyLength, keyTypeId, NftEncodeError, type ContainerLookup, type RecordSink } from './encode-parts.ts';
 
 export { keyLength, keyTypeId, NftEncodeError, type ContainerLookup };
 
@@ -55,89 +28,6 @@ export interface EncodedBatch {
   records: number;
   /** Operations that add or remove a set, map or table, in order: what a dataplane learns from the batch once it landed. */
   containerChanges: Operation[];
-}
-
-function containerFlags(c: NftSet | NftMap): number {
-  let f = 0;
-  for (const flag of c.flags ?? []) f |= SET_FLAG[flag];
-  if (c.kind === 'map') f |= SET_FLAG.map;
-  // The kernel wants the concat flag whenever the description lists several fields.
-  if (c.keyType.length > 1) f |= SET_FLAG.concat;
-  return f;
-}
-
-function tableAttrs(t: Table, defining: boolean): Attr[] {
-  const a: Attr[] = [{ id: TABLE_ATTR.NAME, type: 'str', value: t.name }];
-  if (defining) a.push(...withId(comment(UDATA_COMMENT.table, t.comment), TABLE_ATTR.USERDATA));
-  return a;
-}
-
-/**
- * nft's userdata TLVs for a set: the key's byte order where the kernel's type
- * id does not say it (nft would print integer key 1 as 16777216 without it),
- * and the comment.
- */
-function setUserdata(c: NftSet | NftMap): Uint8Array | undefined {
-  const parts: Uint8Array[] = [];
-  if (c.keyType.length === 1 && c.keyType[0] === 'integer') {
-    // A little-endian u32 (the hosts we build for), byte by byte: a DataView
-    // over `b.buffer` would move this small array off the V8 heap first.
-    parts.push(
-      Uint8Array.of(
-        UDATA_SET_KEYBYTEORDER,
-        4,
-        NFT_BYTEORDER_HOST & 0xff,
-        (NFT_BYTEORDER_HOST >>> 8) & 0xff,
-        (NFT_BYTEORDER_HOST >>> 16) & 0xff,
-        NFT_BYTEORDER_HOST >>> 24,
-      ),
-    );
-  }
-  if (c.comment !== undefined) parts.push(commentBytes(UDATA_COMMENT.set, c.comment));
-  if (parts.length === 0) return undefined;
-  if (parts.length === 1) return parts[0];
-  return Uint8Array.from([...parts[0]!, ...parts[1]!]);
-}
-
-function setAttrs(c: NftSet | NftMap, defining: boolean, id = 0): Attr[] {
-  const a: Attr[] = [
-    { id: SET_ATTR.TABLE, type: 'str', value: c.table },
-    { id: SET_ATTR.NAME, type: 'str', value: c.name },
-  ];
-  if (!defining) return a;
-  // The kernel wants a transaction-unique id on every new set.
-  a.push({ id: SET_ATTR.ID, type: 'u32', value: id });
-  a.push({ id: SET_ATTR.FLAGS, type: 'u32', value: containerFlags(c) });
-  a.push({ id: SET_ATTR.KEY_TYPE, type: 'u32', value: keyTypeId(c.keyType) });
-  a.push({ id: SET_ATTR.KEY_LEN, type: 'u32', value: keyLength(c.keyType) });
-  if (c.keyType.length > 1) {
-    a.push({ id: SET_ATTR.DESC_CONCAT, type: 'bytes', value: Uint8Array.from(c.keyType.map(typeLength)) });
-  }
-  if (c.kind === 'map') {
-    if (c.dataType === 'verdict') {
-      a.push({ id: SET_ATTR.DATA_TYPE, type: 'u32', value: DATA_VERDICT });
-    } else {
-      a.push({ id: SET_ATTR.DATA_TYPE, type: 'u32', value: dataTypeId(c.dataType) });
-      a.push({ id: SET_ATTR.DATA_LEN, type: 'u32', value: dataLength(c.dataType) });
-    }
-  } else if (c.timeout !== undefined) {
-    a.push({ id: SET_ATTR.TIMEOUT, type: 'u64', value: BigInt(c.timeout) * 1000n });
-  }
-  const udata = setUserdata(c);
-  if (udata) a.push({ id: SET_ATTR.USERDATA, type: 'bytes', value: udata });
-  return a;
-}
-
-function flowtableAttrs(f: Flowtable, defining: boolean): Attr[] {
-  const a: Attr[] = [
-    { id: FLOWTABLE_ATTR.TABLE, type: 'str', value: f.table },
-    { id: FLOWTABLE_ATTR.NAME, type: 'str', value: f.name },
-  ];
-  if (!defining) return a;
-  a.push({ id: FLOWTABLE_ATTR.HOOKNUM, type: 'u32', value: NETDEV_INGRESS });
-  a.push({ id: FLOWTABLE_ATTR.PRIO, type: 'u32', value: f.priority >>> 0 });
-  a.push({ id: FLOWTABLE_ATTR.DEVICES, type: 'strArray', value: f.devices });
-  return a;
 }
 
 /**
@@ -279,8 +169,24 @@ class BatchEncoder implements RecordSink {
 const CREATE = NLM_F.CREATE;
 const EXCL = NLM_F.CREATE | NLM_F.EXCL;
 
-/** What encodeOperations reserves per operation: more than any rule the renderer makes takes. */
+/** What an encoder reserves per operation: more than any rule the renderer makes takes. */
 const BATCH_BYTES_PER_OP = 320;
+
+/**
+ * A writer for `count` operations: the caller's (its bytes are valid until its
+ * next use, and a full sync's buffer is then not allocated, zeroed and faulted
+ * in again), or a new one. Sized once from the operation count, with room for
+ * the largest usual operation (a rule is 150-225 bytes, an element ~60):
+ * growing by doubling would copy the whole batch and leave the old buffer for
+ * the GC (~70 MiB dead at the peak of a 10k-service cold sync). Pages of a
+ * large buffer that are never written are never faulted in.
+ */
+function writerFor(count: number, writer: ByteWriter | undefined): ByteWriter {
+  const size = Math.max(1 << 16, count * BATCH_BYTES_PER_OP);
+  if (!writer) return new ByteWriter(size);
+  writer.reset(size);
+  return writer;
+}
 
 /**
  * Encodes operations (already validated by the transaction) into one batch.
@@ -289,78 +195,142 @@ const BATCH_BYTES_PER_OP = 320;
  * are a view of it.
  */
 export function encodeOperations(ops: readonly Operation[], lookup: ContainerLookup = () => undefined, writer?: ByteWriter): EncodedBatch {
-  // A caller's writer is reused (its bytes are valid until its next use): a
-  // full sync's 14 MB buffer is then not allocated, zeroed and faulted in again.
-  // Sized once from the operation count, with room for the largest usual
-  // operation (a rule is 150-225 bytes, an element ~60): growing by doubling
-  // would copy the whole batch and leave the old buffer for the GC (~70 MiB
-  // dead at the peak of a 10k-service cold sync). Pages of a large buffer that
-  // are never written are never faulted in.
-  const size = Math.max(1 << 16, ops.length * BATCH_BYTES_PER_OP);
-  let w = writer;
-  if (w) w.reset(size);
-  else w = new ByteWriter(size);
-  const enc = new BatchEncoder(lookup, w);
+  const enc = new BatchEncoder(lookup, writerFor(ops.length, writer));
   let i = 0;
   while (i < ops.length) {
-    const { verb, object: o } = ops[i]!;
-    try {
-      switch (o.kind) {
-        case 'element':
-          i = writeElementRun(enc, ops, i);
-          continue;
-        case 'table': {
-          if (verb === 'flush') {
-            enc.rule(MSG.DELRULE, 0, { kind: 'rule', family: o.family, table: o.name, chain: '', exprs: [] }, i, false);
-            break;
-          }
-          const [msg, flags] = objectMsg(verb, MSG.NEWTABLE, MSG.DELTABLE, MSG.DESTROYTABLE, i);
-          enc.record(KIND.table, msg, flags, o.family, i, tableAttrs(o, msg === MSG.NEWTABLE));
-          enc.containerChanges.push(ops[i]!);
-          break;
-        }
-        case 'chain': {
-          if (verb === 'flush') {
-            enc.rule(MSG.DELRULE, 0, { kind: 'rule', family: o.family, table: o.table, chain: o.name, exprs: [] }, i, false);
-            break;
-          }
-          const [msg, flags] = objectMsg(verb, MSG.NEWCHAIN, MSG.DELCHAIN, MSG.DESTROYCHAIN, i);
-          enc.chain(msg, flags, o, i);
-          break;
-        }
-        case 'set':
-        case 'map': {
-          if (verb === 'flush') {
-            enc.record(KIND.elements, MSG.DELSETELEM, 0, o.family, i, setAttrs(o, false));
-            enc.w.u32(0);
-            break;
-          }
-          const [msg, flags] = objectMsg(verb, MSG.NEWSET, MSG.DELSET, MSG.DESTROYSET, i);
-          enc.record(KIND.set, msg, flags, o.family, i, setAttrs(o, msg === MSG.NEWSET, i + 1));
-          if (msg === MSG.NEWSET) enc.remember(o);
-          enc.containerChanges.push(ops[i]!);
-          break;
-        }
-        case 'flowtable': {
-          const [msg, flags] = objectMsg(verb, MSG.NEWFLOWTABLE, MSG.DELFLOWTABLE, MSG.DESTROYFLOWTABLE, i);
-          enc.record(KIND.flowtable, msg, flags, o.family, i, flowtableAttrs(o, msg === MSG.NEWFLOWTABLE));
-          break;
-        }
-        case 'rule':
-          encodeRule(enc, verb, o, i);
-          break;
-        default:
-          assertNever(o, (x) => {
-            throw new NftEncodeError(i, `unknown object kind ${JSON.stringify((x as { kind: unknown }).kind)}`);
-          });
+    const op = ops[i]!;
+    if (op.object.kind === 'element') {
+      const from = i;
+      i = naming(from, () => writeElementRun(enc, ops, from));
+    } else {
+      encodeOne(enc, op, i);
+      i++;
+    }
+  }
+  return enc.finish();
+}
+
+/**
+ * Operations per element record of a streamed batch: a multiple of the addon's
+ * 500 elements per message, so that a set's elements go in the same messages
+ * as when they are one record.
+ */
+const STREAMED_ELEMENTS_PER_RECORD = 2000;
+
+/**
+ * Encodes `count` operations as they come, keeping none but a window of one
+ * set's elements: a full sync made on demand (Transaction.queueGenerated),
+ * whose millions of operations are then never all in memory. Unlike
+ * encodeOperations, it does not group a run of elements by set: the source
+ * lists each set's elements together, or the kernel pays per message.
+ */
+export function encodeOperationStream(
+  ops: Iterable<Operation>,
+  count: number,
+  lookup: ContainerLookup = () => undefined,
+  writer?: ByteWriter,
+): EncodedBatch {
+  const enc = new BatchEncoder(lookup, writerFor(count, writer));
+  const run: Operation[] = [];
+  let runFrom = 0;
+  const flush = (): void => {
+    if (run.length === 0) return;
+    naming(runFrom, () => writeElements(enc, run, 0, run.length, undefined, runFrom));
+    run.length = 0;
+  };
+  let i = 0;
+  for (const op of ops) {
+    const o = op.object;
+    if (o.kind === 'element') {
+      const head = run[0];
+      if (head !== undefined) {
+        const e = head.object as Element;
+        if (head.verb !== op.verb || e.set !== o.set || e.table !== o.table || e.family !== o.family) flush();
+        else if (run.length === STREAMED_ELEMENTS_PER_RECORD) flush();
       }
-    } catch (e) {
-      if (e instanceof NftEncodeError) throw e;
-      throw new NftEncodeError(i, (e as Error).message, { cause: e });
+      if (run.length === 0) runFrom = i;
+      run.push(op);
+    } else {
+      flush();
+      encodeOne(enc, op, i);
     }
     i++;
   }
+  flush();
+  if (i !== count) throw new Error(`the operation stream made ${i} operations, not the ${count} announced`);
   return enc.finish();
+}
+
+/** Runs `encode` for the operation at `index`, its failures an NftEncodeError naming an operation. */
+function naming<T>(index: number, encode: () => T): T {
+  try {
+    return encode();
+  } catch (e) {
+    throw named(index, e);
+  }
+}
+
+function named(index: number, e: unknown): NftEncodeError {
+  return e instanceof NftEncodeError ? e : new NftEncodeError(index, (e as Error).message, { cause: e });
+}
+
+/** One operation other than an element (those are written in runs). */
+function encodeOne(enc: BatchEncoder, op: Operation, i: number): void {
+  const { verb, object: o } = op;
+  try {
+    switch (o.kind) {
+      case 'element':
+        writeElements(enc, [op], 0, 1, undefined, i);
+        break;
+      case 'table': {
+        if (verb === 'flush') {
+          enc.rule(MSG.DELRULE, 0, { kind: 'rule', family: o.family, table: o.name, chain: '', exprs: [] }, i, false);
+          break;
+        }
+        const [msg, flags] = objectMsg(verb, MSG.NEWTABLE, MSG.DELTABLE, MSG.DESTROYTABLE, i);
+        enc.record(KIND.table, msg, flags, o.family, i, tableAttrs(o, msg === MSG.NEWTABLE));
+        enc.containerChanges.push(op);
+        break;
+      }
+      case 'chain': {
+        if (verb === 'flush') {
+          enc.rule(MSG.DELRULE, 0, { kind: 'rule', family: o.family, table: o.table, chain: o.name, exprs: [] }, i, false);
+          break;
+        }
+        const [msg, flags] = objectMsg(verb, MSG.NEWCHAIN, MSG.DELCHAIN, MSG.DESTROYCHAIN, i);
+        enc.chain(msg, flags, o, i);
+        break;
+      }
+      case 'set':
+      case 'map': {
+        if (verb === 'flush') {
+          enc.record(KIND.elements, MSG.DELSETELEM, 0, o.family, i, setAttrs(o, false));
+          enc.w.u32(0);
+          break;
+        }
+        const [msg, flags] = objectMsg(verb, MSG.NEWSET, MSG.DELSET, MSG.DESTROYSET, i);
+        enc.record(KIND.set, msg, flags, o.family, i, setAttrs(o, msg === MSG.NEWSET, i + 1));
+        if (msg === MSG.NEWSET) enc.remember(o);
+        enc.containerChanges.push(op);
+        break;
+      }
+      case 'flowtable': {
+        const [msg, flags] = objectMsg(verb, MSG.NEWFLOWTABLE, MSG.DELFLOWTABLE, MSG.DESTROYFLOWTABLE, i);
+        enc.record(KIND.flowtable, msg, flags, o.family, i, flowtableAttrs(o, msg === MSG.NEWFLOWTABLE));
+        break;
+      }
+      case 'rule':
+        encodeRule(enc, verb, o, i);
+        break;
+      default:
+        assertNever(o, (x) => {
+          throw new NftEncodeError(i, `unknown object kind ${JSON.stringify((x as { kind: unknown }).kind)}`);
+        });
+    }
+  } catch (e) {
+    // Not through naming(): a closure for each of a full sync's million operations.
+    throw named(i, e);
+  }
 }
 
 /** A rule operation: the verb picks the message and its flags. */

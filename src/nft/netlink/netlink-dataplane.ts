@@ -6,7 +6,7 @@
 import { constants as osConstants } from 'node:os';
 import { loadNative, type NativeAddon, type NativeCommitTiming } from '../../native/addon.ts';
 import { NftCommitError, type Dataplane, type OperationFailure, type TableListing } from '../dataplane.ts';
-import { encodeOperations } from './encode.ts';
+import { type ContainerLookup, encodeOperationStream, encodeOperations } from './encode.ts';
 import { FAMILY_NUMBER, UDATA_COMMENT } from './kernel-constants.ts';
 import { decodeListing, type DecodedListing, udataComment } from './decode-listing.ts';
 import type { Family, ListOptions, NftMap, NftSet, Operation, Table } from '../objects.ts';
@@ -117,10 +117,11 @@ export class NetlinkDataplane implements Dataplane {
   }
 
   async commit(tx: Transaction): Promise<void> {
-    if (tx.ops().length === 0) return;
+    if (tx.error) throw tx.error;
+    if (tx.length === 0) return;
     const t0 = performance.now();
-    // Nothing of the operations is held across the wait (the caller may release them
-    // meanwhile, see Transaction.releaseOperations), and an async function's frame keeps
+    // Nothing of the operations is held across the wait (a full sync's are generated,
+    // see Transaction.queueGenerated), and an async function's frame keeps
     // its locals while it waits, used or not: what the end needs is taken by a
     // synchronous function, whose frame is gone when it returns.
     const handed = this.#handOff(tx);
@@ -149,13 +150,20 @@ export class NetlinkDataplane implements Dataplane {
     this.#learn(handed.containerChanges);
   }
 
-  /** Encodes the transaction and hands the batch to the addon's worker; synchronous, so its locals end here. */
+  /**
+   * Encodes the transaction and hands the batch to the addon's worker;
+   * synchronous, so its locals end here. Generated operations (a full sync)
+   * are encoded as they are made, none kept.
+   */
   #handOff(tx: Transaction) {
-    const ops = tx.ops();
+    const ops = tx.operations();
     const writer = this.#writer ?? new ByteWriter(SMALL_BATCH, this.#allocate);
     this.#writer = undefined;
     try {
-      const { bytes, containerChanges } = encodeOperations(ops, (f, t, n) => this.#containers.get(key(f, t, n)), writer);
+      const lookup: ContainerLookup = (f, t, n) => this.#containers.get(key(f, t, n));
+      const { bytes, containerChanges } = Array.isArray(ops)
+        ? encodeOperations(ops, lookup, writer)
+        : encodeOperationStream(ops, tx.length, lookup, writer);
       const encodedAt = performance.now();
       // Read first: a batch in the addon's memory is taken by the commit, its views emptied.
       const batchBytes = bytes.length;
@@ -163,7 +171,7 @@ export class NetlinkDataplane implements Dataplane {
       const pending = this.#addon.commit(bytes, this.#options);
       return { pending, encodedAt, handedAt: performance.now(), batchBytes, containerChanges };
     } catch (e) {
-      throw builderFailure(e, ops) ?? e;
+      throw builderFailure(e, tx.ops()) ?? e;
     } finally {
       if (!writer.taken && writer.capacity <= LARGE_BATCH) this.#writer ??= writer;
     }

@@ -1,0 +1,115 @@
+// A full sync's operations made on demand (planGeneratedFullSync, which the
+// reconciler's syncs commit) are the listed plan's, every time they are made:
+// the transaction checks one making, the encoder reads another and a
+// refusal's blame a third, all by index. Each set's elements come together
+// (a streamed encoder cannot group them, and the kernel pays per message),
+// the hairpin ones last, and the streamed encoding of them is the batch the
+// listed plan encodes to.
+
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { encodeOperations, encodeOperationStream } from '../../src/nft/netlink/encode.ts';
+import type { NftMap, NftSet, Operation } from '../../src/nft/objects.ts';
+import { ENDPOINT_SHAPES } from '../../src/reconciler/config.ts';
+import { emptyStats, type SyncStats } from '../../src/reconciler/diff.ts';
+import { planFullSync, planGeneratedFullSync, type FullSyncMode } from '../../src/reconciler/full-sync.ts';
+import { SET } from '../../src/reconciler/names.ts';
+import { renderRuleset } from '../../src/reconciler/ruleset.ts';
+import { churn, churnArbFor, servicePortsArb } from './churn.ts';
+import { config, ep, sp, V4, V6 } from './fixtures.ts';
+
+const MODES: readonly FullSyncMode[] = ['replace', 'reassert'];
+
+/** The sets and maps the operations add, for the encoder. */
+function containersOf(ops: Iterable<Operation>) {
+  const byName = new Map<string, NftSet | NftMap>();
+  for (const { object: o } of ops) if (o.kind === 'set' || o.kind === 'map') byName.set(`${o.family} ${o.table} ${o.name}`, o);
+  return (family: string, table: string, name: string) => byName.get(`${family} ${table} ${name}`);
+}
+
+/** Whether each set's elements are one run, and no element of another set follows a hairpin one. */
+function groupedBySet(ops: readonly Operation[]): boolean {
+  const seen = new Set<string>();
+  let current = '';
+  let hairpinSeen = false;
+  for (const { object: o } of ops) {
+    if (o.kind !== 'element') continue;
+    const set = `${o.family} ${o.table} ${o.set}`;
+    if (hairpinSeen && o.set !== SET.hairpinEndpoints) return false;
+    if (o.set === SET.hairpinEndpoints) hairpinSeen = true;
+    if (set === current) continue;
+    if (seen.has(set)) return false;
+    seen.add(set);
+    current = set;
+  }
+  return true;
+}
+
+/** What the operations add, counted from them (the plans count it from the ruleset). */
+function addedBy(ops: readonly Operation[]): SyncStats {
+  const stats = emptyStats();
+  for (const { verb, object: o } of ops) {
+    if (verb !== 'add') continue;
+    if (o.kind === 'set' || o.kind === 'map') stats.setsAdded++;
+    else if (o.kind === 'chain') stats.chainsAdded++;
+    else if (o.kind === 'rule') stats.rulesAdded++;
+    else if (o.kind === 'element') stats.elementsAdded++;
+  }
+  return stats;
+}
+
+describe.each(ENDPOINT_SHAPES)('a generated full sync (endpoint shape %s)', (shape) => {
+  it('makes the listed plan, the same each time, each set’s elements together and the hairpin ones last', () => {
+    fc.assert(
+      fc.property(churnArbFor([shape]), fc.constantFrom(...MODES), ({ initial, steps }, mode) => {
+        const { state, rendered } = churn(initial, steps);
+        const listed = planFullSync(rendered, mode, state);
+        const generated = planGeneratedFullSync(rendered, mode, state);
+        expect(generated.ops).toEqual([]);
+        const made = Array.from(generated.generated!.source());
+        expect(made).toEqual(listed.ops);
+        expect(Array.from(generated.generated!.source())).toEqual(made);
+        expect(generated.generated!.length).toBe(made.length);
+        expect(generated.stats).toEqual(listed.stats);
+        expect(generated.stats).toEqual(addedBy(made));
+        expect(generated.next).toEqual(listed.next);
+        expect(groupedBySet(made)).toBe(true);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('encodes, as it is made, to the very batch its listed operations encode to', () => {
+    fc.assert(
+      fc.property(servicePortsArb, (ports) => {
+        const ruleset = renderRuleset(ports, config({ endpointShape: shape, families: { IPv4: V4, IPv6: V6 } }));
+        const { generated } = planGeneratedFullSync(ruleset, 'replace');
+        const listed = planFullSync(ruleset, 'replace').ops;
+        const lookup = containersOf(listed);
+        const streamed = encodeOperationStream(generated!.source(), generated!.length, lookup);
+        const whole = encodeOperations(listed, lookup);
+        expect(Buffer.from(streamed.bytes).equals(Buffer.from(whole.bytes))).toBe(true);
+        expect(streamed.records).toBe(whole.records);
+        expect(streamed.containerChanges).toEqual(whole.containerChanges);
+      }),
+      { numRuns: 40 },
+    );
+  });
+});
+
+describe('hairpin elements of a generated full sync', () => {
+  it('are made from the counts, one per address however many ports want it, after every other element', () => {
+    const shared = ep('10.244.1.10');
+    const ports = [
+      sp({ serviceName: 'a', clusterIP: '10.96.0.10', endpoints: [shared, ep('10.244.1.11')] }),
+      sp({ serviceName: 'b', clusterIP: '10.96.0.11', endpoints: [shared] }),
+    ];
+    const ruleset = renderRuleset(ports, config({ endpointShape: 'map' }));
+    const made = Array.from(planGeneratedFullSync(ruleset, 'replace').generated!.source());
+    const hairpin = made.flatMap(({ object: o }) => (o.kind === 'element' && o.set === SET.hairpinEndpoints ? [o.key.join(' . ')] : []));
+    expect(hairpin.sort()).toEqual(['10.244.1.10 . 10.244.1.10', '10.244.1.11 . 10.244.1.11']);
+    const lastOther = made.findLastIndex(({ object: o }) => o.kind === 'element' && o.set !== SET.hairpinEndpoints);
+    const firstHairpin = made.findIndex(({ object: o }) => o.kind === 'element' && o.set === SET.hairpinEndpoints);
+    expect(firstHairpin).toBeGreaterThan(lastOther);
+  });
+});
