@@ -49,10 +49,21 @@ export function planFullSync(desired: Ruleset, mode: FullSyncMode, state?: SyncS
  * after a failure, again to be blamed.
  */
 export function planGeneratedFullSync(desired: Ruleset, mode: FullSyncMode, state?: SyncState): SyncPlan {
-  // Grouped once for every making: references to elements the fragments hold anyway.
-  const groups = elementsBySet(desired);
-  const source = () => fullSyncOperations(desired, mode, groups);
-  const { length, stats } = countFullSync(desired, mode, groups);
+  // Grouped once for the makings of this sync, and held weakly as the
+  // renderings are: a blame after the kernel's answer, a later turn, may
+  // group them again, while the elements are not kept for the kernel's wait.
+  const grouped = elementsBySet(desired);
+  let held = new WeakRef(grouped);
+  const groups = (): Element[][] => {
+    let g = held.deref();
+    if (!g) {
+      g = elementsBySet(desired);
+      held = new WeakRef(g);
+    }
+    return g;
+  };
+  const source = () => fullSyncOperations(desired, mode, groups());
+  const { length, stats } = countFullSync(desired, mode, grouped);
   return { ops: [], generated: { source, length }, next: nextState(desired, mode, state), stats };
 }
 

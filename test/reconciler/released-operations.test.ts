@@ -31,8 +31,8 @@ class SlowKernel implements Dataplane {
   taken: string[] = [];
   /** The operations of a refused batch as the refusal found them, after the release. */
   remade: string[] = [];
-  /** A weak hold on one operation of the last batch taken. */
-  watched: WeakRef<object> | undefined;
+  /** Weak holds on the last batch taken: its last operation, and every element its service ports rendered. */
+  watched: WeakRef<object>[] = [];
   #answer: (() => void) | undefined;
   begin(): Transaction {
     return this.inner.begin();
@@ -51,7 +51,8 @@ class SlowKernel implements Dataplane {
   #take(tx: Transaction): OperationFailure[] {
     const ops = Array.from(tx.operations());
     this.taken.push(JSON.stringify(ops));
-    this.watched = new WeakRef(ops[ops.length - 1]!);
+    this.watched = [new WeakRef(ops[ops.length - 1]!)];
+    for (const { object: o } of ops) if (o.kind === 'element' && o.set !== 'nodeport-ips') this.watched.push(new WeakRef(o));
     const failures: OperationFailure[] = [];
     ops.forEach((op, index) => {
       if (
@@ -86,7 +87,7 @@ describe("a full sync's operations while the kernel works", () => {
         // In a later task, as the agent collects: the sync's own job keeps what it touched weakly.
         setImmediate(() => {
           collectGarbage();
-          collected.push(kernel.watched!.deref() === undefined);
+          collected.push(kernel.watched.length > ports.length && kernel.watched.every((w) => w.deref() === undefined));
           kernel.answer();
         });
       },
