@@ -1,8 +1,9 @@
 // npm run bench:js-scaling — the agent's JS work per endpoint, by size, without
 // a kernel or an API server: the cluster of bench:sync (sync-cluster.ts) is
 // projected as the streams do, folded by the change tracker, rendered and
-// planned as a full sync (Reconciler.plan), checked (validateOperations) and
-// encoded into one batch (encodeOperations), each stage timed. Each size runs
+// planned as the agent's full sync (planGeneratedFullSync), its operations
+// checked as they are made (Transaction.queueGenerated) and encoded into one
+// batch as they are made again (encodeOperationStream), each stage timed. Each size runs
 // in a child process of its own, so that one size's heap does not slow the
 // next. What it shows: whether any stage grows faster than the work (the issue
 // asks for JS time per endpoint within 25% from 10k to 100k).
@@ -17,12 +18,12 @@ import { parseCommandLine } from '../src/cli/flags.ts';
 import { parseFeatureGates } from '../src/config/feature-gates.ts';
 import { rulesetConfigFor } from '../src/agent/ruleset-config.ts';
 import { ServiceChangeTracker } from '../src/model/change-tracker.ts';
-import type { Dataplane } from '../src/nft/dataplane.ts';
-import { encodeOperations } from '../src/nft/netlink/encode.ts';
+import { encodeOperationStream } from '../src/nft/netlink/encode.ts';
 import { ByteWriter } from '../src/nft/netlink/wire.ts';
 import type { NftMap, NftSet } from '../src/nft/objects.ts';
-import { Transaction, validateOperations } from '../src/nft/transaction.ts';
-import { Reconciler } from '../src/reconciler/reconciler.ts';
+import { Transaction } from '../src/nft/transaction.ts';
+import { planGeneratedFullSync } from '../src/reconciler/full-sync.ts';
+import { renderRuleset } from '../src/reconciler/ruleset.ts';
 import { StringPool } from '../src/streams/intern.ts';
 import { projectEndpointSlice } from '../src/streams/project-endpoint-slice.ts';
 import { projectNode } from '../src/streams/project-node.ts';
@@ -85,24 +86,18 @@ function measure(size: BenchSize): SizeFigures {
   });
 
   const config = rulesetConfigFor(command.options, node, { wanted: false, supported: false, devices: [] });
-  const noKernel: Dataplane = {
-    begin: () => new Transaction(),
-    commit: () => Promise.reject(new Error('not used')),
-    list: () => Promise.resolve(undefined),
-  };
-  const reconciler = new Reconciler({
-    dataplane: noKernel,
-    config,
-    now: () => 0,
-    servicePorts: () => ({ ports: [...tracker.servicePorts()], changed: 'all' }),
-  });
-  const { plan } = time('plan', () => reconciler.plan({ kind: 'full', mode: 'replace' }));
-  const ops = plan.ops;
-  time('validate', () => validateOperations(ops));
+  // As the agent's full sync does it: rendered, planned with its operations made on demand,
+  // checked as they are made, then encoded as they are made again.
+  const { generated } = time('plan', () => planGeneratedFullSync(renderRuleset([...tracker.servicePorts()], config), 'replace'));
+  const tx = time('validate', () => new Transaction().queueGenerated(generated!.source));
+  if (tx.error) throw tx.error;
   const containers = new Map<string, NftSet | NftMap>();
-  for (const { object: o } of ops) if (o.kind === 'set' || o.kind === 'map') containers.set(`${o.family}\0${o.table}\0${o.name}`, o);
-  time('encode', () => encodeOperations(ops, (f, t, n) => containers.get(`${f}\0${t}\0${n}`), new ByteWriter(1 << 16)));
-  return { label: size.label, endpoints: size.services * size.endpoints, ops: ops.length, ms, cpuMs };
+  for (const { object: o } of generated!.source())
+    if (o.kind === 'set' || o.kind === 'map') containers.set(`${o.family}\0${o.table}\0${o.name}`, o);
+  time('encode', () =>
+    encodeOperationStream(tx.operations(), tx.length, (f, t, n) => containers.get(`${f}\0${t}\0${n}`), new ByteWriter(1 << 16)),
+  );
+  return { label: size.label, endpoints: size.services * size.endpoints, ops: tx.length, ms, cpuMs };
 }
 
 const one = process.argv.find((a) => a.startsWith('--one='));
