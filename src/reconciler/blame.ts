@@ -25,38 +25,41 @@ export interface FailedAttempt {
 /**
  * Who owns the attempt's operations: the index is built once, when first
  * asked, and shared by the attribution and the suspects (at 100k Services it
- * costs a pass over every rendered port).
+ * costs a pass over every rendered port). So is the list of operations, which
+ * a full sync makes again on each call of `a.ops`.
  */
 function owners(a: FailedAttempt) {
   let index: OperationOwners | undefined;
   const ownersIndex = () => (index ??= new OperationOwners(a.rulesets));
+  let list: readonly Operation[] | undefined;
+  const ops = () => (list ??= a.ops());
   /** The blamable port owning operation `i`, if any. */
   const ownerOf = (i: number): string | undefined => {
-    const op = a.ops()[i];
+    const op = ops()[i];
     const id = op ? ownersIndex().servicePortOf(op) : undefined;
     return id !== undefined && a.blamable(id) ? id : undefined;
   };
   /** The ServicePorts whose operations are in the attempt. */
   const suspects = (): string[] => {
     const out = new Set<string>();
-    const n = a.ops().length;
+    const n = ops().length;
     for (let i = 0; i < n; i++) {
       const id = ownerOf(i);
       if (id !== undefined) out.add(id);
     }
     return [...out].sort();
   };
-  return { ownerOf, suspects };
+  return { ops, ownerOf, suspects };
 }
 
 /** A transaction whose checks refused operations before anything was sent. */
 export function blameInvalid(errors: readonly NftInvalidError[], a: FailedAttempt): Blame {
-  const { ownerOf, suspects } = owners(a);
+  const { ops, ownerOf, suspects } = owners(a);
   const found = new Map<string, Refusal>();
   for (const e of errors) {
     const id = ownerOf(e.index);
     if (id === undefined || found.has(id)) continue;
-    const op = a.ops()[e.index]!;
+    const op = ops()[e.index]!;
     found.set(id, { stage: 'validation', errno: 0, code: e.code, message: `${op.verb} ${op.object.kind}: ${e.reason}` });
   }
   return found.size > 0 ? { kind: 'owners', owners: found } : { kind: 'unattributed', suspects };
