@@ -20,7 +20,7 @@ export { objectKey } from './nft/objects.ts';
 export { NftCommitError, type Dataplane, type OperationFailure, type TableListing } from './nft/dataplane.ts';
 export { NetlinkDataplane, type NetlinkDataplaneOptions } from './nft/netlink/netlink-dataplane.ts';
 export { FakeKernel } from './nft/fake/fake-kernel.ts';
-export { Transaction, validateOperations, NftInvalidError } from './nft/transaction.ts';
+export { Transaction, validateOperations, NftInvalidError, type OperationCount } from './nft/transaction.ts';
 export { renderOperations, renderTableText } from './nft/render-text.ts';
 export { probeFlowtables, type CapabilityAnswer } from './nft/capabilities.ts';
 export { LinkMonitor } from './links/link-monitor.ts';
