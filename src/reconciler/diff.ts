@@ -18,7 +18,7 @@
 import type { IPFamily } from '../k8s/types.ts';
 import { type Chain, type Element, type NftMap, type NftSet, objectKey, type Operation } from '../nft/objects.ts';
 import { hairpinElement } from './element-claims.ts';
-import { type ChainSpec, claimKeysOf, type Fragment } from './fragment.ts';
+import { type ChainSpec, claimKeysOf, forEachOwnElement, type Fragment } from './fragment.ts';
 import { claimedElement, forEachElement, type Ruleset, sameElementValue } from './ruleset.ts';
 
 export interface StaleChain {
@@ -187,15 +187,15 @@ class FragmentDiffer {
 
     // Own elements: no other fragment wants their keys, so the two renderings say it all.
     const oldOwn = new Map<string, Element>();
-    for (const e of before.ownElements ?? NONE) oldOwn.set(objectKey(e), e);
-    for (const e of after.ownElements ?? NONE) {
+    forEachOwnElement(before, (e) => oldOwn.set(objectKey(e), e));
+    forEachOwnElement(after, (e) => {
       const k = objectKey(e);
       const old = oldOwn.get(k);
       oldOwn.delete(k);
-      if (old && sameElementValue(old, e) && !this.recreatedSets.has(setKey(e))) continue;
+      if (old && sameElementValue(old, e) && !this.recreatedSets.has(setKey(e))) return;
       if (old) this.ownDeletes.push(old);
       this.ownAdds.push(e);
-    }
+    });
     for (const old of oldOwn.values()) this.ownDeletes.push(old);
 
     if (family !== undefined && (before.hairpin || after.hairpin)) {

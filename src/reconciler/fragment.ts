@@ -2,6 +2,7 @@
 // chains (each with its full rule list), sets/maps, elements and flowtables that
 // belong together — one family's static skeleton, or one ServicePort.
 
+import type { Endpoint } from '../model/service-port.ts';
 import type { Chain, Element, Flowtable, NftMap, NftSet, Rule, Statement } from '../nft/objects.ts';
 import type { EndpointRegion } from './endpoint-slots.ts';
 
@@ -21,15 +22,63 @@ export interface Fragment {
   /**
    * Elements no other fragment can want: its slots in a shared endpoint map
    * (unique by placement, see endpoint-slots.ts) and its own maps' elements.
-   * Diffed with the fragment, never claimed.
+   * Diffed with the fragment, never claimed. Walk them with forEachOwnElement:
+   * endpoint slots are kept as runs.
    */
-  ownElements?: Element[];
+  ownElements?: Array<Element | SlotRun>;
   /** Endpoint addresses it puts in `hairpin-endpoints` as `ip . ip` (counted per address, not claimed). */
   hairpin?: string[];
   flowtables: Flowtable[];
   /** Slot ranges its policy chains want in the shared endpoint map (endpoint shape 'map'), whether placed there or not. */
   regions?: EndpointRegion[];
 }
+
+/**
+ * A port's consecutive slots in an endpoint map, `offset + i : ip . port` for
+ * endpoint i, kept as the run rather than as elements: at 100k Services x 10
+ * endpoints those are a million objects with their key and value arrays
+ * (~230 bytes each, most of a rendering), which only a sync walks, and then
+ * once. slotElement makes each one when it is walked.
+ */
+export interface SlotRun {
+  kind: 'slots';
+  family: Element['family'];
+  table: string;
+  set: string;
+  offset: number;
+  /** Distinct and sorted, as the policy chain spreads over them; ports already checked. */
+  endpoints: readonly Endpoint[];
+}
+
+/** Element i of a run of endpoint slots. */
+function slotElement(run: SlotRun, i: number): Element {
+  const ep = run.endpoints[i]!;
+  return {
+    kind: 'element',
+    family: run.family,
+    table: run.table,
+    set: run.set,
+    key: [String(run.offset + i)],
+    value: [ep.ip, String(ep.port)],
+  };
+}
+
+/** How many elements an element or a run of slots stands for. */
+export function elementCount(item: Element | SlotRun): number {
+  return item.kind === 'slots' ? item.endpoints.length : 1;
+}
+
+/** Element i (< elementCount) of an element or a run of slots. */
+export function elementOf(item: Element | SlotRun, i: number): Element {
+  return item.kind === 'slots' ? slotElement(item, i) : item;
+}
+
+/** Each of a fragment's own elements, in order, runs of slots made into their elements. */
+export function forEachOwnElement(f: Fragment, fn: (e: Element) => void): void {
+  for (const item of f.ownElements ?? NO_OWN) for (let i = 0, n = elementCount(item); i < n; i++) fn(elementOf(item, i));
+}
+
+const NO_OWN: ReadonlyArray<Element | SlotRun> = [];
 
 /** Where a claimed element is told apart: its table, set and key (objectKey's, shorter). */
 export function claimKey(e: Element): string {
@@ -120,6 +169,13 @@ export class FragmentBuilder {
   #element(set: string, key: string[], value: Element['value'] | undefined): Element {
     const { family, table } = this;
     return value === undefined ? { kind: 'element', family, table, set, key } : { kind: 'element', family, table, set, key, value };
+  }
+
+  /** Slots `offset + i` of `set` for each of `endpoints` (see SlotRun): elements only this fragment can want. */
+  slots(set: string, offset: number, endpoints: readonly Endpoint[]): void {
+    if (endpoints.length === 0) return;
+    this.fragment.ownElements ??= [];
+    this.fragment.ownElements.push({ kind: 'slots', family: this.family, table: this.table, set, offset, endpoints });
   }
 
   flowtable(f: Omit<Flowtable, 'kind' | 'family' | 'table'>): void {

@@ -21,11 +21,14 @@ import type { Chain, Element, NftMap, NftSet, Operation, Table } from '../nft/ob
 import { objectKey } from '../nft/objects.ts';
 import { emptyStats, type StaleChain, type SyncPlan, type SyncState, type SyncStats } from './diff.ts';
 import { hairpinElement } from './element-claims.ts';
-import type { Fragment } from './fragment.ts';
-import { forEachFragmentElement, type Ruleset } from './ruleset.ts';
+import { elementCount, elementOf, type Fragment, type SlotRun } from './fragment.ts';
+import { forEachFragmentItem, type Ruleset } from './ruleset.ts';
 import { tableFamily } from './statements.ts';
 
 export type FullSyncMode = 'replace' | 'reassert';
+
+/** One set's elements, runs of its endpoint slots whole. */
+type ElementGroup = Array<Element | SlotRun>;
 
 function* fragments(r: Ruleset): Generator<Fragment> {
   yield* r.skeletons.values();
@@ -54,7 +57,7 @@ export function planGeneratedFullSync(desired: Ruleset, mode: FullSyncMode, stat
   // group them again, while the elements are not kept for the kernel's wait.
   const grouped = elementsBySet(desired);
   let held = new WeakRef(grouped);
-  const groups = (): Element[][] => {
+  const groups = (): ElementGroup[] => {
     let g = held.deref();
     if (!g) {
       g = elementsBySet(desired);
@@ -73,7 +76,7 @@ export function planGeneratedFullSync(desired: Ruleset, mode: FullSyncMode, stat
  * (elementsBySet: the kernel pays per message, and a streamed encoder cannot
  * group them itself), the hairpin ones last, made from their counts.
  */
-function* fullSyncOperations(desired: Ruleset, mode: FullSyncMode, elementGroups: readonly Element[][]): Generator<Operation> {
+function* fullSyncOperations(desired: Ruleset, mode: FullSyncMode, elementGroups: readonly ElementGroup[]): Generator<Operation> {
   for (const table of replacedTables(desired, mode)) {
     yield { verb: 'add', object: table };
     yield { verb: 'delete', object: table };
@@ -97,23 +100,26 @@ function* fullSyncOperations(desired: Ruleset, mode: FullSyncMode, elementGroups
   for (const frag of frags) for (const c of frag.chains) for (const r of c.rules) yield { verb: 'add', object: r };
   frags.length = 0;
 
-  for (const group of elementGroups) for (const e of group) yield { verb: 'add', object: e };
+  for (const group of elementGroups) {
+    for (const item of group) for (let i = 0, n = elementCount(item); i < n; i++) yield { verb: 'add', object: elementOf(item, i) };
+  }
   for (const [family, counts] of desired.hairpin)
     for (const ip of counts.keys()) yield { verb: 'add', object: hairpinElement(family, desired.config.tableName, ip) };
 }
 
 /**
- * The fragments' elements by set, sets in order of first appearance. They come
- * in same-set runs: the index is asked only where one ends.
+ * The fragments' elements by set, sets in order of first appearance, runs of
+ * endpoint slots kept whole (SlotRun: made into elements as they are walked).
+ * They come in same-set runs: the index is asked only where one ends.
  */
-function elementsBySet(desired: Ruleset): Element[][] {
-  const groups: Element[][] = [];
-  const bySet = new Map<string, Element[]>();
-  let last: Element | undefined;
-  let group: Element[] = [];
-  forEachFragmentElement(desired, (e) => {
-    if (last === undefined || e.set !== last.set || e.table !== last.table || e.family !== last.family) {
-      const key = `${e.family} ${e.table} ${e.set}`;
+function elementsBySet(desired: Ruleset): ElementGroup[] {
+  const groups: ElementGroup[] = [];
+  const bySet = new Map<string, ElementGroup>();
+  let last: Element | SlotRun | undefined;
+  let group: ElementGroup = [];
+  forEachFragmentItem(desired, (item) => {
+    if (last === undefined || item.set !== last.set || item.table !== last.table || item.family !== last.family) {
+      const key = `${item.family} ${item.table} ${item.set}`;
       let g = bySet.get(key);
       if (!g) {
         g = [];
@@ -122,8 +128,8 @@ function elementsBySet(desired: Ruleset): Element[][] {
       }
       group = g;
     }
-    last = e;
-    group.push(e);
+    last = item;
+    group.push(item);
   });
   return groups;
 }
@@ -149,7 +155,7 @@ function flushesSet(s: NftSet | NftMap, mode: FullSyncMode): boolean {
  * from the ruleset without making them (a full sync's are made only to be
  * checked and encoded).
  */
-function countFullSync(desired: Ruleset, mode: FullSyncMode, elementGroups: readonly Element[][]): { length: number; stats: SyncStats } {
+function countFullSync(desired: Ruleset, mode: FullSyncMode, elementGroups: readonly ElementGroup[]): { length: number; stats: SyncStats } {
   const stats = emptyStats();
   let length = 2 * replacedTables(desired, mode).length + desired.tables.length;
   for (const frag of fragments(desired)) {
@@ -159,7 +165,7 @@ function countFullSync(desired: Ruleset, mode: FullSyncMode, elementGroups: read
     stats.chainsAdded += frag.chains.length;
     for (const c of frag.chains) stats.rulesAdded += c.rules.length;
   }
-  for (const group of elementGroups) stats.elementsAdded += group.length;
+  for (const group of elementGroups) for (const item of group) stats.elementsAdded += elementCount(item);
   for (const counts of desired.hairpin.values()) stats.elementsAdded += counts.size;
   length += stats.chainsAdded * (mode === 'reassert' ? 2 : 1) + stats.rulesAdded + stats.elementsAdded;
   return { length, stats };

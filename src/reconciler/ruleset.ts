@@ -24,7 +24,7 @@ import {
   skeletonFamily,
   skeletonOwner,
 } from './element-claims.ts';
-import { claimKeysOf, type Fragment } from './fragment.ts';
+import { claimKeysOf, elementCount, elementOf, type Fragment, type SlotRun } from './fragment.ts';
 import { OverlayMap } from './overlay-map.ts';
 import { type RenderContext, RenderedServicePort } from './rendered-service-port.ts';
 import { ownershipMark } from './ownership.ts';
@@ -351,6 +351,13 @@ export function forEachElement(r: Ruleset, fn: (e: Element) => void): void {
 
 /** forEachElement's elements that fragments hold: all but the hairpin ones (made from their counts). */
 export function forEachFragmentElement(r: Ruleset, fn: (e: Element) => void): void {
+  forEachFragmentItem(r, (item) => {
+    for (let i = 0, n = elementCount(item); i < n; i++) fn(elementOf(item, i));
+  });
+}
+
+/** forEachFragmentElement's elements as the fragments keep them: runs of endpoint slots (SlotRun) whole. */
+export function forEachFragmentItem(r: Ruleset, fn: (item: Element | SlotRun) => void): void {
   const visit = (owner: string, f: Fragment): void => {
     const keys = claimKeysOf(f);
     for (let i = 0; i < keys.length; i++) {
@@ -358,7 +365,7 @@ export function forEachFragmentElement(r: Ruleset, fn: (e: Element) => void): vo
       // A fragment that wants a key twice has claimed its first.
       if (r.claims.get(key) === owner && (i === 0 || keys.indexOf(key) === i)) fn(f.elements[i]!);
     }
-    if (f.ownElements) for (const e of f.ownElements) fn(e);
+    if (f.ownElements) for (const item of f.ownElements) fn(item);
   };
   for (const [family, s] of r.skeletons) visit(skeletonOwner(family), s);
   for (const [id, s] of r.services) visit(id, s.fragment);

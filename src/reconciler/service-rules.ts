@@ -325,11 +325,11 @@ function writeMapPolicyChain(
   b.chain(name);
   if (masquerade) b.rule(name, masquerade);
   if (!shared) b.map({ name: mapName, keyType: ['integer'], dataType: [addrType(sp.family), 'inet_service'] });
-  for (let i = 0; i < list.length; i++) {
-    const ep = list[i]!;
-    b.ownElement(mapName, [String(offset + i)], [ep.ip, checkPort(sp.id, 'endpoint port', ep.port)]);
+  for (const ep of list) {
+    checkPort(sp.id, 'endpoint port', ep.port);
     c.hairpin.add(ep.ip);
   }
+  b.slots(mapName, offset, list);
   const key = offset === 0 ? numgenKey(list.length) : { kind: 'numgen' as const, mod: list.length, offset };
   b.rule(name, [l4protoIs(proto), { kind: 'dnat-map', family: tableFamily(sp.family) as 'ip' | 'ip6', keys: [key], map: mapName }]);
 }

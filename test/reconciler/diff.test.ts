@@ -5,13 +5,19 @@ import type { Element, Operation } from '../../src/nft/objects.ts';
 import { ENDPOINT_SHAPES } from '../../src/reconciler/config.ts';
 import { diffRulesets, EMPTY_SYNC_STATE, type SyncState } from '../../src/reconciler/diff.ts';
 import { planFullSync } from '../../src/reconciler/full-sync.ts';
-import { claimKey } from '../../src/reconciler/fragment.ts';
+import { claimKey, forEachOwnElement, type Fragment } from '../../src/reconciler/fragment.ts';
 import { DEFAULT_ENDPOINT_MAP_BLOCKS, endpointRegion, regionOffset, shardMapName, shardOf } from '../../src/reconciler/endpoint-slots.ts';
 import { servicePortNameBase, servicePortReadable } from '../../src/reconciler/names.ts';
 import { claimedElement, renderRuleset, type Ruleset } from '../../src/reconciler/ruleset.ts';
 import { churn, churnArbFor, servicePortsArb } from './churn.ts';
 import { config, ep, renderNext, sp, V4, V6 } from './fixtures.ts';
 import { freshKernel, listingsWithoutHandles as listing } from './kernel-listing.ts';
+
+function ownElementsOf(f: Fragment): Element[] {
+  const out: Element[] = [];
+  forEachOwnElement(f, (e) => out.push(e));
+  return out;
+}
 
 describe.each(ENDPOINT_SHAPES)('incremental syncs and a full sync agree (endpoint shape %s)', (shape) => {
   const churnArb = churnArbFor([shape]);
@@ -110,7 +116,7 @@ describe('a change to one service touches only that service', () => {
                 (f) =>
                   f &&
                   (f.elements.some(same) ||
-                    (f.ownElements ?? []).some(same) ||
+                    ownElementsOf(f).some(same) ||
                     (o.set === 'hairpin-endpoints' && (f.hairpin ?? []).includes(o.key[0]!))),
               );
               expect(inFragment || owners(a, key) === changed.id || owners(b, key) === changed.id, key).toBe(true);
