@@ -39,9 +39,9 @@ describe('deploy/kube-nft-proxy.yaml', () => {
   it("requests memory for the idle agent and limits it above the first full sync's peak", () => {
     const c = docs.find((d) => d.kind === 'DaemonSet').spec.template.spec.containers[0];
     const mib = (q: string) => Number(/^(\d+)Mi$/.exec(q)![1]);
-    // bench:sync at 10k Services x 10 endpoints: idle 136-146 MiB, VmHWM 252-272 MiB (README, Performance).
-    expect(mib(c.resources.requests.memory)).toBeGreaterThanOrEqual(146);
-    expect(mib(c.resources.limits.memory)).toBeGreaterThanOrEqual(272);
+    // bench:sync at 10k Services x 10 endpoints: idle 132-144 MiB, VmHWM 226-247 MiB (README, Performance).
+    expect(mib(c.resources.requests.memory)).toBeGreaterThanOrEqual(144);
+    expect(mib(c.resources.limits.memory)).toBeGreaterThanOrEqual(247);
     expect(c.resources.limits.cpu).toBeUndefined();
   });
 });
