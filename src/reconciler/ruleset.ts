@@ -24,7 +24,7 @@ import {
   skeletonFamily,
   skeletonOwner,
 } from './element-claims.ts';
-import { claimKeysOf, elementCount, elementOf, type Fragment, type SlotRun } from './fragment.ts';
+import { claimKeysOf, forEachElementOf, type Fragment, type SlotRun } from './fragment.ts';
 import { OverlayMap } from './overlay-map.ts';
 import { type RenderContext, RenderedServicePort } from './rendered-service-port.ts';
 import { ownershipMark } from './ownership.ts';
@@ -351,9 +351,7 @@ export function forEachElement(r: Ruleset, fn: (e: Element) => void): void {
 
 /** forEachElement's elements that fragments hold: all but the hairpin ones (made from their counts). */
 export function forEachFragmentElement(r: Ruleset, fn: (e: Element) => void): void {
-  forEachFragmentItem(r, (item) => {
-    for (let i = 0, n = elementCount(item); i < n; i++) fn(elementOf(item, i));
-  });
+  forEachFragmentItem(r, (item) => forEachElementOf(item, fn));
 }
 
 /** forEachFragmentElement's elements as the fragments keep them: runs of endpoint slots (SlotRun) whole. */
