@@ -268,7 +268,7 @@ export class Reconciler {
     let done: { kind: SyncReport['kind']; mode?: FullSyncMode } | undefined;
     let last: Planned | undefined;
     let ops = 0;
-    /** Operations of the last attempt's plan (whose list may have been released). */
+    /** Operations of the last attempt's plan, listed or generated. */
     let planned = 0;
     const attempt = async (held: ReadonlySet<string>): Promise<Attempt> => {
       // Later attempts (and the first after an adoption, which rendered) render again only what their set-aside and held ports change.
@@ -372,8 +372,8 @@ export class Reconciler {
 
   /**
    * Checks and commits one plan; undefined when it landed (the state advanced),
-   * else the failed attempt with its blame. `again`: makes the plan's very
-   * operations again, so that they are let go while the kernel works.
+   * else the failed attempt with its blame. A generated plan's operations are
+   * made again for each: the check, the dataplane's encoding, a blame.
    */
   async #commit(plan: SyncPlan, desired: Ruleset, current: PortSource['get']): Promise<Attempt | undefined> {
     const { generated } = plan;

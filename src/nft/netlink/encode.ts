@@ -274,7 +274,7 @@ function named(index: number, e: unknown): NftEncodeError {
   return e instanceof NftEncodeError ? e : new NftEncodeError(index, (e as Error).message, { cause: e });
 }
 
-/** One operation other than an element (those are written in runs). */
+/** One operation. The callers write elements in runs, one record per set; an element alone here is a record of one. */
 function encodeOne(enc: BatchEncoder, op: Operation, i: number): void {
   const { verb, object: o } = op;
   try {
