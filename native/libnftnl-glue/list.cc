@@ -16,6 +16,9 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "batch.h"
 #include "netlink/netlink-socket.h"
@@ -122,6 +125,57 @@ const void* FlowtableGetData(const nftnl_flowtable* f, uint16_t attr, uint32_t* 
       return nullptr;  // arrays and attributes this code does not know
   }
   return nftnl_flowtable_get(f, attr);
+}
+
+// The bytes that make an element itself in its set: its key, the end of its
+// interval and its flags (an interval's end may share its key with the start
+// of the next one).
+struct ElementIdentity {
+  std::string_view key, keyEnd;
+  uint32_t flags = 0;
+  explicit ElementIdentity(nftnl_set_elem* e) {
+    key = Bytes(e, NFTNL_SET_ELEM_KEY);
+    keyEnd = Bytes(e, NFTNL_SET_ELEM_KEY_END);
+    if (nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_FLAGS)) flags = nftnl_set_elem_get_u32(e, NFTNL_SET_ELEM_FLAGS);
+  }
+  bool operator==(const ElementIdentity& o) const { return key == o.key && keyEnd == o.keyEnd && flags == o.flags; }
+  uint64_t Hash() const {
+    uint64_t h = 1469598103934665603ull ^ flags;
+    for (std::string_view part : {key, keyEnd}) {
+      for (char c : part) h = (h ^ uint8_t(c)) * 1099511628211ull;
+      h = (h ^ 0xff) * 1099511628211ull;
+    }
+    return h;
+  }
+
+ private:
+  static std::string_view Bytes(nftnl_set_elem* e, uint16_t attr) {
+    if (!nftnl_set_elem_is_set(e, attr)) return {};
+    uint32_t len = 0;
+    const char* data = static_cast<const char*>(nftnl_set_elem_get(e, attr, &len));
+    return {data, len};
+  }
+};
+
+// A set holds each element once, so an element listed twice proves the dump
+// was torn. The kernel dumps a set as a walk restarted for every message,
+// skipping as many elements as the messages before it carried; when it
+// rehashes a hash set in between (it grows or shrinks one in the background
+// after a commit), the walk's order changes, and some elements come twice and
+// as many not at all, with no generation change and no NLM_F_DUMP_INTR to tell.
+bool RepeatsAnElement(nftnl_set* s) {
+  std::vector<std::pair<uint64_t, nftnl_set_elem*>> hashed;
+  nftnl_set_elems_iter* it = nftnl_set_elems_iter_create(s);
+  for (nftnl_set_elem* e = nftnl_set_elems_iter_next(it); e != nullptr; e = nftnl_set_elems_iter_next(it))
+    hashed.emplace_back(ElementIdentity(e).Hash(), e);
+  nftnl_set_elems_iter_destroy(it);
+  std::sort(hashed.begin(), hashed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t i = 1; i < hashed.size(); i++) {
+    // Elements of one hash are few: each is compared with the others of its hash.
+    for (size_t j = i; j > 0 && hashed[j - 1].first == hashed[i].first; j--)
+      if (ElementIdentity(hashed[j - 1].second) == ElementIdentity(hashed[i].second)) return true;
+  }
+  return false;
 }
 
 struct Dumper {
@@ -256,6 +310,7 @@ struct Dumper {
     nftnl_set_free(s);
     nftnl_set* got = nftnl_set_alloc();
     err = Run(req, [&](const nlmsghdr* nlh) { nftnl_set_elems_nlmsg_parse(nlh, got); });
+    if (err == 0 && RepeatsAnElement(got)) interrupted = true;
     if (err == 0) {
       w.U8(uint8_t(ObjectKind::Elements));
       w.U16(1);
