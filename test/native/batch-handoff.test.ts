@@ -11,14 +11,24 @@ import { NetlinkDataplane } from '../../src/nft/netlink/netlink-dataplane.ts';
 import { ByteWriter } from '../../src/nft/netlink/wire.ts';
 import { kernel, verdictMapOps } from './kernel-helpers.ts';
 
-/** The map's elements as "addr . proto . port" strings, from nft -j. */
+/**
+ * The map's elements as "addr . proto . port" strings, from nft -j, once a listing
+ * comes back without a key twice. The kernel grows a large set's hash table after
+ * the commit, in the background, and dumps a set in pieces, each skipping what
+ * the pieces before it sent: a piece dumped after the table was rehashed repeats
+ * some keys and skips as many others. Nothing is lost; the next listing is whole.
+ */
 function mapKeys(ns: ReturnType<typeof kernel>['ns'], table: string): string[] {
-  // Only this map, with time to spare: nft prints 100k elements slowly on a busy machine.
-  const out = JSON.parse(ns.exec('nft', ['-j', 'list', 'map', 'ip', table, 'm'], { timeoutMs: 120_000 })) as {
-    nftables: Array<Record<string, any>>;
-  };
-  const map = out.nftables.find((o) => 'map' in o)!.map;
-  return (map.elem ?? []).map((e: [{ concat: unknown[] }, unknown]) => e[0].concat.join(' . '));
+  for (let attempt = 1; ; attempt++) {
+    // Only this map, with time to spare: nft prints 100k elements slowly on a busy machine.
+    const out = JSON.parse(ns.exec('nft', ['-j', 'list', 'map', 'ip', table, 'm'], { timeoutMs: 120_000 })) as {
+      nftables: Array<Record<string, any>>;
+    };
+    const map = out.nftables.find((o) => 'map' in o)!.map;
+    const keys: string[] = (map.elem ?? []).map((e: [{ concat: unknown[] }, unknown]) => e[0].concat.join(' . '));
+    if (new Set(keys).size === keys.length || attempt === 10) return keys;
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
+  }
 }
 
 describe('the batch handed to the addon', () => {
