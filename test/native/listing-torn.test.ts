@@ -5,7 +5,7 @@
 // at restart reads the sets this way; an element it never saw is never deleted.
 
 import { describe, expect, it } from 'vitest';
-import type { Element, NftSet, Operation } from '../../src/nft/objects.ts';
+import type { DataType, Element, NftSet, Operation } from '../../src/nft/objects.ts';
 import { kernel, verdictMapOps } from './kernel-helpers.ts';
 
 const SIZE = 30_000;
@@ -41,7 +41,7 @@ describe('listing a set the kernel is rehashing', () => {
 
   it('takes adjacent intervals, whose end and start share a key in the kernel, for what they are', async () => {
     const { dp } = kernel();
-    const set = (name: string, keyType: string[]): NftSet => ({
+    const set = (name: string, keyType: DataType[]): NftSet => ({
       kind: 'set',
       family: 'ip',
       table: 'i',
