@@ -20,10 +20,12 @@
 import type { TableListing } from '../nft/dataplane.ts';
 import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from '../nft/objects.ts';
 import { objectKey } from '../nft/objects.ts';
-import { emptyStats, type StaleChain, type SyncPlan } from './diff.ts';
-import type { Fragment } from './fragment.ts';
+import { emptyStats, type StaleChain, type SyncPlan, type SyncStats } from './diff.ts';
+import { hairpinElement } from './element-claims.ts';
+import { elementCount, elementOf, forEachElementOf, type Fragment, type SlotRun } from './fragment.ts';
 import { SET } from './names.ts';
-import { forEachElement, type Ruleset } from './ruleset.ts';
+import { forEachFragmentItem, type Ruleset } from './ruleset.ts';
+import { tableFamily } from './statements.ts';
 
 /**
  * Equal content: undefined members count as absent and key order does not
@@ -110,22 +112,57 @@ class AdoptionPhases {
   readonly deleteFlowtables: Operation[] = [];
   readonly deleteTables: Operation[] = [];
 
-  all(): Operation[] {
-    return [
-      ...this.addTables,
-      ...this.addSets,
-      ...this.addFlowtables,
-      ...this.addChains,
-      ...this.flushChains,
-      ...this.flushSets,
-      ...this.deleteElements,
-      ...this.addRules,
-      ...this.addElements,
-      ...this.deleteSets,
-      ...this.deleteFlowtables,
-      ...this.deleteTables,
-    ];
+  /** How many operations the phases list (the refilled sets' elements are not). */
+  length(): number {
+    let n = 0;
+    for (const phase of Object.values(this) as Operation[][]) n += phase.length;
+    return n;
   }
+
+  /**
+   * The operations in commit order. The elements of refilled sets come with
+   * the other added ones, made as they are walked (`refilled`): a million
+   * hairpin elements at 100k Services x 10 endpoints are never listed.
+   */
+  *operations(refilled: () => Iterable<Element>): Generator<Operation> {
+    yield* this.addTables;
+    yield* this.addSets;
+    yield* this.addFlowtables;
+    yield* this.addChains;
+    yield* this.flushChains;
+    yield* this.flushSets;
+    yield* bySet(this.deleteElements);
+    yield* this.addRules;
+    yield* bySet(this.addElements);
+    for (const object of refilled()) yield { verb: 'add', object };
+    yield* this.deleteSets;
+    yield* this.deleteFlowtables;
+    yield* this.deleteTables;
+  }
+}
+
+/** Element operations grouped by set, in order of first appearance: the encoder writes a record per run of one set. */
+function bySet(ops: readonly Operation[]): Operation[] {
+  const groups = new Map<string, Operation[]>();
+  for (const op of ops) {
+    const e = op.object as Element;
+    const key = `${e.family} ${e.table} ${e.set}`;
+    const group = groups.get(key);
+    if (group === undefined) groups.set(key, [op]);
+    else group.push(op);
+  }
+  return groups.size <= 1 ? [...ops] : [...groups.values()].flat();
+}
+
+/** What the element step needs to know of one adopted table. */
+interface TableElements {
+  have: TableListing;
+  /** Sets whose elements only the kernel writes: never compared. */
+  dynamic: Set<string>;
+  /** Sets whose wanted elements are all added, none compared: new, or flushed (their elements were not read). */
+  refilled: Set<string>;
+  /** Sets deleted: their elements go with them. */
+  deleted: Set<string>;
 }
 
 function rulesByChain(rules: readonly Rule[]): Map<string, Rule[]> {
@@ -152,7 +189,10 @@ function sameRuleList(a: readonly Rule[], b: readonly Rule[]): boolean {
   return true;
 }
 
-/** The desired ruleset's objects by table family, unsorted (rulesetListings sorts, which adoption does not need). */
+/**
+ * The desired ruleset's objects by table family, but the elements (adoptElements
+ * walks them), unsorted (rulesetListings sorts, which adoption does not need).
+ */
 function wantedTables(r: Ruleset): Map<Family, TableListing> {
   const out = new Map<Family, TableListing>();
   for (const table of r.tables) out.set(table.family, { table, chains: [], rules: [], sets: [], elements: [], flowtables: [] });
@@ -168,7 +208,6 @@ function wantedTables(r: Ruleset): Map<Family, TableListing> {
     for (const s of f.sets) out.get(s.family)?.sets.push(s);
     for (const ft of f.flowtables) out.get(ft.family)?.flowtables.push(ft);
   }
-  forEachElement(r, (e) => out.get(e.family)?.elements.push(e));
   return out;
 }
 
@@ -179,17 +218,18 @@ function adoptTable(
   p: AdoptionPhases,
   stale: Map<string, StaleChain>,
   now: number,
-  stats: ReturnType<typeof emptyStats>,
-): string | undefined {
+  stats: SyncStats,
+): TableElements | string {
   const containers = new Map<string, NftSet | NftMap>(have.sets.map((s) => [s.name, s]));
-  const dynamic = new Set<string>();
+  const elements: TableElements = { have, dynamic: new Set(), refilled: new Set(), deleted: new Set() };
   // Sets whose elements were not read are rewritten whole: flushed, and every wanted element added.
   const notRead = new Set(have.elementsNotRead);
   for (const s of want.sets) {
     const old = containers.get(s.name);
     containers.delete(s.name);
-    if (s.flags?.includes('dynamic')) dynamic.add(s.name);
-    if (old && notRead.has(s.name) && !dynamic.has(s.name)) {
+    if (s.flags?.includes('dynamic')) elements.dynamic.add(s.name);
+    else if (!old || notRead.has(s.name)) elements.refilled.add(s.name);
+    if (old && notRead.has(s.name) && !elements.dynamic.has(s.name)) {
       p.flushSets.push({ verb: 'flush', object: s });
     }
     if (!old) {
@@ -201,6 +241,7 @@ function adoptTable(
   }
   for (const old of containers.values()) {
     p.deleteSets.push({ verb: 'delete', object: old });
+    elements.deleted.add(old.name);
     stats.setsDeleted++;
   }
 
@@ -240,63 +281,130 @@ function adoptTable(
     stale.set(objectKey(old), { chain: old, since: now });
   }
 
-  // By set, then key: a set's name is not repeated in a key built per element.
-  const haveElements = new Map<string, Map<string, Element>>();
-  for (const e of have.elements) {
-    if (dynamic.has(e.set)) continue;
-    const inSet = haveElements.get(e.set);
-    if (inSet === undefined) haveElements.set(e.set, new Map([[keyInSet(e), e]]));
-    else inSet.set(keyInSet(e), e);
+  return elements;
+}
+
+/**
+ * Adds, to `p`, the elements that differ between the listed tables and
+ * `desired`, walking the desired ones as the fragments keep them (a run of
+ * endpoint slots is made into elements one at a time and dropped); the
+ * refilled sets' elements are only counted (the plan makes them when walked):
+ * how many there are.
+ */
+function adoptElements(desired: Ruleset, tables: ReadonlyMap<Family, TableElements>, p: AdoptionPhases, stats: SyncStats): number {
+  let refilled = 0;
+  // By family and set, then key: a set's name is not repeated in a key built per element.
+  const have = new Map<Family, Map<string, Map<string, Element>>>();
+  for (const [family, t] of tables) {
+    const bySet = new Map<string, Map<string, Element>>();
+    for (const e of t.have.elements) {
+      if (t.dynamic.has(e.set)) continue;
+      const inSet = bySet.get(e.set);
+      if (inSet === undefined) bySet.set(e.set, new Map([[keyInSet(e), e]]));
+      else inSet.set(keyInSet(e), e);
+    }
+    have.set(family, bySet);
   }
-  for (const e of want.elements) {
-    const inSet = haveElements.get(e.set);
+  const compare = (e: Element): void => {
+    const inSet = have.get(e.family)?.get(e.set);
     const k = keyInSet(e);
     const old = inSet?.get(k);
     if (old) inSet!.delete(k);
-    if (old && sameElement(old, e)) continue;
+    if (old && sameElement(old, e)) return;
     if (old) {
       p.deleteElements.push({ verb: 'delete', object: old });
       stats.elementsDeleted++;
     }
     p.addElements.push({ verb: 'add', object: e });
     stats.elementsAdded++;
+  };
+  forEachFragmentItem(desired, (item) => {
+    const t = tables.get(item.family);
+    if (t === undefined) return;
+    if (t.refilled.has(item.set)) refilled += elementCount(item);
+    else forEachElementOf(item, compare);
+  });
+  for (const [family, counts] of desired.hairpin) {
+    const t = tables.get(tableFamily(family));
+    if (t === undefined) continue;
+    if (t.refilled.has(SET.hairpinEndpoints)) refilled += counts.size;
+    else for (const ip of counts.keys()) compare(hairpinElement(family, desired.config.tableName, ip));
   }
-  // Elements of sets deleted anyway go with them.
-  const deletedSets = new Set(p.deleteSets.map((o) => (o.object as NftSet).name));
-  for (const [set, inSet] of haveElements) {
-    if (deletedSets.has(set)) continue;
-    for (const old of inSet.values()) {
-      p.deleteElements.push({ verb: 'delete', object: old });
-      stats.elementsDeleted++;
+  // What is left was not wanted; the elements of sets deleted anyway go with them.
+  for (const [family, bySet] of have) {
+    const deleted = tables.get(family)!.deleted;
+    for (const [set, inSet] of bySet) {
+      if (deleted.has(set)) continue;
+      for (const old of inSet.values()) {
+        p.deleteElements.push({ verb: 'delete', object: old });
+        stats.elementsDeleted++;
+      }
     }
   }
-  return undefined;
+  stats.elementsAdded += refilled;
+  return refilled;
+}
+
+/** The refilled sets' elements, made as they are walked; grouped by set, the hairpin ones last (from their counts). */
+function* refilledElements(desired: Ruleset, refilled: ReadonlyMap<Family, ReadonlySet<string>>): Generator<Element> {
+  const bySet = new Map<string, Array<Element | SlotRun>>();
+  forEachFragmentItem(desired, (item) => {
+    if (!refilled.get(item.family)?.has(item.set)) return;
+    const key = `${item.family} ${item.set}`;
+    const group = bySet.get(key);
+    if (group === undefined) bySet.set(key, [item]);
+    else group.push(item);
+  });
+  for (const group of bySet.values())
+    for (const item of group) for (let i = 0, n = elementCount(item); i < n; i++) yield elementOf(item, i);
+  bySet.clear();
+  for (const [family, counts] of desired.hairpin) {
+    if (!refilled.get(tableFamily(family))?.has(SET.hairpinEndpoints)) continue;
+    for (const ip of counts.keys()) yield hairpinElement(family, desired.config.tableName, ip);
+  }
 }
 
 /**
  * The transaction that turns the listed tables (`kernel`, by family; each one
- * ours and of the current format, which the caller checked) into `desired`;
- * or why not when some object cannot be changed in place (replace instead).
+ * ours and of the current format, which the caller checked) into `desired`,
+ * its operations made on demand (SyncPlan.generated); or why not when some
+ * object cannot be changed in place (replace instead).
  */
-export function planAdoption(desired: Ruleset, kernel: ReadonlyMap<Family, TableListing>, now: number): SyncPlan | AdoptionRefused {
+export function planGeneratedAdoption(
+  desired: Ruleset,
+  kernel: ReadonlyMap<Family, TableListing>,
+  now: number,
+): SyncPlan | AdoptionRefused {
   const p = new AdoptionPhases();
   const stats = emptyStats();
   const stale = new Map<string, StaleChain>();
-  const wanted = new Set<Family>();
+  const tables = new Map<Family, TableElements>();
   for (const want of wantedTables(desired).values()) {
-    wanted.add(want.table.family);
     const have = kernel.get(want.table.family);
     if (!have) {
       p.addTables.push({ verb: 'add', object: want.table });
     }
     const empty: TableListing = { table: want.table, chains: [], rules: [], sets: [], elements: [], flowtables: [] };
-    const refused = adoptTable(want, have ?? empty, p, stale, now, stats);
-    if (refused !== undefined) return { refused };
+    const adopted = adoptTable(want, have ?? empty, p, stale, now, stats);
+    if (typeof adopted === 'string') return { refused: adopted };
+    tables.set(want.table.family, adopted);
   }
   for (const [family, have] of kernel) {
-    if (wanted.has(family)) continue;
+    if (tables.has(family)) continue;
     const table: Table = { kind: 'table', family, name: have.table.name };
     p.deleteTables.push({ verb: 'delete', object: table });
   }
-  return { ops: p.all(), next: { applied: desired, staleChains: stale }, stats };
+  const refilledCount = adoptElements(desired, tables, p, stats);
+  // Only the sets each table refills are needed to make the operations again, not the listings.
+  const refilled = new Map([...tables].map(([family, t]) => [family, t.refilled]));
+  const source = () => p.operations(() => refilledElements(desired, refilled));
+  return { ops: [], generated: { source, length: p.length() + refilledCount }, next: { applied: desired, staleChains: stale }, stats };
+}
+
+/** planGeneratedAdoption with its operations listed (dry runs, tests). */
+export function planAdoption(desired: Ruleset, kernel: ReadonlyMap<Family, TableListing>, now: number): SyncPlan | AdoptionRefused {
+  const plan = planGeneratedAdoption(desired, kernel, now);
+  if ('refused' in plan) return plan;
+  const { generated, ...rest } = plan;
+  return { ...rest, ops: Array.from(generated!.source()) };
 }

@@ -30,7 +30,7 @@ import {
 import { type FullSyncMode, planFullSync, planGeneratedFullSync } from './full-sync.ts';
 import { type Attempt, commitIsolating, IsolationFailed, type Refusal } from './isolation.ts';
 import { blameInvalid, blameRefusal, type FailedAttempt } from './blame.ts';
-import { planAdoption, REWRITTEN_ON_ADOPTION } from './adopt.ts';
+import { planGeneratedAdoption, REWRITTEN_ON_ADOPTION } from './adopt.ts';
 import { TABLE_FORMAT_VERSION, tableOwnership } from './ownership.ts';
 import type { Fragment } from './fragment.ts';
 import { type ModelRead, portSourceOf, withSubstitutes } from './model-read.ts';
@@ -359,15 +359,15 @@ export class Reconciler {
       listings.set(family, listing);
     }
     if (listings.size === 0) return 'no table to adopt';
-    const plan = planAdoption(desired, listings, this.#now());
+    const plan = planGeneratedAdoption(desired, listings, this.#now());
     answer.length = 0;
     listings.clear();
     if ('refused' in plan) return plan.refused;
-    if (plan.ops.length > 0)
-      this.#onPlanned?.({ kind: 'full', servicePorts: desired.services.size, ops: plan.ops.length, planMs: performance.now() - t0 });
+    const ops = planLength(plan);
+    if (ops > 0) this.#onPlanned?.({ kind: 'full', servicePorts: desired.services.size, ops, planMs: performance.now() - t0 });
     const failed = await this.#commit(plan, desired, () => undefined);
     if (failed && !failed.ok) return `the kernel refused the adoption: ${(failed.error as Error)?.message ?? String(failed.error)}`;
-    return this.#report(plan, desired, { kind: 'full', mode: 'adopt' }, plan.ops.length, rejected);
+    return this.#report(plan, desired, { kind: 'full', mode: 'adopt' }, ops, rejected);
   }
 
   /**

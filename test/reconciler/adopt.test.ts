@@ -7,7 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import type { TableListing } from '../../src/nft/dataplane.ts';
 import type { Family, Operation } from '../../src/nft/objects.ts';
-import { planAdoption, REWRITTEN_ON_ADOPTION, sameContent } from '../../src/reconciler/adopt.ts';
+import { planAdoption, planGeneratedAdoption, REWRITTEN_ON_ADOPTION, sameContent } from '../../src/reconciler/adopt.ts';
+import { planLength } from '../../src/reconciler/diff.ts';
 import { ENDPOINT_SHAPES } from '../../src/reconciler/config.ts';
 import { planFullSync } from '../../src/reconciler/full-sync.ts';
 import { ownershipMark, TABLE_FORMAT_VERSION, tableOwnership } from '../../src/reconciler/ownership.ts';
@@ -182,6 +183,64 @@ describe('sets adoption rewrites rather than reads', () => {
     if ('refused' in plan) throw new Error(plan.refused);
     k.commitSync(plan.ops);
     expect(listingsWithoutHandles(k)).toEqual(listingsWithoutHandles(fresh()));
+  });
+});
+
+describe('the adoption plan the reconciler commits', () => {
+  const cfg = config({ families: { IPv4: V4, IPv6: V6 }, endpointShape: 'map' });
+  const desired = renderRuleset(ports, cfg);
+  const unread = (k: FakeKernel): Map<Family, TableListing> =>
+    new Map((['ip', 'ip6'] as const).map((f) => [f, k.listSync(f, T, { skipElementsOf: REWRITTEN_ON_ADOPTION })!]));
+  /** A kernel holding the desired ruleset, then changed behind the agent's back: elements of read sets gone, changed and added. */
+  const damaged = (): FakeKernel => {
+    const k = freshKernel(desired);
+    const read = k.listSync('ip', T)!.elements.filter((e) => !REWRITTEN_ON_ADOPTION.includes(e.set));
+    expect(read.length).toBeGreaterThan(3);
+    const changed = read[0]!;
+    // Every read element of the family gone (its sets' elements come back interleaved, service by service), one changed.
+    k.commitSync([
+      ...read.map((object) => ({ verb: 'delete' as const, object })),
+      { verb: 'add', object: { ...changed, comment: 'changed while no agent ran' } },
+      { verb: 'add', object: { kind: 'element', family: 'ip', table: T, set: 'cluster-ips', key: ['10.96.99.99'] } },
+    ]);
+    return k;
+  };
+
+  it('makes, every time it is asked, the operations of the listed plan, as many as it announced, and lists none itself', () => {
+    for (const k of [freshKernel(desired), damaged()]) {
+      const generated = planGeneratedAdoption(desired, unread(k), 0);
+      const listed = planAdoption(desired, unread(k), 0);
+      if ('refused' in generated || 'refused' in listed) throw new Error('refused');
+      expect(generated.ops).toEqual([]);
+      const made = Array.from(generated.generated!.source());
+      expect(made).toEqual(listed.ops);
+      expect(Array.from(generated.generated!.source())).toEqual(made);
+      expect(planLength(generated)).toBe(made.length);
+      expect(generated.stats).toEqual(listed.stats);
+      expect(generated.stats.elementsAdded).toBe(made.filter((o) => o.verb === 'add' && o.object.kind === 'element').length);
+      expect(generated.stats.elementsDeleted).toBe(made.filter((o) => o.verb === 'delete' && o.object.kind === 'element').length);
+    }
+  });
+
+  it("gives each set's elements together, so that the streamed encoder writes one record per set", () => {
+    const plan = planGeneratedAdoption(desired, unread(damaged()), 0);
+    if ('refused' in plan) throw new Error(plan.refused);
+    const runs: string[] = [];
+    for (const op of plan.generated!.source()) {
+      if (op.object.kind !== 'element') continue;
+      const run = `${op.verb} ${op.object.family} ${op.object.set}`;
+      if (runs.at(-1) !== run) runs.push(run);
+    }
+    expect(runs.length).toBeGreaterThan(2);
+    expect(new Set(runs).size).toBe(runs.length);
+  });
+
+  it('repairs the damaged kernel, as the listed plan does', () => {
+    const k = damaged();
+    const plan = planGeneratedAdoption(desired, unread(k), 0);
+    if ('refused' in plan) throw new Error(plan.refused);
+    k.commitSync(Array.from(plan.generated!.source()));
+    expect(listingsWithoutHandles(k)).toEqual(listingsWithoutHandles(freshKernel(desired)));
   });
 });
 
