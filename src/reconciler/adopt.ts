@@ -23,6 +23,7 @@ import { objectKey } from '../nft/objects.ts';
 import { emptyStats, type StaleChain, type SyncPlan, type SyncStats } from './diff.ts';
 import { hairpinElement } from './element-claims.ts';
 import { elementCount, elementOf, forEachElementOf, type Fragment, type SlotRun } from './fragment.ts';
+import { ENDPOINT_MAP_SHARDS, shardMapName } from './endpoint-slots.ts';
 import { SET } from './names.ts';
 import { forEachFragmentItem, type Ruleset } from './ruleset.ts';
 import { tableFamily } from './statements.ts';
@@ -85,13 +86,21 @@ function sameElement(a: Element, b: Element): boolean {
 
 /**
  * Sets whose elements adoption does not read back but rewrites whole (flushed
- * and refilled in the same transaction). The hairpin set holds an element per
- * endpoint address, a million at 100k Services x 10 endpoints, and the kernel
- * dumps a set's elements by walking the set again for every 32 KiB message it
- * fills: quadratic, ~16 s for that one set, where adding every element again
- * is linear. Nothing in it is worth keeping (no timeouts, no counters).
+ * and refilled in the same transaction): nothing in them is worth keeping (no
+ * timeouts, no counters), and at 100k Services x 10 endpoints each holds a
+ * million elements.
+ * - The hairpin set, an element per endpoint address: the kernel dumps a
+ *   set's elements by walking the set again for every 32 KiB message it
+ *   fills, quadratic, ~16 s for that one set, where adding every element
+ *   again is linear.
+ * - The shared endpoint maps: decoding and comparing their elements took more
+ *   time (4 s, most of it collecting the garbage) and memory (~950 MiB at the
+ *   restart's peak) than the kernel spends adding them again (1.4 s).
  */
-export const REWRITTEN_ON_ADOPTION: readonly string[] = [SET.hairpinEndpoints];
+export const REWRITTEN_ON_ADOPTION: readonly string[] = [
+  SET.hairpinEndpoints,
+  ...Array.from({ length: ENDPOINT_MAP_SHARDS }, (_, shard) => shardMapName(shard)),
+];
 
 /** Why a listing cannot be adopted. */
 export interface AdoptionRefused {

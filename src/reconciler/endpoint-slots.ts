@@ -43,7 +43,7 @@ export const DEFAULT_ENDPOINT_MAP_BLOCKS = 2 ** 26;
  * x ~5 ns (finding a set by name): 512 keeps both well under 100 ms at 10k
  * services x 10 endpoints.
  */
-const ENDPOINT_MAP_SHARDS = 512;
+export const ENDPOINT_MAP_SHARDS = 512;
 
 export function shardOf(r: EndpointRegion): number {
   return r.block % ENDPOINT_MAP_SHARDS;
