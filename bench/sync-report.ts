@@ -48,7 +48,8 @@ export interface SizeResult {
   compare?: { raw: RawLoadResult; nft: { ms: number; peakMiB: number } };
   load: number[];
   /** A second agent started over the rules the first left: spawn -> synced, and how (adopt or replace). */
-  restart?: { restartMs: number; mode: string; ops: number };
+  /** hwmMiB: the restarted agent's VmHWM once synced: a DaemonSet's limit must cover an upgrade's peak too. */
+  restart?: { restartMs: number; mode: string; ops: number; hwmMiB: number };
 }
 
 export const median = (xs: number[]) => {
@@ -107,8 +108,10 @@ export function printSize(r: SizeResult, shape: string): void {
   );
   console.log(`  kernel's share    ${f(cold.kernelMs)} ms of the sync's commits: cold/kernel ${f(cold.coldMs / cold.kernelMs)}`);
   if (r.restart) {
-    const { restartMs, mode, ops } = r.restart;
-    console.log(`  restart           ${f(restartMs)} ms spawn -> synced over the rules left behind (${mode}, ${ops} ops)`);
+    const { restartMs, mode, ops, hwmMiB } = r.restart;
+    console.log(
+      `  restart           ${f(restartMs)} ms spawn -> synced over the rules left behind (${mode}, ${ops} ops), VmHWM ${f(hwmMiB)} MiB`,
+    );
   }
   printCompare(r);
   console.log(
@@ -164,6 +167,7 @@ function sizeKeys(summary: Record<string, number | string>, r: SizeResult, minSy
     summary[`restart_over_cold_${k}`] = r2(r.restart.restartMs / r.cold.coldMs);
     summary[`restart_mode_${k}`] = r.restart.mode;
     summary[`restart_ops_${k}`] = r.restart.ops;
+    summary[`restart_hwm_mib_${k}`] = Math.round(r.restart.hwmMiB);
   }
   summary[`rss_after_changes_mib_${k}`] = Math.round(r.cold.rssAfterChanges ?? NaN);
   if (r.changes) {

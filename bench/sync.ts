@@ -108,7 +108,7 @@ async function restartSync(kubeconfig: string, ns: NetNs, size: BenchSize): Prom
   try {
     const synced = await agent.waitFor(0, isSync, 120_000 + size.services * size.endpoints * 2, 'restart sync');
     const s = synced.record;
-    return { restartMs: s.time - spawnedAt, mode: String(s.mode ?? s.kind), ops: s.ops as number };
+    return { restartMs: s.time - spawnedAt, mode: String(s.mode ?? s.kind), ops: s.ops as number, hwmMiB: agent.memory().hwm };
   } finally {
     await agent.stop();
   }
