@@ -140,9 +140,9 @@ class AdoptionPhases {
     yield* this.addChains;
     yield* this.flushChains;
     yield* this.flushSets;
-    yield* bySet(this.deleteElements);
+    for (const group of grouped(this.deleteElements, setOf)) yield* group;
     yield* this.addRules;
-    yield* bySet(this.addElements);
+    for (const group of grouped(this.addElements, setOf)) yield* group;
     for (const object of refilled()) yield { verb: 'add', object };
     yield* this.deleteSets;
     yield* this.deleteFlowtables;
@@ -150,17 +150,24 @@ class AdoptionPhases {
   }
 }
 
-/** Element operations grouped by set, in order of first appearance: the encoder writes a record per run of one set. */
-function bySet(ops: readonly Operation[]): Operation[] {
-  const groups = new Map<string, Operation[]>();
-  for (const op of ops) {
-    const e = op.object as Element;
-    const key = `${e.family} ${e.table} ${e.set}`;
+/**
+ * `items` grouped by `keyOf`, groups in order of first appearance, each in
+ * its items' order: the encoder writes a record per run of one set's elements.
+ */
+function grouped<T>(items: Iterable<T>, keyOf: (item: T) => string): T[][] {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const key = keyOf(item);
     const group = groups.get(key);
-    if (group === undefined) groups.set(key, [op]);
-    else group.push(op);
+    if (group === undefined) groups.set(key, [item]);
+    else group.push(item);
   }
-  return groups.size <= 1 ? [...ops] : [...groups.values()].flat();
+  return [...groups.values()];
+}
+
+function setOf(op: Operation): string {
+  const e = op.object as Element;
+  return `${e.family} ${e.table} ${e.set}`;
 }
 
 /** What the element step needs to know of one adopted table. */
@@ -356,17 +363,13 @@ function adoptElements(desired: Ruleset, tables: ReadonlyMap<Family, TableElemen
 
 /** The refilled sets' elements, made as they are walked; grouped by set, the hairpin ones last (from their counts). */
 function* refilledElements(desired: Ruleset, refilled: ReadonlyMap<Family, ReadonlySet<string>>): Generator<Element> {
-  const bySet = new Map<string, Array<Element | SlotRun>>();
+  const items: Array<Element | SlotRun> = [];
   forEachFragmentItem(desired, (item) => {
-    if (!refilled.get(item.family)?.has(item.set)) return;
-    const key = `${item.family} ${item.set}`;
-    const group = bySet.get(key);
-    if (group === undefined) bySet.set(key, [item]);
-    else group.push(item);
+    if (refilled.get(item.family)?.has(item.set)) items.push(item);
   });
-  for (const group of bySet.values())
+  for (const group of grouped(items, (item) => `${item.family} ${item.table} ${item.set}`))
     for (const item of group) for (let i = 0, n = elementCount(item); i < n; i++) yield elementOf(item, i);
-  bySet.clear();
+  items.length = 0;
   for (const [family, counts] of desired.hairpin) {
     if (!refilled.get(tableFamily(family))?.has(SET.hairpinEndpoints)) continue;
     for (const ip of counts.keys()) yield hairpinElement(family, desired.config.tableName, ip);
