@@ -36,12 +36,13 @@ describe('deploy/kube-nft-proxy.yaml', () => {
     expect(c.startupProbe.periodSeconds * c.startupProbe.failureThreshold).toBeGreaterThanOrEqual(120);
   });
 
-  it("requests memory for the idle agent and limits it above the first full sync's peak", () => {
+  it("requests memory for the idle agent and limits it above a start's peak, a restart's included", () => {
     const c = docs.find((d) => d.kind === 'DaemonSet').spec.template.spec.containers[0];
     const mib = (q: string) => Number(/^(\d+)Mi$/.exec(q)![1]);
-    // bench:sync at 10k Services x 10 endpoints: idle 132-144 MiB, VmHWM 226-247 MiB (README, Performance).
-    expect(mib(c.resources.requests.memory)).toBeGreaterThanOrEqual(144);
-    expect(mib(c.resources.limits.memory)).toBeGreaterThanOrEqual(247);
+    // bench:sync (README, Performance): idle 140-145 MiB at 10k Services x 10 endpoints; the
+    // highest peak the manifest claims to cover, a restart's at 44k x 1, 630-647 MiB.
+    expect(mib(c.resources.requests.memory)).toBeGreaterThanOrEqual(145);
+    expect(mib(c.resources.limits.memory)).toBeGreaterThanOrEqual(647);
     expect(c.resources.limits.cpu).toBeUndefined();
   });
 });
