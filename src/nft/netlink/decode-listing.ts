@@ -211,13 +211,13 @@ function decodeFlowtable(a: RawAttrs, family: Family): Flowtable {
 /** The lists of `byName` concatenated in the order of `owners` (those of no owner first, as a stable sort by owner would put them). */
 function inOrderOf<T>(owners: readonly { name: string }[], byName: Map<string, T[]>): T[] {
   const known = new Set(owners.map((o) => o.name));
-  const lists: T[][] = [];
-  for (const [name, list] of byName) if (!known.has(name)) lists.push(list);
+  const out: T[] = [];
+  for (const [name, list] of byName) if (!known.has(name)) for (const x of list) out.push(x);
   for (const o of owners) {
     const list = byName.get(o.name);
-    if (list !== undefined) lists.push(list);
+    if (list !== undefined) for (const x of list) out.push(x);
   }
-  return lists.flat();
+  return out;
 }
 
 export function decodeListing(bytes: Uint8Array, family: Family): DecodedListing {

@@ -374,6 +374,18 @@ export function rawU64(b: Uint8Array | string[] | undefined): bigint | undefined
 export function rawStr(b: Uint8Array | string[] | undefined): string | undefined {
   if (!(b instanceof Uint8Array)) return undefined;
   const end = b.indexOf(0);
-  // A view, not a copy, to decode from.
-  return Buffer.from(b.buffer, b.byteOffset, end < 0 ? b.length : end).toString('utf8');
+  return bufferOver(b.buffer).toString('utf8', b.byteOffset, b.byteOffset + (end < 0 ? b.length : end));
+}
+
+// One Buffer over each listing's memory to decode text from, not one per string:
+// a listing at 100k Services holds a million strings. Held weakly, as the
+// listing's bytes are.
+const buffers = new WeakMap<ArrayBufferLike, Buffer>();
+function bufferOver(memory: ArrayBufferLike): Buffer {
+  let b = buffers.get(memory);
+  if (b === undefined) {
+    b = Buffer.from(memory);
+    buffers.set(memory, b);
+  }
+  return b;
 }
