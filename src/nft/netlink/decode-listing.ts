@@ -36,7 +36,7 @@ import {
 } from './kernel-constants.ts';
 import { exprFromAttrs, type KernelExpr } from './kernel-exprs.ts';
 import { keyText, NftRaiseError, raise } from './raise.ts';
-import { ByteReader, rawStr, rawU32, rawU64, type RawAttrs } from './wire.ts';
+import { ByteReader, rawStr, rawU32, rawU64, type RawAttrs } from './listing-reader.ts';
 import { bytesMinusOne } from '../values.ts';
 
 const MAGIC = 0x4c504e4b;
@@ -82,11 +82,11 @@ const HOOK_BY_NUMBER = new Map(Object.entries(HOOK_NUMBER).map(([k, v]) => [v, k
 const VERDICT_BY_CODE = new Map<number, Verdict['verdict']>(Object.entries(VERDICT_CODE).map(([k, v]) => [v, k as Verdict['verdict']]));
 
 function verdictOf(a: RawAttrs): Verdict | undefined {
-  const code = rawU32(a.get(ELEM_ATTR.VERDICT));
+  const code = a.u32(ELEM_ATTR.VERDICT);
   if (code === undefined) return undefined;
   const verdict = VERDICT_BY_CODE.get(code | 0);
   if (!verdict) return undefined;
-  if (verdict === 'jump' || verdict === 'goto') return { verdict, chain: rawStr(a.get(ELEM_ATTR.CHAIN)) ?? '' };
+  if (verdict === 'jump' || verdict === 'goto') return { verdict, chain: a.str(ELEM_ATTR.CHAIN) ?? '' };
   return { verdict } as Verdict;
 }
 
@@ -150,15 +150,15 @@ function rangeText(type: DataType, start: Uint8Array, last: Uint8Array): string 
 }
 
 function decodeChain(a: RawAttrs, family: Family): Chain {
-  const chain: Chain = { kind: 'chain', family, table: rawStr(a.get(CHAIN_ATTR.TABLE))!, name: rawStr(a.get(CHAIN_ATTR.NAME))! };
-  const hook = rawU32(a.get(CHAIN_ATTR.HOOKNUM));
+  const chain: Chain = { kind: 'chain', family, table: a.str(CHAIN_ATTR.TABLE)!, name: a.str(CHAIN_ATTR.NAME)! };
+  const hook = a.u32(CHAIN_ATTR.HOOKNUM);
   if (hook !== undefined) {
     chain.base = {
-      type: (rawStr(a.get(CHAIN_ATTR.TYPE)) ?? 'filter') as ChainType,
+      type: (a.str(CHAIN_ATTR.TYPE) ?? 'filter') as ChainType,
       hook: HOOK_BY_NUMBER.get(hook) ?? ('prerouting' as ChainHook),
-      priority: rawU32(a.get(CHAIN_ATTR.PRIO))! | 0,
+      priority: a.u32(CHAIN_ATTR.PRIO)! | 0,
     };
-    const policy = rawU32(a.get(CHAIN_ATTR.POLICY));
+    const policy = a.u32(CHAIN_ATTR.POLICY);
     if (policy !== undefined) chain.base.policy = policy === 0 ? 'drop' : 'accept';
   }
   const c = udataComment(a.get(CHAIN_ATTR.USERDATA), UDATA_COMMENT.chain);
@@ -177,11 +177,11 @@ function decodeRule(r: ByteReader, a: RawAttrs, family: Family, unreadable: Deco
   const rule: Rule = {
     kind: 'rule',
     family,
-    table: rawStr(a.get(RULE_ATTR.TABLE))!,
-    chain: rawStr(a.get(RULE_ATTR.CHAIN))!,
+    table: a.str(RULE_ATTR.TABLE)!,
+    chain: a.str(RULE_ATTR.CHAIN)!,
     exprs: [],
   };
-  const handle = rawU64(a.get(RULE_ATTR.HANDLE));
+  const handle = a.u64(RULE_ATTR.HANDLE);
   if (handle !== undefined) rule.handle = Number(handle);
   const c = udataComment(a.get(RULE_ATTR.USERDATA), UDATA_COMMENT.rule);
   if (c !== undefined) rule.comment = c;
@@ -258,8 +258,8 @@ export function decodeListing(bytes: Uint8Array, family: Family): DecodedListing
         break;
       }
       case KIND.set: {
-        const name = rawStr(a.get(SET_ATTR.NAME))!;
-        const flags = rawU32(a.get(SET_ATTR.FLAGS)) ?? 0;
+        const name = a.str(SET_ATTR.NAME)!;
+        const flags = a.u32(SET_ATTR.FLAGS) ?? 0;
         if (flags & SET_FLAG.anonymous) {
           anonymous.add(name);
           break;
@@ -284,7 +284,7 @@ export function decodeListing(bytes: Uint8Array, family: Family): DecodedListing
         break;
       }
       case KIND.elements: {
-        const set = rawStr(a.get(SET_ATTR.NAME))!;
+        const set = a.str(SET_ATTR.NAME)!;
         const count = r.u32();
         const raw: RawAttrs[] = [];
         for (let i = 0; i < count; i++) raw.push(r.attrs());
@@ -330,7 +330,7 @@ function decodeElements(c: NftSet | NftMap, raw: RawAttrs[]): Element[] {
       }
     }
     // The kernel reports an element's timeout only where it differs from the set's.
-    const t = rawU64(a.get(ELEM_ATTR.TIMEOUT));
+    const t = a.u64(ELEM_ATTR.TIMEOUT);
     if (t !== undefined && t > 0n) e.timeout = Number(t / 1000n);
     const cm = udataComment(a.get(ELEM_ATTR.USERDATA), UDATA_COMMENT.element);
     if (cm !== undefined) e.comment = cm;
@@ -343,7 +343,7 @@ function decodeElements(c: NftSet | NftMap, raw: RawAttrs[]): Element[] {
       .map((a) => ({
         a,
         key: a.get(ELEM_ATTR.KEY) as Uint8Array,
-        end: ((rawU32(a.get(ELEM_ATTR.FLAGS)) ?? 0) & ELEM_FLAG_INTERVAL_END) !== 0,
+        end: ((a.u32(ELEM_ATTR.FLAGS) ?? 0) & ELEM_FLAG_INTERVAL_END) !== 0,
       }))
       .filter((x) => x.key instanceof Uint8Array)
       .sort((x, y) => compareBytes(x.key, y.key) || (x.end ? -1 : 1));

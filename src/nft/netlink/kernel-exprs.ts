@@ -5,7 +5,8 @@
 
 import { AT, type AttrType } from './kernel-constants.ts';
 import { assertNever } from '../../assert-never.ts';
-import { rawStr, rawU32, rawU64, rawU8, type ByteWriter, type RawAttrs } from './wire.ts';
+import type { RawAttrs } from './listing-reader.ts';
+import type { ByteWriter } from './wire.ts';
 
 export type FieldValue = number | bigint | string | Uint8Array;
 
@@ -202,34 +203,37 @@ const NO_FIELDS: ReadonlyMap<number, readonly [string, AttrType]> = new Map();
 export function exprFromAttrs(name: string, attrs: RawAttrs): KernelExpr {
   const e: KernelExpr = { name };
   const byId = FIELDS_BY_ID.get(name) ?? NO_FIELDS;
-  attrs.forEach((id, raw) => {
+  // Read in place, by index: an expression's attributes are millions in a large listing.
+  for (let i = 0; i < attrs.size; i++) {
+    if (attrs.isArrayAt(i)) continue;
+    const id = attrs.idAt(i);
     const spec = byId.get(id);
-    if (!spec || !(raw instanceof Uint8Array)) {
-      if (raw instanceof Uint8Array) e[`attr${id}`] = raw.slice();
-      return;
+    if (!spec) {
+      e[`attr${id}`] = attrs.copyAt(i)!;
+      continue;
     }
     const [field, type] = spec;
     switch (type) {
       case 'u8':
-        e[field] = rawU8(raw)!;
+        e[field] = attrs.u8At(i)!;
         break;
       case 'u32':
-        e[field] = rawU32(raw)!;
+        e[field] = attrs.u32At(i)!;
         break;
       case 'u64':
-        e[field] = rawU64(raw)!;
+        e[field] = attrs.u64At(i)!;
         break;
       case 'str':
-        e[field] = rawStr(raw)!;
+        e[field] = attrs.strAt(i)!;
         break;
       case 'u16':
       case 'bytes':
       case 'strArray':
-        e[field] = raw.slice();
+        e[field] = attrs.copyAt(i)!;
         break;
       default:
         assertNever(type);
     }
-  });
+  }
   return e;
 }

@@ -2,7 +2,7 @@
 // offsets, widths), which values are host-endian, and the bytes a match
 // operand or set key becomes. Shared by lower.ts, raise.ts and the element encoder.
 
-import { LITTLE } from './wire.ts';
+import { LITTLE } from './listing-reader.ts';
 import type { DataType, Selector } from '../objects.ts';
 import { CT_STATE_BIT, CT_STATUS_BIT, NFPROTO, PAYLOAD_BASE } from './kernel-constants.ts';
 import { FIB_TYPES, selectorType } from '../rule-checks.ts';

@@ -1,7 +1,7 @@
 // Operands of raising (see raise.ts): loads back into selectors, compared
 // bytes back into nft's text, and the small readers both use.
 
-import { LITTLE } from './wire.ts';
+import { LITTLE } from './listing-reader.ts';
 import type { Selector } from '../objects.ts';
 import { CMP_OP, CT_DIR, CT_KEY, FIB_F, FIB_RESULT_ADDRTYPE, META_KEY, NFPROTO, NUMGEN_RANDOM, VERDICT_CODE } from './kernel-constants.ts';
 import type { FieldValue, KernelExpr } from './kernel-exprs.ts';

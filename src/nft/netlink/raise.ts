@@ -19,7 +19,7 @@ import {
   REJECT_TYPE,
 } from './kernel-constants.ts';
 import type { KernelExpr } from './kernel-exprs.ts';
-import { rawU32 } from './wire.ts';
+import { rawU32 } from './listing-reader.ts';
 import {
   DEPENDENCY_REG,
   isHostOrder,
