@@ -243,6 +243,11 @@ export interface TableListing {
   flowtables: Flowtable[];
   /** Sets (and maps) of `sets` whose elements were not read (ListOptions.skipElementsOf): `elements` has none of theirs. */
   elementsNotRead?: string[];
+  /**
+   * One chain's rules, in the chain's order, decoded when asked for
+   * (ListOptions.rulesOnDemand); `rules` is then empty.
+   */
+  rulesOf?: (chain: string) => Rule[];
 }
 
 /** What a listing leaves out. */
@@ -253,4 +258,10 @@ export interface ListOptions {
    * it fills, so reading one of a million elements takes seconds.
    */
   skipElementsOf?: readonly string[];
+  /**
+   * Rules are decoded a chain at a time, when TableListing.rulesOf asks,
+   * instead of all at once: a caller that compares each chain's rules once
+   * (adoption) never holds 200k decoded rules at 100k Services.
+   */
+  rulesOnDemand?: boolean;
 }

@@ -272,14 +272,16 @@ function adoptTable(
   for (const old of flowtables.values()) p.deleteFlowtables.push({ verb: 'delete', object: old });
 
   const haveChains = new Map<string, Chain>(have.chains.map((c) => [c.name, c]));
-  const haveRules = rulesByChain(have.rules);
+  // A listing read with rulesOnDemand decodes a chain's rules here, once, and they are dropped after the comparison.
+  const listed = have.rulesOf ? undefined : rulesByChain(have.rules);
+  const haveRulesOf = have.rulesOf ?? ((chain: string) => listed!.get(chain) ?? []);
   const wantRules = rulesByChain(want.rules);
   for (const c of want.chains) {
     const old = haveChains.get(c.name);
     haveChains.delete(c.name);
     const rules = wantRules.get(c.name) ?? [];
     if (old && !sameContent(chainDef(old), chainDef(c))) return `chain ${c.family} ${c.name} is defined differently`;
-    if (old && sameRuleList(haveRules.get(c.name) ?? [], rules)) continue;
+    if (old && sameRuleList(haveRulesOf(c.name), rules)) continue;
     if (!old) {
       p.addChains.push({ verb: 'add', object: c });
       stats.chainsAdded++;

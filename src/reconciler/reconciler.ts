@@ -333,7 +333,7 @@ export class Reconciler {
 
   #listTables(): Promise<(TableListing | undefined)[] | Error> {
     // Both at once: the kernel's dumps run on worker threads.
-    const options = { skipElementsOf: REWRITTEN_ON_ADOPTION };
+    const options = { skipElementsOf: REWRITTEN_ON_ADOPTION, rulesOnDemand: true };
     return Promise.all(LISTED_FAMILIES.map((f) => this.#dataplane.list(f, this.#config.tableName, options))).then(
       (l) => l,
       (e: unknown) => new Error(`reading the tables back failed: ${(e as Error)?.message ?? String(e)}`),

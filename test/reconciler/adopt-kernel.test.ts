@@ -43,6 +43,24 @@ describe.each(ENDPOINT_SHAPES)('adopting our tables at start-up (endpoint shape 
       adopt,
     });
 
+  it('reads the rules back on demand, a chain at a time, as the whole listing gives them', async () => {
+    const ns = createNetns('knp-adopt');
+    namespaces.push(ns);
+    await reconciler(ns, false).sync({ kind: 'full', mode: 'replace' });
+    const dp = new NetlinkDataplane({ netns: ns.path });
+    for (const family of ['ip', 'ip6'] as const) {
+      const whole = (await dp.list(family, TABLE))!;
+      const onDemand = (await dp.list(family, TABLE, { rulesOnDemand: true }))!;
+      expect(whole.rules.length).toBeGreaterThan(5);
+      expect(onDemand.rules).toEqual([]);
+      for (const c of whole.chains) expect(onDemand.rulesOf!(c.name), c.name).toEqual(whole.rules.filter((r) => r.chain === c.name));
+      expect(onDemand.rulesOf!('no-such-chain')).toEqual([]);
+      const { rules: _a, rulesOf: _b, ...rest } = onDemand;
+      const { rules: _c, ...wholeRest } = whole;
+      expect(rest).toEqual(wholeRest);
+    }
+  });
+
   it('commits nothing over intact tables, repairs damaged ones, and keeps affinity entries and untouched rules', async () => {
     const ns = createNetns('knp-adopt');
     namespaces.push(ns);

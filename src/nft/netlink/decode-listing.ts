@@ -11,6 +11,7 @@ import type {
   Element,
   Family,
   Flowtable,
+  ListOptions,
   NftMap,
   NftSet,
   Rule,
@@ -36,7 +37,7 @@ import {
 } from './kernel-constants.ts';
 import { exprFromAttrs, type KernelExpr } from './kernel-exprs.ts';
 import { keyText, NftRaiseError, raise } from './raise.ts';
-import { ByteReader, rawStr, rawU32, rawU64, type RawAttrs } from './listing-reader.ts';
+import { ByteReader, rawStr, rawU32, type RawAttrs } from './listing-reader.ts';
 import { bytesMinusOne } from '../values.ts';
 
 const MAGIC = 0x4c504e4b;
@@ -220,7 +221,31 @@ function inOrderOf<T>(owners: readonly { name: string }[], byName: Map<string, T
   return out;
 }
 
-export function decodeListing(bytes: Uint8Array, family: Family): DecodedListing {
+/** A named set or map; undefined for an anonymous one (a rule's own, listed with it). */
+function decodeSet(a: RawAttrs, family: Family): NftSet | NftMap | undefined {
+  const flags = a.u32(SET_ATTR.FLAGS) ?? 0;
+  if (flags & SET_FLAG.anonymous) return undefined;
+  const name = a.str(SET_ATTR.NAME)!;
+  const keyType = keyTypes(a.u32(SET_ATTR.KEY_TYPE) ?? 0) ?? [];
+  const setFlags: SetFlag[] = (['constant', 'interval', 'timeout', 'dynamic'] as const).filter((f) => flags & SET_FLAG[f]);
+  const comment = udataComment(a.get(SET_ATTR.USERDATA), UDATA_COMMENT.set);
+  const table = a.str(SET_ATTR.TABLE)!;
+  let c: NftSet | NftMap;
+  if (flags & SET_FLAG.map) {
+    const dt = a.u32(SET_ATTR.DATA_TYPE);
+    c = { kind: 'map', family, table, name, keyType, dataType: dt === DATA_VERDICT ? 'verdict' : dataTypeOf(dt ?? 0) };
+  } else {
+    c = { kind: 'set', family, table, name, keyType };
+    const t = a.u64(SET_ATTR.TIMEOUT);
+    if (t !== undefined && t > 0n) c.timeout = Number(t / 1000n);
+  }
+  if (setFlags.length) c.flags = setFlags;
+  if (comment !== undefined) c.comment = comment;
+  return c;
+}
+
+export function decodeListing(bytes: Uint8Array, family: Family, options: Pick<ListOptions, 'rulesOnDemand'> = {}): DecodedListing {
+  const onDemand = options.rulesOnDemand ?? false;
   const r = new ByteReader(bytes);
   if (r.u32() !== MAGIC) throw new RangeError('not a listing buffer');
   const generation = r.u32();
@@ -238,7 +263,10 @@ export function decodeListing(bytes: Uint8Array, family: Family): DecodedListing
   // By container and by chain, in dump order: ordered by name at the end without a sort of every element and rule.
   const elementsBySet = new Map<string, Element[]>();
   const rulesByChain = new Map<string, Rule[]>();
+  // Where each chain's rule records start, to decode them when asked (rulesOnDemand).
+  const ruleStarts = new Map<string, number[]>();
   for (let kind = r.u8(); kind !== 0; kind = r.u8()) {
+    const recordStart = r.position;
     const a = r.attrs();
     switch (kind) {
       case KIND.table: {
@@ -251,6 +279,14 @@ export function decodeListing(bytes: Uint8Array, family: Family): DecodedListing
         listing.chains.push(decodeChain(a, family));
         break;
       case KIND.rule: {
+        if (onDemand) {
+          const chain = a.str(RULE_ATTR.CHAIN)!;
+          const starts = ruleStarts.get(chain);
+          if (starts === undefined) ruleStarts.set(chain, [recordStart]);
+          else starts.push(recordStart);
+          r.skipExprs();
+          break;
+        }
         const rule = decodeRule(r, a, family, unreadable);
         const list = rulesByChain.get(rule.chain);
         if (list === undefined) rulesByChain.set(rule.chain, [rule]);
@@ -258,28 +294,12 @@ export function decodeListing(bytes: Uint8Array, family: Family): DecodedListing
         break;
       }
       case KIND.set: {
-        const name = a.str(SET_ATTR.NAME)!;
-        const flags = a.u32(SET_ATTR.FLAGS) ?? 0;
-        if (flags & SET_FLAG.anonymous) {
-          anonymous.add(name);
+        const c = decodeSet(a, family);
+        if (c === undefined) {
+          anonymous.add(a.str(SET_ATTR.NAME)!);
           break;
         }
-        const keyType = keyTypes(rawU32(a.get(SET_ATTR.KEY_TYPE)) ?? 0) ?? [];
-        const setFlags: SetFlag[] = (['constant', 'interval', 'timeout', 'dynamic'] as const).filter((f) => flags & SET_FLAG[f]);
-        const comment = udataComment(a.get(SET_ATTR.USERDATA), UDATA_COMMENT.set);
-        const table = rawStr(a.get(SET_ATTR.TABLE))!;
-        let c: NftSet | NftMap;
-        if (flags & SET_FLAG.map) {
-          const dt = rawU32(a.get(SET_ATTR.DATA_TYPE));
-          c = { kind: 'map', family, table, name, keyType, dataType: dt === DATA_VERDICT ? 'verdict' : dataTypeOf(dt ?? 0) };
-        } else {
-          c = { kind: 'set', family, table, name, keyType };
-          const t = rawU64(a.get(SET_ATTR.TIMEOUT));
-          if (t !== undefined && t > 0n) c.timeout = Number(t / 1000n);
-        }
-        if (setFlags.length) c.flags = setFlags;
-        if (comment !== undefined) c.comment = comment;
-        containers.set(name, c);
+        containers.set(c.name, c);
         listing.sets.push(c);
         break;
       }
@@ -310,6 +330,16 @@ export function decodeListing(bytes: Uint8Array, family: Family): DecodedListing
   listing.flowtables.sort(byName);
   // Rules stay in chain order (the dump's order); chains by name.
   listing.rules = inOrderOf(listing.chains, rulesByChain);
+  if (onDemand) {
+    listing.rulesOf = (chain) => {
+      const rules: Rule[] = [];
+      for (const start of ruleStarts.get(chain) ?? []) {
+        const at = r.seek(start);
+        rules.push(decodeRule(at, at.attrs(), family, unreadable));
+      }
+      return rules;
+    };
+  }
   return { generation, listing, unreadable };
 }
 

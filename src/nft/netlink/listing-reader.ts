@@ -136,6 +136,35 @@ export class ByteReader {
     this.#chars = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
   }
 
+  get position(): number {
+    return this.#pos;
+  }
+
+  /** Reads on from `position` (a record's start this reader gave). */
+  seek(position: number): this {
+    if (position < 0 || position > this.#buf.length) throw new RangeError('listing position out of range');
+    this.#pos = position;
+    return this;
+  }
+
+  /** Steps over a rule's expressions (a count, then each one's name and attributes) without reading them. */
+  skipExprs(): void {
+    const n = this.u16();
+    for (let i = 0; i < n; i++) {
+      this.#skip(this.u8());
+      const attrs = this.u16();
+      for (let k = 0; k < attrs; k++) {
+        this.#skip(3);
+        this.#skip(this.u32());
+      }
+    }
+  }
+
+  #skip(n: number): void {
+    if (this.#pos + n > this.#buf.length) throw new RangeError('listing buffer is truncated');
+    this.#pos += n;
+  }
+
   get done(): boolean {
     return this.#pos >= this.#buf.length;
   }

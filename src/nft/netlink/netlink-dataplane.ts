@@ -191,7 +191,7 @@ export class NetlinkDataplane implements Dataplane {
       this.#forgetTable(family, table);
       return undefined;
     }
-    const decoded = decodeListing(bytes, family);
+    const decoded = decodeListing(bytes, family, options);
     const notRead = decoded.listing.sets.filter((s) => skip.includes(s.name)).map((s) => s.name);
     if (notRead.length > 0) decoded.listing.elementsNotRead = notRead;
     this.lastUnreadable = decoded.unreadable;
