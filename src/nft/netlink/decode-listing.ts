@@ -37,7 +37,7 @@ import {
 } from './kernel-constants.ts';
 import { exprFromAttrs, type KernelExpr } from './kernel-exprs.ts';
 import { keyText, NftRaiseError, raise } from './raise.ts';
-import { ByteReader, rawStr, rawU32, type RawAttrs } from './listing-reader.ts';
+import { ByteReader, rawStr, type RawAttrs } from './listing-reader.ts';
 import { bytesMinusOne } from '../values.ts';
 
 const MAGIC = 0x4c504e4b;
@@ -200,10 +200,10 @@ function decodeFlowtable(a: RawAttrs, family: Family): Flowtable {
   const f: Flowtable = {
     kind: 'flowtable',
     family,
-    table: rawStr(a.get(FLOWTABLE_ATTR.TABLE))!,
-    name: rawStr(a.get(FLOWTABLE_ATTR.NAME))!,
+    table: a.str(FLOWTABLE_ATTR.TABLE)!,
+    name: a.str(FLOWTABLE_ATTR.NAME)!,
     hook: 'ingress',
-    priority: (rawU32(a.get(FLOWTABLE_ATTR.PRIO)) ?? 0) | 0,
+    priority: (a.u32(FLOWTABLE_ATTR.PRIO) ?? 0) | 0,
     devices: Array.isArray(devices) ? devices : [],
   };
   return f;
@@ -270,7 +270,7 @@ export function decodeListing(bytes: Uint8Array, family: Family, options: Pick<L
     const a = r.attrs();
     switch (kind) {
       case KIND.table: {
-        listing.table.name = rawStr(a.get(TABLE_ATTR.NAME)) ?? '';
+        listing.table.name = a.str(TABLE_ATTR.NAME) ?? '';
         const c = udataComment(a.get(TABLE_ATTR.USERDATA), UDATA_COMMENT.table);
         if (c !== undefined) listing.table.comment = c;
         break;

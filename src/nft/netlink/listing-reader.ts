@@ -67,32 +67,18 @@ export class RawAttrs {
 
   u32At(i: number): number | undefined {
     const len = this.#flat[3 * i + 2];
-    if (typeof len !== 'number' || len < 4) return undefined;
-    const m = this.#mem;
-    const p = this.#flat[3 * i + 1] as number;
-    return (
-      (LITTLE
-        ? m[p]! | (m[p + 1]! << 8) | (m[p + 2]! << 16) | (m[p + 3]! << 24)
-        : (m[p]! << 24) | (m[p + 1]! << 16) | (m[p + 2]! << 8) | m[p + 3]!) >>> 0
-    );
+    return typeof len === 'number' && len >= 4 ? u32In(this.#mem, this.#flat[3 * i + 1] as number) : undefined;
   }
 
   u64At(i: number): bigint | undefined {
     const len = this.#flat[3 * i + 2];
-    if (typeof len !== 'number' || len < 8) return undefined;
-    const m = this.#mem;
-    return new DataView(m.buffer, m.byteOffset + (this.#flat[3 * i + 1] as number), 8).getBigUint64(0, LITTLE);
+    return typeof len === 'number' && len >= 8 ? u64In(this.#mem, this.#flat[3 * i + 1] as number) : undefined;
   }
 
   /** The text up to the first NUL. */
   strAt(i: number): string | undefined {
     const len = this.#flat[3 * i + 2];
-    if (typeof len !== 'number') return undefined;
-    const m = this.#mem;
-    const start = this.#flat[3 * i + 1] as number;
-    let end = start;
-    while (end < start + len && m[end] !== 0) end++;
-    return bufferOver(m.buffer).toString('utf8', m.byteOffset + start, m.byteOffset + end);
+    return typeof len === 'number' ? textIn(this.#mem, this.#flat[3 * i + 1] as number, len) : undefined;
   }
 
   u32(id: number): number | undefined {
@@ -221,22 +207,30 @@ export class ByteReader {
 export const LITTLE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 export function rawU32(b: Uint8Array | string[] | undefined): number | undefined {
-  if (!(b instanceof Uint8Array) || b.length < 4) return undefined;
-  // By hand, not a DataView per value: a listing reads hundreds of thousands.
-  return (LITTLE ? b[0]! | (b[1]! << 8) | (b[2]! << 16) | (b[3]! << 24) : (b[0]! << 24) | (b[1]! << 16) | (b[2]! << 8) | b[3]!) >>> 0;
-}
-export function rawU8(b: Uint8Array | string[] | undefined): number | undefined {
-  if (!(b instanceof Uint8Array) || b.length < 1) return undefined;
-  return b[0];
-}
-export function rawU64(b: Uint8Array | string[] | undefined): bigint | undefined {
-  if (!(b instanceof Uint8Array) || b.length < 8) return undefined;
-  return new DataView(b.buffer, b.byteOffset, 8).getBigUint64(0, LITTLE);
+  return b instanceof Uint8Array && b.length >= 4 ? u32In(b, 0) : undefined;
 }
 export function rawStr(b: Uint8Array | string[] | undefined): string | undefined {
-  if (!(b instanceof Uint8Array)) return undefined;
-  const end = b.indexOf(0);
-  return bufferOver(b.buffer).toString('utf8', b.byteOffset, b.byteOffset + (end < 0 ? b.length : end));
+  return b instanceof Uint8Array ? textIn(b, 0, b.length) : undefined;
+}
+
+/** The host-order u32 at `p` of `m`; by hand, not a DataView per value: a listing reads millions. */
+function u32In(m: Uint8Array, p: number): number {
+  return (
+    (LITTLE
+      ? m[p]! | (m[p + 1]! << 8) | (m[p + 2]! << 16) | (m[p + 3]! << 24)
+      : (m[p]! << 24) | (m[p + 1]! << 16) | (m[p + 2]! << 8) | m[p + 3]!) >>> 0
+  );
+}
+
+function u64In(m: Uint8Array, p: number): bigint {
+  return new DataView(m.buffer, m.byteOffset + p, 8).getBigUint64(0, LITTLE);
+}
+
+/** The text of `m`'s `len` bytes at `start`, up to the first NUL. */
+function textIn(m: Uint8Array, start: number, len: number): string {
+  let end = start;
+  while (end < start + len && m[end] !== 0) end++;
+  return bufferOver(m.buffer).toString('utf8', m.byteOffset + start, m.byteOffset + end);
 }
 
 // One Buffer over each listing's memory to decode text from, not one per string:
