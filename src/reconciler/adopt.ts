@@ -20,7 +20,7 @@
 import type { TableListing } from '../nft/dataplane.ts';
 import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from '../nft/objects.ts';
 import { objectKey } from '../nft/objects.ts';
-import { emptyStats, type StaleChain, type SyncPlan, type SyncStats } from './diff.ts';
+import { emptyStats, listedPlan, type StaleChain, type SyncPlan, type SyncStats } from './diff.ts';
 import { hairpinElement } from './element-claims.ts';
 import { elementCount, elementOf, forEachElementOf, type Fragment, type SlotRun } from './fragment.ts';
 import { ENDPOINT_MAP_SHARDS, shardMapName } from './endpoint-slots.ts';
@@ -418,7 +418,5 @@ export function planGeneratedAdoption(
 /** planGeneratedAdoption with its operations listed (dry runs, tests). */
 export function planAdoption(desired: Ruleset, kernel: ReadonlyMap<Family, TableListing>, now: number): SyncPlan | AdoptionRefused {
   const plan = planGeneratedAdoption(desired, kernel, now);
-  if ('refused' in plan) return plan;
-  const { generated, ...rest } = plan;
-  return { ...rest, ops: Array.from(generated!.source()) };
+  return 'refused' in plan ? plan : listedPlan(plan);
 }

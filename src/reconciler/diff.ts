@@ -73,6 +73,12 @@ export function planLength(plan: SyncPlan): number {
   return plan.generated?.length ?? plan.ops.length;
 }
 
+/** The plan with its operations listed (dry runs, tests): a generated one's made once. */
+export function listedPlan(plan: SyncPlan): SyncPlan {
+  const { generated, ...rest } = plan;
+  return generated ? { ...rest, ops: Array.from(generated.source()) } : plan;
+}
+
 /** When a sync should run to delete the earliest stale chain (undefined: none left). */
 export function staleDeletionDueAt(state: SyncState, staleChainDelayMs = DEFAULT_STALE_CHAIN_DELAY_MS): number | undefined {
   let due: number | undefined;

@@ -19,7 +19,7 @@
 import type { IPFamily } from '../k8s/types.ts';
 import type { Chain, Element, NftMap, NftSet, Operation, Table } from '../nft/objects.ts';
 import { objectKey } from '../nft/objects.ts';
-import { emptyStats, type StaleChain, type SyncPlan, type SyncState, type SyncStats } from './diff.ts';
+import { emptyStats, listedPlan, type StaleChain, type SyncPlan, type SyncState, type SyncStats } from './diff.ts';
 import { hairpinElement } from './element-claims.ts';
 import { elementCount, elementOf, type Fragment, type SlotRun } from './fragment.ts';
 import { forEachFragmentItem, type Ruleset } from './ruleset.ts';
@@ -39,9 +39,7 @@ const ALL_FAMILIES: readonly IPFamily[] = ['IPv4', 'IPv6'];
 
 /** A full sync's plan, its operations listed. */
 export function planFullSync(desired: Ruleset, mode: FullSyncMode, state?: SyncState): SyncPlan {
-  const groups = elementsBySet(desired);
-  const ops = Array.from(fullSyncOperations(desired, mode, groups));
-  return { ops, next: nextState(desired, mode, state), stats: countFullSync(desired, mode, groups).stats };
+  return listedPlan(planGeneratedFullSync(desired, mode, state));
 }
 
 /**
