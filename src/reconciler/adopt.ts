@@ -22,7 +22,8 @@ import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Operation, Rule
 import { objectKey } from '../nft/objects.ts';
 import { emptyStats, listedPlan, type StaleChain, type SyncPlan, type SyncStats } from './diff.ts';
 import { hairpinElement } from './element-claims.ts';
-import { elementCount, elementOf, forEachElementOf, type Fragment, type SlotRun } from './fragment.ts';
+import { elementCount, elementOf, forEachElementOf, type Fragment } from './fragment.ts';
+import { elementsBySet } from './full-sync.ts';
 import { ENDPOINT_MAP_SHARDS, shardMapName } from './endpoint-slots.ts';
 import { SET } from './names.ts';
 import { forEachFragmentItem, type Ruleset } from './ruleset.ts';
@@ -365,13 +366,9 @@ function adoptElements(desired: Ruleset, tables: ReadonlyMap<Family, TableElemen
 
 /** The refilled sets' elements, made as they are walked; grouped by set, the hairpin ones last (from their counts). */
 function* refilledElements(desired: Ruleset, refilled: ReadonlyMap<Family, ReadonlySet<string>>): Generator<Element> {
-  const items: Array<Element | SlotRun> = [];
-  forEachFragmentItem(desired, (item) => {
-    if (refilled.get(item.family)?.has(item.set)) items.push(item);
-  });
-  for (const group of grouped(items, (item) => `${item.family} ${item.table} ${item.set}`))
-    for (const item of group) for (let i = 0, n = elementCount(item); i < n; i++) yield elementOf(item, i);
-  items.length = 0;
+  const groups = elementsBySet(desired, (item) => refilled.get(item.family)?.has(item.set) ?? false);
+  for (const group of groups) for (const item of group) for (let i = 0, n = elementCount(item); i < n; i++) yield elementOf(item, i);
+  groups.length = 0;
   for (const [family, counts] of desired.hairpin) {
     if (!refilled.get(tableFamily(family))?.has(SET.hairpinEndpoints)) continue;
     for (const ip of counts.keys()) yield hairpinElement(family, desired.config.tableName, ip);

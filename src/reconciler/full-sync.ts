@@ -28,7 +28,7 @@ import { tableFamily } from './statements.ts';
 export type FullSyncMode = 'replace' | 'reassert';
 
 /** One set's elements, runs of its endpoint slots whole. */
-type ElementGroup = Array<Element | SlotRun>;
+export type ElementGroup = Array<Element | SlotRun>;
 
 function* fragments(r: Ruleset): Generator<Fragment> {
   yield* r.skeletons.values();
@@ -106,16 +106,18 @@ function* fullSyncOperations(desired: Ruleset, mode: FullSyncMode, elementGroups
 }
 
 /**
- * The fragments' elements by set, sets in order of first appearance, runs of
- * endpoint slots kept whole (SlotRun: made into elements as they are walked).
- * They come in same-set runs: the index is asked only where one ends.
+ * The fragments' elements (those `keep` wants, when given) by set, sets in
+ * order of first appearance, runs of endpoint slots kept whole (SlotRun: made
+ * into elements as they are walked). They come in same-set runs: the index is
+ * asked only where one ends.
  */
-function elementsBySet(desired: Ruleset): ElementGroup[] {
+export function elementsBySet(desired: Ruleset, keep?: (item: Element | SlotRun) => boolean): ElementGroup[] {
   const groups: ElementGroup[] = [];
   const bySet = new Map<string, ElementGroup>();
   let last: Element | SlotRun | undefined;
   let group: ElementGroup = [];
   forEachFragmentItem(desired, (item) => {
+    if (keep !== undefined && !keep(item)) return;
     if (last === undefined || item.set !== last.set || item.table !== last.table || item.family !== last.family) {
       const key = `${item.family} ${item.table} ${item.set}`;
       let g = bySet.get(key);
