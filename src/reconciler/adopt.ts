@@ -141,29 +141,15 @@ class AdoptionPhases {
     yield* this.addChains;
     yield* this.flushChains;
     yield* this.flushSets;
-    for (const group of grouped(this.deleteElements, setOf)) yield* group;
+    // Grouped by set: the encoder writes a record per run of one set's elements.
+    for (const group of Map.groupBy(this.deleteElements, setOf).values()) yield* group;
     yield* this.addRules;
-    for (const group of grouped(this.addElements, setOf)) yield* group;
+    for (const group of Map.groupBy(this.addElements, setOf).values()) yield* group;
     for (const object of refilled()) yield { verb: 'add', object };
     yield* this.deleteSets;
     yield* this.deleteFlowtables;
     yield* this.deleteTables;
   }
-}
-
-/**
- * `items` grouped by `keyOf`, groups in order of first appearance, each in
- * its items' order: the encoder writes a record per run of one set's elements.
- */
-function grouped<T>(items: Iterable<T>, keyOf: (item: T) => string): T[][] {
-  const groups = new Map<string, T[]>();
-  for (const item of items) {
-    const key = keyOf(item);
-    const group = groups.get(key);
-    if (group === undefined) groups.set(key, [item]);
-    else group.push(item);
-  }
-  return [...groups.values()];
 }
 
 function setOf(op: Operation): string {
@@ -180,19 +166,6 @@ interface TableElements {
   refilled: Set<string>;
   /** Sets deleted: their elements go with them. */
   deleted: Set<string>;
-}
-
-function rulesByChain(rules: readonly Rule[]): Map<string, Rule[]> {
-  const out = new Map<string, Rule[]>();
-  for (const r of rules) {
-    let list = out.get(r.chain);
-    if (!list) {
-      list = [];
-      out.set(r.chain, list);
-    }
-    list.push(r);
-  }
-  return out;
 }
 
 function sameRuleList(a: readonly Rule[], b: readonly Rule[]): boolean {
@@ -274,9 +247,9 @@ function adoptTable(
 
   const haveChains = new Map<string, Chain>(have.chains.map((c) => [c.name, c]));
   // A listing read with rulesOnDemand decodes a chain's rules here, once, and they are dropped after the comparison.
-  const listed = have.rulesOf ? undefined : rulesByChain(have.rules);
+  const listed = have.rulesOf ? undefined : Map.groupBy(have.rules, (r) => r.chain);
   const haveRulesOf = have.rulesOf ?? ((chain: string) => listed!.get(chain) ?? []);
-  const wantRules = rulesByChain(want.rules);
+  const wantRules = Map.groupBy(want.rules, (r) => r.chain);
   for (const c of want.chains) {
     const old = haveChains.get(c.name);
     haveChains.delete(c.name);
