@@ -111,15 +111,12 @@ export class RawAttrs {
 export class ByteReader {
   readonly #buf: Uint8Array;
   readonly #view: DataView;
-  /** The same bytes, to decode text from without copying them first. */
-  readonly #chars: Buffer;
   #pos = 0;
 
   constructor(buf: Uint8Array) {
     // A plain view: a Buffer's slice() would alias instead of copying.
     this.#buf = new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
     this.#view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-    this.#chars = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
   }
 
   get position(): number {
@@ -176,7 +173,8 @@ export class ByteReader {
   text(n: number): string {
     const start = this.#pos;
     this.bytes(n);
-    return this.#chars.toString('utf8', start, start + n);
+    const offset = this.#buf.byteOffset;
+    return bufferOver(this.#buf.buffer).toString('utf8', offset + start, offset + start + n);
   }
 
   attrs(): RawAttrs {
