@@ -5,9 +5,10 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { encodeOperations } from '../../src/nft/netlink/encode.ts';
 import type { Family, NftMap, Operation, Statement } from '../../src/nft/objects.ts';
-import { lower } from '../../src/nft/netlink/lower.ts';
+import { lower, lowerInto } from '../../src/nft/netlink/lower.ts';
+import { ByteWriter } from '../../src/nft/netlink/wire.ts';
 import { NftRaiseError, raise } from '../../src/nft/netlink/raise.ts';
-import type { KernelExpr } from '../../src/nft/netlink/kernel-exprs.ts';
+import { ExprSink, type KernelExpr } from '../../src/nft/netlink/kernel-exprs.ts';
 import { statementArb } from './statement-arbitraries.ts';
 
 const families: Family[] = ['ip', 'ip6', 'inet'];
@@ -20,6 +21,32 @@ describe('lower/raise', () => {
           expect(raise(lower(stmts, family), family)).toEqual(stmts);
         }),
         { numRuns: 1500 },
+      );
+    });
+  }
+
+  for (const family of families) {
+    it(`writes each expression's attributes in ascending id order, as the kernel lists them, in ${family} tables`, () => {
+      // Adoption recognises a listed rule by walking both encodings in step (sameEncodedExprs).
+      fc.assert(
+        fc.property(fc.array(statementArb(family), { minLength: 1, maxLength: 6 }), (stmts) => {
+          const out = new ExprSink(new ByteWriter(256));
+          lowerInto(out, stmts, family);
+          const b = out.w.finish();
+          for (let p = 0, k = 0; k < out.count; k++) {
+            p += 1 + b[p]!;
+            const n = b[p]! | (b[p + 1]! << 8);
+            p += 2;
+            let last = -1;
+            for (let i = 0; i < n; i++) {
+              const id = b[p]! | (b[p + 1]! << 8);
+              expect(id).toBeGreaterThan(last);
+              last = id;
+              p += 7 + (b[p + 3]! | (b[p + 4]! << 8) | (b[p + 5]! << 16) | (b[p + 6]! << 24));
+            }
+          }
+        }),
+        { numRuns: 500 },
       );
     });
   }

@@ -169,7 +169,7 @@ function writeMatch(out: ExprSink, st: Extract<Statement, { kind: 'match' }>): v
   const ordered = st.op !== '==' && st.op !== '!=';
   if (ordered && isHostOrder(s)) {
     const f = F.byteorder;
-    out.begin('byteorder').u32(f.sreg, REG.R1).u32(f.dreg, REG.R1).u32(f.op, BYTEORDER_HTON).u32(f.len, width).u32(f.size, width).end();
+    out.begin('byteorder').u32(f.dreg, REG.R1).u32(f.sreg, REG.R1).u32(f.op, BYTEORDER_HTON).u32(f.len, width).u32(f.size, width).end();
     writeCmp(out, op, networkBytes(hostValue(s, st.right), width));
     return;
   }
@@ -279,9 +279,9 @@ function writeCore(out: ExprSink, st: Statement): void {
     case 'set-update': {
       const sreg = writeKeyLoads(out, st.keys);
       const f = F.dynset;
-      out.begin('dynset').u32(f.sreg_key, sreg).u32(f.op, DYNSET_OP[st.op]).str(f.set, st.set);
+      out.begin('dynset').u32(f.sreg_key, sreg).u32(f.op, DYNSET_OP[st.op]);
       if (st.timeout !== undefined) out.u64(f.timeout, BigInt(st.timeout) * 1000n);
-      out.end();
+      out.str(f.set, st.set).end();
       return;
     }
     case 'counter':
