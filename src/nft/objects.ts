@@ -248,6 +248,13 @@ export interface TableListing {
    * (ListOptions.rulesOnDemand); `rules` is then empty.
    */
   rulesOf?: (chain: string) => Rule[];
+  /**
+   * True when the chain holds exactly these rules, their kernel encodings
+   * equal byte for byte (registers in one numbering); read in place, nothing
+   * decoded. False only says the bytes differ: rulesOf then tells whether the
+   * rules still mean the same. With rulesOf only.
+   */
+  holdsEncoded?: (chain: string, rules: readonly Rule[]) => boolean;
 }
 
 /** What a listing leaves out. */

@@ -394,6 +394,11 @@ describe('statements', () => {
       const listed = (await dp.list(family, T))!;
       expect(dp.lastUnreadable).toEqual([]);
       expect(listed.rules.filter((r) => r.chain === 'stmts').map((r) => r.exprs)).toEqual(cases.map((c) => c.exprs));
+      // As the kernel holds them, each rule is recognised from its bytes (what adoption compares first), and no other rule is.
+      const onDemand = (await dp.list(family, T, { rulesOnDemand: true }))!;
+      expect(onDemand.holdsEncoded!('stmts', rules)).toBe(true);
+      const swapped = rules.map((_, i) => rules.with(i, rules[(i + 1) % rules.length]!));
+      expect(swapped.filter((other) => onDemand.holdsEncoded!('stmts', other))).toEqual([]);
     });
   }
 

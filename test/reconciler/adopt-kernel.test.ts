@@ -55,7 +55,17 @@ describe.each(ENDPOINT_SHAPES)('adopting our tables at start-up (endpoint shape 
       expect(onDemand.rules).toEqual([]);
       for (const c of whole.chains) expect(onDemand.rulesOf!(c.name), c.name).toEqual(whole.rules.filter((r) => r.chain === c.name));
       expect(onDemand.rulesOf!('no-such-chain')).toEqual([]);
-      const { rules: _a, rulesOf: _b, ...rest } = onDemand;
+      // Every chain is recognised from its bytes; a rule changed, dropped or moved is not.
+      for (const c of whole.chains) {
+        const rules = whole.rules.filter((r) => r.chain === c.name);
+        expect(onDemand.holdsEncoded!(c.name, rules), c.name).toBe(true);
+        if (rules.length === 0) continue;
+        expect(onDemand.holdsEncoded!(c.name, rules.slice(1)), c.name).toBe(false);
+        expect(onDemand.holdsEncoded!(c.name, [...rules.slice(1), rules[0]!]), c.name).toBe(rules.length === 1);
+        expect(onDemand.holdsEncoded!(c.name, [{ ...rules[0]!, comment: 'other' }, ...rules.slice(1)]), c.name).toBe(false);
+      }
+      expect(onDemand.holdsEncoded!('no-such-chain', [])).toBe(true);
+      const { rules: _a, rulesOf: _b, holdsEncoded: _d, ...rest } = onDemand;
       const { rules: _c, ...wholeRest } = whole;
       expect(rest).toEqual(wholeRest);
     }

@@ -35,7 +35,9 @@ import {
   UDATA_COMMENT,
   VERDICT_CODE,
 } from './kernel-constants.ts';
-import { exprFromAttrs, type KernelExpr } from './kernel-exprs.ts';
+import { ExprSink, exprFromAttrs, sameEncodedExprs, type KernelExpr } from './kernel-exprs.ts';
+import { lowerInto } from './lower.ts';
+import { ByteWriter } from './wire.ts';
 import { keyText, NftRaiseError, raise } from './raise.ts';
 import { ByteReader, rawStr, type RawAttrs } from './listing-reader.ts';
 import { bytesMinusOne } from '../values.ts';
@@ -195,6 +197,56 @@ function decodeRule(r: ByteReader, a: RawAttrs, family: Family, unreadable: Deco
   return rule;
 }
 
+const NO_STARTS: readonly number[] = [];
+
+/**
+ * A listing's rules read when asked (ListOptions.rulesOnDemand), from where
+ * each chain's rule records start: decoded (rulesOf), or compared in place
+ * with wanted ones, each lowered into one scratch buffer (holdsEncoded).
+ */
+function rulesOnDemand(
+  bytes: Uint8Array,
+  r: ByteReader,
+  ruleStarts: ReadonlyMap<string, number[]>,
+  family: Family,
+  unreadable: DecodedListing['unreadable'],
+): Required<Pick<TableListing, 'rulesOf' | 'holdsEncoded'>> {
+  const rulesOf = (chain: string): Rule[] => {
+    const rules: Rule[] = [];
+    for (const start of ruleStarts.get(chain) ?? NO_STARTS) {
+      const at = r.seek(start);
+      rules.push(decodeRule(at, at.attrs(), family, unreadable));
+    }
+    return rules;
+  };
+  const scratch = new ExprSink(new ByteWriter(1024));
+  const holdsEncoded = (chain: string, rules: readonly Rule[]): boolean => {
+    const starts = ruleStarts.get(chain) ?? NO_STARTS;
+    if (starts.length !== rules.length) return false;
+    for (let i = 0; i < starts.length; i++) {
+      const want = rules[i]!;
+      const at = r.seek(starts[i]!);
+      const a = at.attrs();
+      if (udataComment(a.get(RULE_ATTR.USERDATA), UDATA_COMMENT.rule) !== want.comment) return false;
+      const countAt = at.position;
+      at.skipExprs();
+      scratch.w.reset();
+      scratch.count = 0;
+      try {
+        lowerInto(scratch, want.exprs, family);
+      } catch {
+        // Not recognised, not refused here: a commit that writes the rule says what is wrong with it, and blames its owner.
+        return false;
+      }
+      const count = bytes[countAt]! | (bytes[countAt + 1]! << 8);
+      if (count !== scratch.count) return false;
+      if (!sameEncodedExprs(bytes, countAt + 2, at.position, scratch.w.raw, 0, scratch.w.position, count)) return false;
+    }
+    return true;
+  };
+  return { rulesOf, holdsEncoded };
+}
+
 function decodeFlowtable(a: RawAttrs, family: Family): Flowtable {
   const devices = a.get(FLOWTABLE_ATTR.DEVICES);
   const f: Flowtable = {
@@ -330,16 +382,7 @@ export function decodeListing(bytes: Uint8Array, family: Family, options: Pick<L
   listing.flowtables.sort(byName);
   // Rules stay in chain order (the dump's order); chains by name.
   listing.rules = inOrderOf(listing.chains, rulesByChain);
-  if (onDemand) {
-    listing.rulesOf = (chain) => {
-      const rules: Rule[] = [];
-      for (const start of ruleStarts.get(chain) ?? []) {
-        const at = r.seek(start);
-        rules.push(decodeRule(at, at.attrs(), family, unreadable));
-      }
-      return rules;
-    };
-  }
+  if (onDemand) Object.assign(listing, rulesOnDemand(bytes, r, ruleStarts, family, unreadable));
   return { generation, listing, unreadable };
 }
 

@@ -158,6 +158,9 @@ export const META_KEY = { mark: 3, iif: 4, oif: 5, iifname: 6, oifname: 7, nfpro
 export const CT_KEY = { state: 0, status: 2, mark: 3, packets: 14, bytes: 15, src_ip: 19, dst_ip: 20, src_ip6: 21, dst_ip6: 22 } as const;
 export const CT_DIR = { original: 0, reply: 1 } as const;
 export const NAT_TYPE = { snat: 0, dnat: 1 } as const;
+/** The range flags the kernel derives for a nat from the registers it is given. */
+export const NAT_RANGE_MAP_IPS = 0x1;
+export const NAT_RANGE_PROTO_SPECIFIED = 0x2;
 export const NAT_RANGE_PROTO_RANDOM_FULLY = 0x10;
 export const REJECT_TYPE = { icmp: 0, tcpRst: 1, icmpx: 2 } as const;
 export const FIB_RESULT_ADDRTYPE = 3;

@@ -18,7 +18,7 @@ import {
   REG,
   REJECT_TYPE,
 } from './kernel-constants.ts';
-import type { KernelExpr } from './kernel-exprs.ts';
+import { REGISTER_FIELDS, reg32, type KernelExpr } from './kernel-exprs.ts';
 import { rawU32 } from './listing-reader.ts';
 import {
   DEPENDENCY_REG,
@@ -61,9 +61,7 @@ export class NftRaiseError extends Error {
 
 type Parsed = { st: Statement; n: number } | null;
 
-const REGISTER_FIELDS = ['dreg', 'sreg', 'sreg_key', 'sreg_data', 'reg_addr_min', 'reg_addr_max', 'reg_proto_min', 'reg_proto_max'];
-// Registers in NFT_REG32 numbering: the kernel dumps a 32-bit register that
-// starts a 128-bit one under the 128-bit name (NFT_REG32_00 as NFT_REG_1).
+// Registers in NFT_REG32 numbering (reg32).
 const R1 = REG.R32_00;
 const R2 = REG.R32_00 + 4;
 
@@ -71,9 +69,9 @@ function normalizeRegisters(e: KernelExpr): KernelExpr {
   let out: KernelExpr | undefined;
   for (const f of REGISTER_FIELDS) {
     const v = e[f];
-    if (typeof v === 'number' && v >= REG.R1 && v <= 4) {
+    if (typeof v === 'number' && reg32(v) !== v) {
       out ??= { ...e };
-      out[f] = REG.R32_00 + (v - 1) * 4;
+      out[f] = reg32(v);
     }
   }
   return out ?? e;
