@@ -2,8 +2,8 @@
 // dist/ in a child process, its pino lines parsed as they come, its memory
 // read from /proc. A preload prints the moment node hands over to user code,
 // so that start-up splits into node's own boot and loading our modules. Node
-// gets the flags the image's ENTRYPOINT gives it (deploy/Containerfile), so that
-// memory is measured as a node runs the agent.
+// gets the flags the image's ENTRYPOINT gives it and the image's environment
+// (deploy/Containerfile), so that memory is measured as the image runs the agent.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -28,6 +28,20 @@ export function imageNodeFlags(): string[] {
   return argv.slice(1, script);
 }
 
+/** The environment of the image (deploy/Containerfile's ENV lines, KEY=value words). */
+export function imageEnv(): Record<string, string> {
+  const containerfile = readFileSync(join(packageRoot, 'deploy', 'Containerfile'), 'utf8');
+  const env: Record<string, string> = {};
+  for (const m of containerfile.matchAll(/^ENV\s+(.+)$/gm)) {
+    for (const kv of m[1]!.trim().split(/\s+/)) {
+      const at = kv.indexOf('=');
+      if (at < 1) throw new Error(`deploy/Containerfile: ENV ${kv} is not KEY=value`);
+      env[kv.slice(0, at)] = kv.slice(at + 1);
+    }
+  }
+  return env;
+}
+
 export interface LogRecord {
   msg: string;
   time: number;
@@ -49,6 +63,7 @@ export class AgentChild {
   constructor(flags: readonly string[], nodeFlags: readonly string[] = []) {
     this.child = spawn(process.execPath, [...imageNodeFlags(), ...nodeFlags, '--require', BOOT_PRELOAD, BIN, ...flags], {
       stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...imageEnv() },
     });
     this.child.stdout!.setEncoding('utf8').on('data', (d: string) => {
       const lines = (this.#partial + d).split('\n');

@@ -85,12 +85,21 @@ mapfile -t entrypoint_argv < <(node -e '
 [ ${#entrypoint_argv[@]} -gt 0 ] || { echo "no entrypoint" >&2; exit 1; }
 entrypoint=()
 for a in "${entrypoint_argv[@]}"; do entrypoint+=(--config.entrypoint "$a"); done
+# And its environment: the Containerfile's ENV lines (KEY=value words).
+mapfile -t environment_vars < <(node -e '
+  const text = require("node:fs").readFileSync(process.argv[1], "utf8");
+  for (const m of text.matchAll(/^ENV\s+(.+)$/gm)) for (const kv of m[1].trim().split(/\s+/)) {
+    if (!/^[A-Z_][A-Z0-9_]*=\S*$/.test(kv)) { console.error(`deploy/Containerfile: ENV ${kv} is not KEY=value`); process.exit(1); }
+    console.log(kv);
+  }' "$(dirname "$0")/../deploy/Containerfile")
+environment=()
+for kv in "${environment_vars[@]}"; do environment+=(--config.env "$kv"); done
 umoci config --image "$out:$version" \
   --os linux --architecture amd64 \
   --config.user 0:0 \
   --config.workingdir /app \
   --config.env PATH=/usr/local/bin:/usr/bin:/bin \
-  --config.env NODE_ENV=production \
+  "${environment[@]}" \
   "${entrypoint[@]}" \
   --config.label io.containers.capabilities=NET_ADMIN \
   --config.label org.opencontainers.image.title=kube-nft-proxy \

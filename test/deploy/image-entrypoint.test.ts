@@ -4,7 +4,7 @@
 // container at once, so each is checked against this node.
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { imageNodeFlags } from '../../bench/agent-child.ts';
+import { imageEnv, imageNodeFlags } from '../../bench/agent-child.ts';
 
 describe("the image's node flags", () => {
   it('are read from the ENTRYPOINT and accepted by node', () => {
@@ -23,5 +23,11 @@ describe("the image's node flags", () => {
   it('refuses a flag node does not know (so the check above can fail)', () => {
     const r = spawnSync(process.execPath, ['--max-semi-space-sise=8', '-e', '0'], { encoding: 'utf8', timeout: 20_000 });
     expect(r.status).not.toBe(0);
+  });
+
+  it('come with the image’s environment, read from its ENV lines: one malloc arena, in production mode', () => {
+    const env = imageEnv();
+    expect(env).toMatchObject({ NODE_ENV: 'production', MALLOC_ARENA_MAX: '1' });
+    for (const [k, v] of Object.entries(env)) expect(`${k}=${v}`).toMatch(/^[A-Z_][A-Z0-9_]*=\S*$/);
   });
 });

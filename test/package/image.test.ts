@@ -22,6 +22,7 @@ import { eventually, serviceObject, sliceObject } from '../e2e/agent-process.ts'
 import { FakeApiServer } from '../fake-apiserver/index.ts';
 import { createNetns, type NetNs } from '../helpers/netns.ts';
 import { ensureRelease } from './release-tarballs.ts';
+import { imageEnv } from '../../bench/agent-child.ts';
 
 const version = (JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version;
 
@@ -138,6 +139,8 @@ describe('the container image', { timeout: 120_000 }, () => {
       '--max-semi-space-size=8',
       '/app/node_modules/kube-nft-proxy/bin/kube-nft-proxy.js',
     ]);
+    // The Containerfile's environment, as bench:sync runs the agent.
+    for (const [k, v] of Object.entries(imageEnv())) expect(config.Env).toContain(`${k}=${v}`);
     expect(config.User).toBe('0:0');
     expect(config.Labels?.['io.containers.capabilities']).toBe('NET_ADMIN');
     // The DaemonSet grants the same, and nothing else.
