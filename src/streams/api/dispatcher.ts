@@ -10,7 +10,8 @@
 // requests in flight finish on the old one.
 
 import { readFile, stat } from 'node:fs/promises';
-import { Agent, type Dispatcher, EnvHttpProxyAgent, ProxyAgent } from 'undici';
+import type { Dispatcher } from 'undici';
+import { Agent, EnvHttpProxyAgent, ProxyAgent } from './undici-parts.ts';
 import { KubeConfigError } from './kubeconfig.ts';
 
 export interface TlsMaterial {

@@ -1,7 +1,7 @@
 // One list page and one watch stream over undici: the HTTP half of a reflector.
 // Policy (what to do on which error) lives in src/streams/reflector.ts.
 
-import { request } from 'undici';
+import { request } from './undici-parts.ts';
 import { LineSplitter } from './line-splitter.ts';
 import { ApiStatusError, MalformedWatchEventError, parseRetryAfter, ResourceExpiredError } from './errors.ts';
 import type { ApiConnection } from './api-connection.ts';

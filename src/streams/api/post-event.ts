@@ -2,7 +2,7 @@
 // deduplication and what to do when it fails live with the caller
 // (src/agent/event-recorder.ts); this only speaks HTTP.
 
-import { request } from 'undici';
+import { request } from './undici-parts.ts';
 import type { ApiConnection } from './api-connection.ts';
 import { ApiStatusError, parseRetryAfter } from './errors.ts';
 
