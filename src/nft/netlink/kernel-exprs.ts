@@ -249,7 +249,7 @@ export function exprFromAttrs(name: string, attrs: RawAttrs): KernelExpr {
  * registers it was given (NF_NAT_RANGE_MAP_IPS, NF_NAT_RANGE_PROTO_SPECIFIED),
  * or what it has counted (a counter's packets and bytes, any value).
  */
-type KernelFilled = 'zero' | { sameAs: string } | 'nat range flags' | 'counted';
+type KernelFilled<Field = string> = 'zero' | { sameAs: Field } | 'nat range flags' | 'counted';
 const KERNEL_FILLED: Readonly<Partial<Record<ExprName, Readonly<Record<string, KernelFilled>>>>> = {
   counter: { packets: 'counted', bytes: 'counted' },
   lookup: { flags: 'zero' },
@@ -263,7 +263,7 @@ interface ExprLayout {
   head: Uint8Array;
   type: ReadonlyMap<number, AttrType>;
   registers: ReadonlySet<number>;
-  filled: ReadonlyMap<number, 'zero' | { sameAs: number } | 'nat range flags' | 'counted'>;
+  filled: ReadonlyMap<number, KernelFilled<number>>;
 }
 
 /** By a hash of the name's bytes (nameHash), checked against `head`: no name is decoded to find its layout. */
@@ -366,7 +366,7 @@ function sameValue(l: ExprLayout, id: number, a: Uint8Array, p: number, la: numb
     case 'bytes':
       return la === lb && sameRange(a, p, b, q, la);
     default:
-      // Outside the schema: raise does not read it, so neither is it compared here.
+      // Outside the schema: not recognised here (raise refuses such an attribute too).
       return false;
   }
 }
@@ -376,8 +376,8 @@ function sameValue(l: ExprLayout, id: number, a: Uint8Array, p: number, la: numb
  * `a` as the addon lists a rule (every value as bytes, as the kernel holds
  * it), `b` as ExprSink writes one. Names and attributes in the same order,
  * each value read by its field's type, registers in one numbering, text up
- * to its NUL, and the few fields the kernel reports as zero when they were
- * left out. Read in place, no object per expression: adoption asks this of
+ * to its NUL, and what the kernel fills in where nothing was written
+ * (KERNEL_FILLED). Read in place, no object per expression: adoption asks this of
  * 200k rules at 100k Services. False only means "not recognised": the
  * caller then decodes the rule and compares statements.
  */
