@@ -4,10 +4,14 @@
 // the kernel holds is tested on the real kernel (test/native/netlink-batch);
 // here, what must not be taken for equal.
 
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { EXPR_SCHEMA, ExprSink, F, sameEncodedExprs } from '../../src/nft/netlink/kernel-exprs.ts';
 import { AT, NFPROTO, NAT_TYPE, REG } from '../../src/nft/netlink/kernel-constants.ts';
+import { lowerInto } from '../../src/nft/netlink/lower.ts';
 import { ByteWriter } from '../../src/nft/netlink/wire.ts';
+import type { Family, Statement } from '../../src/nft/objects.ts';
+import { statementArb } from '../native/statement-arbitraries.ts';
 
 type Attr = [id: number, value: Uint8Array];
 const u32 = (v: number) => Uint8Array.of(v & 255, (v >>> 8) & 255, (v >>> 16) & 255, v >>> 24);
@@ -129,4 +133,83 @@ describe('sameEncodedExprs', () => {
     for (let cut = 0; cut < whole.length; cut++) expect(same(whole.slice(0, cut), lookup), `cut at ${cut}`).toBe(false);
     expect(same(listed('lookupx', []), lookup)).toBe(false);
   });
+});
+
+/**
+ * What the kernel lists for what the encoder wrote, as the real kernel does it
+ * (test/native/netlink-batch checks every statement kind there): every value
+ * as bytes, text with its NUL, a register that starts a 128-bit one under the
+ * 128-bit name, and the attributes it fills in.
+ */
+function asKernelLists(w: { bytes: Uint8Array; count: number }, counted: number): Uint8Array {
+  const b = w.bytes;
+  const out: number[] = [];
+  const u32le = (p: number) => (b[p]! | (b[p + 1]! << 8) | (b[p + 2]! << 16) | (b[p + 3]! << 24)) >>> 0;
+  for (let p = 0, k = 0; k < w.count; k++) {
+    const name = Buffer.from(b.subarray(p + 1, p + 1 + b[p]!)).toString('latin1');
+    p += 1 + b[p]!;
+    const n = b[p]! | (b[p + 1]! << 8);
+    p += 2;
+    const attrs = new Map<number, Uint8Array>();
+    for (let i = 0; i < n; i++) {
+      const id = b[p]! | (b[p + 1]! << 8);
+      const type = b[p + 2]!;
+      const len = u32le(p + 3);
+      let v = b.slice(p + 7, p + 7 + len);
+      const field = Object.entries(EXPR_SCHEMA[name]!).find(([, [fid]]) => fid === id)?.[0] ?? '';
+      if (type === AT.str) v = Uint8Array.from([...v, 0]);
+      if (/reg/.test(field) && len === 4 && u32le(p + 7) >= REG.R32_00 && (u32le(p + 7) - REG.R32_00) % 4 === 0)
+        v = u32((u32le(p + 7) - REG.R32_00) / 4 + 1);
+      attrs.set(id, v);
+      p += 7 + len;
+    }
+    const fill = (field: string, v: Uint8Array) => {
+      const id = EXPR_SCHEMA[name]![field]![0];
+      if (!attrs.has(id)) attrs.set(id, v);
+    };
+    if (name === 'lookup') fill('flags', u32(0));
+    if (name === 'bitwise') fill('op', u32(0));
+    if (name === 'dynset') {
+      fill('timeout', u64(0));
+      fill('flags', u32(0));
+    }
+    if (name === 'counter') {
+      fill('packets', u64(counted));
+      fill('bytes', u64(counted * 60));
+    }
+    if (name === 'nat') {
+      const get = (f: string) => attrs.get(EXPR_SCHEMA.nat![f]![0]);
+      if (get('reg_addr_min')) fill('reg_addr_max', get('reg_addr_min')!);
+      if (get('reg_proto_min')) fill('reg_proto_max', get('reg_proto_min')!);
+      fill('flags', u32((get('reg_addr_min') ? 1 : 0) | (get('reg_proto_min') ? 2 : 0)));
+    }
+    out.push(
+      ...listed(
+        name,
+        [...attrs].sort(([x], [y]) => x - y),
+      ),
+    );
+  }
+  return Uint8Array.from(out);
+}
+
+describe('sameEncodedExprs over any rule we write', () => {
+  const lowered = (stmts: Statement[], family: Family) => written((o) => lowerInto(o, stmts, family));
+  for (const family of ['ip', 'ip6', 'inet'] as const) {
+    const rule = fc.array(statementArb(family), { minLength: 1, maxLength: 5 });
+    it(`recognises a rule as the kernel lists it, and no other rule, in ${family} tables`, () => {
+      fc.assert(
+        fc.property(rule, rule, fc.nat(1000), (a, b, counted) => {
+          const held = asKernelLists(lowered(a, family), counted);
+          const want = lowered(a, family);
+          expect(sameEncodedExprs(held, 0, held.length, want.bytes, 0, want.bytes.length, want.count)).toBe(true);
+          const other = lowered(b, family);
+          const same = sameEncodedExprs(held, 0, held.length, other.bytes, 0, other.bytes.length, other.count);
+          // lower is one-to-one on what we write (raise(lower(x)) is x, test/native/lower-raise): other rules are never taken for it.
+          expect(same).toBe(JSON.stringify(a) === JSON.stringify(b));
+        }),
+        { numRuns: 1000 },
+      );
+    });
+  }
 });
