@@ -249,10 +249,11 @@ export interface TableListing {
    */
   rulesOf?: (chain: string) => Rule[];
   /**
-   * True when the chain holds exactly these rules, their kernel encodings
-   * equal byte for byte (registers in one numbering); read in place, nothing
-   * decoded. False only says the bytes differ: rulesOf then tells whether the
-   * rules still mean the same. With rulesOf only.
+   * True when the chain holds exactly these rules: each one's encoding equal
+   * to the listed one as the kernel holds it (registers in one numbering, the
+   * attributes the kernel fills in; see sameEncodedExprs), read in place and
+   * nothing decoded. False only says they are not recognised: rulesOf then
+   * tells whether the rules still mean the same. With rulesOf only.
    */
   holdsEncoded?: (chain: string, rules: readonly Rule[]) => boolean;
 }
