@@ -188,8 +188,8 @@ interface SyncOutcomeSinks {
   operator: OperatorEndpoints;
   conntrack: ConntrackCleaner | undefined;
   ports: PortsInFlight;
-  /** The model as of the last drain: what the last sync programmed. */
-  model: { all: () => ServicePort[]; signals: LocalEndpointSignals };
+  /** The model as of the last drain: what the last sync programmed; `settled` once that sync is over (it need not keep its ports). */
+  model: { all: () => ServicePort[]; signals: LocalEndpointSignals; settled: () => void };
   releaser: MemoryReleaser;
   refused$: Subject<RejectedServicePort>;
   syncs$: Subject<SyncResult>;
@@ -224,6 +224,7 @@ function syncDone(s: SyncOutcomeSinks, result: SyncResult, firstSync: boolean, k
     if ((r?.stats.chainsDeleted ?? 0) > 0) s.metrics.cleanupFailures.inc();
     logger.error({ ...fields, consecutiveFailures: result.consecutiveFailures, err: result.error }, 'nftables sync failed; will retry');
   }
+  s.model.settled();
   s.deps.onSync?.(result);
   s.syncs$.next(result);
 }
@@ -384,7 +385,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
     changeMetrics.drained();
     ports.drained(drained.changes);
     signals.apply(drained.changes);
-    return { ports: everyPort, port: (id) => tracker.servicePort(id), changed: drained.changed };
+    return { ports: everyPort, port: (id) => tracker.servicePort(id), changed: drained.changed, again: (sp) => tracker.again(sp) };
   });
   // While the cluster's state is listed (adoption only).
   reconciler.readBack();
@@ -408,7 +409,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
     markChanged();
   });
 
-  const model = { all: () => [...everyPort], signals };
+  const model = { all: () => [...everyPort], signals, settled: () => tracker.settled() };
   const sinks: SyncOutcomeSinks = { deps, metrics, health, changeMetrics, operator, conntrack, ports, model, releaser, refused$, syncs$ };
   subs.add(runSyncs(options, deps, { streams, reconciler, changes$, nodeMissing: () => node === undefined, nodeName }, sinks));
 

@@ -1,7 +1,11 @@
 // Change tracking between the streams and the reconciler.
 //
 // The tracker keeps the current input (Services, their EndpointSlices, this
-// Node) and, per service, the ServicePorts it last handed out ("previous").
+// Node) and, per service, what the ServicePorts it last handed out were
+// derived from ("previous"): not the ServicePorts themselves, which it derives
+// again when asked (the model is pure). At 10k services x 10 endpoints the
+// ServicePorts and their endpoints are ~10 MiB that an idle agent then does
+// not hold; a rendering keeps a way to derive its port again (`again`).
 // Events only mark a service dirty and remember the earliest trigger time;
 // drain() recomputes the dirty services ("current") and reports the ports whose
 // value differs from previous, and their ids: the one source of "what changed"
@@ -47,6 +51,13 @@ function isTopologySensitive(slice: EndpointSliceInfo): boolean {
   return false;
 }
 
+/** One service's input as it was when its ports were derived; the objects are the store's, which it replaces and never changes. */
+interface DerivedFrom {
+  service: ServiceInfo;
+  slices: readonly EndpointSliceInfo[];
+  node: NodeInfo | undefined;
+}
+
 const NO_PORTS: ServicePort[] = [];
 const NO_SLICES: readonly EndpointSliceInfo[] = [];
 
@@ -76,8 +87,12 @@ export class ServiceChangeTracker {
   /** Slice keys whose selection depends on zone/region (labels or hints). */
   private readonly topologySlices = new Set<string>();
   private node: NodeInfo | undefined;
-  /** Service key → the values last handed out (distinct ids). */
-  private readonly previous = new Map<string, ServicePort[]>();
+  /** Service key → what the ports last handed out were derived from. */
+  private readonly previous = new Map<string, DerivedFrom>();
+  /** The ports of the last drain by service, until the sync that took them is over (settled()): its reads need not derive them again. */
+  #lastDrained: Map<string, ServicePort[]> | undefined;
+  /** Each port handed out, to what it was derived from (see again()). */
+  readonly #from = new WeakMap<ServicePort, DerivedFrom>();
   /** Service key → earliest trigger time since the last drain. */
   private readonly dirty = new Map<string, number>();
 
@@ -157,14 +172,19 @@ export class ServiceChangeTracker {
     const changes: ServicePortChange[] = [];
     const warnings: ModelWarning[] = [];
     const evaluated = this.dirty.size;
+    const drained = new Map<string, ServicePort[]>();
     for (const [key, triggeredAt] of this.dirty) {
       const service = this.services.get(key);
-      const before = this.previous.get(key) ?? NO_PORTS;
+      const was = this.previous.get(key);
+      const before = was === undefined ? NO_PORTS : this.#derive(was);
       let after: ServicePort[] = NO_PORTS;
-      if (service !== undefined) {
-        const result = buildServicePorts(service, this.slices.get(key) ?? NO_SLICES, this.node, this.config);
+      // A copy of the slices: the tracker's own list changes in place with later events.
+      const from: DerivedFrom | undefined = service && { service, slices: (this.slices.get(key) ?? NO_SLICES).slice(), node: this.node };
+      if (from !== undefined) {
+        const result = buildServicePorts(from.service, from.slices, from.node, this.config);
         for (const w of result.warnings) warnings.push(w);
         after = result.ports; // ids are distinct: one per (port, family)
+        for (const p of after) this.#from.set(p, from);
       }
       const beforeById = indexById(before);
       for (let i = 0; i < after.length; i++) {
@@ -173,7 +193,6 @@ export class ServiceChangeTracker {
         const previous = beforeById(id);
         if (previous === undefined) changes.push({ kind: 'added', id, current, triggeredAt });
         else if (!servicePortEqual(previous, current)) changes.push({ kind: 'updated', id, previous, current, triggeredAt });
-        else after[i] = previous; // keep the old object: the equal new one can go
       }
       if (before.length > 0) {
         const afterById = indexById(after);
@@ -181,25 +200,64 @@ export class ServiceChangeTracker {
           if (afterById(previous.id) === undefined) changes.push({ kind: 'removed', id: previous.id, previous, triggeredAt });
         }
       }
-      // slice(): an exact-size copy of what push() grew (room for 17 ports).
-      if (after.length > 0) this.previous.set(key, after.slice());
-      else this.previous.delete(key);
+      if (after.length > 0) {
+        this.previous.set(key, from!);
+        drained.set(key, after);
+      } else {
+        this.previous.delete(key);
+      }
     }
     this.dirty.clear();
+    this.#lastDrained = drained;
     const changed = new Set<string>();
     for (const c of changes) changed.add(c.id);
     return { changes, changed, warnings, servicesEvaluated: evaluated };
   }
 
-  /** Every ServicePort as last handed out: the desired state for a full resync. */
+  /** Every ServicePort as last handed out (derived again, equal): the desired state for a full resync. */
   *servicePorts(): IterableIterator<ServicePort> {
-    for (const ports of this.previous.values()) yield* ports;
+    for (const key of this.previous.keys()) yield* this.#portsOf(key);
   }
 
   /** One ServicePort as last handed out, by id (undefined: none): found under its service, whose key begins the id. */
   servicePort(id: string): ServicePort | undefined {
     const end = id.indexOf('/', id.indexOf('/') + 1);
     if (end < 0) return undefined;
-    return this.previous.get(id.slice(0, end))?.find((p) => p.id === id);
+    return this.#portsOf(id.slice(0, end)).find((p) => p.id === id);
+  }
+
+  /** The sync that took the last drain is over: its ports are let go, and derived again when asked for. */
+  settled(): void {
+    this.#lastDrained = undefined;
+  }
+
+  /**
+   * How to derive `port` again, equal, once nothing holds it: for a port this
+   * tracker handed out (undefined for any other). The function keeps what the
+   * port was derived from, not the port.
+   */
+  again(port: ServicePort): (() => ServicePort) | undefined {
+    const from = this.#from.get(port);
+    if (from === undefined) return undefined;
+    const id = port.id;
+    return () => {
+      const p = this.#derive(from).find((q) => q.id === id);
+      if (p === undefined) throw new Error(`service port ${id} is not derived again from its own input`);
+      return p;
+    };
+  }
+
+  #portsOf(key: string): ServicePort[] {
+    const recent = this.#lastDrained?.get(key);
+    if (recent !== undefined) return recent;
+    const from = this.previous.get(key);
+    return from === undefined ? NO_PORTS : this.#derive(from);
+  }
+
+  /** The ports `from` gives (its warnings were logged when they were first derived). */
+  #derive(from: DerivedFrom): ServicePort[] {
+    const ports = buildServicePorts(from.service, from.slices, from.node, this.config).ports;
+    for (const p of ports) this.#from.set(p, from);
+    return ports;
   }
 }

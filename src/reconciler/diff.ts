@@ -337,15 +337,15 @@ export function diffRulesets(
     for (const id of desired.changes.ids) {
       const a = applied.services.get(id);
       const d = desired.services.get(id);
-      if (a !== d) diffFragment(a?.fragment ?? EMPTY, d?.fragment ?? EMPTY, (d ?? a)!.port.family);
+      if (a !== d) diffFragment(a?.fragment ?? EMPTY, d?.fragment ?? EMPTY, (d ?? a)!.family);
     }
   } else {
     for (const [id, d] of desired.services) {
       const a = applied?.services.get(id);
-      if (a !== d) diffFragment(a?.fragment ?? EMPTY, d.fragment, d.port.family);
+      if (a !== d) diffFragment(a?.fragment ?? EMPTY, d.fragment, d.family);
     }
     if (applied) {
-      for (const [id, a] of applied.services) if (!desired.services.has(id)) diffFragment(a.fragment, EMPTY, a.port.family);
+      for (const [id, a] of applied.services) if (!desired.services.has(id)) diffFragment(a.fragment, EMPTY, a.family);
     }
   }
 

@@ -16,11 +16,14 @@ export interface ModelRead {
    * caller does not know. Only these are rendered again: nothing compares ports.
    */
   changed: ReadonlySet<string> | 'all';
+  /** How to derive a port again once nothing holds it (the change tracker's again()); none: renderings hold their ports. */
+  again?: PortSource['again'];
 }
 
 /** What a render reads of `read`: its lookup, or an index of its ports built when first asked. */
 export function portSourceOf(read: ModelRead): PortSource {
-  return read.port ? { all: read.ports, get: read.port } : portsOf(read.ports);
+  const source = read.port ? { all: read.ports, get: read.port } : portsOf(read.ports);
+  return read.again ? { ...source, again: read.again } : source;
 }
 
 /** `all` with the substitutions of `now` (an id mapped to undefined is left out). */

@@ -221,6 +221,7 @@ export class Reconciler {
     return {
       all: withSubstitutes(model.all, now),
       get: (id) => (now.has(id) ? now.get(id) : model.get(id)),
+      ...(model.again ? { again: model.again } : {}),
     };
   }
 
@@ -239,7 +240,7 @@ export class Reconciler {
     const given = this.#servicePorts();
     const model = portSourceOf(given);
     // Indexed once (when `given` has no lookup), whatever renders it.
-    const read: ModelRead = { ports: model.all, port: model.get, changed: given.changed };
+    const read: ModelRead = { ports: model.all, port: model.get, changed: given.changed, ...(model.again ? { again: model.again } : {}) };
     let adoptionRefused: string | undefined;
     let rendered = false;
     // The adoption's renderings, held until the first attempt has planned: the ruleset holds

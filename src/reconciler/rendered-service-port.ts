@@ -1,6 +1,7 @@
-// One ServicePort in the desired ruleset, kept compact: the ServicePort itself
-// (which the model holds anyway) and what its rendering needs, not its
-// objects. At 10k services x 10 endpoints the rendered chains, rules and
+// One ServicePort in the desired ruleset, kept compact: what its rendering
+// needs, not its objects, and the ServicePort itself only weakly when the
+// model can derive it again (the change tracker keeps what it was derived
+// from, not the port). At 10k services x 10 endpoints the rendered chains, rules and
 // statements take ~110 MiB, while the syncs that need them (a full sync, the
 // diff of the few ports that changed) are rare and short: the fragment is
 // rendered again whenever it is asked for and no rendering is around any more.
@@ -8,8 +9,9 @@
 // The last rendering is held weakly, so the render that validated a port and
 // claimed its elements and the plan that follows it in the same sync share one
 // rendering; once the operations are committed and dropped, the collector may
-// take it. Rendering is deterministic, so a re-rendered fragment equals the
-// one it replaces: what the diff sees does not depend on when GC ran.
+// take it. Rendering and the model are deterministic, so a re-derived port and
+// a re-rendered fragment equal the ones they replace: what the diff sees does
+// not depend on when GC ran.
 
 import type { ServicePort } from '../model/service-port.ts';
 import type { FamilyConfig, RulesetConfig } from './config.ts';
@@ -25,8 +27,12 @@ export interface RenderContext {
   readonly config: RulesetConfig;
 }
 
+/** How to derive a port again once nothing holds it (the change tracker's again()); none: the rendering holds the port. */
+export type PortAgain = () => ServicePort;
+
 export class RenderedServicePort {
-  readonly port: ServicePort;
+  readonly id: string;
+  readonly family: ServicePort['family'];
   /** Endpoint chains of its fragment (for the sync report). */
   readonly endpointChains: number;
   /** Slot ranges its policy chains want in the shared endpoint map. */
@@ -34,15 +40,27 @@ export class RenderedServicePort {
   /** Those of its policy chains that use a map of their own (their range collides in the shared one). */
   readonly privateLabels: ReadonlySet<string>;
   readonly #context: RenderContext;
+  /** The port, held weakly when it can be derived again (#again), else strongly. */
+  #port: WeakRef<ServicePort> | ServicePort;
+  readonly #again: PortAgain | undefined;
   #last: WeakRef<Fragment>;
 
   /** Renders the port now, which validates it: throws ServicePortRenderError. */
-  static render(port: ServicePort, context: RenderContext, privateLabels: ReadonlySet<string>): RenderedServicePort {
-    return new RenderedServicePort(port, context, privateLabels, render(port, context, privateLabels));
+  static render(port: ServicePort, context: RenderContext, privateLabels: ReadonlySet<string>, again?: PortAgain): RenderedServicePort {
+    return new RenderedServicePort(port, context, privateLabels, render(port, context, privateLabels), again);
   }
 
-  private constructor(port: ServicePort, context: RenderContext, privateLabels: ReadonlySet<string>, fragment: Fragment) {
-    this.port = port;
+  private constructor(
+    port: ServicePort,
+    context: RenderContext,
+    privateLabels: ReadonlySet<string>,
+    fragment: Fragment,
+    again: PortAgain | undefined,
+  ) {
+    this.id = port.id;
+    this.family = port.family;
+    this.#port = again ? new WeakRef(port) : port;
+    this.#again = again;
     this.#context = context;
     this.#last = new WeakRef(fragment);
     this.regions = fragment.regions ?? NO_REGIONS;
@@ -50,6 +68,21 @@ export class RenderedServicePort {
     let n = 0;
     for (const c of fragment.chains) if (c.chain.name.startsWith(PREFIX.endpoint)) n++;
     this.endpointChains = n;
+  }
+
+  /** The ServicePort it renders (derived again, equal, when nothing held it any more). */
+  get port(): ServicePort {
+    if (!(this.#port instanceof WeakRef)) return this.#port;
+    const held = this.#port.deref();
+    if (held) return held;
+    const port = this.#again!();
+    this.#port = new WeakRef(port);
+    return port;
+  }
+
+  /** The same port rendered with other private labels. */
+  withLabels(context: RenderContext, privateLabels: ReadonlySet<string>): RenderedServicePort {
+    return RenderedServicePort.render(this.port, context, privateLabels, this.#again);
   }
 
   /** Its chains, sets and elements; never mutate them (they may be shared with the last caller). */

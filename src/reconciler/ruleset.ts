@@ -26,7 +26,7 @@ import {
 } from './element-claims.ts';
 import { claimKeysOf, forEachElementOf, type Fragment, type SlotRun } from './fragment.ts';
 import { OverlayMap } from './overlay-map.ts';
-import { type RenderContext, RenderedServicePort } from './rendered-service-port.ts';
+import { type PortAgain, type RenderContext, RenderedServicePort } from './rendered-service-port.ts';
 import { ownershipMark } from './ownership.ts';
 import { ServicePortRenderError } from './service-rules.ts';
 import { renderSkeleton } from './skeleton.ts';
@@ -80,6 +80,8 @@ export interface PortSource {
   all: Iterable<ServicePort>;
   /** One ServicePort by id (undefined: the model has none): what an incremental render reads. */
   get(id: string): ServicePort | undefined;
+  /** How to derive a port again (RenderedServicePort holds it weakly then); none: renderings hold their ports. */
+  again?: (port: ServicePort) => PortAgain | undefined;
 }
 
 /** A PortSource over a list (tests, the dry run): indexed once, when first asked by id; of one id twice the first counts. */
@@ -116,6 +118,7 @@ function renderOne(
   before: RenderedServicePort | undefined,
   contextFor: ContextFor,
   problems: RenderProblem[],
+  again: PortSource['again'],
 ): RenderedServicePort | undefined {
   const fc = config.families[sp.family];
   if (!fc) {
@@ -128,7 +131,7 @@ function renderOne(
   }
   try {
     // Placed in the shared endpoint map for a start; placeEndpoints() re-renders the few whose ranges collide.
-    return RenderedServicePort.render(sp, contextFor(sp.family, fc), NO_LABELS);
+    return RenderedServicePort.render(sp, contextFor(sp.family, fc), NO_LABELS, again?.(sp));
   } catch (e) {
     if (!(e instanceof ServicePortRenderError)) throw e;
     // As for a port whose operations were refused: its previous rendering stays in force.
@@ -139,7 +142,7 @@ function renderOne(
 
 /** Every ServicePort rendered; refused ones go to `problems`, and those `reuse` had that went are named in `rendered`. */
 function renderEveryPort(
-  ports: Iterable<ServicePort>,
+  model: PortSource,
   config: RulesetConfig,
   reuse: Ruleset | undefined,
   contextFor: ContextFor,
@@ -147,7 +150,7 @@ function renderEveryPort(
 ): RenderedPorts {
   const services = new OverlayMap<string, RenderedServicePort>();
   const rendered = new Set<string>();
-  for (const sp of ports) {
+  for (const sp of model.all) {
     if (services.has(sp.id)) {
       problems.push({
         servicePortId: sp.id,
@@ -157,7 +160,7 @@ function renderEveryPort(
       continue;
     }
     const before = reuse?.services.get(sp.id);
-    const entry = renderOne(sp, config, before, contextFor, problems);
+    const entry = renderOne(sp, config, before, contextFor, problems, model.again);
     if (entry === undefined) continue;
     services.set(sp.id, entry);
     if (entry !== before) rendered.add(sp.id);
@@ -180,7 +183,7 @@ function renderChangedPorts(
   for (const id of changed) {
     const before = reuse.services.get(id);
     const sp = model.get(id);
-    const entry = sp === undefined ? undefined : renderOne(sp, config, before, contextFor, problems);
+    const entry = sp === undefined ? undefined : renderOne(sp, config, before, contextFor, problems, model.again);
     if (entry === before) continue;
     if (entry === undefined) services.delete(id);
     else services.set(id, entry);
@@ -210,21 +213,21 @@ function claimElements(
       if (!r || services.get(id) === r) continue;
       const f = r.fragment;
       claims.remove(id, f);
-      hairpin.remove(r.port.family, f);
+      hairpin.remove(r.family, f);
     }
     for (const id of rendered) {
       const r = services.get(id);
       if (!r || reuse.services.get(id) === r) continue;
       const f = r.fragment;
       claims.add(id, f);
-      hairpin.add(r.port.family, f);
+      hairpin.add(r.family, f);
     }
   } else {
     for (const [family, s] of skeletons) claims.add(skeletonOwner(family), s);
     for (const [id, r] of services) {
       const f = r.fragment;
       claims.add(id, f);
-      hairpin.add(r.port.family, f);
+      hairpin.add(r.family, f);
     }
   }
   return { claims, hairpin };
@@ -262,7 +265,7 @@ export function renderRuleset(
   const { services, rendered } =
     reuse !== undefined && changed !== undefined
       ? renderChangedPorts(source, config, reuse, changed, contextFor, problems)
-      : renderEveryPort(source.all, config, reuse, contextFor, problems);
+      : renderEveryPort(source, config, reuse, contextFor, problems);
 
   const slots =
     config.endpointShape === 'map'
@@ -389,22 +392,22 @@ function placeEndpoints(
   if (reuse) {
     for (const id of rendered) {
       const r = reuse.services.get(id);
-      if (r && services.get(id) !== r) slots.remove(r.port.family, id, r.regions);
+      if (r && services.get(id) !== r) slots.remove(r.family, id, r.regions);
     }
   }
   for (const id of rendered) {
     const r = services.get(id);
     if (!r || reuse?.services.get(id) === r) continue;
-    slots.add(r.port.family, id, r.regions);
+    slots.add(r.family, id, r.regions);
   }
   // New entries were rendered shared: only those added onto a claimed block,
   // and the ports whose blocks gained or lost a region, may have to change.
   for (const id of slots.touched) {
     const r = services.get(id);
     if (!r) continue;
-    const wanted = slots.privateLabels(r.port.family, r.regions);
+    const wanted = slots.privateLabels(r.family, r.regions);
     if (sameLabels(wanted, r.privateLabels)) continue;
-    services.set(id, RenderedServicePort.render(r.port, contextFor(r.port.family), wanted));
+    services.set(id, r.withLabels(contextFor(r.family), wanted));
     rendered.add(id);
   }
   return slots;

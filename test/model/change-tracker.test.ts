@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { collectGarbage } from '../../src/agent/memory-release.ts';
 import fc from 'fast-check';
 import { ServiceChangeTracker, type ServicePortChange } from '../../src/model/change-tracker.ts';
 import { buildServicePorts } from '../../src/model/build-service-ports.ts';
@@ -67,7 +68,7 @@ describe('ServiceChangeTracker', () => {
     t.onEndpointSlice(up(sliceFor('web-1', ['10.0.1.1'])), 1);
     expect(t.servicePort('default/web/UDP/dns/IPv4')).toBeUndefined(); // not drained yet
     t.drain();
-    for (const p of t.servicePorts()) expect(t.servicePort(p.id)).toBe(p);
+    for (const p of t.servicePorts()) expect(t.servicePort(p.id)).toEqual(p);
     expect([...t.servicePorts()]).toHaveLength(2);
     for (const id of ['default/web/UDP/dns/IPv6', 'default/webs/UDP/dns/IPv4', 'default/we', 'default', ''])
       expect(t.servicePort(id)).toBeUndefined();
@@ -84,7 +85,7 @@ describe('ServiceChangeTracker', () => {
     expect(summary(t.drain().changes)).toEqual([['added', 'default/web/TCP/http/IPv4', 3]]);
   });
 
-  it('an endpoint change: updated with previous and current; untouched ports keep their object', () => {
+  it('an endpoint change: updated with previous and current; untouched ports stay as they were', () => {
     const t = tracker();
     t.onService(up(twoPorts()), 1);
     t.onEndpointSlice(up(sliceFor('web-1', ['10.0.1.1'])), 1);
@@ -98,9 +99,35 @@ describe('ServiceChangeTracker', () => {
     if (c.kind !== 'updated') throw new Error('expected updated');
     expect(show(c.previous.cluster)).toEqual(['10.0.1.1:5353']);
     expect(show(c.current.cluster)).toBe('reject');
-    expect(c.previous).toBe(before.get('default/web/UDP/dns/IPv4'));
+    expect(c.previous).toEqual(before.get('default/web/UDP/dns/IPv4'));
     const after = new Map([...t.servicePorts()].map((p) => [p.id, p]));
-    expect(after.get('default/web/TCP/http/IPv4')).toBe(before.get('default/web/TCP/http/IPv4'));
+    expect(after.get('default/web/TCP/http/IPv4')).toEqual(before.get('default/web/TCP/http/IPv4'));
+  });
+
+  it('keeps no ServicePort: once nothing holds them they are derived again, equal, and again() derives one it handed out', async () => {
+    const t = tracker();
+    t.onService(up(twoPorts()), 1);
+    t.onEndpointSlice(up(sliceFor('web-1', ['10.0.1.1', '10.0.1.2'])), 1);
+    const handedOut = t.drain().changes.map((c) => (c.kind === 'removed' ? c.previous : c.current));
+    const copies = structuredClone(handedOut);
+    const weak = handedOut.map((p) => new WeakRef(p));
+    const again = handedOut.map((p) => t.again(p)!);
+    // Held for the sync that drained them (its reads get these very objects), let go once it is over.
+    // (Compared here, not by expect(), which keeps what it was last given.)
+    expect(handedOut.every((p) => t.servicePort(p.id) === p)).toBe(true);
+    handedOut.length = 0;
+    t.settled();
+    // Later events change the tracker's own list of slices; what the ports were derived from stays.
+    t.onEndpointSlice(up(sliceFor('web-2', ['10.0.2.1'])), 2);
+    // A WeakRef keeps its target until the job that made it ends.
+    await new Promise((r) => setImmediate(r));
+    collectGarbage();
+    expect(weak.map((w) => w.deref())).toEqual(weak.map(() => undefined));
+    expect(again.map((a) => a())).toEqual(copies);
+    expect(t.again(copies[0]!)).toBeUndefined();
+    t.drain();
+    expect(again.map((a) => a())).toEqual(copies);
+    expect(again.map((a) => a())).not.toEqual([...t.servicePorts()]);
   });
 
   it.each([

@@ -1,0 +1,54 @@
+// A rendering holds its ServicePort only weakly when the model can derive it
+// again (the change tracker's again()), and derives it when it is asked for
+// after the collector took it; without that, it holds the port.
+
+import { describe, expect, it } from 'vitest';
+import { collectGarbage } from '../../src/agent/memory-release.ts';
+import type { ServicePort } from '../../src/model/service-port.ts';
+import { RenderedServicePort } from '../../src/reconciler/rendered-service-port.ts';
+import { config, V4 } from './fixtures.ts';
+import { GOLDENS } from './goldens.ts';
+
+const original: ServicePort = GOLDENS.flatMap((g) => g.ports).find((p) => p.family === 'IPv4' && p.cluster.kind === 'endpoints')!;
+const context = { fc: V4, config: config({ families: { IPv4: V4 } }) };
+const NO_LABELS: ReadonlySet<string> = new Set();
+
+/** A rendering of a copy of `original`, and a weak reference to that copy (no other reference is left). */
+function rendered(again: (() => ServicePort) | undefined): { r: RenderedServicePort; weak: WeakRef<ServicePort> } {
+  const port = structuredClone(original);
+  return { r: RenderedServicePort.render(port, context, NO_LABELS, again), weak: new WeakRef(port) };
+}
+
+async function collect(): Promise<void> {
+  // A WeakRef keeps its target until the job that made it ends.
+  await new Promise((r) => setImmediate(r));
+  collectGarbage();
+}
+
+describe('RenderedServicePort', () => {
+  it('holds its port weakly when it can be derived again, and derives it (equal) when asked after it was collected', async () => {
+    let derived = 0;
+    const { r, weak } = rendered(() => {
+      derived++;
+      return structuredClone(original);
+    });
+    const fragment = r.fragment;
+    await collect();
+    expect(weak.deref()).toBeUndefined();
+    expect(derived).toBe(0);
+    expect(r.port).toEqual(original);
+    expect(r.port).toBe(r.port);
+    expect(derived).toBe(1);
+    expect({ id: r.id, family: r.family }).toEqual({ id: original.id, family: original.family });
+    // Rendered again from the derived port, with the same labels: what the diff sees does not depend on GC.
+    expect(RenderedServicePort.render(r.port, context, NO_LABELS).fragment).toEqual(fragment);
+    expect(r.withLabels(context, NO_LABELS).port).toBe(r.port);
+  });
+
+  it('holds its port when it cannot be derived again', async () => {
+    const { r, weak } = rendered(undefined);
+    await collect();
+    expect(weak.deref()).toBeDefined();
+    expect(r.port).toBe(weak.deref());
+  });
+});
