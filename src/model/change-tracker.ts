@@ -175,8 +175,7 @@ export class ServiceChangeTracker {
     const drained = new Map<string, ServicePort[]>();
     for (const [key, triggeredAt] of this.dirty) {
       const service = this.services.get(key);
-      const was = this.previous.get(key);
-      const before = was === undefined ? NO_PORTS : this.#derive(was);
+      const before = this.#portsOf(key);
       let after: ServicePort[] = NO_PORTS;
       // A copy of the slices: the tracker's own list changes in place with later events.
       const from: DerivedFrom | undefined = service && { service, slices: (this.slices.get(key) ?? NO_SLICES).slice(), node: this.node };
