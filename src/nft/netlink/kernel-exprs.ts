@@ -149,12 +149,18 @@ export class ExprSink {
   }
 }
 
-const BY_ID = new Map<string, Map<number, [string, AttrType]>>(
+/**
+ * Each expression's fields by attribute id, for every reader of encoded
+ * expressions (readExprs, exprFromAttrs, sameEncodedExprs): a listing decodes
+ * hundreds of thousands of expressions.
+ */
+const FIELDS_BY_ID: ReadonlyMap<string, ReadonlyMap<number, readonly [string, AttrType]>> = new Map(
   Object.entries(EXPR_SCHEMA).map(([name, schema]) => [
     name,
-    new Map(Object.entries(schema).map(([field, [id, type]]) => [id, [field, type]])),
+    new Map(Object.entries(schema).map(([field, [id, type]]) => [id, [field, type] as const])),
   ]),
 );
+const NO_FIELDS: ReadonlyMap<number, readonly [string, AttrType]> = new Map();
 
 /**
  * Kernel expressions back from their batch encoding (what ExprSink wrote), so
@@ -169,7 +175,7 @@ export function readExprs(bytes: Uint8Array, count: number): KernelExpr[] {
     const name = Buffer.from(bytes.subarray(p + 1, p + 1 + nameLen)).toString('latin1');
     p += 1 + nameLen;
     const e: KernelExpr = { name };
-    const fields = BY_ID.get(name);
+    const fields = FIELDS_BY_ID.get(name);
     const n = view.getUint16(p, true);
     p += 2;
     for (let i = 0; i < n; i++) {
@@ -189,15 +195,6 @@ export function readExprs(bytes: Uint8Array, count: number): KernelExpr[] {
   }
   return out;
 }
-
-/** Each expression's schema by attribute id: a listing decodes hundreds of thousands of expressions. */
-const FIELDS_BY_ID: ReadonlyMap<string, ReadonlyMap<number, readonly [string, AttrType]>> = new Map(
-  Object.entries(EXPR_SCHEMA).map(([name, schema]) => [
-    name,
-    new Map(Object.entries(schema).map(([field, [id, type]]) => [id, [field, type] as const])),
-  ]),
-);
-const NO_FIELDS: ReadonlyMap<number, readonly [string, AttrType]> = new Map();
 
 /**
  * A kernel expression from listed attributes. Attributes outside the schema
@@ -258,10 +255,10 @@ const KERNEL_FILLED: Readonly<Partial<Record<ExprName, Readonly<Record<string, K
   nat: { reg_addr_max: { sameAs: 'reg_addr_min' }, reg_proto_max: { sameAs: 'reg_proto_min' }, flags: 'nat range flags' },
 };
 
-/** What comparing one expression's attributes needs, by attribute id: its type, whether it is a register, what the kernel fills in. */
+/** What comparing one expression's attributes needs, by attribute id: field and type, register or not, what the kernel fills in. */
 interface ExprLayout {
   head: Uint8Array;
-  type: ReadonlyMap<number, AttrType>;
+  fields: ReadonlyMap<number, readonly [string, AttrType]>;
   registers: ReadonlySet<number>;
   filled: ReadonlyMap<number, KernelFilled<number>>;
 }
@@ -277,7 +274,7 @@ const LAYOUTS: ReadonlyMap<number, ExprLayout> = new Map(
     );
     const layout: ExprLayout = {
       head,
-      type: new Map(fields.map(([, [id, type]]) => [id, type])),
+      fields: FIELDS_BY_ID.get(name)!,
       registers: new Set(fields.filter(([f]) => REGISTER_FIELDS.includes(f)).map(([, [id]]) => id)),
       filled: new Map(filled),
     };
@@ -352,7 +349,7 @@ function kernelFilled(l: ExprLayout, id: number, m: Uint8Array, p: number, len: 
 
 /** Two attribute values of one field, read by the field's type (a listing gives every value as bytes). */
 function sameValue(l: ExprLayout, id: number, a: Uint8Array, p: number, la: number, b: Uint8Array, q: number, lb: number): boolean {
-  switch (l.type.get(id)) {
+  switch (l.fields.get(id)?.[1]) {
     case 'u32':
       if (la < 4 || lb < 4) return false;
       return l.registers.has(id) ? reg32(u32At(a, p)) === reg32(u32At(b, q)) : u32At(a, p) === u32At(b, q);
