@@ -228,8 +228,9 @@ function rulesOnDemand(
       const at = r.seek(starts[i]!);
       const a = at.attrs();
       if (udataComment(a.get(RULE_ATTR.USERDATA), UDATA_COMMENT.rule) !== want.comment) return false;
-      const countAt = at.position;
-      at.skipExprs();
+      // The expressions follow their two-byte count.
+      const exprsAt = at.position + 2;
+      const count = at.skipExprs();
       scratch.w.reset();
       scratch.count = 0;
       try {
@@ -238,9 +239,8 @@ function rulesOnDemand(
         // Not recognised, not refused here: a commit that writes the rule says what is wrong with it, and blames its owner.
         return false;
       }
-      const count = bytes[countAt]! | (bytes[countAt + 1]! << 8);
       if (count !== scratch.count) return false;
-      if (!sameEncodedExprs(bytes, countAt + 2, at.position, scratch.w.raw, 0, scratch.w.position, count)) return false;
+      if (!sameEncodedExprs(bytes, exprsAt, at.position, scratch.w.raw, 0, scratch.w.position, count)) return false;
     }
     return true;
   };

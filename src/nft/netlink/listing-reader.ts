@@ -130,8 +130,8 @@ export class ByteReader {
     return this;
   }
 
-  /** Steps over a rule's expressions (a count, then each one's name and attributes) without reading them. */
-  skipExprs(): void {
+  /** Steps over a rule's expressions (a count, then each one's name and attributes) without reading them; returns the count. */
+  skipExprs(): number {
     const n = this.u16();
     for (let i = 0; i < n; i++) {
       this.#skip(this.u8());
@@ -141,6 +141,7 @@ export class ByteReader {
         this.#skip(this.u32());
       }
     }
+    return n;
   }
 
   #skip(n: number): void {
