@@ -23,7 +23,7 @@
 
 import type { EndpointSliceInfo, NodeInfo, ServiceInfo, StoreEvent } from '../k8s/types.ts';
 import type { ServicePort } from './service-port.ts';
-import { buildServicePorts, type ModelConfig } from './build-service-ports.ts';
+import { buildServicePorts, type ModelConfig, type ServicePortsResult } from './build-service-ports.ts';
 import { servicePortEqual } from './equality.ts';
 import type { ModelWarning } from './warnings.ts';
 
@@ -180,10 +180,9 @@ export class ServiceChangeTracker {
       // A copy of the slices: the tracker's own list changes in place with later events.
       const from: DerivedFrom | undefined = service && { service, slices: (this.slices.get(key) ?? NO_SLICES).slice(), node: this.node };
       if (from !== undefined) {
-        const result = buildServicePorts(from.service, from.slices, from.node, this.config);
+        const result = this.#derive(from);
         for (const w of result.warnings) warnings.push(w);
         after = result.ports; // ids are distinct: one per (port, family)
-        for (const p of after) this.#from.set(p, from);
       }
       const beforeById = indexById(before);
       for (let i = 0; i < after.length; i++) {
@@ -240,7 +239,7 @@ export class ServiceChangeTracker {
     if (from === undefined) return undefined;
     const id = port.id;
     return () => {
-      const p = this.#derive(from).find((q) => q.id === id);
+      const p = this.#derive(from).ports.find((q) => q.id === id);
       if (p === undefined) throw new Error(`service port ${id} is not derived again from its own input`);
       return p;
     };
@@ -250,13 +249,13 @@ export class ServiceChangeTracker {
     const recent = this.#lastDrained?.get(key);
     if (recent !== undefined) return recent;
     const from = this.previous.get(key);
-    return from === undefined ? NO_PORTS : this.#derive(from);
+    return from === undefined ? NO_PORTS : this.#derive(from).ports;
   }
 
-  /** The ports `from` gives (its warnings were logged when they were first derived). */
-  #derive(from: DerivedFrom): ServicePort[] {
-    const ports = buildServicePorts(from.service, from.slices, from.node, this.config).ports;
-    for (const p of ports) this.#from.set(p, from);
-    return ports;
+  /** What `from` gives, each port noted as derived from it (its warnings matter only the first time: drain() logs them). */
+  #derive(from: DerivedFrom): ServicePortsResult {
+    const result = buildServicePorts(from.service, from.slices, from.node, this.config);
+    for (const p of result.ports) this.#from.set(p, from);
+    return result;
   }
 }
