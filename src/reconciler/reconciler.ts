@@ -218,11 +218,7 @@ export class Reconciler {
     }
     this.#substituted = now;
     if (now.size === 0) return model;
-    return {
-      all: withSubstitutes(model.all, now),
-      get: (id) => (now.has(id) ? now.get(id) : model.get(id)),
-      ...(model.again ? { again: model.again } : {}),
-    };
+    return { ...model, all: withSubstitutes(model.all, now), get: (id) => (now.has(id) ? now.get(id) : model.get(id)) };
   }
 
   #forget(id: string): void {
@@ -240,7 +236,7 @@ export class Reconciler {
     const given = this.#servicePorts();
     const model = portSourceOf(given);
     // Indexed once (when `given` has no lookup), whatever renders it.
-    const read: ModelRead = { ports: model.all, port: model.get, changed: given.changed, ...(model.again ? { again: model.again } : {}) };
+    const read: ModelRead = { ...given, ports: model.all, port: model.get };
     let adoptionRefused: string | undefined;
     let rendered = false;
     // The adoption's renderings, held until the first attempt has planned: the ruleset holds
