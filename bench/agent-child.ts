@@ -16,10 +16,11 @@ const BIN = join(packageRoot, 'bin', 'kube-nft-proxy.js');
 const BOOT_PRELOAD = fileURLToPath(new URL('./boot-mark.cjs', import.meta.url));
 const BOOT_MARK = 'knp-bench-boot';
 
+const CONTAINERFILE = join(packageRoot, 'deploy', 'Containerfile');
+
 /** The node flags of the image's ENTRYPOINT: what comes between `node` and the script. */
 export function imageNodeFlags(): string[] {
-  const containerfile = readFileSync(join(packageRoot, 'deploy', 'Containerfile'), 'utf8');
-  const m = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(containerfile);
+  const m = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(readFileSync(CONTAINERFILE, 'utf8'));
   if (!m) throw new Error('deploy/Containerfile: no ENTRYPOINT in exec form');
   const argv = JSON.parse(m[1]!) as string[];
   const script = argv.findIndex((a) => a.endsWith('/bin/kube-nft-proxy.js'));
@@ -30,9 +31,8 @@ export function imageNodeFlags(): string[] {
 
 /** The environment of the image (deploy/Containerfile's ENV lines, KEY=value words). */
 export function imageEnv(): Record<string, string> {
-  const containerfile = readFileSync(join(packageRoot, 'deploy', 'Containerfile'), 'utf8');
   const env: Record<string, string> = {};
-  for (const m of containerfile.matchAll(/^ENV\s+(.+)$/gm)) {
+  for (const m of readFileSync(CONTAINERFILE, 'utf8').matchAll(/^ENV\s+(.+)$/gm)) {
     for (const kv of m[1]!.trim().split(/\s+/)) {
       const at = kv.indexOf('=');
       if (at < 1) throw new Error(`deploy/Containerfile: ENV ${kv} is not KEY=value`);
