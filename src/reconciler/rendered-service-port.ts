@@ -27,8 +27,14 @@ export interface RenderContext {
   readonly config: RulesetConfig;
 }
 
-/** How to derive a port again once nothing holds it (the change tracker's again()); none: the rendering holds the port. */
-export type PortAgain = () => ServicePort;
+/**
+ * How to derive a port again, by its id, once nothing holds it (the change
+ * tracker's again(): one per service, shared by its ports); none: the
+ * rendering holds the port.
+ */
+export interface PortAgain {
+  derive(id: string): ServicePort;
+}
 
 export class RenderedServicePort {
   readonly id: string;
@@ -75,7 +81,7 @@ export class RenderedServicePort {
     if (!(this.#port instanceof WeakRef)) return this.#port;
     const held = this.#port.deref();
     if (held) return held;
-    const port = this.#again!();
+    const port = this.#again!.derive(this.id);
     this.#port = new WeakRef(port);
     return port;
   }

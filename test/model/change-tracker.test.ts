@@ -111,7 +111,13 @@ describe('ServiceChangeTracker', () => {
     const handedOut = t.drain().changes.map((c) => (c.kind === 'removed' ? c.previous : c.current));
     const copies = structuredClone(handedOut);
     const weak = handedOut.map((p) => new WeakRef(p));
-    const again = handedOut.map((p) => t.again(p)!);
+    const again = handedOut.map((p) => {
+      const from = t.again(p)!;
+      const id = p.id;
+      return () => from.derive(id);
+    });
+    // One per service, shared by its ports: no rendering keeps a closure of its own.
+    expect(new Set(handedOut.map((p) => t.again(p))).size).toBe(1);
     // Held for the sync that drained them (its reads get these very objects), let go once it is over.
     // (Compared here, not by expect(), which keeps what it was last given.)
     expect(handedOut.every((p) => t.servicePort(p.id) === p)).toBe(true);

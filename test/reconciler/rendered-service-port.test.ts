@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { collectGarbage } from '../../src/agent/memory-release.ts';
 import type { ServicePort } from '../../src/model/service-port.ts';
-import { RenderedServicePort } from '../../src/reconciler/rendered-service-port.ts';
+import { type PortAgain, RenderedServicePort } from '../../src/reconciler/rendered-service-port.ts';
 import { config, V4 } from './fixtures.ts';
 import { GOLDENS } from './goldens.ts';
 
@@ -14,7 +14,7 @@ const context = { fc: V4, config: config({ families: { IPv4: V4 } }) };
 const NO_LABELS: ReadonlySet<string> = new Set();
 
 /** A rendering of a copy of `original`, and a weak reference to that copy (no other reference is left). */
-function rendered(again: (() => ServicePort) | undefined): { r: RenderedServicePort; weak: WeakRef<ServicePort> } {
+function rendered(again: PortAgain | undefined): { r: RenderedServicePort; weak: WeakRef<ServicePort> } {
   const port = structuredClone(original);
   return { r: RenderedServicePort.render(port, context, NO_LABELS, again), weak: new WeakRef(port) };
 }
@@ -27,18 +27,20 @@ async function collect(): Promise<void> {
 
 describe('RenderedServicePort', () => {
   it('holds its port weakly when it can be derived again, and derives it (equal) when asked after it was collected', async () => {
-    let derived = 0;
-    const { r, weak } = rendered(() => {
-      derived++;
-      return structuredClone(original);
+    const asked: string[] = [];
+    const { r, weak } = rendered({
+      derive: (id) => {
+        asked.push(id);
+        return structuredClone(original);
+      },
     });
     const fragment = r.fragment;
     await collect();
     expect(weak.deref()).toBeUndefined();
-    expect(derived).toBe(0);
+    expect(asked).toEqual([]);
     expect(r.port).toEqual(original);
     expect(r.port).toBe(r.port);
-    expect(derived).toBe(1);
+    expect(asked).toEqual([original.id]);
     expect({ id: r.id, family: r.family }).toEqual({ id: original.id, family: original.family });
     // Rendered again from the derived port, with the same labels: what the diff sees does not depend on GC.
     expect(RenderedServicePort.render(r.port, context, NO_LABELS).fragment).toEqual(fragment);
