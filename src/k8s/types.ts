@@ -61,10 +61,8 @@ export interface EndpointInfo {
    * The others are still validated: one bad address drops the endpoint.
    */
   address: string;
-  /** conditions.*; undefined as the API leaves it (ready: undefined means ready). */
-  ready?: boolean;
-  serving?: boolean;
-  terminating?: boolean;
+  /** conditions.ready, .serving and .terminating, packed with their defaults applied (endpoint-conditions.ts). */
+  conditions: number;
   nodeName?: string;
   zone?: string;
   hints?: EndpointHints;

@@ -12,6 +12,7 @@
 //   ready", which differs only for a not-ready terminating endpoint with serving
 //   unset, and we keep kube-proxy's behaviour to be a drop-in replacement).
 
+import { READY, SERVING, TERMINATING } from '../k8s/endpoint-conditions.ts';
 import type { EndpointSliceInfo, IPFamily, Protocol, ServiceInfo } from '../k8s/types.ts';
 import { parseIP, specialAddressKind } from '../net/ip.ts';
 import { isValidPort } from './service-fields.ts';
@@ -125,9 +126,9 @@ export function readSlices(
         // model then holds no second copy of 100k addresses.
         ip: ip.address === raw ? raw : ip.address,
         isLocal: ep.nodeName !== undefined && ep.nodeName === nodeName,
-        ready: ep.ready ?? true,
-        serving: ep.serving ?? true,
-        terminating: ep.terminating ?? false,
+        ready: (ep.conditions & READY) !== 0,
+        serving: (ep.conditions & SERVING) !== 0,
+        terminating: (ep.conditions & TERMINATING) !== 0,
       };
       if (ep.zone !== undefined && ep.zone !== '') view.zone = ep.zone;
       if (ep.hints !== undefined) {

@@ -7,6 +7,7 @@
 // identity is unusable (names, service label, addressType) is left out.
 // IPv4 with leading zeros is kept as sent: the model normalises it.
 
+import { packConditions } from '../k8s/endpoint-conditions.ts';
 import type { EndpointHints, EndpointInfo, EndpointPortInfo, EndpointSliceInfo } from '../k8s/types.ts';
 import { readIPv4, readIPv6 } from '../net/ip.ts';
 import { ANNOTATION_LAST_CHANGE_TRIGGER_TIME, LABEL_FOR_REGION, LABEL_FOR_ZONE, LABEL_SERVICE_NAME } from '../k8s/well-known.ts';
@@ -151,9 +152,7 @@ function projectEndpoint(raw: unknown, i: number, addressType: string, pool: Str
   }
   const ep: EndpointInfo = {
     address: addrs[0] as string,
-    ready: c !== undefined && typeof c.ready === 'boolean' ? c.ready : undefined,
-    serving: c !== undefined && typeof c.serving === 'boolean' ? c.serving : undefined,
-    terminating: c !== undefined && typeof c.terminating === 'boolean' ? c.terminating : undefined,
+    conditions: packConditions(c),
     nodeName: typeof raw.nodeName === 'string' && raw.nodeName !== '' ? pool.intern(raw.nodeName) : undefined,
     zone: typeof raw.zone === 'string' && raw.zone !== '' ? pool.intern(raw.zone) : undefined,
     hints,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { buildServicePorts } from '../../src/model/build-service-ports.ts';
 import type { EndpointInfo, ServiceInfo } from '../../src/k8s/types.ts';
-import { NODE, config, ep, node, only, service, servingTerminating, show, slice } from './fixtures.ts';
+import { NODE, config, endpointInfo, ep, node, only, service, servingTerminating, show, slice } from './fixtures.ts';
 
 const here = { nodeName: NODE };
 const lb = (over: Partial<ServiceInfo> = {}) => service({ type: 'LoadBalancer', ...over });
@@ -59,7 +59,7 @@ const rows: Row[] = [
   {
     name: 'unset conditions: ready unset means ready',
     svc: service(),
-    endpoints: [{ address: '10.0.1.1' }],
+    endpoints: [endpointInfo({ address: '10.0.1.1' })],
     cluster: ['10.0.1.1:8080'],
     external: ['10.0.1.1:8080'],
     all: ['10.0.1.1:8080'],
@@ -67,7 +67,7 @@ const rows: Row[] = [
   {
     name: 'unset serving means serving (as kube-proxy reads it): a not-ready terminating endpoint is a fallback',
     svc: service(),
-    endpoints: [{ address: '10.0.1.1', ready: false, terminating: true }],
+    endpoints: [endpointInfo({ address: '10.0.1.1', ready: false, terminating: true })],
     cluster: ['10.0.1.1:8080'],
     external: ['10.0.1.1:8080'],
     all: ['10.0.1.1:8080'],
@@ -75,7 +75,7 @@ const rows: Row[] = [
   {
     name: 'unset terminating means not terminating: a not-ready endpoint with serving unset is unusable',
     svc: service(),
-    endpoints: [{ address: '10.0.1.1', ready: false }],
+    endpoints: [endpointInfo({ address: '10.0.1.1', ready: false })],
     cluster: 'reject',
     external: 'reject',
     all: [],
@@ -187,7 +187,7 @@ const rows: Row[] = [
   {
     name: 'an endpoint without nodeName is never local',
     svc: service({ internalTrafficPolicy: 'Local' }),
-    endpoints: [{ address: '10.0.1.1', ready: true }],
+    endpoints: [endpointInfo({ address: '10.0.1.1', ready: true })],
     cluster: 'drop',
     external: 'drop',
     all: [],

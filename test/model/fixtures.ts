@@ -1,6 +1,7 @@
 // Builders for model inputs: a plausible object by default, the test states only
 // what it is about.
 
+import { type EndpointConditions, packConditions } from '../../src/k8s/endpoint-conditions.ts';
 import type { EndpointInfo, EndpointSliceInfo, IPFamily, NodeInfo, ServiceInfo } from '../../src/k8s/types.ts';
 import { DEFAULT_FEATURE_GATES, type FeatureGates } from '../../src/config/feature-gates.ts';
 import type { ModelConfig } from '../../src/model/build-service-ports.ts';
@@ -27,12 +28,20 @@ export function service(over: Partial<ServiceInfo> = {}): ServiceInfo {
   };
 }
 
-export function ep(address: string, over: Partial<EndpointInfo> = {}): EndpointInfo {
-  return { address, ready: true, serving: true, terminating: false, nodeName: 'node-b', ...over };
+/** An endpoint's fields, its conditions by name as the API gives them (unset ones read as the API's defaults). */
+export type EndpointFields = Partial<Omit<EndpointInfo, 'conditions'>> & EndpointConditions;
+
+/** An endpoint as the streams project it. */
+export function endpointInfo({ ready, serving, terminating, ...fields }: EndpointFields & { address: string }): EndpointInfo {
+  return { ...fields, conditions: packConditions({ ready, serving, terminating }) };
+}
+
+export function ep(address: string, over: EndpointFields = {}): EndpointInfo {
+  return endpointInfo({ address, nodeName: 'node-b', ...over });
 }
 
 /** A terminating endpoint still serving (graceful shutdown). */
-export function servingTerminating(address: string, over: Partial<EndpointInfo> = {}): EndpointInfo {
+export function servingTerminating(address: string, over: EndpointFields = {}): EndpointInfo {
   return ep(address, { ready: false, serving: true, terminating: true, ...over });
 }
 

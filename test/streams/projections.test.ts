@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
+import { READY, SERVING, TERMINATING } from '../../src/k8s/endpoint-conditions.ts';
 import { PARSER_INTERNALIZES_BELOW, StringPool } from '../../src/streams/intern.ts';
 import { projectEndpointSlice } from '../../src/streams/project-endpoint-slice.ts';
 import { projectNode } from '../../src/streams/project-node.ts';
@@ -196,10 +197,34 @@ describe('projectEndpointSlice', () => {
       ports: [{ name: 'http', protocol: 'TCP', port: 8080 }],
     });
     expect(r.value.endpoints).toEqual([
-      { address: '10.244.1.5', ready: true, serving: true, terminating: false, nodeName: 'node-a', zone: 'z1' },
-      { address: '10.244.2.5', ready: false, serving: false, terminating: false, nodeName: 'node-a', zone: 'z1' },
+      { address: '10.244.1.5', conditions: READY | SERVING, nodeName: 'node-a', zone: 'z1' },
+      { address: '10.244.2.5', conditions: 0, nodeName: 'node-a', zone: 'z1' },
     ]);
     expect(r.dropped).toBeUndefined();
+  });
+
+  it("packs each endpoint's conditions as kube-proxy reads them: ready and serving unless false, terminating only if true", () => {
+    const conditions = [
+      undefined,
+      {},
+      { ready: false },
+      { serving: false },
+      { terminating: true },
+      { ready: false, serving: true, terminating: true },
+      { ready: 'false', serving: 0, terminating: 'true' },
+    ];
+    const raw = f.endpointSlice('default', 'web-abc', 'web', [{ ip: '10.244.1.5' }]);
+    raw.endpoints = conditions.map((c) => ({ addresses: ['10.244.1.5'], ...(c === undefined ? {} : { conditions: c }) }));
+    const r = projectEndpointSlice(raw, pool);
+    expect(r.ok && r.value.endpoints.map((e) => e.conditions)).toEqual([
+      READY | SERVING,
+      READY | SERVING,
+      SERVING,
+      READY,
+      READY | SERVING | TERMINATING,
+      SERVING | TERMINATING,
+      READY | SERVING,
+    ]);
   });
 
   it('drops bad ports and endpoints but keeps the rest (API server accepts them)', () => {
