@@ -21,6 +21,7 @@
 // state before committing, so a failed commit is retried from that state, not by
 // asking the tracker again.
 
+import { joinKey } from '../k8s/object-key.ts';
 import type { EndpointSliceInfo, NodeInfo, ServiceInfo, StoreEvent } from '../k8s/types.ts';
 import type { ServicePort } from './service-port.ts';
 import { buildServicePorts, type ModelConfig, type ServicePortsResult } from './build-service-ports.ts';
@@ -149,7 +150,7 @@ export class ServiceChangeTracker {
     const sliceKey = event.key;
     const oldOwner = this.sliceOwner.get(sliceKey);
     const newOwner =
-      event.type === 'upsert' && event.object.serviceName !== '' ? `${event.object.namespace}/${event.object.serviceName}` : undefined;
+      event.type === 'upsert' && event.object.serviceName !== '' ? joinKey(event.object.namespace, event.object.serviceName) : undefined;
     if (oldOwner !== undefined && oldOwner !== newOwner) {
       // Deleted, or relabelled to another service: it leaves its old service.
       const owned = this.slices.get(oldOwner);

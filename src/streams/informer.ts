@@ -10,7 +10,8 @@
 import { BehaviorSubject, type Observable } from 'rxjs';
 import type { Logger } from 'pino';
 import type { StringPool } from './intern.ts';
-import { joinKey, KeyedMap } from './keyed-map.ts';
+import { joinKey } from '../k8s/object-key.ts';
+import { KeyedMap } from './keyed-map.ts';
 import type { ReflectorSink } from './reflector.ts';
 import { ReportOnce } from './report-once.ts';
 import { Store, type Versioned } from './store.ts';

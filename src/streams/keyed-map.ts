@@ -5,18 +5,9 @@
 // pooled), so an entry costs no allocation beyond the Map's slot.
 //
 // Cluster-scoped objects (Nodes) live under the namespace ''. The joined
-// key, where one is needed (events, the StoreView API), is `namespace/name`,
-// or `name` alone when cluster-scoped.
+// key, where one is needed (events, the StoreView API), is joinKey's.
 
-export function joinKey(namespace: string, name: string): string {
-  return namespace === '' ? name : `${namespace}/${name}`;
-}
-
-/** Splits a joined key; names and namespaces cannot contain '/'. */
-export function splitKey(key: string): [namespace: string, name: string] {
-  const slash = key.indexOf('/');
-  return slash < 0 ? ['', key] : [key.slice(0, slash), key.slice(slash + 1)];
-}
+import { joinKey } from '../k8s/object-key.ts';
 
 export class KeyedMap<T> {
   private readonly spaces = new Map<string, Map<string, T>>();

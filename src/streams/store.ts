@@ -8,7 +8,8 @@
 
 import { Subject, type Observable } from 'rxjs';
 import type { StoreEvent } from '../k8s/types.ts';
-import { joinKey, KeyedMap, splitKey } from './keyed-map.ts';
+import { joinKey, splitKey } from '../k8s/object-key.ts';
+import { KeyedMap } from './keyed-map.ts';
 
 export interface Versioned {
   resourceVersion: string;

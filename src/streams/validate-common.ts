@@ -2,7 +2,7 @@
 // cheap: they run on every object of every list and watch event.
 
 import { EMPTY_LIST } from './intern.ts';
-import { joinKey } from './keyed-map.ts';
+import { joinKey } from '../k8s/object-key.ts';
 
 export type Projection<T> = { ok: true; value: T; dropped?: string[] } | { ok: false; reason: string };
 
