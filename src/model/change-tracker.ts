@@ -106,8 +106,8 @@ export class ServiceChangeTracker {
   // Per service, plain arrays rather than a Map each: nearly every service has
   // one slice and one port, and an empty Map costs ~300 bytes (6 MiB at 10k
   // services for these two). Lookups scan the few entries of one service.
-  /** Service key → its slices (distinct names; same namespace as the service). */
-  private readonly slices = new Map<string, EndpointSliceInfo[]>();
+  /** Service key → its slices (distinct names; same namespace as the service); a list is replaced, never changed. */
+  private readonly slices = new Map<string, readonly EndpointSliceInfo[]>();
   /** Slice key → the service key it is filed under. */
   private readonly sliceOwner = new Map<string, string>();
   /** Slice keys whose selection depends on zone/region (labels or hints). */
@@ -154,10 +154,11 @@ export class ServiceChangeTracker {
     if (oldOwner !== undefined && oldOwner !== newOwner) {
       // Deleted, or relabelled to another service: it leaves its old service.
       const owned = this.slices.get(oldOwner);
-      if (owned !== undefined) {
-        const i = indexOfSlice(owned, event.object.name);
-        if (i >= 0) owned.splice(i, 1);
-        if (owned.length === 0) this.slices.delete(oldOwner);
+      const i = owned === undefined ? -1 : indexOfSlice(owned, event.object.name);
+      if (i >= 0) {
+        const left = owned!.toSpliced(i, 1);
+        if (left.length === 0) this.slices.delete(oldOwner);
+        else this.slices.set(oldOwner, left);
       }
       this.sliceOwner.delete(sliceKey);
       this.topologySlices.delete(sliceKey);
@@ -167,10 +168,11 @@ export class ServiceChangeTracker {
     const owned = this.slices.get(newOwner);
     const i = owned === undefined ? -1 : indexOfSlice(owned, event.object.name);
     if (owned !== undefined && i >= 0 && owned[i] === event.object) return;
-    // A literal for a service's first slice, not [] and push(): push() reserves room for 17 (~150 bytes a service).
+    // A new list, never one changed in place: what ports were derived from holds the list it was given.
+    // (Exact-size lists: push() would reserve room for 17, ~150 bytes a service.)
     if (owned === undefined) this.slices.set(newOwner, [event.object]);
-    else if (i >= 0) owned[i] = event.object;
-    else owned.push(event.object);
+    else if (i >= 0) this.slices.set(newOwner, owned.with(i, event.object));
+    else this.slices.set(newOwner, [...owned, event.object]);
     this.sliceOwner.set(sliceKey, newOwner);
     if (isTopologySensitive(event.object)) this.topologySlices.add(sliceKey);
     else this.topologySlices.delete(sliceKey);
@@ -205,8 +207,7 @@ export class ServiceChangeTracker {
       const service = this.services.get(key);
       const before = this.#portsOf(key);
       let after: ServicePort[] = NO_PORTS;
-      // A copy of the slices: the tracker's own list changes in place with later events.
-      const from = service && new DerivedFrom(service, (this.slices.get(key) ?? NO_SLICES).slice(), this.node, this.#deriveAgain);
+      const from = service && new DerivedFrom(service, this.slices.get(key) ?? NO_SLICES, this.node, this.#deriveAgain);
       if (from !== undefined) {
         const result = this.#derive(from);
         for (const w of result.warnings) warnings.push(w);
