@@ -239,9 +239,10 @@ export class Reconciler {
     const read: ModelRead = { ...given, ports: model.all, port: model.get };
     let adoptionRefused: string | undefined;
     let rendered = false;
-    // The adoption's renderings, held until the first attempt has planned: the ruleset holds
-    // them weakly, and across the awaits between the two the collector could take every one,
-    // to be rendered again.
+    // The adoption's renderings, held until its batch is handed over (or, refused, until the
+    // first attempt has planned): the ruleset holds them weakly, and across the awaits between
+    // the render and those the collector could take every one, to be rendered again. Not
+    // longer: at 44k Services they are ~100 MiB that the kernel's wait does not need.
     const heldFragments: Fragment[] = [];
     const readAhead = this.#readBack;
     // Taken by this sync's adoption, or by none: a listing is not kept for later.
@@ -253,7 +254,9 @@ export class Reconciler {
       // Rendered while the kernel's dumps run, whatever they say: a refused adoption's replace commits this very rendering.
       const desired = this.#render(read, NO_HELD);
       for (const s of desired.services.values()) heldFragments.push(s.fragment);
-      const adopted = await this.#tryAdopt(desired, listed, t0, rejected);
+      const adopted = await this.#tryAdopt(desired, listed, t0, rejected, () => {
+        heldFragments.length = 0;
+      });
       if (typeof adopted !== 'string') return adopted;
       adoptionRefused = adopted;
       rendered = true;
@@ -342,6 +345,7 @@ export class Reconciler {
     listed: Promise<(TableListing | undefined)[] | Error>,
     t0: number,
     rejected: RejectedServicePort[],
+    handedOff: () => void,
   ): Promise<SyncReport | string> {
     const answer = await listed;
     if (answer instanceof Error) return answer.message;
@@ -362,7 +366,7 @@ export class Reconciler {
     if ('refused' in plan) return plan.refused;
     const ops = planLength(plan);
     if (ops > 0) this.#onPlanned?.({ kind: 'full', servicePorts: desired.services.size, ops, planMs: performance.now() - t0 });
-    const failed = await this.#commit(plan, desired, () => undefined);
+    const failed = await this.#commit(plan, desired, () => undefined, handedOff);
     if (failed && !failed.ok) return `the kernel refused the adoption: ${(failed.error as Error)?.message ?? String(failed.error)}`;
     return this.#report(plan, desired, { kind: 'full', mode: 'adopt' }, ops, rejected);
   }
@@ -371,8 +375,10 @@ export class Reconciler {
    * Checks and commits one plan; undefined when it landed (the state advanced),
    * else the failed attempt with its blame. A generated plan's operations are
    * made again for each: the check, the dataplane's encoding, a blame.
+   * `handedOff` is called once the dataplane has the batch, before the kernel
+   * answers: what the caller held for the encoding can go.
    */
-  async #commit(plan: SyncPlan, desired: Ruleset, current: PortSource['get']): Promise<Attempt | undefined> {
+  async #commit(plan: SyncPlan, desired: Ruleset, current: PortSource['get'], handedOff?: () => void): Promise<Attempt | undefined> {
     const { generated } = plan;
     if (planLength(plan) > 0) {
       const tx = this.#dataplane.begin();
@@ -389,6 +395,7 @@ export class Reconciler {
           ),
         };
       const committing = this.#dataplane.commit(tx);
+      handedOff?.();
       // Encoded and handed over: no operation of a generated plan is held any more.
       if (generated) this.#onReleased?.(generated.length);
       try {

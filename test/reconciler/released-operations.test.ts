@@ -1,10 +1,10 @@
 // A full sync's operations are made on demand (Transaction.queueGenerated):
 // once the dataplane has taken the transaction, while the kernel works,
-// nothing of the reconciler holds them or the renderings behind them, and a
-// refusal that comes back afterwards is still traced to its owner through the
-// very same operations made again.
+// nothing of the reconciler holds them or the renderings behind them (an
+// adoption's neither), and a refusal that comes back afterwards is still
+// traced to its owner through the very same operations made again.
 
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { collectGarbage } from '../../src/agent/memory-release.ts';
 import { NftCommitError, type Dataplane, type OperationFailure } from '../../src/nft/dataplane.ts';
 import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
@@ -14,6 +14,20 @@ import type { ServicePort } from '../../src/model/service-port.ts';
 import { Reconciler } from '../../src/reconciler/reconciler.ts';
 import { config, ep, modelReads, sp, V4 } from './fixtures.ts';
 import { afterFreshFullSync, listingWithoutHandles } from './kernel-listing.ts';
+
+/** Every fragment rendered since it was last emptied, weakly (renderServicePort, wrapped). */
+const renderings = vi.hoisted(() => [] as WeakRef<object>[]);
+vi.mock('../../src/reconciler/service-rules.ts', async (importOriginal) => {
+  const original = await importOriginal<typeof import('../../src/reconciler/service-rules.ts')>();
+  return {
+    ...original,
+    renderServicePort: (...args: Parameters<typeof original.renderServicePort>) => {
+      const fragment = original.renderServicePort(...args);
+      renderings.push(new WeakRef(fragment));
+      return fragment;
+    },
+  };
+});
 
 const cfg = config({ families: { IPv4: V4 } });
 const ports: ServicePort[] = Array.from({ length: 20 }, (_, i) =>
@@ -125,5 +139,46 @@ describe("a full sync's operations while the kernel works", () => {
     expect(kernel.taken).toHaveLength(2);
     const rest = ports.filter((p) => p.serviceName !== 'svc-3');
     expect(listingWithoutHandles(kernel.inner)).toEqual(afterFreshFullSync(rest, cfg));
+  });
+
+  it("an adoption's renderings are held by nothing once its batch is handed over", async () => {
+    const kernel = new SlowKernel();
+    const answerLater = () => setImmediate(() => kernel.answer());
+    // The rules a previous run left behind.
+    await new Reconciler({
+      dataplane: kernel,
+      config: cfg,
+      servicePorts: modelReads(() => ports),
+      now: () => 0,
+      onReleased: answerLater,
+    }).sync({
+      kind: 'full',
+      mode: 'replace',
+    });
+    renderings.length = 0;
+    // One service changed since: the adoption has a batch to commit.
+    const now = [
+      sp({ serviceName: 'svc-0', clusterIP: '10.96.0.10', endpoints: [ep('10.244.1.10'), ep('10.244.2.10'), ep('10.244.3.10')] }),
+      ...ports.slice(1),
+    ];
+    const collected: boolean[] = [];
+    const r = new Reconciler({
+      dataplane: kernel,
+      config: cfg,
+      servicePorts: modelReads(() => now),
+      now: () => 0,
+      adopt: true,
+      onReleased: () => {
+        setImmediate(() => {
+          collectGarbage();
+          collected.push(renderings.length >= now.length && renderings.every((w) => w.deref() === undefined));
+          kernel.answer();
+        });
+      },
+    });
+    const report = await r.sync({ kind: 'full', mode: 'replace' });
+    expect(report.mode).toBe('adopt');
+    expect(collected).toEqual([true]);
+    expect(listingWithoutHandles(kernel.inner)).toEqual(afterFreshFullSync(now, cfg));
   });
 });
