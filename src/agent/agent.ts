@@ -297,7 +297,7 @@ function newReconciler(
         'ruleset planned; committing it to the kernel',
       );
     },
-    onReleased: (ops) => releaser.released(ops),
+    onReleased: (ops, adoption) => releaser.released(ops, adoption),
   });
 }
 

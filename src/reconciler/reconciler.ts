@@ -80,12 +80,13 @@ export interface ReconcilerOptions {
   /** Each planned transaction, before it is committed: a large one takes seconds in the kernel. */
   onPlanned?: (planned: PlannedSync) => void;
   /**
-   * A full sync's transaction of `ops` operations, handed to the dataplane.
-   * Its operations were made on demand and are not held; its renderings are
+   * A full sync's transaction of `ops` operations, handed to the dataplane
+   * (`adoption`: the first sync's, adopting the kernel's tables). Its
+   * operations were made on demand and are not held; its renderings are
    * held only weakly from then on: while the kernel works is the moment to
    * collect them (a failure makes them again).
    */
-  onReleased?: (ops: number) => void;
+  onReleased?: (ops: number, adoption: boolean) => void;
   /**
    * The first sync may adopt the tables the kernel holds (src/reconciler/adopt.ts)
    * instead of replacing them. The caller has checked that they are ours; the
@@ -117,7 +118,7 @@ export class Reconciler {
   readonly #now: () => number;
   readonly #staleDelay: number;
   readonly #onPlanned: ((planned: PlannedSync) => void) | undefined;
-  readonly #onReleased: ((ops: number) => void) | undefined;
+  readonly #onReleased: ReconcilerOptions['onReleased'];
   #adopt: boolean;
   #config: RulesetConfig;
   #state: SyncState = EMPTY_SYNC_STATE;
@@ -239,10 +240,9 @@ export class Reconciler {
     const read: ModelRead = { ...given, ports: model.all, port: model.get };
     let adoptionRefused: string | undefined;
     let rendered = false;
-    // The adoption's renderings, held until its batch is handed over (or, refused, until the
-    // first attempt has planned): the ruleset holds them weakly, and across the awaits between
-    // the render and those the collector could take every one, to be rendered again. Not
-    // longer: at 44k Services they are ~100 MiB that the kernel's wait does not need.
+    // The adoption's renderings, held until its batch is handed over (refused: until the first
+    // attempt has planned): the ruleset holds them weakly, and across the awaits until then the
+    // collector could take every one, to be rendered again. The kernel's wait does not need them.
     const heldFragments: Fragment[] = [];
     const readAhead = this.#readBack;
     // Taken by this sync's adoption, or by none: a listing is not kept for later.
@@ -254,9 +254,7 @@ export class Reconciler {
       // Rendered while the kernel's dumps run, whatever they say: a refused adoption's replace commits this very rendering.
       const desired = this.#render(read, NO_HELD);
       for (const s of desired.services.values()) heldFragments.push(s.fragment);
-      const adopted = await this.#tryAdopt(desired, listed, t0, rejected, () => {
-        heldFragments.length = 0;
-      });
+      const adopted = await this.#tryAdopt(desired, listed, t0, rejected, heldFragments);
       if (typeof adopted !== 'string') return adopted;
       adoptionRefused = adopted;
       rendered = true;
@@ -345,7 +343,7 @@ export class Reconciler {
     listed: Promise<(TableListing | undefined)[] | Error>,
     t0: number,
     rejected: RejectedServicePort[],
-    handedOff: () => void,
+    heldFragments: Fragment[],
   ): Promise<SyncReport | string> {
     const answer = await listed;
     if (answer instanceof Error) return answer.message;
@@ -366,7 +364,7 @@ export class Reconciler {
     if ('refused' in plan) return plan.refused;
     const ops = planLength(plan);
     if (ops > 0) this.#onPlanned?.({ kind: 'full', servicePorts: desired.services.size, ops, planMs: performance.now() - t0 });
-    const failed = await this.#commit(plan, desired, () => undefined, handedOff);
+    const failed = await this.#commit(plan, desired, () => undefined, heldFragments);
     if (failed && !failed.ok) return `the kernel refused the adoption: ${(failed.error as Error)?.message ?? String(failed.error)}`;
     return this.#report(plan, desired, { kind: 'full', mode: 'adopt' }, ops, rejected);
   }
@@ -375,10 +373,10 @@ export class Reconciler {
    * Checks and commits one plan; undefined when it landed (the state advanced),
    * else the failed attempt with its blame. A generated plan's operations are
    * made again for each: the check, the dataplane's encoding, a blame.
-   * `handedOff` is called once the dataplane has the batch, before the kernel
-   * answers: what the caller held for the encoding can go.
+   * An adoption's commit passes the renderings it held for the encoding, let
+   * go once the dataplane has the batch, before the kernel answers.
    */
-  async #commit(plan: SyncPlan, desired: Ruleset, current: PortSource['get'], handedOff?: () => void): Promise<Attempt | undefined> {
+  async #commit(plan: SyncPlan, desired: Ruleset, current: PortSource['get'], adoptionHeld?: Fragment[]): Promise<Attempt | undefined> {
     const { generated } = plan;
     if (planLength(plan) > 0) {
       const tx = this.#dataplane.begin();
@@ -395,9 +393,9 @@ export class Reconciler {
           ),
         };
       const committing = this.#dataplane.commit(tx);
-      handedOff?.();
+      if (adoptionHeld) adoptionHeld.length = 0;
       // Encoded and handed over: no operation of a generated plan is held any more.
-      if (generated) this.#onReleased?.(generated.length);
+      if (generated) this.#onReleased?.(generated.length, adoptionHeld !== undefined);
       try {
         await committing;
       } catch (e) {

@@ -122,6 +122,16 @@ describe('MemoryReleaser', () => {
     expect(state.releases).toHaveLength(3);
   });
 
+  it('does not collect while the kernel commits an adoption (its peak is behind it), only after the sync', () => {
+    const state = setup();
+    releaser!.released(LARGE_SYNC_OPS * 10, true);
+    vi.advanceTimersByTime(10_000);
+    expect(state.releases).toEqual([]);
+    releaser!.synced(LARGE_SYNC_OPS * 10, true);
+    vi.advanceTimersToNextTimer();
+    expect(state.releases).toEqual(['large sync']);
+  });
+
   it('after small syncs, once quiet, only when the RSS grew by the threshold since the last release', () => {
     const state = setup();
     releaser!.synced(10, true);

@@ -96,8 +96,9 @@ describe("a full sync's operations while the kernel works", () => {
       config: cfg,
       servicePorts: modelReads(() => ports),
       now: () => 0,
-      onReleased: (n) => {
+      onReleased: (n, adoption) => {
         expect(n).toBe(JSON.parse(kernel.taken.at(-1)!).length);
+        expect(adoption).toBe(false);
         // In a later task, as the agent collects: the sync's own job keeps what it touched weakly.
         setImmediate(() => {
           collectGarbage();
@@ -168,7 +169,8 @@ describe("a full sync's operations while the kernel works", () => {
       servicePorts: modelReads(() => now),
       now: () => 0,
       adopt: true,
-      onReleased: () => {
+      onReleased: (_, adoption) => {
+        expect(adoption).toBe(true);
         setImmediate(() => {
           collectGarbage();
           collected.push(renderings.length >= now.length && renderings.every((w) => w.deref() === undefined));
