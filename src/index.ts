@@ -31,6 +31,7 @@ export { flowtableDevices } from './links/flowtable-devices.ts';
 // Cluster state
 export { createClusterStreams, type ClusterStreams, type ClusterStreamsOptions } from './streams/cluster-streams.ts';
 export type * from './k8s/types.ts';
+export { packConditions, READY, SERVING, TERMINATING, type EndpointConditions } from './k8s/endpoint-conditions.ts';
 
 // The pure service model
 export * from './model/index.ts';
