@@ -11,7 +11,7 @@ import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import type { Family } from '../../src/nft/objects.ts';
 import type { Transaction } from '../../src/nft/transaction.ts';
 import type { ServicePort } from '../../src/model/service-port.ts';
-import { Reconciler } from '../../src/reconciler/reconciler.ts';
+import { Reconciler, type ReconcilerOptions } from '../../src/reconciler/reconciler.ts';
 import { config, ep, modelReads, sp, V4 } from './fixtures.ts';
 import { afterFreshFullSync, listingWithoutHandles } from './kernel-listing.ts';
 
@@ -87,25 +87,29 @@ class SlowKernel implements Dataplane {
   }
 }
 
+/** A reconciler over `kernel` for `servicePorts`, told of each hand-off; `adopt`: its first sync adopts the kernel's tables. */
+function reconcilerOver(
+  kernel: SlowKernel,
+  servicePorts: ServicePort[],
+  onReleased: ReconcilerOptions['onReleased'],
+  adopt = false,
+): Reconciler {
+  return new Reconciler({ dataplane: kernel, config: cfg, servicePorts: modelReads(() => servicePorts), now: () => 0, onReleased, adopt });
+}
+
 describe("a full sync's operations while the kernel works", () => {
   it('are held by nothing once handed over: the collector takes them, and the sync still lands', async () => {
     const kernel = new SlowKernel();
     const collected: boolean[] = [];
-    const r = new Reconciler({
-      dataplane: kernel,
-      config: cfg,
-      servicePorts: modelReads(() => ports),
-      now: () => 0,
-      onReleased: (n, adoption) => {
-        expect(n).toBe(JSON.parse(kernel.taken.at(-1)!).length);
-        expect(adoption).toBe(false);
-        // In a later task, as the agent collects: the sync's own job keeps what it touched weakly.
-        setImmediate(() => {
-          collectGarbage();
-          collected.push(kernel.watched.length > ports.length && kernel.watched.every((w) => w.deref() === undefined));
-          kernel.answer();
-        });
-      },
+    const r = reconcilerOver(kernel, ports, (n, adoption) => {
+      expect(n).toBe(JSON.parse(kernel.taken.at(-1)!).length);
+      expect(adoption).toBe(false);
+      // In a later task, as the agent collects: the sync's own job keeps what it touched weakly.
+      setImmediate(() => {
+        collectGarbage();
+        collected.push(kernel.watched.length > ports.length && kernel.watched.every((w) => w.deref() === undefined));
+        kernel.answer();
+      });
     });
     const report = await r.sync({ kind: 'full', mode: 'replace' });
     expect(collected).toEqual([true]);
@@ -117,20 +121,14 @@ describe("a full sync's operations while the kernel works", () => {
     const kernel = new SlowKernel();
     kernel.refusedAddress = '10.244.2.13';
     let released = 0;
-    const r = new Reconciler({
-      dataplane: kernel,
-      config: cfg,
-      servicePorts: modelReads(() => ports),
-      now: () => 0,
-      onReleased: () => {
-        released++;
-        setImmediate(() => {
-          collectGarbage();
-          // Answered once, then the next attempt (without the culprit) is accepted.
-          kernel.refusedAddress = undefined;
-          kernel.answer();
-        });
-      },
+    const r = reconcilerOver(kernel, ports, () => {
+      released++;
+      setImmediate(() => {
+        collectGarbage();
+        // Answered once, then the next attempt (without the culprit) is accepted.
+        kernel.refusedAddress = undefined;
+        kernel.answer();
+      });
     });
     const report = await r.sync({ kind: 'full', mode: 'replace' });
     // Each attempt is a full sync of its own: the retry without the culprit too.
@@ -146,16 +144,7 @@ describe("a full sync's operations while the kernel works", () => {
     const kernel = new SlowKernel();
     const answerLater = () => setImmediate(() => kernel.answer());
     // The rules a previous run left behind.
-    await new Reconciler({
-      dataplane: kernel,
-      config: cfg,
-      servicePorts: modelReads(() => ports),
-      now: () => 0,
-      onReleased: answerLater,
-    }).sync({
-      kind: 'full',
-      mode: 'replace',
-    });
+    await reconcilerOver(kernel, ports, answerLater).sync({ kind: 'full', mode: 'replace' });
     renderings.length = 0;
     // One service changed since: the adoption has a batch to commit.
     const now = [
@@ -163,13 +152,10 @@ describe("a full sync's operations while the kernel works", () => {
       ...ports.slice(1),
     ];
     const collected: boolean[] = [];
-    const r = new Reconciler({
-      dataplane: kernel,
-      config: cfg,
-      servicePorts: modelReads(() => now),
-      now: () => 0,
-      adopt: true,
-      onReleased: (_, adoption) => {
+    const r = reconcilerOver(
+      kernel,
+      now,
+      (_, adoption) => {
         expect(adoption).toBe(true);
         setImmediate(() => {
           collectGarbage();
@@ -177,7 +163,8 @@ describe("a full sync's operations while the kernel works", () => {
           kernel.answer();
         });
       },
-    });
+      true,
+    );
     const report = await r.sync({ kind: 'full', mode: 'replace' });
     expect(report.mode).toBe('adopt');
     expect(collected).toEqual([true]);
