@@ -137,10 +137,10 @@ export class MemoryReleaser {
    * costs the sync nothing on a second core.
    */
   released(ops: number, adoption = false): void {
-    // Not an adoption's: its peak is behind it (the kernel's listing and the renderings, before
-    // the hand-off) and its batch mostly rewrites what the kernel holds, which the kernel does
-    // faster than V8 collects a large heap: collecting would only hold up the sync's end
-    // (~250 ms at 44k Services x 1 endpoint), its VmHWM the same.
+    // Not an adoption's: its peak is mostly behind it (the kernel's listing and the renderings,
+    // before the hand-off) and its batch mostly rewrites what the kernel holds, which the kernel
+    // does faster than V8 collects a large heap: collecting held up the sync's end (~250 ms at
+    // 44k Services x 1 endpoint, VmHWM the same; at 5,006 x 50, 60-80 ms for 13-23 MiB of peak).
     if (ops < LARGE_SYNC_OPS || adoption) return;
     // A handle of its own: the release after the sync must still come, whichever runs first.
     this.#whileCommitting ??= setImmediate(() => {
