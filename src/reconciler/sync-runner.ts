@@ -140,11 +140,14 @@ class SyncLoop {
 
   #schedule(): void {
     if (!this.#gateOpen || this.#inFlight || (!this.#dirty && !this.#fullPending)) return;
-    const at = Math.max(this.scheduler.now(), this.#lastStart + this.options.minSyncPeriodMs, this.#notBefore);
+    // The clock read once: read again, it may have ticked, and a sync due now would be
+    // scheduled 1 ms in the past (Node warns of a negative timeout on stderr).
+    const now = this.scheduler.now();
+    const at = Math.max(now, this.#lastStart + this.options.minSyncPeriodMs, this.#notBefore);
     if (this.#runTimer && this.#runAt <= at) return;
     this.#runTimer?.unsubscribe();
     this.#runAt = at;
-    this.#runTimer = this.scheduler.schedule(() => this.#run(), at - this.scheduler.now());
+    this.#runTimer = this.scheduler.schedule(() => this.#run(), at - now);
     this.subs.add(this.#runTimer);
   }
 

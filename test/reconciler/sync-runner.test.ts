@@ -1,4 +1,4 @@
-import { map, Observable, Subject, throwError, timer, VirtualAction, VirtualTimeScheduler } from 'rxjs';
+import { map, Observable, type SchedulerLike, Subject, throwError, timer, VirtualAction, VirtualTimeScheduler } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { emptyStats } from '../../src/reconciler/diff.ts';
 import { SyncError, type SyncReport, type SyncRequest } from '../../src/reconciler/reconciler.ts';
@@ -231,6 +231,33 @@ describe('sync runner: failures', () => {
       [false, 'boom'],
       [false, 'refused'],
     ]);
+  });
+
+  it('never schedules a sync in the past, even when the clock ticks between two reads', () => {
+    const inner = new VirtualTimeScheduler(VirtualAction, 5000);
+    // A clock that has moved on by 1 ms each time it is read, as Date.now() may between two reads.
+    let reads = 0;
+    const delays: number[] = [];
+    const ticking: SchedulerLike = {
+      now: () => inner.now() + reads++,
+      // The runner passes no state.
+      schedule: ((work: () => void, delay = 0) => {
+        delays.push(delay);
+        return inner.schedule(work, delay);
+      }) as SchedulerLike['schedule'],
+    };
+    const results: SyncResult[] = [];
+    syncRunner({
+      changes$: timer(100, inner).pipe(map(() => undefined)),
+      synced$: timer(0, inner).pipe(map(() => true)),
+      sync: () => timer(10, inner).pipe(map(() => report())),
+      minSyncPeriodMs: 0,
+      syncPeriodMs: 1000,
+      scheduler: ticking,
+    }).subscribe((r) => results.push(r));
+    inner.flush();
+    expect(results.length).toBeGreaterThanOrEqual(2);
+    expect(delays.filter((d) => d < 0)).toEqual([]);
   });
 
   it('backoff doubles up to its maximum', () => {
