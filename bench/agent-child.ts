@@ -10,36 +10,25 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { containerfileEntrypoint, containerfileEnv } from '../scripts/containerfile.ts';
 import { packageRoot } from '../src/package-root.ts';
 
 const BIN = join(packageRoot, 'bin', 'kube-nft-proxy.js');
 const BOOT_PRELOAD = fileURLToPath(new URL('./boot-mark.cjs', import.meta.url));
 const BOOT_MARK = 'knp-bench-boot';
 
-const CONTAINERFILE = join(packageRoot, 'deploy', 'Containerfile');
-
 /** The node flags of the image's ENTRYPOINT: what comes between `node` and the script. */
 export function imageNodeFlags(): string[] {
-  const m = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(readFileSync(CONTAINERFILE, 'utf8'));
-  if (!m) throw new Error('deploy/Containerfile: no ENTRYPOINT in exec form');
-  const argv = JSON.parse(m[1]!) as string[];
+  const argv = containerfileEntrypoint();
   const script = argv.findIndex((a) => a.endsWith('/bin/kube-nft-proxy.js'));
   if (!argv[0]?.endsWith('node') || script < 1)
-    throw new Error(`deploy/Containerfile: ENTRYPOINT ${m[1]} does not run node on bin/kube-nft-proxy.js`);
+    throw new Error(`deploy/Containerfile: ENTRYPOINT ${JSON.stringify(argv)} does not run node on bin/kube-nft-proxy.js`);
   return argv.slice(1, script);
 }
 
-/** The environment of the image (deploy/Containerfile's ENV lines, KEY=value words). */
+/** The environment of the image (deploy/Containerfile's ENV lines). */
 export function imageEnv(): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const m of readFileSync(CONTAINERFILE, 'utf8').matchAll(/^ENV\s+(.+)$/gm)) {
-    for (const kv of m[1]!.trim().split(/\s+/)) {
-      const at = kv.indexOf('=');
-      if (at < 1) throw new Error(`deploy/Containerfile: ENV ${kv} is not KEY=value`);
-      env[kv.slice(0, at)] = kv.slice(at + 1);
-    }
-  }
-  return env;
+  return Object.fromEntries(containerfileEnv().map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
 }
 
 export interface LogRecord {

@@ -78,20 +78,12 @@ umoci insert --image "$out:$version" "$rootfs" /
 # loader ignore the addon's $ORIGIN rpath. io.containers.capabilities is the
 # label podman reads to grant exactly these; deploy/ says the same.
 # One entrypoint for both ways of building the image: deploy/Containerfile's.
-mapfile -t entrypoint_argv < <(node -e '
-  const m = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(require("node:fs").readFileSync(process.argv[1], "utf8"));
-  if (!m) { console.error("deploy/Containerfile: no ENTRYPOINT in exec form"); process.exit(1); }
-  for (const a of JSON.parse(m[1])) console.log(a);' "$(dirname "$0")/../deploy/Containerfile")
+mapfile -t entrypoint_argv < <(node "$(dirname "$0")/containerfile.ts" entrypoint)
 [ ${#entrypoint_argv[@]} -gt 0 ] || { echo "no entrypoint" >&2; exit 1; }
 entrypoint=()
 for a in "${entrypoint_argv[@]}"; do entrypoint+=(--config.entrypoint "$a"); done
-# And its environment: the Containerfile's ENV lines (KEY=value words).
-mapfile -t environment_vars < <(node -e '
-  const text = require("node:fs").readFileSync(process.argv[1], "utf8");
-  for (const m of text.matchAll(/^ENV\s+(.+)$/gm)) for (const kv of m[1].trim().split(/\s+/)) {
-    if (!/^[A-Z_][A-Z0-9_]*=\S*$/.test(kv)) { console.error(`deploy/Containerfile: ENV ${kv} is not KEY=value`); process.exit(1); }
-    console.log(kv);
-  }' "$(dirname "$0")/../deploy/Containerfile")
+# And its environment: the Containerfile's ENV lines.
+mapfile -t environment_vars < <(node "$(dirname "$0")/containerfile.ts" env)
 environment=()
 for kv in "${environment_vars[@]}"; do environment+=(--config.env "$kv"); done
 umoci config --image "$out:$version" \
