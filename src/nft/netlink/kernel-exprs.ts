@@ -5,7 +5,7 @@
 
 import { AT, NAT_RANGE_MAP_IPS, NAT_RANGE_PROTO_SPECIFIED, REG, type AttrType } from './kernel-constants.ts';
 import { assertNever } from '../../assert-never.ts';
-import type { RawAttrs } from './listing-reader.ts';
+import { type RawAttrs, textEnd, u32In } from './listing-reader.ts';
 import type { ByteWriter } from './wire.ts';
 
 export type FieldValue = number | bigint | string | Uint8Array;
@@ -302,19 +302,13 @@ export function reg32(v: number): number {
   return v >= REG.R1 && v <= 4 ? REG.R32_00 + (v - 1) * 4 : v;
 }
 
-function u32At(m: Uint8Array, p: number): number {
+// The framing's ids and lengths, little-endian as ByteReader and ByteWriter have them; values are read with u32In.
+function le32(m: Uint8Array, p: number): number {
   return (m[p]! | (m[p + 1]! << 8) | (m[p + 2]! << 16) | (m[p + 3]! << 24)) >>> 0;
 }
 
-function u16At(m: Uint8Array, p: number): number {
+function le16(m: Uint8Array, p: number): number {
   return m[p]! | (m[p + 1]! << 8);
-}
-
-/** Text up to its first NUL (or its end): the kernel and the writer differ on the terminator. */
-function textEnd(m: Uint8Array, start: number, len: number): number {
-  let end = start;
-  while (end < start + len && m[end] !== 0) end++;
-  return end;
 }
 
 function sameRange(a: Uint8Array, p: number, b: Uint8Array, q: number, len: number): boolean {
@@ -337,7 +331,7 @@ function kernelFilled(l: ExprLayout, id: number, m: Uint8Array, p: number, len: 
   if (how === 'counted') return true;
   if (how === 'zero') return allZero(m, p, len);
   if (len !== 4) return false;
-  const v = u32At(m, p);
+  const v = u32In(m, p);
   if (how === 'nat range flags') {
     const addr = listedU32[SCHEMA.nat.reg_addr_min[0]]! >= 0 ? NAT_RANGE_MAP_IPS : 0;
     const proto = listedU32[SCHEMA.nat.reg_proto_min[0]]! >= 0 ? NAT_RANGE_PROTO_SPECIFIED : 0;
@@ -352,7 +346,7 @@ function sameValue(l: ExprLayout, id: number, a: Uint8Array, p: number, la: numb
   switch (l.fields.get(id)?.[1]) {
     case 'u32':
       if (la < 4 || lb < 4) return false;
-      return l.registers.has(id) ? reg32(u32At(a, p)) === reg32(u32At(b, q)) : u32At(a, p) === u32At(b, q);
+      return l.registers.has(id) ? reg32(u32In(a, p)) === reg32(u32In(b, q)) : u32In(a, p) === u32In(b, q);
     case 'u8':
       return la >= 1 && lb >= 1 && a[p] === b[q];
     case 'str': {
@@ -396,19 +390,19 @@ export function sameEncodedExprs(
     const layout = layoutAt(a, p);
     if (!layout) return false;
     listedU32.fill(-1);
-    let na = u16At(a, p + nameLen + 1);
-    let nb = u16At(b, q + nameLen + 1);
+    let na = le16(a, p + nameLen + 1);
+    let nb = le16(b, q + nameLen + 1);
     p += nameLen + 3;
     q += nameLen + 3;
     while (na > 0 || nb > 0) {
       // An attribute each side still has: id (or -1), and the length of its value, within its run.
-      const ida = na > 0 && p + 7 <= aTo ? u16At(a, p) : -1;
-      const idb = nb > 0 && q + 7 <= bTo ? u16At(b, q) : -1;
+      const ida = na > 0 && p + 7 <= aTo ? le16(a, p) : -1;
+      const idb = nb > 0 && q + 7 <= bTo ? le16(b, q) : -1;
       if ((na > 0 && ida < 0) || (nb > 0 && idb < 0)) return false;
-      const la = ida < 0 ? 0 : u32At(a, p + 3);
-      const lb = idb < 0 ? 0 : u32At(b, q + 3);
+      const la = ida < 0 ? 0 : le32(a, p + 3);
+      const lb = idb < 0 ? 0 : le32(b, q + 3);
       if ((ida >= 0 && p + 7 + la > aTo) || (idb >= 0 && q + 7 + lb > bTo)) return false;
-      if (ida >= 0 && ida < listedU32.length && la === 4) listedU32[ida] = u32At(a, p + 7);
+      if (ida >= 0 && ida < listedU32.length && la === 4) listedU32[ida] = u32In(a, p + 7);
       if (ida === idb) {
         if (!sameValue(layout, ida, a, p + 7, la, b, q + 7, lb)) return false;
       } else if (ida >= 0 && (idb < 0 || ida < idb) && kernelFilled(layout, ida, a, p + 7, la)) {

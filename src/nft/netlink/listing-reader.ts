@@ -213,7 +213,7 @@ export function rawStr(b: Uint8Array | string[] | undefined): string | undefined
 }
 
 /** The host-order u32 at `p` of `m`; by hand, not a DataView per value: a listing reads millions. */
-function u32In(m: Uint8Array, p: number): number {
+export function u32In(m: Uint8Array, p: number): number {
   return (
     (LITTLE
       ? m[p]! | (m[p + 1]! << 8) | (m[p + 2]! << 16) | (m[p + 3]! << 24)
@@ -225,11 +225,16 @@ function u64In(m: Uint8Array, p: number): bigint {
   return new DataView(m.buffer, m.byteOffset + p, 8).getBigUint64(0, LITTLE);
 }
 
-/** The text of `m`'s `len` bytes at `start`, up to the first NUL. */
-function textIn(m: Uint8Array, start: number, len: number): string {
+/** Where the text of `m`'s `len` bytes at `start` ends: its first NUL, or its end (the kernel and the writer differ on the terminator). */
+export function textEnd(m: Uint8Array, start: number, len: number): number {
   let end = start;
   while (end < start + len && m[end] !== 0) end++;
-  return bufferOver(m.buffer).toString('utf8', m.byteOffset + start, m.byteOffset + end);
+  return end;
+}
+
+/** The text of `m`'s `len` bytes at `start`, up to the first NUL. */
+function textIn(m: Uint8Array, start: number, len: number): string {
+  return bufferOver(m.buffer).toString('utf8', m.byteOffset + start, m.byteOffset + textEnd(m, start, len));
 }
 
 // One Buffer over each listing's memory to decode text from, not one per string:
