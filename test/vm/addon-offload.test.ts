@@ -91,7 +91,8 @@ describe('netlink dataplane and flowtables in the VM kernel', () => {
   it('removes a device by re-creating the flowtable in one transaction; the offloaded flow survives and is offloaded again', () => {
     expect(obs.removeExtra).toEqual({ ok: true });
     expect(obs.afterRemove).toEqual({ ours: BOTH, nft: BOTH });
-    expect(obs.longAfterRecreate?.offloaded).toBe(true);
+    // The conntrack line in the message: once in a dozen CI runs the flow is not offloaded again (not understood yet).
+    expect(obs.longAfterRecreate?.offloaded, obs.longAfterRecreate?.line ?? 'no conntrack entry').toBe(true);
   });
 
   it('sees the kernel drop a deleted interface from the flowtable', () => {
