@@ -9,6 +9,7 @@
 #include <napi.h>
 
 #include <malloc.h>
+#include <sys/mman.h>
 
 #include <atomic>
 #include <chrono>
@@ -84,15 +85,18 @@ Napi::Array FailuresToJs(Napi::Env env, const std::vector<knp::OperationFailure>
   return out;
 }
 
-// A batch buffer the addon allocated for JS to encode into (allocateBatch).
-// JS and the commit worker each hold a reference; the memory goes with the last.
+// A batch buffer the addon allocated for JS to encode into (allocateBatch):
+// a mapping of its own, so that the commit can give its pages back as it
+// reads them (Batch::pagesOwned). JS and the commit worker each hold a
+// reference; the mapping goes with the last.
 struct ExternalBatch {
   uint8_t* data;
+  size_t size;
   std::atomic<int> refs{1};
-  explicit ExternalBatch(uint8_t* d) : data(d) {}
+  ExternalBatch(uint8_t* d, size_t n) : data(d), size(n) {}
   void Release() {
     if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      free(data);
+      munmap(data, size);
       delete this;
     }
   }
@@ -106,16 +110,18 @@ std::unordered_map<const void*, ExternalBatch*> externalBatches;
 // allocateBatch(size): ArrayBuffer of `size` zero bytes in memory the addon
 // owns. A full sync's batch is tens to hundreds of MiB: commit() takes such a
 // buffer from JS (detaching it) instead of copying it, so it never exists
-// twice. Zeroed by calloc: a large one is fresh pages, resident only once written.
+// twice. Fresh anonymous pages: resident only once written, and never part of
+// malloc's arenas (which may keep freed memory, see CommitWorker).
 Napi::Value AllocateBatch(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsNumber()) ThrowType(env, "allocateBatch: size must be a number");
   double size = info[0].As<Napi::Number>().DoubleValue();
   if (!(size >= 1 && size <= double(UINT32_MAX)) || size != double(uint64_t(size)))
     ThrowRange(env, "allocateBatch: size must be an integer from 1 to 2^32-1", "ERR_INVALID_ARG_VALUE");
-  auto* data = static_cast<uint8_t*>(calloc(size_t(size), 1));
-  if (data == nullptr) throw Napi::Error::New(env, "allocateBatch: out of memory");
-  auto* batch = new ExternalBatch(data);
+  void* mapped = mmap(nullptr, size_t(size), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mapped == MAP_FAILED) throw Napi::Error::New(env, "allocateBatch: out of memory");
+  auto* data = static_cast<uint8_t*>(mapped);
+  auto* batch = new ExternalBatch(data, size_t(size));
   {
     std::lock_guard<std::mutex> lock(externalBatchesMutex);
     externalBatches.emplace(data, batch);
@@ -152,7 +158,9 @@ Napi::Value AllocateBatch(const Napi::CallbackInfo& info) {
 // checks and reads); the copy is cheap for the small batches of incremental
 // syncs (100k elements, 4.4 MB, cost 2-4 ms on the JS thread of a loaded
 // 2-core machine, test/native/batch-handoff.test.ts).
-knp::BatchBytes BatchArgument(const Napi::CallbackInfo& info, const char* what, size_t* size, bool take) {
+// *pagesOwned: whether it was taken and starts its mapping (Batch::pagesOwned).
+knp::BatchBytes BatchArgument(const Napi::CallbackInfo& info, const char* what, size_t* size, bool take,
+                              bool* pagesOwned = nullptr) {
   if (info.Length() < 1 || !info[0].IsTypedArray() ||
       info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
     ThrowType(info.Env(), std::string(what) + ": batch must be a Uint8Array");
@@ -171,6 +179,7 @@ knp::BatchBytes BatchArgument(const Napi::CallbackInfo& info, const char* what, 
     }
     if (external != nullptr) {
       const uint8_t* start = data.Data();
+      if (pagesOwned != nullptr) *pagesOwned = start == external->data;
       external->refs.fetch_add(1, std::memory_order_relaxed);
       buffer.Detach();
       return knp::BatchBytes(start, [external](const uint8_t*) { external->Release(); });
@@ -185,15 +194,16 @@ class CommitWorker : public Napi::AsyncWorker {
   static constexpr size_t kTrimAfterBytes = size_t(4) << 20;
 
  public:
-  CommitWorker(Napi::Env env, knp::BatchBytes batch, size_t size, std::string netns)
+  CommitWorker(Napi::Env env, knp::BatchBytes batch, size_t size, bool pagesOwned, std::string netns)
       : Napi::AsyncWorker(env, "knp.commit"), deferred_(Napi::Promise::Deferred::New(env)), bytes_(std::move(batch)),
-        size_(size), netns_(std::move(netns)) {}
+        size_(size), pagesOwned_(pagesOwned), netns_(std::move(netns)) {}
   Napi::Promise Promise() { return deferred_.Promise(); }
 
   void Execute() override {
     auto t0 = std::chrono::steady_clock::now();
     parsed_ = knp::ParseBatch(std::move(bytes_), size_, &batch_, &inputError_);
     parseMs_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    batch_.pagesOwned = pagesOwned_;
     if (parsed_) knp::CommitBatch(batch_, netns_, &result_);
     // The answers are in result_. The netlink messages built from a full
     // sync's batch (freed when CommitBatch returned) are tens of MiB: glibc
@@ -219,6 +229,7 @@ class CommitWorker : public Napi::AsyncWorker {
     out.Set("failures", FailuresToJs(env, result_.failures));
     out.Set("messages", Napi::Number::New(env, result_.messages));
     out.Set("bytes", Napi::Number::New(env, double(result_.bytes)));
+    out.Set("releasedBytes", Napi::Number::New(env, double(result_.releasedBytes)));
     Napi::Object timing = Napi::Object::New(env);
     timing.Set("parseMs", Napi::Number::New(env, parseMs_));
     timing.Set("openMs", Napi::Number::New(env, result_.openMs));
@@ -238,6 +249,7 @@ class CommitWorker : public Napi::AsyncWorker {
   // The bytes, until ParseBatch takes them into batch_.
   knp::BatchBytes bytes_;
   size_t size_;
+  bool pagesOwned_;
   std::string netns_;
   bool parsed_ = false;
   double parseMs_ = 0;
@@ -301,9 +313,10 @@ class GenerationWorker : public Napi::AsyncWorker {
 Napi::Value Commit(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   size_t size = 0;
-  knp::BatchBytes bytes = BatchArgument(info, "commit", &size, true);
+  bool pagesOwned = false;
+  knp::BatchBytes bytes = BatchArgument(info, "commit", &size, true, &pagesOwned);
   std::string netns = NetnsOption(info, 1);
-  auto* worker = new CommitWorker(env, std::move(bytes), size, std::move(netns));
+  auto* worker = new CommitWorker(env, std::move(bytes), size, pagesOwned, std::move(netns));
   Napi::Promise promise = worker->Promise();
   worker->Queue();
   return promise;

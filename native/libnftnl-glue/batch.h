@@ -58,6 +58,10 @@ struct Batch {
   // The netlink bytes the batch is expected to take at most: the send buffer's
   // first size (the builder still checks every message against what is left).
   size_t netlinkSize = 0;
+  // Whether the bytes lie in pages nothing else uses (a buffer from
+  // allocateBatch that commit() took): the builder then gives the pages it
+  // has read back to the OS (see BuildMessages).
+  bool pagesOwned = false;
 };
 
 // What went wrong with an input buffer: a stable code and a readable message.
@@ -102,13 +106,6 @@ inline AttrView NextAttr(const uint8_t* bytes, size_t* pos) {
   AttrView a{LeU16(p), AttrType(p[2]), LeU32(p + 3), p + 7};
   *pos += 7 + a.len;
   return a;
-}
-
-// Moves *pos past an attribute list.
-inline void SkipAttrs(const uint8_t* bytes, size_t* pos) {
-  uint16_t n = LeU16(bytes + *pos);
-  *pos += 2;
-  for (uint16_t i = 0; i < n; i++) *pos += 7 + LeU32(bytes + *pos + 3);
 }
 
 }  // namespace knp

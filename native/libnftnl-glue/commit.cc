@@ -60,6 +60,7 @@ void CommitBatch(const Batch& batch, const std::string& netnsPath, CommitResult*
   }
   result->messages = uint32_t(builder.messages.size());
   result->bytes = builder.buffer.size();
+  result->releasedBytes = builder.releasedBytes;
   // Every failing message may answer with an error; room for all of them.
   sock.SizeBuffers(builder.buffer.size() + 65536, std::max<size_t>(1 << 20, builder.messages.size() * 320));
   t0 = std::chrono::steady_clock::now();
@@ -95,9 +96,9 @@ void CommitBatch(const Batch& batch, const std::string& netnsPath, CommitResult*
       const Record& rec = batch.records[m.record];
       index = rec.opIndex;
       if (rec.kind == ObjectKind::Elements && m.elemCount > 0) {
-        index = LeU32(batch.data + m.elemAt);
+        index = builder.elementOps[m.firstElement];
         if (hasOffset) {
-          int64_t at = ElementAtOffset(builder, m, batch, offset);
+          int64_t at = ElementAtOffset(builder, m, offset);
           if (at >= 0) index = at;
         }
       }

@@ -18,6 +18,8 @@ struct CommitResult {
   std::vector<OperationFailure> failures;
   uint32_t messages = 0;
   size_t bytes = 0;
+  // Bytes of the batch given back to the OS while the messages were built.
+  size_t releasedBytes = 0;
   // Where the worker's time went: building messages, the kernel processing the
   // batch inside send(), and reading its answers back.
   double openMs = 0;  // opening the socket (in the target namespace)

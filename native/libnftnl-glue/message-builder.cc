@@ -11,6 +11,9 @@
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cerrno>
 
 #include "attr-rules.h"
@@ -96,10 +99,14 @@ int NoArray(void*, uint16_t, const char**) { return -1; }
 // room for the last element that is checked only once written.
 constexpr size_t kMaxNestBytes = 60000;
 
+// Read pages of a batch are given back in steps of at least this much: one
+// madvise per record would be tens of thousands of system calls.
+constexpr size_t kReleaseStep = size_t(1) << 20;
+
 class BatchBuilder {
  public:
   BatchBuilder(const Batch& b, BuiltBatch* out)
-      : buffer(out->buffer), messages(out->messages), b_(b), bytes_(b.data) {
+      : buffer(out->buffer), messages(out->messages), elementOps(out->elementOps), out_(*out), b_(b), bytes_(b.data) {
     buffer.Reset(b.netlinkSize + 4096);
   }
 
@@ -116,6 +123,8 @@ class BatchBuilder {
     buffer.Advance(nftnl_batch_begin(buffer.Tail(), seq_++)->nlmsg_len);
     for (uint32_t r = 0; r < b_.records.size(); r++) {
       const Record& rec = b_.records[r];
+      // Nothing before a record is read again: answers are mapped through elementOps.
+      if (b_.pagesOwned) ReleaseBefore(rec.attrs);
       if (rec.kind == ObjectKind::Elements) AddElements(r);
       else if (rec.kind == ObjectKind::Rule) AddRule(r);
       else AddObject(r);
@@ -126,16 +135,33 @@ class BatchBuilder {
 
   SendBuffer& buffer;
   std::vector<MessageInfo>& messages;
+  std::vector<uint32_t>& elementOps;
 
  private:
-  nlmsghdr* Begin(const Record& rec, uint32_t record, size_t bound, uint32_t elemAt = 0, uint32_t elemCount = 0) {
+  nlmsghdr* Begin(const Record& rec, uint32_t record, size_t bound, uint32_t elemCount = 0) {
     buffer.Ensure(bound);
-    messages.push_back({record, elemAt, elemCount, buffer.size()});
+    messages.push_back({record, uint32_t(elementOps.size()), elemCount, buffer.size()});
     return nftnl_nlmsg_build_hdr(buffer.Tail(), rec.msgType, rec.family, rec.flags, seq_++);
   }
   void End(const nlmsghdr* nlh) { buffer.Advance(nlh->nlmsg_len); }
   // Drops the message Begin() started: the next one is written over it.
-  void Abandon() { messages.pop_back(); }
+  void Abandon() {
+    elementOps.resize(messages.back().firstElement);
+    messages.pop_back();
+  }
+
+  // Gives the whole pages of the batch before `offset` back to the OS; they
+  // read as zeros from then on.
+  void ReleaseBefore(size_t offset) {
+    static const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+    const uintptr_t start = reinterpret_cast<uintptr_t>(bytes_);
+    const uintptr_t from = (start + released_ + page - 1) & ~(page - 1);
+    const uintptr_t to = (start + offset) & ~(page - 1);
+    if (to < from + kReleaseStep) return;
+    if (madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED) != 0) return;
+    released_ = to - start;
+    out_.releasedBytes += to - from;
+  }
 
   // A failure of operation `index`; the batch will not be sent.
   bool Fail(int64_t index, int error, const std::string& what) {
@@ -297,12 +323,13 @@ class BatchBuilder {
         ok = Fail(LeU32(bytes_ + pos), EMSGSIZE, "the element exceeds 64 KiB");
         break;
       }
-      nlmsghdr* nlh = Begin(rec, r, setBound + nest + 64, uint32_t(pos), n);
+      nlmsghdr* nlh = Begin(rec, r, setBound + nest + 64, n);
       nftnl_set_elems_nlmsg_build_payload(nlh, s);  // the set's names: its element list is empty
       if (n > 0) {
         nlattr* list = mnl_attr_nest_start(nlh, NFTA_SET_ELEM_LIST_ELEMENTS);
         for (uint32_t k = 0; k < n; k++) {
           const uint32_t opIndex = LeU32(bytes_ + pos);
+          elementOps.push_back(opIndex);
           pos += 4;
           uint64_t ids = 0;
           ok = ApplyAttrs(bytes_, &pos, elem_, nftnl_set_elem_set, NoArray, &ids);
@@ -322,13 +349,17 @@ class BatchBuilder {
       }
       End(nlh);
       done += n;
+      // The set's attributes were read once, into s: only what follows pos is read again.
+      if (b_.pagesOwned) ReleaseBefore(pos);
     } while (done < rec.count);
     nftnl_set_free(s);
     return ok;
   }
 
+  BuiltBatch& out_;
   const Batch& b_;
   const uint8_t* bytes_;
+  size_t released_ = 0;
   std::vector<OperationFailure>* failures_ = nullptr;
   uint32_t seq_ = 0;
   nftnl_rule* rule_ = nullptr;
@@ -343,7 +374,7 @@ void BuildMessages(const Batch& batch, uint32_t baseSeq, BuiltBatch* out, std::v
   builder.Build(baseSeq, failures);
 }
 
-int64_t ElementAtOffset(const BuiltBatch& built, const MessageInfo& m, const Batch& b, uint32_t offset) {
+int64_t ElementAtOffset(const BuiltBatch& built, const MessageInfo& m, uint32_t offset) {
   const auto* nlh = reinterpret_cast<const nlmsghdr*>(built.buffer.data() + m.offset);
   const char* base = reinterpret_cast<const char*>(nlh);
   size_t pos = NLMSG_HDRLEN + MNL_ALIGN(sizeof(nfgenmsg));
@@ -357,15 +388,8 @@ int64_t ElementAtOffset(const BuiltBatch& built, const MessageInfo& m, const Bat
       while (inner + sizeof(nlattr) <= end) {
         const auto* elem = reinterpret_cast<const nlattr*>(base + inner);
         if (elem->nla_len < sizeof(nlattr)) break;
-        if (offset >= inner && offset < inner + elem->nla_len && k < m.elemCount) {
-          // The k-th element of the message, read from the batch.
-          size_t at = m.elemAt;
-          for (uint32_t j = 0; j < k; j++) {
-            at += 4;
-            SkipAttrs(b.data, &at);
-          }
-          return LeU32(b.data + at);
-        }
+        if (offset >= inner && offset < inner + elem->nla_len && k < m.elemCount)
+          return built.elementOps[m.firstElement + k];
         inner += MNL_ALIGN(elem->nla_len);
         k++;
       }

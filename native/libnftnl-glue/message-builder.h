@@ -59,20 +59,29 @@ struct OperationFailure {
 
 struct MessageInfo {
   uint32_t record;
-  uint32_t elemAt;     // batch offset of the message's first element
-  uint32_t elemCount;  // elements in the message
-  size_t offset;       // of its nlmsghdr in the send buffer
+  uint32_t firstElement;  // index in BuiltBatch::elementOps of the message's first element
+  uint32_t elemCount;     // elements in the message
+  size_t offset;          // of its nlmsghdr in the send buffer
 };
 
 struct BuiltBatch {
   SendBuffer buffer;
   std::vector<MessageInfo> messages;  // messages[i] has sequence number baseSeq + 1 + i
+  // The operation of each element sent, in message order: the kernel's
+  // answers are mapped to operations without the batch's bytes, which a
+  // batch in pages of its own no longer has once built.
+  std::vector<uint32_t> elementOps;
+  // Bytes of the batch given back to the OS while the messages were built.
+  size_t releasedBytes = 0;
 };
 
 // At most this many elements go into one NEWSETELEM/DELSETELEM message.
 constexpr uint32_t kElementsPerMessage = 500;
 
-// Builds every message. A record that libnftnl refuses, or whose message
+// Builds every message. A batch whose pages are its own (Batch::pagesOwned)
+// is given back to the OS as it is read: the messages take about as much
+// memory again, and a full sync's batch is tens to hundreds of MiB, so the
+// two are never both resident. A record that libnftnl refuses, or whose message
 // would not fit netlink's 16-bit attribute lengths, adds a failure naming its
 // operation (an element's own), and the rest are still built so that every
 // such failure is reported at once; the batch must then not be sent.
@@ -80,6 +89,6 @@ void BuildMessages(const Batch& batch, uint32_t baseSeq, BuiltBatch* out, std::v
 
 // The operation of the element that the kernel's error offset points into in
 // element message m, or -1.
-int64_t ElementAtOffset(const BuiltBatch& built, const MessageInfo& m, const Batch& b, uint32_t offset);
+int64_t ElementAtOffset(const BuiltBatch& built, const MessageInfo& m, uint32_t offset);
 
 }  // namespace knp

@@ -40,6 +40,8 @@ export interface NativeCommitResult {
   /** Netlink messages and bytes the batch took. */
   messages: number;
   bytes: number;
+  /** Bytes of a taken batch (one from allocateBatch) given back to the OS while its messages were built. */
+  releasedBytes: number;
   /** Where the worker thread's time went, in milliseconds. */
   timing: NativeCommitTiming;
 }

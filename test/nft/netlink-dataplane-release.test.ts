@@ -63,7 +63,7 @@ async function commitGenerated(answerWith: Omit<NativeCommitResult, 'timing'>) {
 
 describe('the netlink dataplane while the batch is in the kernel', () => {
   it('holds none of the operations, and records the commit once answered', async () => {
-    const { collected, outcome, dataplane } = await commitGenerated({ failures: [], messages: 6, bytes: 400 });
+    const { collected, outcome, dataplane } = await commitGenerated({ failures: [], messages: 6, bytes: 400, releasedBytes: 0 });
     expect(collected).toBe(true);
     expect(outcome).toBe('ok');
     expect(dataplane.lastCommit).toMatchObject({ operations: 4, messages: 6 });
@@ -75,6 +75,7 @@ describe('the netlink dataplane while the batch is in the kernel', () => {
       failures: [{ index: 2, errno: 22, message: 'no', origin: 'kernel' }],
       messages: 6,
       bytes: 400,
+      releasedBytes: 0,
     });
     expect(collected).toBe(true);
     expect(outcome).toBeInstanceOf(NftCommitError);

@@ -30,6 +30,8 @@ export interface CommitStats extends NativeCommitTiming {
   /** From the call to the kernel's answer. */
   totalMs: number;
   batchBytes: number;
+  /** Of batchBytes, given back to the OS by the addon while it built the messages. */
+  batchReleasedBytes: number;
   messages: number;
 }
 
@@ -135,6 +137,7 @@ export class NetlinkDataplane implements Dataplane {
       handoffMs: handed.handedAt - handed.encodedAt,
       totalMs: performance.now() - t0,
       batchBytes: handed.batchBytes,
+      batchReleasedBytes: result.releasedBytes,
       messages: result.messages,
       ...result.timing,
     };
