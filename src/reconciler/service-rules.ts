@@ -441,10 +441,10 @@ export function renderServicePort(
   if (usesService && clusterWide)
     policyChain(serviceChain, PREFIX.endpoints + base, clusterWide, iLocal ? undefined : clusterIPMasquerade());
   if (usesLocal && localOnly) policyChain(localChain, PREFIX.localEndpoints + base, localOnly, iLocal ? clusterIPMasquerade() : undefined);
-  // Counted per address by the ruleset (element-claims.ts): `ip . ip` is the same whoever wants it.
-  if (hairpin.size > 0) b.fragment.hairpin = [...hairpin];
-
   endpointChains(b, sp, proto, endpointChain.values());
-  if (regions.length > 0) b.fragment.regions = regions;
-  return b.fragment;
+  return b.finish({
+    // Counted per address by the ruleset (element-claims.ts): `ip . ip` is the same whoever wants it.
+    hairpin: hairpin.size > 0 ? [...hairpin] : undefined,
+    regions: regions.length > 0 ? regions : undefined,
+  });
 }

@@ -196,5 +196,5 @@ export function renderSkeleton(
       { kind: 'flow-offload', flowtable: FLOWTABLE },
     ]);
   }
-  return b.fragment;
+  return b.finish();
 }
