@@ -114,6 +114,12 @@ try {
     (e) => !!e?.offloaded,
     5_000,
   );
+  // Not offloaded again: a second look tells a stalled flow (its counters still) from one that moves on the slow path.
+  let longSecondLook: ConntrackEntry | undefined;
+  if (!longAfterRecreate?.offloaded) {
+    await new Promise((r) => setTimeout(r, 1_000));
+    longSecondLook = longEntry(long.port);
+  }
 
   // The interface vanishes while it is in the flowtable: the kernel drops it.
   const readd = await commitOutcome([{ verb: 'add', object: flowtable([ifA, ifB, 'r-extra']) }]);
@@ -148,6 +154,7 @@ try {
       removeExtra,
       afterRemove,
       longAfterRecreate,
+      longSecondLook,
       readd,
       beforeDelete,
       afterLinkDelete,
