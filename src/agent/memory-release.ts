@@ -74,8 +74,15 @@ export function worthCollecting(ops: number | undefined, first: boolean): boolea
 
 /** How long the agent must have been without a sync before it looks at its memory again. */
 export const IDLE_RELEASE_QUIET_MS = 5_000;
-/** RSS grown past the level left by the last release that is worth a collection once idle. */
-const IDLE_RELEASE_GROWTH_BYTES = 8 * 2 ** 20;
+/**
+ * RSS grown past the level left by the last release that is worth a
+ * collection once idle: this much, or this share of that level, whichever is
+ * more. At 10k Services the changes of a burst leave ~5 MiB (of ~125), which
+ * a full collection of its ~60 MB heap gives back in tens of ms; at 100k the
+ * collection takes most of a second, and only a larger growth is worth it.
+ */
+const IDLE_RELEASE_GROWTH_BYTES = 4 * 2 ** 20;
+const IDLE_RELEASE_GROWTH_SHARE = 0.03;
 
 export type ReleaseReason = 'large sync' | 'planning of a large sync' | 'idle';
 
@@ -85,7 +92,9 @@ export interface MemoryReleaserOptions {
   /** The process's resident set size in bytes. */
   rss: () => number;
   quietMs?: number;
+  /** See IDLE_RELEASE_GROWTH_BYTES and _SHARE. */
   growthBytes?: number;
+  growthShare?: number;
 }
 
 /**
@@ -93,7 +102,7 @@ export interface MemoryReleaserOptions {
  * once (on the next turn of the event loop). Small syncs leave a little behind
  * each: V8 grows its heap towards its next collection limit and the worker
  * threads' malloc arenas keep what the commits freed, so a 10k-service agent
- * idles ~15 MiB above where it stood after its last release. That is given
+ * idles ~5 MiB above where it stood after its last release. That is given
  * back once the agent has been quiet for a while, if it has grown enough to be
  * worth a full collection (tens of ms for a large cluster's heap) — never
  * during churn, when V8's own collections bound the heap.
@@ -106,7 +115,12 @@ export class MemoryReleaser {
   #idle: ReturnType<typeof setTimeout> | undefined;
 
   constructor(options: MemoryReleaserOptions) {
-    this.#options = { quietMs: IDLE_RELEASE_QUIET_MS, growthBytes: IDLE_RELEASE_GROWTH_BYTES, ...options };
+    this.#options = {
+      quietMs: IDLE_RELEASE_QUIET_MS,
+      growthBytes: IDLE_RELEASE_GROWTH_BYTES,
+      growthShare: IDLE_RELEASE_GROWTH_SHARE,
+      ...options,
+    };
   }
 
   /** After every successful sync, with the operations it committed. */
@@ -122,7 +136,9 @@ export class MemoryReleaser {
     }
     this.#idle = setTimeout(() => {
       this.#idle = undefined;
-      if (this.#options.rss() - this.#afterLastRelease >= this.#options.growthBytes) this.#release('idle');
+      const { rss, growthBytes, growthShare } = this.#options;
+      const level = this.#afterLastRelease;
+      if (rss() - level >= Math.max(growthBytes, growthShare * level)) this.#release('idle');
     }, this.#options.quietMs);
     this.#idle.unref();
   }

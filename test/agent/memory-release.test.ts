@@ -87,6 +87,7 @@ describe('MemoryReleaser', () => {
       rss: () => state.rss,
       quietMs: 5_000,
       growthBytes: 8 * MiB,
+      growthShare: 0.03,
     });
     return state;
   }
@@ -147,6 +148,21 @@ describe('MemoryReleaser', () => {
     vi.advanceTimersByTime(1);
     expect(state.releases).toEqual(['large sync', 'idle']);
     expect(state.rss).toBe(100 * MiB);
+  });
+
+  it('after small syncs of a large agent, only when the RSS grew by a share of what it held after the last release', () => {
+    const state = setup(400 * MiB);
+    releaser!.synced(10, true);
+    vi.advanceTimersToNextTimer();
+    // 3% of 400 MiB is 12 MiB: 11 are not worth a full collection of a heap that size.
+    state.rss += 11 * MiB;
+    releaser!.synced(4, false);
+    vi.advanceTimersByTime(10_000);
+    expect(state.releases).toEqual(['large sync']);
+    state.rss += 1 * MiB;
+    releaser!.synced(4, false);
+    vi.advanceTimersByTime(5_000);
+    expect(state.releases).toEqual(['large sync', 'idle']);
   });
 
   it('never during churn: every sync restarts the quiet period', () => {
