@@ -106,7 +106,8 @@ constexpr size_t kReleaseStep = size_t(1) << 20;
 class BatchBuilder {
  public:
   BatchBuilder(const Batch& b, BuiltBatch* out)
-      : buffer(out->buffer), messages(out->messages), elementOps(out->elementOps), out_(*out), b_(b), bytes_(b.data) {
+      : buffer(out->buffer), messages(out->messages), elementOps(out->elementOps), releasedBytes_(out->releasedBytes),
+        b_(b), bytes_(b.data) {
     buffer.Reset(b.netlinkSize + 4096);
   }
 
@@ -160,7 +161,7 @@ class BatchBuilder {
     if (to < from + kReleaseStep) return;
     if (madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED) != 0) return;
     released_ = to - start;
-    out_.releasedBytes += to - from;
+    releasedBytes_ += to - from;
   }
 
   // A failure of operation `index`; the batch will not be sent.
@@ -356,7 +357,7 @@ class BatchBuilder {
     return ok;
   }
 
-  BuiltBatch& out_;
+  size_t& releasedBytes_;
   const Batch& b_;
   const uint8_t* bytes_;
   size_t released_ = 0;
