@@ -32,8 +32,7 @@ interface Observations {
   afterAdd: Devices;
   removeExtra: Outcome;
   afterRemove: Devices;
-  longAfterRecreate?: Entry;
-  longSecondLook?: Entry;
+  longAfterRecreate: { lines: Array<string | undefined>; counted: number; forwarded: number; onFastPath: boolean };
   readd: Outcome;
   beforeDelete: Devices;
   afterLinkDelete: Devices;
@@ -92,10 +91,9 @@ describe('netlink dataplane and flowtables in the VM kernel', () => {
   it('removes a device by re-creating the flowtable in one transaction; the offloaded flow survives and is offloaded again', () => {
     expect(obs.removeExtra).toEqual({ ok: true });
     expect(obs.afterRemove).toEqual({ ours: BOTH, nft: BOTH });
-    // The conntrack lines in the message: once in a dozen CI runs the flow is not offloaded again (not understood yet);
-    // the second, a second later, tells whether it still moves.
-    const lines = [obs.longAfterRecreate, obs.longSecondLook].map((e) => e?.line ?? 'no conntrack entry').join(' / then: ');
-    expect(obs.longAfterRecreate?.offloaded, lines).toBe(true);
+    // On the new flowtable's fast path: marked, uncounted by conntrack, forwarded. The looks are in the
+    // message: once in a dozen CI runs the flow was not offloaded again (not understood yet).
+    expect(obs.longAfterRecreate.onFastPath, JSON.stringify(obs.longAfterRecreate)).toBe(true);
   });
 
   it('sees the kernel drop a deleted interface from the flowtable', () => {

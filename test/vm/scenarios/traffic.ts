@@ -17,6 +17,8 @@ export interface ConntrackEntry {
   sport: number;
   dport: number;
   offloaded: boolean;
+  /** Packets counted in the original direction (0 without conntrack accounting). */
+  packets: number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -38,7 +40,14 @@ export function conntrackTcp(ns: NetNs): ConntrackEntry[] {
       sport: Number(/sport=(\d+)/.exec(line)?.[1]),
       dport: Number(/dport=(\d+)/.exec(line)?.[1]),
       offloaded: line.includes('[OFFLOAD]'),
+      packets: Number(/packets=(\d+)/.exec(line)?.[1] ?? 0),
     }));
+}
+
+/** Packets a link in ns has sent. */
+export function linkTxPackets(ns: NetNs, link: string): number {
+  const stats = JSON.parse(ns.exec('ip', ['-j', '-s', 'link', 'show', link])) as Array<{ stats64: { tx: { packets: number } } }>;
+  return stats[0]?.stats64.tx.packets ?? 0;
 }
 
 /** Polls until pred holds or the time is up; returns the last value either way. */
