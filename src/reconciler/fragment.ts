@@ -96,24 +96,20 @@ export function claimKeysOf(f: Fragment): readonly string[] {
   return f.claimKeys?.length === f.elements.length ? f.claimKeys : f.elements.map(claimKey);
 }
 
-function emptyFragment(): Fragment {
-  // Every field in the literal, the optional ones too: filled in later, they
-  // would go to an out-of-object array in each of 100k fragments.
-  return {
-    chains: [],
-    sets: [],
-    elements: [],
-    claimKeys: undefined,
-    ownElements: undefined,
-    hairpin: undefined,
-    flowtables: [],
-    regions: undefined,
-  };
+/** A copy of a list to its length; none for an empty one (the fragment's optional lists). */
+function copyOrNone<T>(list: readonly T[]): T[] | undefined {
+  return list.length > 0 ? list.slice() : undefined;
 }
 
 /** Collects a fragment for one table, in the order objects are declared. */
 export class FragmentBuilder {
-  readonly fragment: Fragment = emptyFragment();
+  readonly #chains: ChainSpec[] = [];
+  readonly #sets: Array<NftSet | NftMap> = [];
+  readonly #elements: Element[] = [];
+  /** claimKey() of each of #elements. */
+  readonly #claimKeys: string[] = [];
+  readonly #ownElements: Array<Element | SlotRun> = [];
+  readonly #flowtables: Flowtable[] = [];
   private readonly family: Chain['family'];
   private readonly table: string;
   private readonly byName = new Map<string, ChainSpec>();
@@ -131,7 +127,7 @@ export class FragmentBuilder {
       if (extra.comment) chain.comment = extra.comment;
       spec = { chain, rules: [] };
       this.byName.set(name, spec);
-      this.fragment.chains.push(spec);
+      this.#chains.push(spec);
     }
     return spec;
   }
@@ -144,26 +140,23 @@ export class FragmentBuilder {
   }
 
   set(s: Omit<NftSet, 'kind' | 'family' | 'table'>): void {
-    this.fragment.sets.push({ kind: 'set', family: this.family, table: this.table, ...s });
+    this.#sets.push({ kind: 'set', family: this.family, table: this.table, ...s });
   }
 
   map(m: Omit<NftMap, 'kind' | 'family' | 'table'>): void {
-    this.fragment.sets.push({ kind: 'map', family: this.family, table: this.table, ...m });
+    this.#sets.push({ kind: 'map', family: this.family, table: this.table, ...m });
   }
 
   element(set: string, key: string[], value?: Element['value'], comment?: string): void {
     const e = this.#element(set, key, value);
     if (comment) e.comment = comment;
-    this.fragment.elements.push(e);
-    this.fragment.claimKeys ??= [];
-    this.fragment.claimKeys.push(claimKey(e));
+    this.#elements.push(e);
+    this.#claimKeys.push(claimKey(e));
   }
 
   /** An element only this fragment can want (see Fragment.ownElements). */
   ownElement(set: string, key: string[], value?: Element['value']): void {
-    const e = this.#element(set, key, value);
-    this.fragment.ownElements ??= [];
-    this.fragment.ownElements.push(e);
+    this.#ownElements.push(this.#element(set, key, value));
   }
 
   /**
@@ -178,31 +171,31 @@ export class FragmentBuilder {
   /** Slots `offset + i` of `set` for each of `endpoints` (see SlotRun): elements only this fragment can want. */
   slots(set: string, offset: number, endpoints: readonly Endpoint[]): void {
     if (endpoints.length === 0) return;
-    this.fragment.ownElements ??= [];
-    this.fragment.ownElements.push({ kind: 'slots', family: this.family, table: this.table, set, offset, endpoints });
+    this.#ownElements.push({ kind: 'slots', family: this.family, table: this.table, set, offset, endpoints });
   }
 
   flowtable(f: Omit<Flowtable, 'kind' | 'family' | 'table'>): void {
-    this.fragment.flowtables.push({ kind: 'flowtable', family: this.family, table: this.table, ...f });
+    this.#flowtables.push({ kind: 'flowtable', family: this.family, table: this.table, ...f });
   }
 
   /**
    * The fragment, every list copied to its length. A list grown by push from
    * empty has room for 17 (152 bytes) for its one or two entries: a fragment
    * has up to eight such lists, which at 10k Services were ~10 MB of a full
-   * sync's peak, where every rendering is alive at once.
+   * sync's peak, where every rendering is alive at once. Every field is in
+   * the literal, the optional ones too: added later, they would go to an
+   * out-of-object array in each of 100k fragments.
    */
   finish(extra: Pick<Fragment, 'hairpin' | 'regions'> = {}): Fragment {
-    const f = this.fragment;
-    for (const c of f.chains) c.rules = c.rules.slice();
+    for (const c of this.#chains) c.rules = c.rules.slice();
     return {
-      chains: f.chains.slice(),
-      sets: f.sets.slice(),
-      elements: f.elements.slice(),
-      claimKeys: f.claimKeys?.slice(),
-      ownElements: f.ownElements?.slice(),
+      chains: this.#chains.slice(),
+      sets: this.#sets.slice(),
+      elements: this.#elements.slice(),
+      claimKeys: copyOrNone(this.#claimKeys),
+      ownElements: copyOrNone(this.#ownElements),
       hairpin: extra.hairpin,
-      flowtables: f.flowtables.slice(),
+      flowtables: this.#flowtables.slice(),
       regions: extra.regions?.slice(),
     };
   }
