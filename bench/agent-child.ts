@@ -28,7 +28,7 @@ export function imageNodeFlags(): string[] {
 
 /** The environment of the image (deploy/Containerfile's ENV lines). */
 export function imageEnv(): Record<string, string> {
-  return Object.fromEntries(containerfileEnv().map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+  return Object.fromEntries(containerfileEnv());
 }
 
 export interface LogRecord {

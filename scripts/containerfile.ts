@@ -23,13 +23,14 @@ export function containerfileEntrypoint(): string[] {
   return JSON.parse(m[1]!) as string[];
 }
 
-/** The ENV lines' KEY=value words, in order. */
-export function containerfileEnv(): string[] {
-  const out: string[] = [];
+/** The ENV lines' KEY=value words as [KEY, value], in order. */
+export function containerfileEnv(): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
   for (const m of text().matchAll(/^ENV\s+(.+)$/gm)) {
     for (const kv of m[1]!.trim().split(/\s+/)) {
-      if (!/^[A-Z_][A-Z0-9_]*=\S*$/.test(kv)) throw new Error(`deploy/Containerfile: ENV ${kv} is not KEY=value`);
-      out.push(kv);
+      const word = /^([A-Z_][A-Z0-9_]*)=(\S*)$/.exec(kv);
+      if (!word) throw new Error(`deploy/Containerfile: ENV ${kv} is not KEY=value`);
+      out.push([word[1]!, word[2]!]);
     }
   }
   return out;
@@ -41,5 +42,6 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     process.stderr.write('usage: node scripts/containerfile.ts entrypoint|env\n');
     process.exit(2);
   }
-  for (const line of what === 'entrypoint' ? containerfileEntrypoint() : containerfileEnv()) process.stdout.write(`${line}\n`);
+  const lines = what === 'entrypoint' ? containerfileEntrypoint() : containerfileEnv().map(([key, value]) => `${key}=${value}`);
+  for (const line of lines) process.stdout.write(`${line}\n`);
 }
