@@ -32,7 +32,7 @@ interface Observations {
   afterAdd: Devices;
   removeExtra: Outcome;
   afterRemove: Devices;
-  longAfterRecreate: { lines: Array<string | undefined>; counted: number; forwarded: number; onFastPath: boolean };
+  longAfterRecreate: { lines: Array<string | undefined>; marked: boolean; counted: number; forwarded: number; onFastPath: boolean };
   readd: Outcome;
   beforeDelete: Devices;
   afterLinkDelete: Devices;
@@ -91,8 +91,7 @@ describe('netlink dataplane and flowtables in the VM kernel', () => {
   it('removes a device by re-creating the flowtable in one transaction; the offloaded flow survives and is offloaded again', () => {
     expect(obs.removeExtra).toEqual({ ok: true });
     expect(obs.afterRemove).toEqual({ ours: BOTH, nft: BOTH });
-    // On the new flowtable's fast path: marked, uncounted by conntrack, forwarded. The looks are in the
-    // message: once in a dozen CI runs the flow was not offloaded again (not understood yet).
+    // On the new flowtable's fast path: forwarded, uncounted by conntrack (the looks are in the message).
     expect(obs.longAfterRecreate.onFastPath, JSON.stringify(obs.longAfterRecreate)).toBe(true);
   });
 
