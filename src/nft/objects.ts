@@ -117,6 +117,11 @@ export function isVerdictValue(v: Element['value']): v is Verdict {
   return typeof v === 'object' && !Array.isArray(v);
 }
 
+/**
+ * As in nft, `delete` of a flowtable that lists devices takes only those devices
+ * out of it (the kernel's in-place hook removal: its flows stay offloaded); with
+ * no devices it deletes the flowtable.
+ */
 export interface Flowtable {
   kind: 'flowtable';
   family: Family;

@@ -143,9 +143,14 @@ export function checkOperation(op: Operation, ctx: CheckContext): void {
       if (defining) {
         if (o.hook !== 'ingress') fail('a flowtable hooks ingress');
         if (!Number.isInteger(o.priority) || o.priority < INT32_MIN || o.priority > INT32_MAX) fail('priority must be a 32-bit integer');
+      }
+      if (defining || op.verb === 'delete') {
         if (!Array.isArray(o.devices)) fail('devices must be a list');
         for (const d of o.devices) checkCanonical('ifname', d, 'flowtable device');
         if (new Set(o.devices).size !== o.devices.length) fail('a device is listed twice');
+      } else if (op.verb === 'destroy' && Array.isArray(o.devices) && o.devices.length > 0) {
+        // Kernels differ on a missing device here; only delete takes devices out.
+        fail('destroy takes the whole flowtable: list no devices');
       }
       return;
     case 'rule': {

@@ -256,7 +256,7 @@ function renderOperation(verb: Operation['verb'], o: Exclude<Operation['object']
       if (defining) types.set(`${o.family} ${o.table} ${o.name}`, o);
       return head(verb, o.kind, o, renderName(o.name)) + (defining ? braces(containerSpec(o)) : '');
     case 'flowtable':
-      return head(verb, 'flowtable', o, renderName(o.name)) + (defining ? braces(flowtableSpec(o)) : '');
+      return head(verb, 'flowtable', o, renderName(o.name)) + (defining || o.devices.length > 0 ? braces(flowtableSpec(o)) : '');
     case 'rule': {
       const at = head(verb, 'rule', o, renderName(o.chain));
       if (verb === 'delete' || verb === 'destroy') return `${at} handle ${o.handle}`;

@@ -243,7 +243,7 @@ function adoptTable(
     else if (!sameContent({ ...old, devices: [...old.devices].sort() }, { ...f, devices: [...f.devices].sort() }))
       return `flowtable ${f.family} ${f.name} is defined differently`;
   }
-  for (const old of flowtables.values()) p.deleteFlowtables.push({ verb: 'delete', object: old });
+  for (const old of flowtables.values()) p.deleteFlowtables.push({ verb: 'delete', object: { ...old, devices: [] } });
 
   const haveChains = new Map<string, Chain>(have.chains.map((c) => [c.name, c]));
   // A listing read with rulesOnDemand decodes a chain's rules here, once, and they are dropped after the comparison.

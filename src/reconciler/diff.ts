@@ -259,14 +259,14 @@ class FragmentDiffer {
       if (old && (old.hook !== f.hook || old.priority !== f.priority || old.devices.some((d) => !f.devices.includes(d)))) {
         // An add only ever adds devices: anything else is delete and re-create,
         // with the rule that uses it flushed first (offloaded flows fall back, they survive).
-        this.p.deleteFlowtables.push({ verb: 'delete', object: old });
+        this.p.deleteFlowtables.push({ verb: 'delete', object: { ...old, devices: [] } });
         this.p.recreateFlowtables.push({ verb: 'add', object: f });
         recreated = true;
       } else {
         this.p.addFlowtables.push({ verb: 'add', object: f });
       }
     }
-    for (const old of oldFlowtables.values()) this.p.deleteFlowtables.push({ verb: 'delete', object: old });
+    for (const old of oldFlowtables.values()) this.p.deleteFlowtables.push({ verb: 'delete', object: { ...old, devices: [] } });
 
     return recreated;
   }

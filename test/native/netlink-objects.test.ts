@@ -475,15 +475,18 @@ describe('flowtables', () => {
     expect(nftList(ns, 'table')).toEqual([]);
   });
 
-  it('delete answers ENOENT, destroy of a missing flowtable succeeds', async () => {
+  it('delete answers ENOENT, for the whole flowtable and for devices of it; destroy of a missing flowtable succeeds', async () => {
     const { ns, dp } = kernel();
+    const whole = { ...ft, devices: [] };
     await dp.commit(dp.begin().queueAll([op('add', tf)]));
-    expect((await commitError(() => dp.commit(dp.begin().queueAll([op('delete', ft)])))).failures[0]).toMatchObject({
-      index: 0,
-      code: 'ENOENT',
-    });
+    for (const named of [whole, ft]) {
+      expect((await commitError(() => dp.commit(dp.begin().queueAll([op('delete', named)])))).failures[0]).toMatchObject({
+        index: 0,
+        code: 'ENOENT',
+      });
+    }
     cover('flowtable', 'delete');
-    await dp.commit(dp.begin().queueAll([op('destroy', ft)]));
+    await dp.commit(dp.begin().queueAll([op('destroy', whole)]));
     cover('flowtable', 'destroy');
     expect((await dp.list('inet', 'knpf'))!.flowtables).toEqual([]);
     expect(nftList(ns, 'flowtable')).toEqual([]);

@@ -117,6 +117,26 @@ describe('FakeKernel: flowtables', () => {
     fake.commitSync([flush(fwd), del(ft([]))]);
     expect(fake.listSync(F, T)!.flowtables).toEqual([]);
   });
+  it('a delete that names devices takes only those out, in place, while a rule offloads to it', () => {
+    const fake = new FakeKernel({ devices: ['eth0', 'eth1', 'eth2'] });
+    const fwd = chain('fwd', { type: 'filter', hook: 'forward', priority: 0 });
+    fake.commitSync([
+      add(table),
+      add(ft(['eth0', 'eth1', 'eth2'])),
+      add(fwd),
+      add(rule('fwd', [{ kind: 'flow-offload', flowtable: flowtable.name }])),
+    ]);
+    fake.commitSync([del(ft(['eth0', 'eth2']))]);
+    expect(fake.listSync(F, T)!.flowtables[0]!.devices).toEqual(['eth1']);
+    expect(fake.listSync(F, T)!.rules).toHaveLength(1);
+  });
+  it('a delete naming a device the flowtable lacks, or a vanished one, fails ENOENT and changes nothing', () => {
+    const fake = new FakeKernel({ devices: ['eth0', 'eth1'] });
+    fake.commitSync([add(table), add(ft(['eth0']))]);
+    expect(() => fake.commitSync([del(ft(['eth1']))])).toThrow(/ENOENT.*eth1 is not in flowtable/);
+    expect(() => fake.commitSync([del(ft(['eth9']))])).toThrow(/ENOENT.*eth9 does not exist/);
+    expect(fake.listSync(F, T)!.flowtables[0]!.devices).toEqual(['eth0']);
+  });
   it('offload outside the forward hook is refused', () => {
     const fake = new FakeKernel();
     const inp = chain('inp', { type: 'filter', hook: 'input', priority: 0 });

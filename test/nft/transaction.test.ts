@@ -39,6 +39,8 @@ describe('transaction: kind × verb', () => {
     let obj = sample[kind];
     // add/insert take no handle; replace/delete/destroy need one.
     if (kind === 'rule' && (verb === 'add' || verb === 'insert')) obj = { ...(obj as never as object), handle: undefined } as NftObject;
+    // Only delete takes devices out of a flowtable; destroy is of the whole.
+    if (kind === 'flowtable' && verb === 'destroy') obj = { ...flowtable, devices: [] };
     const tx = new Transaction().queue(verb, obj);
     if (allowed) {
       expect(tx.error).toBeUndefined();
@@ -48,6 +50,14 @@ describe('transaction: kind × verb', () => {
       expect(tx.error?.reason).toContain(`does not take the verb "${verb}"`);
       expect(() => tx.ops()).toThrow(NftInvalidError);
     }
+  });
+});
+
+describe('transaction: flowtable devices', () => {
+  it('delete may name devices to take out (or none: the whole flowtable); destroy names none', () => {
+    for (const devices of [['lo'], []]) expect(new Transaction().queue('delete', { ...flowtable, devices }).error).toBeUndefined();
+    expect(new Transaction().queue('delete', { ...flowtable, devices: ['lo', 'lo'] }).error?.reason).toContain('listed twice');
+    expect(new Transaction().queue('destroy', flowtable).error?.reason).toContain('destroy takes the whole flowtable');
   });
 });
 

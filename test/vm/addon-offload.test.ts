@@ -32,7 +32,10 @@ interface Observations {
   afterAdd: Devices;
   removeExtra: Outcome;
   afterRemove: Devices;
-  longAfterRecreate: { lines: Array<string | undefined>; marked: boolean; counted: number; forwarded: number; onFastPath: boolean };
+  longAcrossRemove: FastPathLook;
+  recreate: Outcome;
+  afterRecreate: Devices;
+  longAfterRecreate: FastPathLook;
   readd: Outcome;
   beforeDelete: Devices;
   afterLinkDelete: Devices;
@@ -40,6 +43,14 @@ interface Observations {
   withoutMissing: Outcome;
   longStillOpen?: Entry;
   longAfterClose?: Entry;
+}
+
+interface FastPathLook {
+  lines: Array<string | undefined>;
+  marked: boolean;
+  counted: number;
+  forwarded: number;
+  onFastPath: boolean;
 }
 
 const BOTH = ['r-client', 'r-server'];
@@ -88,9 +99,17 @@ describe('netlink dataplane and flowtables in the VM kernel', () => {
     expect(obs.afterAdd).toEqual({ ours: WITH_EXTRA, nft: WITH_EXTRA });
   });
 
-  it('removes a device by re-creating the flowtable in one transaction; the offloaded flow survives and is offloaded again', () => {
+  it('takes a device out in place; the offloaded flow through the others never leaves the fast path', () => {
     expect(obs.removeExtra).toEqual({ ok: true });
     expect(obs.afterRemove).toEqual({ ours: BOTH, nft: BOTH });
+    // One look before the commit, one after: forwarded all along, not one packet counted by conntrack.
+    expect(obs.longAcrossRemove.onFastPath, JSON.stringify(obs.longAcrossRemove)).toBe(true);
+    expect(obs.longAcrossRemove.marked).toBe(true);
+  });
+
+  it('re-creates the flowtable in one transaction; the offloaded flow survives and is offloaded again', () => {
+    expect(obs.recreate).toEqual({ ok: true });
+    expect(obs.afterRecreate).toEqual({ ours: BOTH, nft: BOTH });
     // On the new flowtable's fast path: forwarded, uncounted by conntrack (the looks are in the message).
     expect(obs.longAfterRecreate.onFastPath, JSON.stringify(obs.longAfterRecreate)).toBe(true);
   });

@@ -290,6 +290,16 @@ export class Working {
           if (verb === 'destroy') return;
           err('ENOENT', `${what} does not exist`);
         }
+        if (f.devices.length > 0) {
+          // In place: the flowtable, its rule and its other devices stay.
+          const known = this.#options.devices;
+          for (const d of f.devices) {
+            if (known && !known.includes(d)) err('ENOENT', `device ${d} does not exist`);
+            if (!old.devices.includes(d)) err('ENOENT', `device ${d} is not in ${what}`);
+          }
+          ts.flowtables.set(f.name, { ...old, devices: old.devices.filter((d) => !f.devices.includes(d)) });
+          return;
+        }
         if ((ts.flowtableUse.get(f.name) ?? 0) > 0) err('EBUSY', `${what} is used by a rule`);
         ts.flowtables.delete(f.name);
         return;

@@ -88,12 +88,12 @@ export function setAttrs(c: NftSet | NftMap, defining: boolean, id = 0): Attr[] 
   return a;
 }
 
-export function flowtableAttrs(f: Flowtable, defining: boolean): Attr[] {
+export function flowtableAttrs(f: Flowtable, withHook: boolean): Attr[] {
   const a: Attr[] = [
     { id: FLOWTABLE_ATTR.TABLE, type: 'str', value: f.table },
     { id: FLOWTABLE_ATTR.NAME, type: 'str', value: f.name },
   ];
-  if (!defining) return a;
+  if (!withHook) return a;
   a.push({ id: FLOWTABLE_ATTR.HOOKNUM, type: 'u32', value: NETDEV_INGRESS });
   a.push({ id: FLOWTABLE_ATTR.PRIO, type: 'u32', value: f.priority >>> 0 });
   a.push({ id: FLOWTABLE_ATTR.DEVICES, type: 'strArray', value: f.devices });

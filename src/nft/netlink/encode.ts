@@ -316,7 +316,8 @@ function encodeOne(enc: BatchEncoder, op: Operation, i: number): void {
       }
       case 'flowtable': {
         const [msg, flags] = objectMsg(verb, MSG.NEWFLOWTABLE, MSG.DELFLOWTABLE, MSG.DESTROYFLOWTABLE, i);
-        enc.record(KIND.flowtable, msg, flags, o.family, i, flowtableAttrs(o, msg === MSG.NEWFLOWTABLE));
+        // A delete naming devices carries the hook too: the kernel then removes only those devices.
+        enc.record(KIND.flowtable, msg, flags, o.family, i, flowtableAttrs(o, msg === MSG.NEWFLOWTABLE || o.devices.length > 0));
         break;
       }
       case 'rule':

@@ -2,8 +2,9 @@
 // router's netns path) creates the flowtable and the KEP-4963 rule
 //   ct original ip daddr @cluster-ips ct packets > 20 flow add @ft
 // and then follows interfaces coming and going the way the reconciler does
-// (add = `add flowtable` with more devices; removal = flush the chain, delete
-// and re-create the flowtable, re-add the rule, in one transaction).
+// (add = `add flowtable` with more devices; removal = `delete flowtable` naming
+// the device; a renamed device = flush the chain, delete and re-create the
+// flowtable, re-add the rule, in one transaction).
 // Prints one JSON object of observations; addon-offload.test.ts judges them.
 // The nft CLI only reads (a second opinion next to our own list()).
 
@@ -78,8 +79,9 @@ const longEntry = (port: number): ConntrackEntry | undefined => conntrackTcp(top
  * clear it after the new flowtable took the connection (seen once in CI: unmarked, 0 counted, 8,147
  * forwarded, conntrack's timeout set back by that teardown).
  */
-async function fastPathLook(port: number) {
+async function fastPathLook(port: number, between: () => Promise<unknown> = async () => undefined) {
   const [entry, sent] = [longEntry(port), linkTxPackets(topo.router, topo.routerServerIf)];
+  await between();
   await new Promise((r) => setTimeout(r, 500));
   const [later, sentLater] = [longEntry(port), linkTxPackets(topo.router, topo.routerServerIf)];
   const counted = (later?.packets ?? 0) - (entry?.packets ?? 0);
@@ -125,18 +127,24 @@ try {
   const addExtra = await commitOutcome([{ verb: 'add', object: flowtable([ifA, ifB, 'r-extra']) }]);
   const afterAdd = await devices();
 
-  // The reconciler's removal path, with the long flow offloaded meanwhile.
-  const removeExtra = await commitOutcome([
+  // The reconciler's removal path: the device is taken out in place, and the long flow (through the
+  // other two) stays on the fast path across the commit: conntrack counts none of its packets.
+  let removeExtra: Awaited<ReturnType<typeof commitOutcome>> | undefined;
+  const longAcrossRemove = await fastPathLook(long.port, async () => {
+    removeExtra = await commitOutcome([{ verb: 'delete', object: flowtable(['r-extra']) }]);
+  });
+  const afterRemove = await devices();
+
+  // A renamed device's path: the flowtable re-created in one transaction. Offloaded by the new
+  // flowtable, not only marked by the old one: until the old flowtable's deferred teardown the
+  // connection keeps its [OFFLOAD] bit while every packet takes the slow path.
+  const recreate = await commitOutcome([
     { verb: 'flush', object: forward },
-    { verb: 'delete', object: flowtable([ifA, ifB, 'r-extra']) },
+    { verb: 'delete', object: flowtable([]) },
     { verb: 'add', object: flowtable([ifA, ifB]) },
     { verb: 'add', object: offloadRule },
   ]);
-  const afterRemove = await devices();
-  // Offloaded by the new flowtable, not only marked by the old one: until the old flowtable's deferred
-  // teardown the connection keeps its [OFFLOAD] bit while every packet takes the slow path. On the
-  // fast path conntrack counts nothing (the flowtable has no `counter` flag) while the router still
-  // forwards the flow.
+  const afterRecreate = await devices();
   const longAfterRecreate = await pollFor(
     () => fastPathLook(long.port),
     (l) => l.onFastPath,
@@ -176,6 +184,9 @@ try {
       afterAdd,
       removeExtra,
       afterRemove,
+      longAcrossRemove,
+      recreate,
+      afterRecreate,
       longAfterRecreate,
       readd,
       beforeDelete,
