@@ -14,6 +14,12 @@
 // for the name to settle costs nothing but that short delay.
 //
 // The first state (the monitor's initial dump) is taken as is.
+//
+// The kernel's flowtable holds devices, not names: when a device in it goes
+// away, the kernel drops it by itself; when it is renamed, it stays under its
+// new name. A decision says which devices it removes for either reason, so
+// that the reconciler asks the kernel for nothing it has done already (and a
+// new device that takes a departed one's name is added as the new one it is).
 
 import { asyncScheduler, Observable, type SchedulerLike, type Subscription } from 'rxjs';
 import { flowtableDevices, type FlowtableDeviceFilter } from '../links/flowtable-devices.ts';
@@ -35,6 +41,10 @@ export interface DeviceDecision {
   devices: string[];
   /** Interfaces the filter selected, before the cap. */
   matched: number;
+  /** Devices of the previous decision whose link is gone (present only when there are some). */
+  gone?: string[];
+  /** Devices of the previous decision whose link has another name now (present only when there are some). */
+  renamed?: string[];
 }
 
 export const DEFAULT_DEVICE_SETTLE_MS = 250;
@@ -49,19 +59,34 @@ function sameList(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
+function indexByName(links: LinkMap): Map<string, number> {
+  const byName = new Map<string, number>();
+  for (const l of links.values()) byName.set(l.name, l.index);
+  return byName;
+}
+
 /** Emits a decision whenever the devices to commit change; completes and errors with links$. */
 export function followFlowtableDevices(links$: Observable<LinkMap>, o: DeviceFollowerOptions): Observable<DeviceDecision> {
   const scheduler = o.scheduler ?? asyncScheduler;
   return new Observable<DeviceDecision>((subscriber) => {
     let emitted: string[] | undefined;
+    /** The link each emitted device was when it was emitted. */
+    let emittedIndex = new Map<string, number>();
+    let latest: LinkMap = new Map();
     let wanted: DeviceDecision | undefined;
     let pendingSince: number | undefined;
     let timer: Subscription | undefined;
 
-    const emit = (devices: string[], matched: number) => {
+    const emit = (devices: string[], matched: number, departed?: { gone: string[]; renamed: string[] }) => {
       if (emitted !== undefined && sameList(emitted, devices)) return;
       emitted = devices;
-      subscriber.next({ devices, matched });
+      const byName = indexByName(latest);
+      const before = emittedIndex;
+      emittedIndex = new Map(devices.map((d) => [d, before.get(d) ?? byName.get(d)!]));
+      const decision: DeviceDecision = { devices, matched };
+      if (departed?.gone.length) decision.gone = departed.gone;
+      if (departed?.renamed.length) decision.renamed = departed.renamed;
+      subscriber.next(decision);
     };
     const cancelTimer = () => {
       timer?.unsubscribe();
@@ -75,6 +100,7 @@ export function followFlowtableDevices(links$: Observable<LinkMap>, o: DeviceFol
 
     const source = links$.subscribe({
       next(links) {
+        latest = links;
         const w = select(links, o);
         wanted = w;
         if (emitted === undefined) {
@@ -82,8 +108,16 @@ export function followFlowtableDevices(links$: Observable<LinkMap>, o: DeviceFol
           return;
         }
         const current = emitted;
-        const kept = current.filter((d) => w.devices.includes(d));
-        if (kept.length < current.length) emit(kept, w.matched);
+        // A device that left under its name, or whose name another device took: out now (a newcomer under
+        // that name joins like any new interface, once settled).
+        const departed = { gone: [] as string[], renamed: [] as string[] };
+        for (const d of current) {
+          const now = links.get(emittedIndex.get(d)!);
+          if (!now) departed.gone.push(d);
+          else if (now.name !== d) departed.renamed.push(d);
+        }
+        const kept = current.filter((d) => w.devices.includes(d) && links.get(emittedIndex.get(d)!)?.name === d);
+        if (kept.length < current.length) emit(kept, w.matched, departed);
         cancelTimer();
         if (!w.devices.some((d) => !kept.includes(d))) {
           pendingSince = undefined;

@@ -14,6 +14,7 @@ import type { Logger } from '../observability/logger.ts';
 import type { ProxyMetrics } from '../observability/metrics.ts';
 import { DEFAULT_DEVICE_MAX_WAIT_MS, DEFAULT_DEVICE_SETTLE_MS, followFlowtableDevices } from './flowtable-device-follower.ts';
 import type { OffloadState } from './ruleset-config.ts';
+import type { DeviceDepartures } from '../reconciler/departed-devices.ts';
 
 /**
  * Kernels before the 2023 netfilter change that lifted the cap refuse a
@@ -72,7 +73,7 @@ export interface DeviceFollowingDeps {
 export function followDevices(
   d: { options: AgentOptions; offload: OffloadState; metrics: ProxyMetrics; subs: Subscription; netnsPath: string | undefined },
   deps: DeviceFollowingDeps,
-  changed: () => void,
+  changed: (departed: DeviceDepartures) => void,
 ): LinkSource | undefined {
   const { offload, metrics } = d;
   const { logger } = deps;
@@ -87,7 +88,7 @@ export function followDevices(
   });
   d.subs.add(
     follower.subscribe({
-      next: ({ devices, matched }) => {
+      next: ({ devices, matched, gone = [], renamed = [] }) => {
         if (matched > MAX_FLOWTABLE_DEVICES) {
           logger.warn(
             { interfaces: matched, limit: MAX_FLOWTABLE_DEVICES },
@@ -95,10 +96,13 @@ export function followDevices(
               'only (narrow the set with --offload-interfaces)',
           );
         }
-        logger.info({ devices }, 'flowtable devices follow the node interfaces');
+        logger.info(
+          { devices, ...(gone.length ? { gone } : {}), ...(renamed.length ? { renamed } : {}) },
+          'flowtable devices follow the node interfaces',
+        );
         offload.devices = devices;
         metrics.offloadDevices.set(devices.length);
-        changed();
+        changed({ gone, renamed });
       },
       // The devices stay as last decided: they no longer follow the node's interfaces.
       error: (err: unknown) => logger.error({ err }, 'link monitor failed: flowtable devices no longer follow the node interfaces'),

@@ -40,7 +40,20 @@ export interface DiffOptions {
   now: number;
   /** kube-proxy waits one second. */
   staleChainDelayMs?: number;
+  /** Flowtable devices of the applied ruleset that left under their names since it was committed. */
+  departedDevices?: DepartedDevices;
 }
+
+/**
+ * The kernel follows a flowtable's devices, not their names: it drops a device
+ * that goes away by itself, and keeps a renamed one under its new name.
+ */
+export interface DepartedDevices {
+  gone: ReadonlySet<string>;
+  renamed: ReadonlySet<string>;
+}
+
+const NO_DEPARTED: DepartedDevices = { gone: new Set(), renamed: new Set() };
 
 export interface SyncStats {
   chainsAdded: number;
@@ -174,13 +187,15 @@ class FragmentDiffer {
   readonly ownDeletes: Element[] = [];
   readonly ownAdds: Element[] = [];
   readonly touchedHairpin = new Map<IPFamily, Set<string>>();
+  readonly departed: DepartedDevices;
   skeletonSetRecreated = false;
 
-  constructor(p: Phases, stats: SyncStats, stale: Map<string, StaleChain>, now: number) {
+  constructor(p: Phases, stats: SyncStats, stale: Map<string, StaleChain>, now: number, departed: DepartedDevices) {
     this.p = p;
     this.stats = stats;
     this.stale = stale;
     this.now = now;
+    this.departed = departed;
   }
 
   /** `family`: the ServicePort's (undefined for a skeleton: no hairpin addresses, and its sets are everyone's). */
@@ -247,24 +262,36 @@ class FragmentDiffer {
     return setRecreated;
   }
 
-  /** Returns whether a flowtable was re-created (its rule is then flushed too). */
+  /**
+   * Returns whether a flowtable was re-created (its rule is then flushed too).
+   * Devices come and go in place: their flows stay offloaded. A renamed device
+   * is still in the kernel's flowtable under a name we never committed, and a
+   * hook or priority cannot change: re-created then, with the rule that uses it
+   * flushed first (offloaded flows fall back to the slow path and are offloaded again).
+   */
   #flowtables(before: Fragment, after: Fragment): boolean {
+    const { gone, renamed } = this.departed;
     let recreated = false;
     const oldFlowtables = new Map(before.flowtables.map((f) => [objectKey(f), f]));
     for (const f of after.flowtables) {
       const k = objectKey(f);
       const old = oldFlowtables.get(k);
       oldFlowtables.delete(k);
-      if (old && sameJSON(old, f)) continue;
-      if (old && (old.hook !== f.hook || old.priority !== f.priority || old.devices.some((d) => !f.devices.includes(d)))) {
-        // An add only ever adds devices: anything else is delete and re-create,
-        // with the rule that uses it flushed first (offloaded flows fall back, they survive).
+      if (!old) {
+        this.p.addFlowtables.push({ verb: 'add', object: f });
+        continue;
+      }
+      if (old.hook !== f.hook || old.priority !== f.priority || old.devices.some((d) => renamed.has(d))) {
         this.p.deleteFlowtables.push({ verb: 'delete', object: { ...old, devices: [] } });
         this.p.recreateFlowtables.push({ verb: 'add', object: f });
         recreated = true;
-      } else {
-        this.p.addFlowtables.push({ verb: 'add', object: f });
+        continue;
       }
+      const held = old.devices.filter((d) => !gone.has(d));
+      const leaving = held.filter((d) => !f.devices.includes(d));
+      if (leaving.length > 0) this.p.deleteFlowtables.push({ verb: 'delete', object: { ...f, devices: leaving } });
+      // An add adds the devices the flowtable lacks and leaves the others.
+      if (f.devices.some((d) => !held.includes(d))) this.p.addFlowtables.push({ verb: 'add', object: f });
     }
     for (const old of oldFlowtables.values()) this.p.deleteFlowtables.push({ verb: 'delete', object: { ...old, devices: [] } });
 
@@ -322,7 +349,8 @@ export function diffRulesets(
   for (const t of desired.tables) if (!appliedTables.has(objectKey(t))) p.addTables.push({ verb: 'add', object: t });
   const removedTables = (applied?.tables ?? []).filter((t) => !desiredTables.has(objectKey(t)));
 
-  const differ = new FragmentDiffer(p, stats, stale, now);
+  const departed = options.departedDevices ?? NO_DEPARTED;
+  const differ = new FragmentDiffer(p, stats, stale, now, departed);
   const diffFragment = (before: Fragment, after: Fragment, family?: IPFamily): void => differ.diff(before, after, family);
   const { touchedKeys, recreatedSets, ownDeletes, ownAdds, touchedHairpin } = differ;
 
@@ -330,7 +358,8 @@ export function diffRulesets(
   for (const f of families) {
     const a = applied?.skeletons.get(f);
     const d = desired.skeletons.get(f);
-    if (a !== d) diffFragment(a ?? EMPTY, d ?? EMPTY);
+    // A device that left and a newcomer under its name render the same skeleton; the kernel lacks the newcomer.
+    if (a !== d || departed.gone.size + departed.renamed.size > 0) diffFragment(a ?? EMPTY, d ?? EMPTY);
   }
   if (applied && desired.changes?.since === applied.generation) {
     // Rendered from this very ruleset: only the ports it says may differ can.

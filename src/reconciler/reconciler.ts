@@ -33,6 +33,7 @@ import { blameInvalid, blameRefusal, type FailedAttempt } from './blame.ts';
 import { planGeneratedAdoption, REWRITTEN_ON_ADOPTION } from './adopt.ts';
 import { TABLE_FORMAT_VERSION, tableOwnership } from './ownership.ts';
 import type { Fragment } from './fragment.ts';
+import { DepartedDeviceLog, type DeviceDepartures } from './departed-devices.ts';
 import { type ModelRead, portSourceOf, withSubstitutes } from './model-read.ts';
 import { type PortSource, renderRuleset, type Ruleset } from './ruleset.ts';
 import type { RejectedServicePort, SyncReport, SyncRequest } from './sync-report.ts';
@@ -122,6 +123,7 @@ export class Reconciler {
   #adopt: boolean;
   #config: RulesetConfig;
   #state: SyncState = EMPTY_SYNC_STATE;
+  readonly #departed = new DepartedDeviceLog();
   /** Last rendered ruleset, applied or not: its fragments are reused by the next render. */
   #lastRendered: Ruleset | undefined;
   /** By id: the version whose operations failed, so a changed port is tried again. */
@@ -151,6 +153,11 @@ export class Reconciler {
     this.#config = validateRulesetConfig(config);
   }
 
+  /** Flowtable devices that left under their names (gone, or renamed): the kernel has dealt with them itself. */
+  devicesDeparted(departed: DeviceDepartures): void {
+    this.#departed.note(departed);
+  }
+
   get state(): SyncState {
     return this.#state;
   }
@@ -167,6 +174,7 @@ export class Reconciler {
 
   /** plan(), with full syncs planned by `full`: the syncs' own attempts have their operations made on demand. */
   #plan(request: SyncRequest, read: ModelRead, held: ReadonlySet<string>, full: typeof planFullSync): Planned {
+    const departedDevices = this.#departed.forPlan();
     const desired = this.#render(read, held);
     if (request.kind === 'full' || this.#state.applied === undefined) {
       const mode = request.kind === 'full' ? request.mode : 'replace';
@@ -175,7 +183,7 @@ export class Reconciler {
     const plan = diffRulesets(
       this.#state.applied,
       desired,
-      { now: this.#now(), staleChainDelayMs: this.#staleDelay },
+      { now: this.#now(), staleChainDelayMs: this.#staleDelay, ...(departedDevices ? { departedDevices } : {}) },
       this.#state.staleChains,
     );
     return { plan, desired, kind: 'incremental' };
@@ -251,6 +259,8 @@ export class Reconciler {
       // Once: a failed adoption, or a later recovery, replaces.
       this.#adopt = false;
       const listed = readAhead ?? this.#listTables();
+      // What the kernel lists is what the adoption starts from.
+      this.#departed.forPlan();
       // Rendered while the kernel's dumps run, whatever they say: a refused adoption's replace commits this very rendering.
       const desired = this.#render(read, NO_HELD);
       for (const s of desired.services.values()) heldFragments.push(s.fragment);
@@ -316,11 +326,6 @@ export class Reconciler {
   }
 
   /**
-   * Reads our tables back and commits only the difference to the desired
-   * ruleset; why not when there is nothing to adopt or it cannot be adopted
-   * (then the caller replaces: never worse than without adoption).
-   */
-  /**
    * Starts reading our tables back for the first sync's adoption now, while
    * the caller still waits for the cluster's state: the kernel's dumps and
    * their decoding then overlap the API server's lists. Nothing without adoption.
@@ -338,6 +343,7 @@ export class Reconciler {
     );
   }
 
+  /** Commits only the difference to what the kernel holds; why not when it cannot (the caller then replaces). */
   async #tryAdopt(
     desired: Ruleset,
     listed: Promise<(TableListing | undefined)[] | Error>,
@@ -410,6 +416,7 @@ export class Reconciler {
       }
     }
     this.#state = plan.next;
+    this.#departed.landed();
     return undefined;
   }
 

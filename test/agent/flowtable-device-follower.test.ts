@@ -15,7 +15,7 @@ const links = (...ls: LinkInfo[]): LinkMap => new Map([LO, ...ls].map((l) => [l.
 function harness(opts: { maxDevices?: number; settleMs?: number; maxWaitMs?: number } = {}) {
   const scheduler = new VirtualTimeScheduler();
   const links$ = new Subject<LinkMap>();
-  const seen: Array<{ at: number; devices: string[]; matched: number }> = [];
+  const seen: Array<DeviceDecision & { at: number }> = [];
   let completed = false;
   let error: unknown;
   const sub = followFlowtableDevices(links$, {
@@ -77,6 +77,9 @@ describe('followFlowtableDevices', () => {
       [0, ['eth0', 'veth1']],
       [1000, ['eth0']],
     ]);
+    // The kernel drops a device that goes away from its flowtable by itself.
+    expect(h.seen[1]).toMatchObject({ gone: ['veth1'] });
+    expect(h.seen[1]!.renamed).toBeUndefined();
   });
 
   it('a rename: the old name leaves at once, the new one joins after settling', () => {
@@ -88,6 +91,49 @@ describe('followFlowtableDevices', () => {
       [0, ['eth0', 'veth1']],
       [1000, ['eth0']],
       [1250, ['eth0', 'veth-new']],
+    ]);
+    // The kernel keeps a renamed device in its flowtable under the new name.
+    expect(h.seen[1]).toMatchObject({ renamed: ['veth1'] });
+    expect(h.seen[1]!.gone).toBeUndefined();
+    expect(h.seen[2]!.renamed).toBeUndefined();
+  });
+
+  it('a new link under a gone device name: the name leaves at once (gone), the newcomer joins once settled', () => {
+    const h = harness();
+    h.at(0, links(link(2, 'eth0'), link(3, 'veth1')));
+    h.at(1000, links(link(2, 'eth0'), link(9, 'veth1')));
+    h.run();
+    expect(h.seen).toEqual([
+      { at: 0, devices: ['eth0', 'veth1'], matched: 2 },
+      { at: 1000, devices: ['eth0'], matched: 2, gone: ['veth1'] },
+      { at: 1250, devices: ['eth0', 'veth1'], matched: 2 },
+    ]);
+  });
+
+  it('two renames in a row: the second is said of the name committed last', () => {
+    const h = harness();
+    h.at(0, links(link(2, 'eth0'), link(3, 'veth1')));
+    h.at(1000, links(link(2, 'eth0'), link(3, 'veth2')));
+    h.at(2000, links(link(2, 'eth0'), link(3, 'veth3')));
+    h.run();
+    expect(h.seen.map((s) => [s.at, s.devices, s.renamed])).toEqual([
+      [0, ['eth0', 'veth1'], undefined],
+      [1000, ['eth0'], ['veth1']],
+      [1250, ['eth0', 'veth2'], undefined],
+      [2000, ['eth0'], ['veth2']],
+      [2250, ['eth0', 'veth3'], undefined],
+    ]);
+  });
+
+  it('a device pushed past maxDevices by a newcomer leaves neither gone nor renamed (it is still in the kernel)', () => {
+    const h = harness({ maxDevices: 2 });
+    h.at(0, links(link(2, 'b'), link(3, 'c')));
+    h.at(1000, links(link(2, 'b'), link(3, 'c'), link(4, 'a')));
+    h.run();
+    expect(h.seen).toEqual([
+      { at: 0, devices: ['b', 'c'], matched: 2 },
+      { at: 1000, devices: ['b'], matched: 3 },
+      { at: 1250, devices: ['a', 'b'], matched: 3 },
     ]);
   });
 

@@ -88,6 +88,8 @@ function agentSince(agent: AgentChild, from: number) {
   return {
     deviceLogs: es.filter((e) => e.msg === 'flowtable devices follow the node interfaces').map((e) => e.devices as string[]),
     syncs: es.filter((e) => e.msg === SYNCED).length,
+    /** Operations each incremental sync committed (periodic full syncs left out). */
+    incrementalOps: es.filter((e) => e.msg === SYNCED && e.kind !== 'full').map((e) => e.ops as number),
     failedSyncs: es.filter((e) => e.msg === SYNC_FAILED).length,
   };
 }
@@ -185,7 +187,8 @@ try {
     (d) => has(d, 'r-renamed') && lacks(d, 'r-extra'),
   );
   const renameDesired = rename.deviceLogs.at(-1) ?? null;
-  // Deleted: the kernel drops it from the flowtable by itself; the agent drops it from what it commits.
+  // Deleted: the kernel drops it from the flowtable by itself; the agent drops it from what it commits,
+  // and commits nothing for it.
   step('rename done');
   const delFrom = on.entries().length;
   const del = await linkStep(

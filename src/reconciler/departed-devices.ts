@@ -1,0 +1,42 @@
+// Flowtable devices that left under their names after they were committed
+// (the agent's link follower says which): the kernel has dropped a device that
+// went away and keeps a renamed one under its new name, so the applied
+// ruleset's device list no longer says what the kernel holds. Each report is
+// kept until a commit planned with it lands; one that arrives later (while a
+// commit is on its way) waits for the next.
+
+import type { DepartedDevices } from './diff.ts';
+
+/** Devices that left under their names, as the link follower reports them. */
+export interface DeviceDepartures {
+  gone: readonly string[];
+  renamed: readonly string[];
+}
+
+export class DepartedDeviceLog {
+  /** By device name: renamed (else gone), and the report's number. */
+  readonly #reports = new Map<string, { renamed: boolean; seq: number }>();
+  #seq = 0;
+  /** The last report the latest plan saw. */
+  #planned = 0;
+
+  note(departed: DeviceDepartures): void {
+    for (const name of departed.gone) this.#reports.set(name, { renamed: false, seq: ++this.#seq });
+    for (const name of departed.renamed) this.#reports.set(name, { renamed: true, seq: ++this.#seq });
+  }
+
+  /** What a plan starts from. */
+  forPlan(): DepartedDevices | undefined {
+    this.#planned = this.#seq;
+    if (this.#reports.size === 0) return undefined;
+    const gone = new Set<string>();
+    const renamed = new Set<string>();
+    for (const [name, r] of this.#reports) (r.renamed ? renamed : gone).add(name);
+    return { gone, renamed };
+  }
+
+  /** The latest plan's commit landed: the applied ruleset now says what the reports it saw said. */
+  landed(): void {
+    for (const [name, r] of this.#reports) if (r.seq <= this.#planned) this.#reports.delete(name);
+  }
+}
