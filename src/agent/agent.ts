@@ -405,8 +405,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   followStreams(streams, subs, { tracker, changeMetrics, onNode, markChanged });
   const following = { options, offload, metrics, subs, netnsPath: netnsPath(options.netns) };
   const monitor = followDevices(following, deps, (departed) => {
-    reconciler.devicesDeparted(departed);
-    reconciler.setConfig(configNow());
+    reconciler.setConfig(configNow(), departed);
     markChanged();
   });
 

@@ -148,14 +148,13 @@ export class Reconciler {
     this.#config = validateRulesetConfig(o.config);
   }
 
-  /** New node addresses, flowtable devices...: the next sync renders with it. */
-  setConfig(config: RulesetConfig): void {
+  /**
+   * New node addresses, flowtable devices...: the next sync renders with it.
+   * `departed`: flowtable devices that left under their names (gone, or renamed), which the kernel has dealt with itself.
+   */
+  setConfig(config: RulesetConfig, departed?: DeviceDepartures): void {
     this.#config = validateRulesetConfig(config);
-  }
-
-  /** Flowtable devices that left under their names (gone, or renamed): the kernel has dealt with them itself. */
-  devicesDeparted(departed: DeviceDepartures): void {
-    this.#departed.note(departed);
+    if (departed) this.#departed.note(departed);
   }
 
   get state(): SyncState {

@@ -131,8 +131,7 @@ describe('the reconciler keeps departed devices until a commit planned with them
     const t = setup(['eth0', 'veth-a']);
     await t.r.sync({ kind: 'incremental' });
     drop(t.kernel, 'veth-a');
-    t.r.devicesDeparted({ gone: ['veth-a'], renamed: [] });
-    t.r.setConfig(withDevices(['eth0']));
+    t.r.setConfig(withDevices(['eth0']), { gone: ['veth-a'], renamed: [] });
     expect((await t.r.sync({ kind: 'incremental' })).ops).toBe(0);
     t.r.setConfig(withDevices(['eth0', 'veth-a']));
     expect((await t.r.sync({ kind: 'incremental' })).ops).toBe(1);
@@ -152,7 +151,7 @@ describe('the reconciler keeps departed devices until a commit planned with them
       // veth-b goes away right after this commit reached the kernel.
       t.kernel.commit = commit;
       drop(t.kernel, 'veth-b');
-      t.r.devicesDeparted({ gone: ['veth-b'], renamed: [] });
+      t.r.setConfig(withDevices(['eth0', 'veth-a']), { gone: ['veth-b'], renamed: [] });
     };
     t.setPorts([web, sp({ serviceName: 'api', clusterIP: '10.96.0.20', endpoints: [ep('10.244.3.3')] })]);
     await t.r.sync({ kind: 'incremental' });
