@@ -111,12 +111,13 @@ export function followFlowtableDevices(links$: Observable<LinkMap>, o: DeviceFol
         // A device that left under its name, or whose name another device took: out now (a newcomer under
         // that name joins like any new interface, once settled).
         const departed = { gone: [] as string[], renamed: [] as string[] };
+        const kept: string[] = [];
         for (const d of current) {
           const now = links.get(emittedIndex.get(d)!);
           if (!now) departed.gone.push(d);
           else if (now.name !== d) departed.renamed.push(d);
+          else if (w.devices.includes(d)) kept.push(d);
         }
-        const kept = current.filter((d) => w.devices.includes(d) && links.get(emittedIndex.get(d)!)?.name === d);
         if (kept.length < current.length) emit(kept, w.matched, departed);
         cancelTimer();
         if (!w.devices.some((d) => !kept.includes(d))) {
