@@ -239,9 +239,16 @@ function adoptTable(
   for (const f of want.flowtables) {
     const old = flowtables.get(f.name);
     flowtables.delete(f.name);
-    if (!old) p.addFlowtables.push({ verb: 'add', object: f });
-    else if (!sameContent({ ...old, devices: [...old.devices].sort() }, { ...f, devices: [...f.devices].sort() }))
-      return `flowtable ${f.family} ${f.name} is defined differently`;
+    if (!old) {
+      p.addFlowtables.push({ verb: 'add', object: f });
+      continue;
+    }
+    if (!sameContent({ ...old, devices: [] }, { ...f, devices: [] })) return `flowtable ${f.family} ${f.name} is defined differently`;
+    // Pods came and went while no agent ran: their devices join and leave in place, and the
+    // connections offloaded through the others stay on the fast path.
+    const leaving = old.devices.filter((d) => !f.devices.includes(d));
+    if (leaving.length > 0) p.deleteFlowtables.push({ verb: 'delete', object: { ...f, devices: leaving } });
+    if (f.devices.some((d) => !old.devices.includes(d))) p.addFlowtables.push({ verb: 'add', object: f });
   }
   for (const old of flowtables.values()) p.deleteFlowtables.push({ verb: 'delete', object: { ...old, devices: [] } });
 

@@ -131,6 +131,51 @@ describe.each(ENDPOINT_SHAPES)('planAdoption (endpoint shape %s)', (shape) => {
     expect(k.listSync('ip6', T)).toBeUndefined();
   });
 
+  it('takes the flowtable devices that changed while no agent ran in place', () => {
+    const offload = (devices: string[]) =>
+      config({
+        families: { IPv4: V4, IPv6: V6 },
+        endpointShape: shape,
+        offloadPacketThreshold: 20,
+        flowtableSupported: true,
+        flowtableDevices: devices,
+      });
+    const before = renderRuleset(ports, offload(['eth0', 'veth-a']));
+    const k = new FakeKernel({ flowtables: true });
+    k.commitSync(planFullSync(before, 'replace').ops);
+    const now = renderRuleset(ports, offload(['eth0', 'veth-b']));
+    const plan = planAdoption(now, listings(k), 0);
+    if ('refused' in plan) throw new Error(plan.refused);
+    const flowtableOps = plan.ops.filter((o) => o.object.kind === 'flowtable');
+    expect(flowtableOps.map((o) => [o.verb, o.object.kind === 'flowtable' && o.object.devices])).toEqual([
+      ['add', ['eth0', 'veth-b']],
+      ['add', ['eth0', 'veth-b']],
+      ['delete', ['veth-a']],
+      ['delete', ['veth-a']],
+    ]);
+    k.commitSync(plan.ops);
+    const fresh = new FakeKernel({ flowtables: true });
+    fresh.commitSync(planFullSync(now, 'replace').ops);
+    expect(listingsWithoutHandles(k)).toEqual(listingsWithoutHandles(fresh));
+  });
+
+  it('gives up (replace instead) when a flowtable is hooked otherwise', () => {
+    const offload = config({
+      families: { IPv4: V4, IPv6: V6 },
+      endpointShape: shape,
+      offloadPacketThreshold: 20,
+      flowtableSupported: true,
+      flowtableDevices: ['eth0'],
+    });
+    const k = new FakeKernel({ flowtables: true });
+    const wanted = renderRuleset(ports, offload);
+    k.commitSync(planFullSync(wanted, 'replace').ops);
+    const listed = listings(k);
+    const ip = listed.get('ip')!;
+    ip.flowtables = ip.flowtables.map((f) => ({ ...f, priority: 10 }));
+    expect(planAdoption(wanted, listed, 0)).toMatchObject({ refused: expect.stringMatching(/^flowtable ip .* is defined differently$/) });
+  });
+
   it('gives up (replace instead) when a set definition differs', () => {
     const listed = listings(fresh());
     const ip = listed.get('ip')!;
