@@ -102,6 +102,14 @@ describe.each(ENDPOINT_SHAPES)('planAdoption (endpoint shape %s)', (shape) => {
   const desired = renderRuleset(ports, cfg);
   const fresh = () => freshKernel(desired);
   const want = listingsWithoutHandles(fresh());
+  const offload = (devices: string[]) =>
+    config({
+      families: { IPv4: V4, IPv6: V6 },
+      endpointShape: shape,
+      offloadPacketThreshold: 20,
+      flowtableSupported: true,
+      flowtableDevices: devices,
+    });
 
   for (const [name, damage] of DAMAGE) {
     it(`repairs: ${name}`, () => {
@@ -132,14 +140,6 @@ describe.each(ENDPOINT_SHAPES)('planAdoption (endpoint shape %s)', (shape) => {
   });
 
   it('takes the flowtable devices that changed while no agent ran in place', () => {
-    const offload = (devices: string[]) =>
-      config({
-        families: { IPv4: V4, IPv6: V6 },
-        endpointShape: shape,
-        offloadPacketThreshold: 20,
-        flowtableSupported: true,
-        flowtableDevices: devices,
-      });
     const before = renderRuleset(ports, offload(['eth0', 'veth-a']));
     const k = new FakeKernel({ flowtables: true });
     k.commitSync(planFullSync(before, 'replace').ops);
@@ -160,15 +160,8 @@ describe.each(ENDPOINT_SHAPES)('planAdoption (endpoint shape %s)', (shape) => {
   });
 
   it('gives up (replace instead) when a flowtable is hooked otherwise', () => {
-    const offload = config({
-      families: { IPv4: V4, IPv6: V6 },
-      endpointShape: shape,
-      offloadPacketThreshold: 20,
-      flowtableSupported: true,
-      flowtableDevices: ['eth0'],
-    });
     const k = new FakeKernel({ flowtables: true });
-    const wanted = renderRuleset(ports, offload);
+    const wanted = renderRuleset(ports, offload(['eth0']));
     k.commitSync(planFullSync(wanted, 'replace').ops);
     const listed = listings(k);
     const ip = listed.get('ip')!;
