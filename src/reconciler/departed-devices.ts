@@ -25,9 +25,9 @@ export class DepartedDeviceLog {
     for (const name of departed.renamed) this.#reports.set(name, { renamed: true, seq: ++this.#seq });
   }
 
-  /** What a plan starts from. */
-  forPlan(): DepartedDevices | undefined {
-    this.#planned = this.#seq;
+  /** What a plan starts from; `consumes`: whether its landing settles the reports (else they wait for the next). */
+  forPlan(consumes = true): DepartedDevices | undefined {
+    this.#planned = consumes ? this.#seq : 0;
     if (this.#reports.size === 0) return undefined;
     const gone = new Set<string>();
     const renamed = new Set<string>();

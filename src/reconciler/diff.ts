@@ -265,9 +265,10 @@ class FragmentDiffer {
   /**
    * Returns whether a flowtable was re-created (its rule is then flushed too).
    * Devices come and go in place: their flows stay offloaded. A renamed device
-   * is still in the kernel's flowtable under a name we never committed, and a
-   * hook or priority cannot change: re-created then, with the rule that uses it
-   * flushed first (offloaded flows fall back to the slow path and are offloaded again).
+   * may be in the kernel's flowtable under a name we never committed (even once
+   * a reassert has dropped the old name), and a hook or priority cannot change:
+   * re-created then, with the rule that uses it flushed first (offloaded flows
+   * fall back to the slow path and are offloaded again).
    */
   #flowtables(before: Fragment, after: Fragment): boolean {
     const { gone, renamed } = this.departed;
@@ -281,7 +282,7 @@ class FragmentDiffer {
         this.p.addFlowtables.push({ verb: 'add', object: f });
         continue;
       }
-      if (old.hook !== f.hook || old.priority !== f.priority || old.devices.some((d) => renamed.has(d))) {
+      if (old.hook !== f.hook || old.priority !== f.priority || renamed.size > 0) {
         this.p.deleteFlowtables.push({ verb: 'delete', object: { ...old, devices: [] } });
         this.p.recreateFlowtables.push({ verb: 'add', object: f });
         recreated = true;

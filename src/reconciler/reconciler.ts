@@ -173,12 +173,12 @@ export class Reconciler {
 
   /** plan(), with full syncs planned by `full`: the syncs' own attempts have their operations made on demand. */
   #plan(request: SyncRequest, read: ModelRead, held: ReadonlySet<string>, full: typeof planFullSync): Planned {
-    const departedDevices = this.#departed.forPlan();
+    const isFull = request.kind === 'full' || this.#state.applied === undefined;
+    const mode = request.kind === 'full' ? request.mode : 'replace';
+    // A reassert only adds: a renamed device it leaves in the kernel is still the next plan's to take out.
+    const departedDevices = this.#departed.forPlan(!isFull || mode === 'replace');
     const desired = this.#render(read, held);
-    if (request.kind === 'full' || this.#state.applied === undefined) {
-      const mode = request.kind === 'full' ? request.mode : 'replace';
-      return { plan: full(desired, mode, this.#state), desired, kind: 'full', mode };
-    }
+    if (isFull) return { plan: full(desired, mode, this.#state), desired, kind: 'full', mode };
     const plan = diffRulesets(
       this.#state.applied,
       desired,

@@ -142,6 +142,21 @@ describe('the reconciler keeps departed devices until a commit planned with them
     expect(t.devicesNow()).toEqual(['eth0']);
   });
 
+  it('a periodic reassert (which only adds) leaves a rename for the next sync, which re-creates the flowtable', async () => {
+    const t = setup(['eth0', 'veth-a']);
+    await t.r.sync({ kind: 'incremental' });
+    // veth-a renamed to veth-w: the kernel keeps the device under its new name, unwanted here.
+    t.kernel.commitSync([
+      { verb: 'delete', object: { ...flowtableOf(renderRuleset([web], withDevices(['veth-a']))), devices: ['veth-a'] } },
+      { verb: 'add', object: { ...flowtableOf(renderRuleset([web], withDevices(['veth-w']))) } },
+    ]);
+    t.r.setConfig(withDevices(['eth0']), { gone: [], renamed: ['veth-a'] });
+    await t.r.sync({ kind: 'full', mode: 'reassert' });
+    expect(t.devicesNow()).toEqual(['eth0', 'veth-w']);
+    await t.r.sync({ kind: 'incremental' });
+    expect(t.devicesNow()).toEqual(['eth0']);
+  });
+
   it('a report made while a commit is on its way waits for the next plan; a refused commit keeps what it saw', async () => {
     const t = setup(['eth0', 'veth-a', 'veth-b']);
     await t.r.sync({ kind: 'incremental' });
