@@ -19,15 +19,18 @@ export class DepartedDeviceLog {
   #seq = 0;
   /** The last report the latest plan saw. */
   #planned = 0;
+  /** Whether the latest plan settles renames (a reassert, which only adds, does not). */
+  #plannedRenames = true;
 
   note(departed: DeviceDepartures): void {
     for (const name of departed.gone) this.#reports.set(name, { renamed: false, seq: ++this.#seq });
     for (const name of departed.renamed) this.#reports.set(name, { renamed: true, seq: ++this.#seq });
   }
 
-  /** What a plan starts from; `consumes`: whether its landing settles the reports (else they wait for the next). */
-  forPlan(consumes = true): DepartedDevices | undefined {
-    this.#planned = consumes ? this.#seq : 0;
+  /** What a plan starts from; `settlesRenames`: whether its landing settles the renames it saw too. */
+  forPlan(settlesRenames = true): DepartedDevices | undefined {
+    this.#planned = this.#seq;
+    this.#plannedRenames = settlesRenames;
     if (this.#reports.size === 0) return undefined;
     const gone = new Set<string>();
     const renamed = new Set<string>();
@@ -37,6 +40,6 @@ export class DepartedDeviceLog {
 
   /** The latest plan's commit landed: the applied ruleset now says what the reports it saw said. */
   landed(): void {
-    for (const [name, r] of this.#reports) if (r.seq <= this.#planned) this.#reports.delete(name);
+    for (const [name, r] of this.#reports) if (r.seq <= this.#planned && (this.#plannedRenames || !r.renamed)) this.#reports.delete(name);
   }
 }

@@ -175,7 +175,7 @@ export class Reconciler {
   #plan(request: SyncRequest, read: ModelRead, held: ReadonlySet<string>, full: typeof planFullSync): Planned {
     const isFull = request.kind === 'full' || this.#state.applied === undefined;
     const mode = request.kind === 'full' ? request.mode : 'replace';
-    // A reassert only adds: a renamed device it leaves in the kernel is still the next plan's to take out.
+    // A reassert only adds: a renamed device it leaves in the kernel is the next plan's to take out.
     const departedDevices = this.#departed.forPlan(!isFull || mode === 'replace');
     const desired = this.#render(read, held);
     if (isFull) return { plan: full(desired, mode, this.#state), desired, kind: 'full', mode };

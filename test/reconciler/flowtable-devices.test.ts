@@ -155,6 +155,20 @@ describe('the reconciler keeps departed devices until a commit planned with them
     expect(t.devicesNow()).toEqual(['eth0', 'veth-w']);
     await t.r.sync({ kind: 'incremental' });
     expect(t.devicesNow()).toEqual(['eth0']);
+    // Settled now: the next sync has nothing to do.
+    expect((await t.r.sync({ kind: 'incremental' })).ops).toBe(0);
+  });
+
+  it('a reassert settles a gone device: a newcomer it added under that name is taken out when no longer wanted', async () => {
+    const t = setup(['eth0', 'veth-a']);
+    await t.r.sync({ kind: 'incremental' });
+    drop(t.kernel, 'veth-a');
+    t.r.setConfig(withDevices(['eth0', 'veth-a']), { gone: ['veth-a'], renamed: [] });
+    await t.r.sync({ kind: 'full', mode: 'reassert' });
+    expect(t.devicesNow()).toEqual(['eth0', 'veth-a']);
+    t.r.setConfig(withDevices(['eth0']));
+    await t.r.sync({ kind: 'incremental' });
+    expect(t.devicesNow()).toEqual(['eth0']);
   });
 
   it('a report made while a commit is on its way waits for the next plan; a refused commit keeps what it saw', async () => {
