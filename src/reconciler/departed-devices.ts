@@ -2,8 +2,9 @@
 // (the agent's link follower says which): the kernel has dropped a device that
 // went away and keeps a renamed one under its new name, so the applied
 // ruleset's device list no longer says what the kernel holds. Each report is
-// kept until a commit planned with it lands; one that arrives later (while a
-// commit is on its way) waits for the next.
+// kept until a commit planned with it lands (a reassert, which only adds,
+// settles the gone devices and not the renamed ones); one that arrives later
+// (while a commit is on its way) waits for the next.
 
 import type { DepartedDevices } from './diff.ts';
 
