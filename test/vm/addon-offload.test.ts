@@ -8,6 +8,7 @@
 
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Flowtable, Statement } from '../../src/nft/objects.ts';
+import type { FastPathLook } from './scenarios/traffic.ts';
 import { runInVm, type VmRunResult } from './vm.ts';
 
 interface Entry {
@@ -43,14 +44,6 @@ interface Observations {
   withoutMissing: Outcome;
   longStillOpen?: Entry;
   longAfterClose?: Entry;
-}
-
-interface FastPathLook {
-  lines: Array<string | undefined>;
-  marked: boolean;
-  counted: number;
-  forwarded: number;
-  onFastPath: boolean;
 }
 
 const BOTH = ['r-client', 'r-server'];

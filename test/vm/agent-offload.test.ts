@@ -7,6 +7,7 @@
 
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Flowtable } from '../../src/nft/objects.ts';
+import type { FastPathLook } from './scenarios/traffic.ts';
 import { runInVm, type VmRunResult } from './vm.ts';
 
 interface Entry {
@@ -53,14 +54,14 @@ interface Observations {
   shortWhileOpen: Entry | null;
   addVeth: LinkStep;
   flap: LinkStep;
-  longAfterFlap: Entry | null;
+  longAfterFlap: FastPathLook;
   rename: LinkStep;
   renameDesired: string[] | null;
   del: LinkStep;
   afterDelete: Omit<LinkStep, 'ms'>;
-  longAfterDelete: Entry | null;
+  longAfterDelete: FastPathLook;
   recreate: LinkStep;
-  longStillOpen: Entry | null;
+  longStillOpen: FastPathLook;
   longAfterClose: Entry | null;
   on: AgentSummary;
   off: AgentSummary & {
@@ -143,7 +144,7 @@ describe('the agent offloads Service connections in a kernel with flowtables (VM
     expect(obs.flap.devices).toEqual(all(WITH_EXTRA));
     expect(obs.flap.deviceLogs).toEqual([]);
     expect(obs.flap.failedSyncs).toBe(0);
-    expect(obs.longAfterFlap?.offloaded, `after the flap: ${obs.longAfterFlap?.line}`).toBe(true);
+    expect(obs.longAfterFlap.onFastPath, `after the flap: ${JSON.stringify(obs.longAfterFlap)}`).toBe(true);
   });
 
   it('follows a rename: the old name leaves, the new name joins', () => {
@@ -163,7 +164,7 @@ describe('the agent offloads Service connections in a kernel with flowtables (VM
     ).toBe(true);
     expect(obs.afterDelete.devices).toEqual(all(BOTH));
     expect(obs.afterDelete.failedSyncs, 'a sync failed after the delete (a vanished device named?)').toBe(0);
-    expect(obs.longAfterDelete?.offloaded, `after the delete: ${obs.longAfterDelete?.line}`).toBe(true);
+    expect(obs.longAfterDelete.onFastPath, `after the delete: ${JSON.stringify(obs.longAfterDelete)}`).toBe(true);
   });
 
   it('re-attaches an interface re-created under a name the flowtable held before', () => {
@@ -174,7 +175,7 @@ describe('the agent offloads Service connections in a kernel with flowtables (VM
   });
 
   it('takes the transfer out of the flowtable on FIN', () => {
-    expect(obs.longStillOpen?.offloaded, 'offloaded right before closing').toBe(true);
+    expect(obs.longStillOpen.onFastPath, `right before closing: ${JSON.stringify(obs.longStillOpen)}`).toBe(true);
     expect(obs.longAfterClose, 'the entry vanished instead of closing').not.toBeNull();
     expect(obs.longAfterClose!.offloaded, obs.longAfterClose!.line).toBe(false);
   });

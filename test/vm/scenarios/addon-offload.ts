@@ -13,7 +13,7 @@ import { NftCommitError } from '../../../src/nft/dataplane.ts';
 import { NetlinkDataplane } from '../../../src/nft/netlink/netlink-dataplane.ts';
 import type { Chain, Flowtable, Operation, Rule, Statement } from '../../../src/nft/objects.ts';
 import { createRouterTopology } from './topology.ts';
-import { conntrackTcp, linkTxPackets, pollFor, startLongFlow, startShortFlow, startSink, type ConntrackEntry } from './traffic.ts';
+import { conntrackTcp, fastPathLook, pollFor, startLongFlow, startShortFlow, startSink, type ConntrackEntry } from './traffic.ts';
 
 const TABLE = 'knp-addon';
 const LONG_PORT = 5201;
@@ -71,31 +71,6 @@ async function commitOutcome(ops: Operation[]): Promise<{ ok: true } | { ok: fal
 
 const longEntry = (port: number): ConntrackEntry | undefined => conntrackTcp(topo.router).find((e) => e.sport === port);
 
-/**
- * Two looks at a flow half a second apart. It is on a flowtable's fast path when the router forwards it
- * while conntrack counts none of it (this flowtable has no `counter` flag): only a flowtable's ingress
- * hook takes packets past conntrack here. The connection's [OFFLOAD] mark is reported, not required:
- * the kernel keeps one such bit per connection, and tearing down a stale flow of the old flowtable can
- * clear it after the new flowtable took the connection (seen once in CI: unmarked, 0 counted, 8,147
- * forwarded, conntrack's timeout set back by that teardown).
- */
-async function fastPathLook(port: number, between: () => Promise<unknown> = async () => undefined) {
-  const [entry, sent] = [longEntry(port), linkTxPackets(topo.router, topo.routerServerIf)];
-  await between();
-  await new Promise((r) => setTimeout(r, 500));
-  const [later, sentLater] = [longEntry(port), linkTxPackets(topo.router, topo.routerServerIf)];
-  const counted = (later?.packets ?? 0) - (entry?.packets ?? 0);
-  const forwarded = sentLater - sent;
-  const open = later !== undefined && entry !== undefined;
-  return {
-    lines: [entry?.line, later?.line],
-    marked: !!later?.offloaded,
-    counted,
-    forwarded,
-    onFastPath: open && counted === 0 && forwarded > 100,
-  };
-}
-
 try {
   const probe: CapabilityAnswer = await probeFlowtables(dp);
   const [ifA, ifB] = [topo.routerClientIf, topo.routerServerIf];
@@ -130,7 +105,7 @@ try {
   // The reconciler's removal path: the device is taken out in place, and the long flow (through the
   // other two) stays on the fast path across the commit: conntrack counts none of its packets.
   let removeExtra: Awaited<ReturnType<typeof commitOutcome>> | undefined;
-  const longAcrossRemove = await fastPathLook(long.port, async () => {
+  const longAcrossRemove = await fastPathLook(topo.router, long.port, topo.routerServerIf, async () => {
     removeExtra = await commitOutcome([{ verb: 'delete', object: flowtable(['r-extra']) }]);
   });
   const afterRemove = await devices();
@@ -146,7 +121,7 @@ try {
   ]);
   const afterRecreate = await devices();
   const longAfterRecreate = await pollFor(
-    () => fastPathLook(long.port),
+    () => fastPathLook(topo.router, long.port, topo.routerServerIf),
     (l) => l.onFastPath,
     10_000,
     0,

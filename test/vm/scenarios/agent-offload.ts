@@ -20,7 +20,7 @@ import { DEFAULT_TABLE_NAME } from '../../../src/reconciler/config.ts';
 import { FLOWTABLE } from '../../../src/reconciler/names.ts';
 import { metricValue, startAgentChild, SYNC_FAILED, SYNCED, writeManifests, type AgentChild, type LogEntry } from './agent-child.ts';
 import { createRouterTopology, type RouterTopology } from './topology.ts';
-import { conntrackTcp, pollFor, startLongFlow, startShortFlow, startSink, type ConntrackEntry } from './traffic.ts';
+import { conntrackTcp, fastPathLook, pollFor, startLongFlow, startShortFlow, startSink, type ConntrackEntry } from './traffic.ts';
 
 const CLUSTER_IP = '198.51.100.10';
 const LONG_PORT = 5201;
@@ -170,11 +170,8 @@ try {
     // Ten times the device settle time.
     { syncWaitMs: 2_500 },
   );
-  const longAfterFlap = await pollFor(
-    () => entryOf(long.port),
-    (e) => !!e?.offloaded,
-    20_000,
-  );
+  const onFastPath = () => fastPathLook(topo.router, long.port, topo.routerServerIf);
+  const longAfterFlap = await pollFor(onFastPath, (l) => l.onFastPath, 20_000, 0);
   step('flap done');
   // A rename (only a down link can be renamed): the old name leaves, the new one joins.
   const rename = await linkStep(
@@ -200,11 +197,7 @@ try {
   await new Promise((r) => setTimeout(r, 1_500));
   const afterDelete = { devices: await devices(), ...agentSince(on, delFrom) };
   step('delete done');
-  const longAfterDelete = await pollFor(
-    () => entryOf(long.port),
-    (e) => !!e?.offloaded,
-    20_000,
-  );
+  const longAfterDelete = await pollFor(onFastPath, (l) => l.onFastPath, 20_000, 0);
   // Re-created under a name the flowtable held before: the kernel does not re-attach it; the agent does.
   const recreate = await linkStep(
     on,
@@ -213,7 +206,7 @@ try {
   );
 
   step('re-created veth');
-  const longStillOpen = entryOf(long.port);
+  const longStillOpen = await pollFor(onFastPath, (l) => l.onFastPath, 10_000, 0);
   await long.close();
   const longAfterClose = await pollFor(
     () => entryOf(long.port),
@@ -263,14 +256,14 @@ try {
       shortWhileOpen: shortWhileOpen ?? null,
       addVeth,
       flap,
-      longAfterFlap: longAfterFlap ?? null,
+      longAfterFlap,
       rename,
       renameDesired,
       del,
       afterDelete,
-      longAfterDelete: longAfterDelete ?? null,
+      longAfterDelete,
       recreate,
-      longStillOpen: longStillOpen ?? null,
+      longStillOpen,
       longAfterClose: longAfterClose ?? null,
       on: onSummary,
       off: {

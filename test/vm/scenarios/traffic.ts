@@ -50,6 +50,45 @@ export function linkTxPackets(ns: NetNs, link: string): number {
   return stats[0]?.stats64.tx.packets ?? 0;
 }
 
+export interface FastPathLook {
+  lines: Array<string | undefined>;
+  /** The connection's [OFFLOAD] mark at the second look. */
+  marked: boolean;
+  /** Packets conntrack counted between the looks (original direction). */
+  counted: number;
+  /** Packets the router sent through `outLink` between the looks. */
+  forwarded: number;
+  onFastPath: boolean;
+}
+
+/**
+ * Two looks at a connection through the router half a second apart (after `between`). It is on a
+ * flowtable's fast path when the router forwards it while conntrack counts none of it (the scenarios'
+ * flowtables have no `counter` flag): only a flowtable's ingress hook takes packets past conntrack here.
+ * The [OFFLOAD] mark is reported, not required: the kernel keeps one such bit per connection, and
+ * tearing down a stale flow of a re-created flowtable can clear it after the new flowtable took the
+ * connection (seen once in CI: unmarked, 0 counted, 8,147 forwarded, conntrack's timeout set back by
+ * that teardown).
+ */
+export async function fastPathLook(router: NetNs, sport: number, outLink: string, between: () => Promise<unknown> = async () => undefined) {
+  const entryNow = () => conntrackTcp(router).find((e) => e.sport === sport);
+  const [entry, sent] = [entryNow(), linkTxPackets(router, outLink)];
+  await between();
+  await sleep(500);
+  const [later, sentLater] = [entryNow(), linkTxPackets(router, outLink)];
+  const counted = (later?.packets ?? 0) - (entry?.packets ?? 0);
+  const forwarded = sentLater - sent;
+  const open = later !== undefined && entry !== undefined;
+  const look: FastPathLook = {
+    lines: [entry?.line, later?.line],
+    marked: !!later?.offloaded,
+    counted,
+    forwarded,
+    onFastPath: open && counted === 0 && forwarded > 100,
+  };
+  return look;
+}
+
 /** Polls until pred holds or the time is up; returns the last value either way. */
 export async function pollFor<T>(read: () => T | Promise<T>, pred: (v: T) => boolean, timeoutMs: number, everyMs = 100): Promise<T> {
   const deadline = Date.now() + timeoutMs;
