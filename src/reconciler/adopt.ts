@@ -20,6 +20,7 @@
 import type { TableListing } from '../nft/dataplane.ts';
 import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from '../nft/objects.ts';
 import { objectKey } from '../nft/objects.ts';
+import { flowtableDeviceChanges } from './departed-devices.ts';
 import { emptyStats, listedPlan, type StaleChain, type SyncPlan, type SyncStats } from './diff.ts';
 import { hairpinElement } from './element-claims.ts';
 import { elementCount, elementOf, forEachElementOf, type Fragment } from './fragment.ts';
@@ -246,9 +247,9 @@ function adoptTable(
     if (!sameContent({ ...old, devices: [] }, { ...f, devices: [] })) return `flowtable ${f.family} ${f.name} is defined differently`;
     // Pods came and went while no agent ran: their devices join and leave in place, and the
     // connections offloaded through the others stay on the fast path.
-    const leaving = old.devices.filter((d) => !f.devices.includes(d));
-    if (leaving.length > 0) p.deleteFlowtables.push({ verb: 'delete', object: { ...f, devices: leaving } });
-    if (f.devices.some((d) => !old.devices.includes(d))) p.addFlowtables.push({ verb: 'add', object: f });
+    const { leave, join } = flowtableDeviceChanges(old.devices, f);
+    if (leave) p.deleteFlowtables.push(leave);
+    if (join) p.addFlowtables.push(join);
   }
   for (const old of flowtables.values()) p.deleteFlowtables.push({ verb: 'delete', object: { ...old, devices: [] } });
 

@@ -4,9 +4,34 @@
 // ruleset's device list no longer says what the kernel holds. Each report is
 // kept until a commit planned with it lands (a reassert, which only adds,
 // settles the gone devices and not the renamed ones); one that arrives later
-// (while a commit is on its way) waits for the next.
+// (while a commit is on its way) waits for the next. Also here: the operations
+// that change a flowtable's devices in place, which the diff and the adoption share.
 
-import type { DepartedDevices } from './diff.ts';
+import type { Flowtable, Operation } from '../nft/objects.ts';
+
+/**
+ * The kernel follows a flowtable's devices, not their names: it drops a device
+ * that goes away by itself, and keeps a renamed one under its new name.
+ */
+export interface DepartedDevices {
+  gone: ReadonlySet<string>;
+  renamed: ReadonlySet<string>;
+}
+
+export const NO_DEPARTED: DepartedDevices = { gone: new Set(), renamed: new Set() };
+
+/**
+ * What takes a flowtable that holds `held` to `f`'s devices in place: a delete
+ * naming the devices that leave, and an add when some join (an add of a
+ * flowtable adds the devices it lacks and leaves the others).
+ */
+export function flowtableDeviceChanges(held: readonly string[], f: Flowtable): { leave?: Operation; join?: Operation } {
+  const leaving = held.filter((d) => !f.devices.includes(d));
+  return {
+    ...(leaving.length > 0 ? { leave: { verb: 'delete', object: { ...f, devices: leaving } } } : {}),
+    ...(f.devices.some((d) => !held.includes(d)) ? { join: { verb: 'add', object: f } } : {}),
+  };
+}
 
 /** Devices that left under their names, as the link follower reports them. */
 export interface DeviceDepartures {

@@ -17,6 +17,7 @@
 
 import type { IPFamily } from '../k8s/types.ts';
 import { type Chain, type Element, type NftMap, type NftSet, objectKey, type Operation } from '../nft/objects.ts';
+import { type DepartedDevices, flowtableDeviceChanges, NO_DEPARTED } from './departed-devices.ts';
 import { hairpinElement } from './element-claims.ts';
 import { type ChainSpec, claimKeysOf, forEachOwnElement, type Fragment } from './fragment.ts';
 import { claimedElement, forEachElement, type Ruleset, sameElementValue } from './ruleset.ts';
@@ -43,17 +44,6 @@ export interface DiffOptions {
   /** Flowtable devices of the applied ruleset that left under their names since it was committed. */
   departedDevices?: DepartedDevices;
 }
-
-/**
- * The kernel follows a flowtable's devices, not their names: it drops a device
- * that goes away by itself, and keeps a renamed one under its new name.
- */
-export interface DepartedDevices {
-  gone: ReadonlySet<string>;
-  renamed: ReadonlySet<string>;
-}
-
-const NO_DEPARTED: DepartedDevices = { gone: new Set(), renamed: new Set() };
 
 export interface SyncStats {
   chainsAdded: number;
@@ -288,11 +278,12 @@ class FragmentDiffer {
         recreated = true;
         continue;
       }
-      const held = old.devices.filter((d) => !gone.has(d));
-      const leaving = held.filter((d) => !f.devices.includes(d));
-      if (leaving.length > 0) this.p.deleteFlowtables.push({ verb: 'delete', object: { ...f, devices: leaving } });
-      // An add adds the devices the flowtable lacks and leaves the others.
-      if (f.devices.some((d) => !held.includes(d))) this.p.addFlowtables.push({ verb: 'add', object: f });
+      const { leave, join } = flowtableDeviceChanges(
+        old.devices.filter((d) => !gone.has(d)),
+        f,
+      );
+      if (leave) this.p.deleteFlowtables.push(leave);
+      if (join) this.p.addFlowtables.push(join);
     }
     for (const old of oldFlowtables.values()) this.p.deleteFlowtables.push({ verb: 'delete', object: { ...old, devices: [] } });
 

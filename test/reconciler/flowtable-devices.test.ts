@@ -8,7 +8,8 @@
 import { describe, expect, it } from 'vitest';
 import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import type { Flowtable, Operation } from '../../src/nft/objects.ts';
-import { diffRulesets, type DepartedDevices } from '../../src/reconciler/diff.ts';
+import type { DepartedDevices } from '../../src/reconciler/departed-devices.ts';
+import { diffRulesets } from '../../src/reconciler/diff.ts';
 import { planFullSync } from '../../src/reconciler/full-sync.ts';
 import { Reconciler } from '../../src/reconciler/reconciler.ts';
 import { renderRuleset, type Ruleset } from '../../src/reconciler/ruleset.ts';
