@@ -264,6 +264,11 @@ export class Working {
     }
   }
 
+  /** The kernel looks every device a flowtable operation names up first (when the fake knows the links). */
+  #devicesExist(f: Flowtable): void {
+    for (const d of f.devices) if (this.#options.devices?.includes(d) === false) err('ENOENT', `device ${d} does not exist`);
+  }
+
   #flowtable(verb: Operation['verb'], f: Flowtable, ts: TableState): void {
     const old = ts.flowtables.get(f.name);
     const what = `flowtable ${f.family} ${f.table} ${f.name}`;
@@ -271,8 +276,7 @@ export class Working {
       case 'add':
       case 'create': {
         if (this.#options.flowtables === false) err('ENOENT', 'flowtables are not supported by this kernel');
-        const known = this.#options.devices;
-        for (const d of f.devices) if (known && !known.includes(d)) err('ENOENT', `device ${d} does not exist`);
+        this.#devicesExist(f);
         if (!old) {
           ts.flowtables.set(f.name, { ...f, devices: [...f.devices].sort() });
           ts.nextHandle++;
@@ -292,11 +296,8 @@ export class Working {
         }
         if (f.devices.length > 0) {
           // In place: the flowtable, its rule and its other devices stay.
-          const known = this.#options.devices;
-          for (const d of f.devices) {
-            if (known && !known.includes(d)) err('ENOENT', `device ${d} does not exist`);
-            if (!old.devices.includes(d)) err('ENOENT', `device ${d} is not in ${what}`);
-          }
+          this.#devicesExist(f);
+          for (const d of f.devices) if (!old.devices.includes(d)) err('ENOENT', `device ${d} is not in ${what}`);
           ts.flowtables.set(f.name, { ...old, devices: old.devices.filter((d) => !f.devices.includes(d)) });
           return;
         }
