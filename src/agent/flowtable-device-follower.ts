@@ -24,6 +24,7 @@
 import { asyncScheduler, Observable, type SchedulerLike, type Subscription } from 'rxjs';
 import { flowtableDevices, type FlowtableDeviceFilter } from '../links/flowtable-devices.ts';
 import type { LinkMap } from '../links/link-state.ts';
+import type { DeviceDepartures } from '../reconciler/departed-devices.ts';
 
 export interface DeviceFollowerOptions {
   filter: FlowtableDeviceFilter;
@@ -42,9 +43,9 @@ export interface DeviceDecision {
   /** Interfaces the filter selected, before the cap. */
   matched: number;
   /** Devices of the previous decision whose link is gone (present only when there are some). */
-  gone?: string[];
+  gone?: readonly string[];
   /** Devices of the previous decision whose link has another name now (present only when there are some). */
-  renamed?: string[];
+  renamed?: readonly string[];
 }
 
 export const DEFAULT_DEVICE_SETTLE_MS = 250;
@@ -77,12 +78,13 @@ export function followFlowtableDevices(links$: Observable<LinkMap>, o: DeviceFol
     let pendingSince: number | undefined;
     let timer: Subscription | undefined;
 
-    const emit = (devices: string[], matched: number, departed?: { gone: string[]; renamed: string[] }) => {
+    const emit = (devices: string[], matched: number, departed?: DeviceDepartures) => {
       if (emitted !== undefined && sameList(emitted, devices)) return;
       emitted = devices;
-      const byName = indexByName(latest);
+      // Removals keep their links; only a device that joins is looked up by name.
       const before = emittedIndex;
-      emittedIndex = new Map(devices.map((d) => [d, before.get(d) ?? byName.get(d)!]));
+      const byName = devices.every((d) => before.has(d)) ? undefined : indexByName(latest);
+      emittedIndex = new Map(devices.map((d) => [d, before.get(d) ?? byName!.get(d)!]));
       const decision: DeviceDecision = { devices, matched };
       if (departed?.gone.length) decision.gone = departed.gone;
       if (departed?.renamed.length) decision.renamed = departed.renamed;
@@ -110,15 +112,16 @@ export function followFlowtableDevices(links$: Observable<LinkMap>, o: DeviceFol
         const current = emitted;
         // A device that left under its name, or whose name another device took: out now (a newcomer under
         // that name joins like any new interface, once settled).
-        const departed = { gone: [] as string[], renamed: [] as string[] };
+        const gone: string[] = [];
+        const renamed: string[] = [];
         const kept: string[] = [];
         for (const d of current) {
           const now = links.get(emittedIndex.get(d)!);
-          if (!now) departed.gone.push(d);
-          else if (now.name !== d) departed.renamed.push(d);
+          if (!now) gone.push(d);
+          else if (now.name !== d) renamed.push(d);
           else if (w.devices.includes(d)) kept.push(d);
         }
-        if (kept.length < current.length) emit(kept, w.matched, departed);
+        if (kept.length < current.length) emit(kept, w.matched, { gone, renamed });
         cancelTimer();
         if (!w.devices.some((d) => !kept.includes(d))) {
           pendingSince = undefined;
