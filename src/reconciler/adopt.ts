@@ -20,7 +20,7 @@
 import type { TableListing } from '../nft/dataplane.ts';
 import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from '../nft/objects.ts';
 import { objectKey } from '../nft/objects.ts';
-import { flowtableDeviceChanges } from './departed-devices.ts';
+import { flowtableDelete, flowtableDeviceChanges } from './departed-devices.ts';
 import { emptyStats, listedPlan, type StaleChain, type SyncPlan, type SyncStats } from './diff.ts';
 import { hairpinElement } from './element-claims.ts';
 import { elementCount, elementOf, forEachElementOf, type Fragment } from './fragment.ts';
@@ -251,7 +251,7 @@ function adoptTable(
     if (leave) p.deleteFlowtables.push(leave);
     if (join) p.addFlowtables.push(join);
   }
-  for (const old of flowtables.values()) p.deleteFlowtables.push({ verb: 'delete', object: { ...old, devices: [] } });
+  for (const old of flowtables.values()) p.deleteFlowtables.push(flowtableDelete(old));
 
   const haveChains = new Map<string, Chain>(have.chains.map((c) => [c.name, c]));
   // A listing read with rulesOnDemand decodes a chain's rules here, once, and they are dropped after the comparison.

@@ -33,6 +33,11 @@ export function flowtableDeviceChanges(held: readonly string[], f: Flowtable): {
   };
 }
 
+/** The delete of a whole flowtable: one that names devices takes only those out. */
+export function flowtableDelete(f: Flowtable): Operation {
+  return { verb: 'delete', object: { ...f, devices: [] } };
+}
+
 /** Devices that left under their names, as the link follower reports them. */
 export interface DeviceDepartures {
   gone: readonly string[];

@@ -17,7 +17,7 @@
 
 import type { IPFamily } from '../k8s/types.ts';
 import { type Chain, type Element, type NftMap, type NftSet, objectKey, type Operation } from '../nft/objects.ts';
-import { type DepartedDevices, flowtableDeviceChanges, NO_DEPARTED } from './departed-devices.ts';
+import { type DepartedDevices, flowtableDelete, flowtableDeviceChanges, NO_DEPARTED } from './departed-devices.ts';
 import { hairpinElement } from './element-claims.ts';
 import { type ChainSpec, claimKeysOf, forEachOwnElement, type Fragment } from './fragment.ts';
 import { claimedElement, forEachElement, type Ruleset, sameElementValue } from './ruleset.ts';
@@ -273,7 +273,7 @@ class FragmentDiffer {
         continue;
       }
       if (old.hook !== f.hook || old.priority !== f.priority || renamed.size > 0) {
-        this.p.deleteFlowtables.push({ verb: 'delete', object: { ...old, devices: [] } });
+        this.p.deleteFlowtables.push(flowtableDelete(old));
         this.p.recreateFlowtables.push({ verb: 'add', object: f });
         recreated = true;
         continue;
@@ -285,7 +285,7 @@ class FragmentDiffer {
       if (leave) this.p.deleteFlowtables.push(leave);
       if (join) this.p.addFlowtables.push(join);
     }
-    for (const old of oldFlowtables.values()) this.p.deleteFlowtables.push({ verb: 'delete', object: { ...old, devices: [] } });
+    for (const old of oldFlowtables.values()) this.p.deleteFlowtables.push(flowtableDelete(old));
 
     return recreated;
   }
