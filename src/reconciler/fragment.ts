@@ -196,7 +196,7 @@ export class FragmentBuilder {
       ownElements: copyOrNone(this.#ownElements),
       hairpin: extra.hairpin,
       flowtables: this.#flowtables.slice(),
-      regions: extra.regions?.slice(),
+      regions: extra.regions && copyOrNone(extra.regions),
     };
   }
 }

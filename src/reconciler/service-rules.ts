@@ -445,6 +445,6 @@ export function renderServicePort(
   return b.finish({
     // Counted per address by the ruleset (element-claims.ts): `ip . ip` is the same whoever wants it.
     hairpin: hairpin.size > 0 ? [...hairpin] : undefined,
-    regions: regions.length > 0 ? regions : undefined,
+    regions,
   });
 }
