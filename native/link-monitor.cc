@@ -65,45 +65,102 @@ const char* ReasonName(knp::ResyncReason reason) {
   return "none";
 }
 
-Napi::Object RecordToJs(Napi::Env env, const knp::LinkRecord& rec) {
-  Napi::Object obj = Napi::Object::New(env);
-  obj.Set("index", Napi::Number::New(env, rec.index));
-  obj.Set("name", Napi::String::New(env, rec.name));
-  obj.Set("flags", Napi::Number::New(env, rec.flags));
-  obj.Set("kind", Napi::String::New(env, rec.kind));
-  obj.Set("mtu", Napi::Number::New(env, rec.mtu));
-  obj.Set("operState", Napi::Number::New(env, rec.operState));
-  obj.Set("master", Napi::Number::New(env, rec.master));
+// What a delivery builds and calls in JS, with Node-API's own calls, each
+// status checked. A worker being terminated still runs the calls queued for
+// it, but can no longer run JS: its calls fail, and node-addon-api, making an
+// Error of a failed call, aborts the process there (napi_define_properties
+// fails in Error's constructor). A delivery that cannot be made is dropped.
+class JsBuilder {
+ public:
+  explicit JsBuilder(napi_env env) : env_(env) {}
+  bool ok() const { return ok_; }
+
+  napi_value Object() { return Make([&](napi_value* v) { return napi_create_object(env_, v); }); }
+  napi_value Array(size_t n) { return Make([&](napi_value* v) { return napi_create_array_with_length(env_, n, v); }); }
+  napi_value Number(double d) { return Make([&](napi_value* v) { return napi_create_double(env_, d, v); }); }
+  napi_value Bool(bool b) { return Make([&](napi_value* v) { return napi_get_boolean(env_, b, v); }); }
+  napi_value String(const std::string& s) {
+    return Make([&](napi_value* v) { return napi_create_string_utf8(env_, s.data(), s.size(), v); });
+  }
+  void Set(napi_value obj, const char* key, napi_value value) {
+    if (ok_) Check(napi_set_named_property(env_, obj, key, value));
+  }
+  void SetAt(napi_value array, uint32_t i, napi_value value) {
+    if (ok_) Check(napi_set_element(env_, array, i, value));
+  }
+  // An Error with `code` (and `errno` when not 0), as ErrorWithCode makes them.
+  napi_value Error(const std::string& message, const char* code, int err) {
+    napi_value codeValue = String(code);
+    napi_value messageValue = String(message);
+    napi_value error = Make([&](napi_value* v) { return napi_create_error(env_, codeValue, messageValue, v); });
+    if (err != 0) Set(error, "errno", Number(err));
+    return error;
+  }
+
+ private:
+  template <typename F>
+  napi_value Make(F make) {
+    napi_value v = nullptr;
+    if (ok_) Check(make(&v));
+    return ok_ ? v : nullptr;
+  }
+  void Check(napi_status status) {
+    if (status != napi_ok) ok_ = false;
+  }
+
+  napi_env env_;
+  bool ok_ = true;
+};
+
+napi_value RecordToJs(JsBuilder& js, const knp::LinkRecord& rec) {
+  napi_value obj = js.Object();
+  js.Set(obj, "index", js.Number(rec.index));
+  js.Set(obj, "name", js.String(rec.name));
+  js.Set(obj, "flags", js.Number(rec.flags));
+  js.Set(obj, "kind", js.String(rec.kind));
+  js.Set(obj, "mtu", js.Number(rec.mtu));
+  js.Set(obj, "operState", js.Number(rec.operState));
+  js.Set(obj, "master", js.Number(rec.master));
   return obj;
 }
 
-Napi::Object BatchToJs(Napi::Env env, const knp::LinkBatch& batch) {
-  Napi::Object obj = Napi::Object::New(env);
+napi_value BatchToJs(JsBuilder& js, const knp::LinkBatch& batch) {
+  napi_value obj = js.Object();
   if (batch.resync != knp::ResyncReason::kNone) {
-    obj.Set("resync", Napi::String::New(env, ReasonName(batch.resync)));
-    Napi::Array links = Napi::Array::New(env, batch.snapshot.size());
-    for (size_t i = 0; i < batch.snapshot.size(); ++i) links.Set(i, RecordToJs(env, batch.snapshot[i]));
-    obj.Set("links", links);
+    js.Set(obj, "resync", js.String(ReasonName(batch.resync)));
+    napi_value links = js.Array(batch.snapshot.size());
+    for (size_t i = 0; i < batch.snapshot.size() && js.ok(); ++i) {
+      js.SetAt(links, uint32_t(i), RecordToJs(js, batch.snapshot[i]));
+    }
+    js.Set(obj, "links", links);
   }
-  Napi::Array changes = Napi::Array::New(env, batch.changes.size());
-  for (size_t i = 0; i < batch.changes.size(); ++i) {
-    Napi::Object change = Napi::Object::New(env);
-    change.Set("removed", Napi::Boolean::New(env, batch.changes[i].removed));
-    change.Set("link", RecordToJs(env, batch.changes[i].link));
-    changes.Set(i, change);
+  napi_value changes = js.Array(batch.changes.size());
+  for (size_t i = 0; i < batch.changes.size() && js.ok(); ++i) {
+    napi_value change = js.Object();
+    js.Set(change, "removed", js.Bool(batch.changes[i].removed));
+    js.Set(change, "link", RecordToJs(js, batch.changes[i].link));
+    js.SetAt(changes, uint32_t(i), change);
   }
-  obj.Set("changes", changes);
+  js.Set(obj, "changes", changes);
   return obj;
 }
 
-// A subscriber that throws is an uncaught exception of the program, reported
-// the way Node reports one from any event source.
-void CallReporting(Napi::Env env, Napi::Function fn, Napi::Value arg) {
-  try {
-    fn.Call({arg});
-  } catch (const Napi::Error& e) {
-    napi_fatal_exception(env, e.Value());
-  }
+// Calls fn(arg). A subscriber that throws is an uncaught exception of the
+// program, reported the way Node reports one from any event source; a call
+// the environment can no longer make (a worker being terminated) is dropped.
+void CallReporting(napi_env env, napi_value fn, napi_value arg) {
+  napi_value global = nullptr;
+  napi_value result = nullptr;
+  if (napi_get_global(env, &global) != napi_ok) return;
+  if (napi_call_function(env, global, fn, 1, &arg, &result) == napi_ok) return;
+  bool pending = false;
+  napi_value error = nullptr;
+  if (napi_is_exception_pending(env, &pending) != napi_ok || !pending) return;
+  if (napi_get_and_clear_last_exception(env, &error) != napi_ok) return;
+  // What a terminated call leaves is no exception of the program's.
+  JsBuilder probe(env);
+  probe.Set(probe.Object(), "probe", error);
+  if (probe.ok()) napi_fatal_exception(env, error);
 }
 
 class LinkMonitor;
@@ -374,28 +431,26 @@ void Session::CallJs(napi_env rawEnv, napi_value jsCallback, void* context, void
     std::swap(*delivery, session->pending);
     session->callQueued = false;
   }
-  Napi::Env env(rawEnv);
-  try {
-    Napi::HandleScope scope(env);
-    if (session->unrefAfterSnapshot && delivery->batch.resync != knp::ResyncReason::kNone) {
-      session->unrefAfterSnapshot = false;
-      napi_unref_threadsafe_function(rawEnv, session->tsfn);
-    }
-    if (!delivery->batch.Empty()) {
-      CallReporting(env, Napi::Function(rawEnv, jsCallback), BatchToJs(env, delivery->batch));
-      if (session->stopped) return;  // the callback stopped the monitor
-    }
-    if (delivery->failed) {
-      Napi::Function onError = session->onError.Value();
-      Napi::Error error =
-          ErrorWithCode(env, "LinkMonitor: " + delivery->error, "ERR_LINK_MONITOR_SOCKET", delivery->err);
-      if (session->owner != nullptr) session->owner->Release();
-      CallReporting(env, onError, error.Value());
-    }
-  } catch (const Napi::Error&) {
-    // Building the arguments failed: the environment is shutting down and can
-    // no longer run JS (queued deliveries still arrive then). Nothing to tell.
+  napi_handle_scope scope = nullptr;
+  if (napi_open_handle_scope(rawEnv, &scope) != napi_ok) return;
+  if (session->unrefAfterSnapshot && delivery->batch.resync != knp::ResyncReason::kNone) {
+    session->unrefAfterSnapshot = false;
+    napi_unref_threadsafe_function(rawEnv, session->tsfn);
   }
+  JsBuilder js(rawEnv);
+  if (!delivery->batch.Empty()) {
+    napi_value batch = BatchToJs(js, delivery->batch);
+    if (js.ok()) CallReporting(rawEnv, jsCallback, batch);
+  }
+  // Not when the callback stopped the monitor, nor when the environment can no longer run JS.
+  if (delivery->failed && !session->stopped && js.ok()) {
+    napi_value onError = nullptr;
+    napi_value error = js.Error("LinkMonitor: " + delivery->error, "ERR_LINK_MONITOR_SOCKET", delivery->err);
+    bool ready = js.ok() && napi_get_reference_value(rawEnv, session->onError, &onError) == napi_ok && onError != nullptr;
+    if (session->owner != nullptr) session->owner->Release();
+    if (ready) CallReporting(rawEnv, onError, error);
+  }
+  napi_close_handle_scope(rawEnv, scope);
 }
 
 }  // namespace

@@ -87,6 +87,24 @@ describe('LinkMonitor lifetime', () => {
     });
   });
 
+  it("a batch callback that throws is the program's uncaught exception", async () => {
+    await withNetns(async (ns) => {
+      const r = run(ns, 'throwing-callback');
+      expect(await r.exited(20_000)).toEqual({ code: 0, signal: null });
+      expect(r.stdout).toContain('uncaught thrown by the batch callback');
+    });
+  });
+
+  it('a worker that exits from inside a delivery ends with its own code, and the process goes on', async () => {
+    await withNetns(async (ns) => {
+      const r = run(ns, 'worker-exit-in-delivery');
+      expect(await r.exited(20_000)).toEqual({ code: 0, signal: null });
+      expect(r.stdout).toContain('worker exit-in-delivery exit 3');
+      expect(r.stdout).toContain('ok');
+      expect(r.stderr).toBe('');
+    });
+  });
+
   it('a worker thread with a running monitor terminates or exits cleanly', async () => {
     await withNetns(async (ns) => {
       const r = run(ns, 'worker');
