@@ -10,17 +10,6 @@
 import type { Flowtable, Operation } from '../nft/objects.ts';
 
 /**
- * The kernel follows a flowtable's devices, not their names: it drops a device
- * that goes away by itself, and keeps a renamed one under its new name.
- */
-export interface DepartedDevices {
-  gone: ReadonlySet<string>;
-  renamed: ReadonlySet<string>;
-}
-
-export const NO_DEPARTED: DepartedDevices = { gone: new Set(), renamed: new Set() };
-
-/**
  * What takes a flowtable that holds `held` to `f`'s devices in place: a delete
  * naming the devices that leave, and an add when some join (an add of a
  * flowtable adds the devices it lacks and leaves the others).
@@ -38,11 +27,13 @@ export function flowtableDelete(f: Flowtable): Operation {
   return { verb: 'delete', object: { ...f, devices: [] } };
 }
 
-/** Devices that left under their names, as the link follower reports them. */
+/** Devices that left under their names: as the link follower reports them, and as a plan takes them. */
 export interface DeviceDepartures {
   gone: readonly string[];
   renamed: readonly string[];
 }
+
+export const NO_DEPARTURES: DeviceDepartures = { gone: [], renamed: [] };
 
 export class DepartedDeviceLog {
   /** By device name: renamed (else gone), and the report's number. */
@@ -59,13 +50,13 @@ export class DepartedDeviceLog {
   }
 
   /** What a plan starts from; `settlesRenames`: whether its landing settles the renames it saw too. */
-  forPlan(settlesRenames = true): DepartedDevices | undefined {
+  forPlan(settlesRenames = true): DeviceDepartures | undefined {
     this.#planned = this.#seq;
     this.#plannedRenames = settlesRenames;
     if (this.#reports.size === 0) return undefined;
-    const gone = new Set<string>();
-    const renamed = new Set<string>();
-    for (const [name, r] of this.#reports) (r.renamed ? renamed : gone).add(name);
+    const gone: string[] = [];
+    const renamed: string[] = [];
+    for (const [name, r] of this.#reports) (r.renamed ? renamed : gone).push(name);
     return { gone, renamed };
   }
 

@@ -17,7 +17,7 @@
 
 import type { IPFamily } from '../k8s/types.ts';
 import { type Chain, type Element, type NftMap, type NftSet, objectKey, type Operation } from '../nft/objects.ts';
-import { type DepartedDevices, flowtableDelete, flowtableDeviceChanges, NO_DEPARTED } from './departed-devices.ts';
+import { type DeviceDepartures, flowtableDelete, flowtableDeviceChanges, NO_DEPARTURES } from './departed-devices.ts';
 import { hairpinElement } from './element-claims.ts';
 import { type ChainSpec, claimKeysOf, forEachOwnElement, type Fragment } from './fragment.ts';
 import { claimedElement, forEachElement, type Ruleset, sameElementValue } from './ruleset.ts';
@@ -42,7 +42,7 @@ export interface DiffOptions {
   /** kube-proxy waits one second. */
   staleChainDelayMs?: number;
   /** Flowtable devices of the applied ruleset that left under their names since it was committed. */
-  departedDevices?: DepartedDevices;
+  departedDevices?: DeviceDepartures;
 }
 
 export interface SyncStats {
@@ -177,10 +177,10 @@ class FragmentDiffer {
   readonly ownDeletes: Element[] = [];
   readonly ownAdds: Element[] = [];
   readonly touchedHairpin = new Map<IPFamily, Set<string>>();
-  readonly departed: DepartedDevices;
+  readonly departed: DeviceDepartures;
   skeletonSetRecreated = false;
 
-  constructor(p: Phases, stats: SyncStats, stale: Map<string, StaleChain>, now: number, departed: DepartedDevices) {
+  constructor(p: Phases, stats: SyncStats, stale: Map<string, StaleChain>, now: number, departed: DeviceDepartures) {
     this.p = p;
     this.stats = stats;
     this.stale = stale;
@@ -272,14 +272,14 @@ class FragmentDiffer {
         this.p.addFlowtables.push({ verb: 'add', object: f });
         continue;
       }
-      if (old.hook !== f.hook || old.priority !== f.priority || renamed.size > 0) {
+      if (old.hook !== f.hook || old.priority !== f.priority || renamed.length > 0) {
         this.p.deleteFlowtables.push(flowtableDelete(old));
         this.p.recreateFlowtables.push({ verb: 'add', object: f });
         recreated = true;
         continue;
       }
       const { leave, join } = flowtableDeviceChanges(
-        old.devices.filter((d) => !gone.has(d)),
+        old.devices.filter((d) => !gone.includes(d)),
         f,
       );
       if (leave) this.p.deleteFlowtables.push(leave);
@@ -341,7 +341,7 @@ export function diffRulesets(
   for (const t of desired.tables) if (!appliedTables.has(objectKey(t))) p.addTables.push({ verb: 'add', object: t });
   const removedTables = (applied?.tables ?? []).filter((t) => !desiredTables.has(objectKey(t)));
 
-  const departed = options.departedDevices ?? NO_DEPARTED;
+  const departed = options.departedDevices ?? NO_DEPARTURES;
   const differ = new FragmentDiffer(p, stats, stale, now, departed);
   const diffFragment = (before: Fragment, after: Fragment, family?: IPFamily): void => differ.diff(before, after, family);
   const { touchedKeys, recreatedSets, ownDeletes, ownAdds, touchedHairpin } = differ;
@@ -351,7 +351,7 @@ export function diffRulesets(
     const a = applied?.skeletons.get(f);
     const d = desired.skeletons.get(f);
     // A device that left and a newcomer under its name render the same skeleton; the kernel lacks the newcomer.
-    if (a !== d || departed.gone.size + departed.renamed.size > 0) diffFragment(a ?? EMPTY, d ?? EMPTY);
+    if (a !== d || departed.gone.length + departed.renamed.length > 0) diffFragment(a ?? EMPTY, d ?? EMPTY);
   }
   if (applied && desired.changes?.since === applied.generation) {
     // Rendered from this very ruleset: only the ports it says may differ can.

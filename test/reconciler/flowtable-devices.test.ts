@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import type { Flowtable, Operation } from '../../src/nft/objects.ts';
-import type { DepartedDevices } from '../../src/reconciler/departed-devices.ts';
+import { type DeviceDepartures, NO_DEPARTURES } from '../../src/reconciler/departed-devices.ts';
 import { diffRulesets } from '../../src/reconciler/diff.ts';
 import { planFullSync } from '../../src/reconciler/full-sync.ts';
 import { Reconciler } from '../../src/reconciler/reconciler.ts';
@@ -43,10 +43,7 @@ function kernelDrops(k: FakeKernel, applied: Ruleset, device: string, renamedTo?
 
 const summary = (ops: Operation[]) =>
   ops.map((o) => `${o.verb} ${o.object.kind}${o.object.kind === 'flowtable' ? ` [${o.object.devices.join(',')}]` : ''}`);
-const departed = (d: Partial<Record<keyof DepartedDevices, string[]>>): DepartedDevices => ({
-  gone: new Set(d.gone ?? []),
-  renamed: new Set(d.renamed ?? []),
-});
+const departed = (d: Partial<DeviceDepartures>): DeviceDepartures => ({ ...NO_DEPARTURES, ...d });
 
 describe('flowtable devices in incremental syncs', () => {
   it('a device that leaves while it exists is taken out in place: nothing else is touched', () => {
