@@ -77,7 +77,8 @@ int NetlinkSocket::Request(const nlmsghdr* request, const std::function<void(con
     *error = std::string("send: ") + strerror(errno);
     return errno;
   }
-  std::vector<char> buf(1 << 18);
+  std::vector<char>& buf = answers_;
+  if (buf.empty()) buf.resize(1 << 18);
   const uint32_t seq = request->nlmsg_seq;
   for (;;) {
     // MSG_TRUNC: the datagram's real length. A dump skb is at most 32 KiB,

@@ -1,6 +1,7 @@
 // A NETLINK_NETFILTER socket, optionally in another network namespace, with the
 // request/response loops the commit and list paths share. Used from worker
-// threads only; holds no state beyond its fd and sequence counter.
+// threads only; holds no state beyond its fd, sequence counter and the buffer
+// answers are read into (a listing makes a request per chain: one buffer for all).
 #pragma once
 
 #include <linux/netlink.h>
@@ -36,6 +37,7 @@ class NetlinkSocket {
  private:
   int fd_ = -1;
   uint32_t seq_ = 1;
+  std::vector<char> answers_;
 };
 
 // Reads the text and the offending attribute offset of an extended ack.
