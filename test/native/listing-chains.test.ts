@@ -5,6 +5,7 @@
 // never given back torn: the kernel answers the rule dump of a chain that is
 // gone with no rules and no error, so only the generation check can tell.
 
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import type { Operation, Rule, TableListing } from '../../src/nft/objects.ts';
 import { kernel } from './kernel-helpers.ts';
@@ -12,7 +13,6 @@ import { kernel } from './kernel-helpers.ts';
 const T = 'chains';
 /** Between the churn's commits, so that most readings fall between two (a reading takes a few ms). */
 const GAP_MS = 5;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const CHAINS = 300;
 
 const chainName = (i: number): string => `c${i}`;
@@ -48,11 +48,14 @@ function wanted(chains: number[]): Map<string, string[]> {
 
 const all = Array.from({ length: CHAINS }, (_, i) => i);
 const odd = all.filter((i) => i % 2 === 1);
+const evens = all.filter((i) => i % 2 === 0);
+/** The table and every chain with its rules. */
+const everyChain: Operation[] = [{ verb: 'add', object: { kind: 'table', family: 'ip', name: T } }, ...all.flatMap(chainOps)];
 
 describe('listing a table chain by chain', () => {
   it("gives every chain's rules in the chain's order, and chains that hold none", async () => {
     const { dp } = kernel();
-    await dp.commit(dp.begin().queueAll([{ verb: 'add', object: { kind: 'table', family: 'ip', name: T } }, ...all.flatMap(chainOps)]));
+    await dp.commit(dp.begin().queueAll(everyChain));
     const listing = (await dp.list('ip', T))!;
     expect(listing.chains).toHaveLength(CHAINS);
     expect(listing.rules).toHaveLength(all.reduce((n, i) => n + (i % 4), 0));
@@ -61,9 +64,8 @@ describe('listing a table chain by chain', () => {
 
   it('is read again, never torn, when commits delete and add chains while it is read', async () => {
     const { dp } = kernel();
-    await dp.commit(dp.begin().queueAll([{ verb: 'add', object: { kind: 'table', family: 'ip', name: T } }, ...all.flatMap(chainOps)]));
+    await dp.commit(dp.begin().queueAll(everyChain));
     // The even chains go and come back, over and over, while the table is listed.
-    const evens = all.filter((i) => i % 2 === 0);
     const deleteEvens: Operation[] = evens.map((i) => ({
       verb: 'delete',
       object: { kind: 'chain', family: 'ip', table: T, name: chainName(i) },
