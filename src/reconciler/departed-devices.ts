@@ -15,11 +15,11 @@ import type { Flowtable, Operation } from '../nft/objects.ts';
  * flowtable adds the devices it lacks and leaves the others).
  */
 export function flowtableDeviceChanges(held: readonly string[], f: Flowtable): { leave?: Operation; join?: Operation } {
+  const changes: { leave?: Operation; join?: Operation } = {};
   const leaving = held.filter((d) => !f.devices.includes(d));
-  return {
-    ...(leaving.length > 0 ? { leave: { verb: 'delete', object: { ...f, devices: leaving } } } : {}),
-    ...(f.devices.some((d) => !held.includes(d)) ? { join: { verb: 'add', object: f } } : {}),
-  };
+  if (leaving.length > 0) changes.leave = { verb: 'delete', object: { ...f, devices: leaving } };
+  if (f.devices.some((d) => !held.includes(d))) changes.join = { verb: 'add', object: f };
+  return changes;
 }
 
 /** The delete of a whole flowtable: one that names devices takes only those out. */
