@@ -9,11 +9,10 @@ export function countingDataplane(inner: Dataplane, count: (verb: string, kind: 
   const counted: Dataplane = {
     begin: () => inner.begin(),
     async commit(tx: Transaction): Promise<void> {
-      // The transaction's own counts, taken before the commit: nothing of its
-      // operations is kept across the wait (a full sync's are not held at all).
-      const counts = tx.counts();
+      // The transaction's own counts, made as its operations were checked (a
+      // full sync's while the dataplane encoded them): no operation is held.
       await inner.commit(tx);
-      for (const c of counts) count(c.verb, c.kind, c.count);
+      for (const c of tx.counts()) count(c.verb, c.kind, c.count);
     },
     list: (family, table, options) => inner.list(family, table, options),
   };

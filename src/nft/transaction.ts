@@ -1,6 +1,7 @@
 // A transaction: an ordered list of (verb, object) operations that the kernel
 // applies atomically, and the only thing a Dataplane commits. Each operation
-// is checked as it is queued; a transaction with an invalid operation can
+// is checked as it is queued (generated ones as the dataplane's encoding
+// makes them, see queueGenerated); a transaction with an invalid operation can
 // never be applied (the kernel would refuse it anyway, only later and with
 // less to say about why). Every operation is checked, not only those before
 // the first invalid one, so that a caller learns at once every operation that
@@ -58,8 +59,10 @@ export class Transaction {
   #ownsOps = true;
   /** After queueGenerated(), until ops() lists them: makes the operations again, one at a time. */
   #source: (() => Iterable<Operation>) | undefined;
-  /** How many #source makes (the valid ones). */
-  #length: number | undefined;
+  /** How many #source makes, as its planner announced them. */
+  #announced: number | undefined;
+  /** Whether every operation #source makes has been checked (its errors and counts complete). */
+  #generatedChecked = false;
   readonly #containers = new Map<string, NftSet | NftMap>();
   readonly #known: ContainerLookup | undefined;
   readonly #context = new CheckContext(
@@ -138,30 +141,66 @@ export class Transaction {
   }
 
   /**
-   * Queues the operations `source` makes (a full sync's plan), checked as they
-   * come and not kept: at 100k Services they are millions of small objects,
-   * most of a full sync's peak. operations() makes them again, one at a time,
-   * for the dataplane to encode; ops() makes and keeps the list (a failure's
-   * blame, a dataplane that wants a list). `source` must make the very same
+   * Queues the `count` operations `source` makes (a full sync's plan), not
+   * kept: at 100k Services they are millions of small objects, most of a full
+   * sync's peak. They are checked as the dataplane's encoding makes them
+   * (operations()), so that they are made once for both; until then errors()
+   * and counts() know nothing of them, and a dataplane throws the first
+   * error, with every one recorded, before it sends anything. check() checks
+   * them without encoding; ops() makes and keeps the list (a failure's blame,
+   * a dataplane that wants a list). `source` must make the very same
    * operations every time. Only into an empty transaction, which then takes no more.
    */
-  queueGenerated(source: () => Iterable<Operation>): this {
+  queueGenerated(source: () => Iterable<Operation>, count: number): this {
     this.#refuseWhenGenerated();
     if (this.#queued > 0) throw new Error('generated operations go into an empty transaction');
-    for (const op of source()) this.#check(op);
-    this.#length = this.#queued - this.#errors.length;
     this.#source = source;
+    this.#announced = count;
     return this;
   }
 
-  /** The operations to commit, as ops() but made one at a time when they were generated; throws the first error as ops() does. */
+  /**
+   * The operations to commit, as ops() but made one at a time when they were
+   * generated. Generated ones not yet checked are checked as they are made:
+   * after the first invalid one no more are given, and once all are made the
+   * first error is thrown. Otherwise throws the first error as ops() does.
+   */
   operations(): Iterable<Operation> {
+    if (this.#source && !this.#generatedChecked) return this.#checking(this.#source);
     if (this.#errors.length > 0) throw this.#errors[0];
     return this.#source ? this.#source() : this.#ops;
   }
 
+  /** Checks generated operations not checked yet (none are kept); then errors() and counts() are complete. */
+  check(): this {
+    if (this.#source && !this.#generatedChecked) {
+      try {
+        for (const _ of this.#checking(this.#source));
+      } catch (e) {
+        if (!(e instanceof NftInvalidError)) throw e;
+      }
+    }
+    return this;
+  }
+
+  /** One pass over what `source` makes, each operation checked and counted, the valid ones given until one is not. */
+  *#checking(source: () => Iterable<Operation>): Generator<Operation> {
+    // A pass given up half way (its consumer threw) is started over.
+    this.#queued = 0;
+    this.#errors.length = 0;
+    this.#counts.fill(0);
+    let made = 0;
+    for (const op of source()) {
+      made++;
+      if (this.#check(op) && this.#errors.length === 0) yield op;
+    }
+    if (made !== this.#announced) throw new Error(`the generated operations are ${made}, not the ${this.#announced} announced`);
+    this.#generatedChecked = true;
+    if (this.#errors.length > 0) throw this.#errors[0];
+  }
+
   #refuseWhenGenerated(): void {
-    if (this.#length !== undefined) throw new Error('a transaction of generated operations takes no more');
+    if (this.#source !== undefined || this.#announced !== undefined) throw new Error('a transaction of generated operations takes no more');
   }
 
   #push(op: Operation): void {
@@ -214,18 +253,20 @@ export class Transaction {
     return this.#errors;
   }
 
-  /** Operations queued and valid so far. */
+  /** Operations queued and valid so far; generated ones not yet checked count as announced. */
   get length(): number {
-    return this.#length ?? this.#ops.length;
+    if (this.#announced === undefined) return this.#ops.length;
+    return this.#generatedChecked ? this.#queued - this.#errors.length : this.#announced;
   }
 
   /** The operations to commit; throws the first error if any operation was invalid. Generated ones are made and kept from then on. */
   ops(): readonly Operation[] {
+    this.check();
     if (this.#errors.length > 0) throw this.#errors[0];
     if (this.#source) {
       const made = Array.from(this.#source());
-      if (made.length !== this.#length)
-        throw new Error(`the operations made again are ${made.length}, not the ${this.#length} that were checked`);
+      if (made.length !== this.length)
+        throw new Error(`the operations made again are ${made.length}, not the ${this.length} that were checked`);
       this.#ops = made;
       this.#source = undefined;
     }

@@ -377,7 +377,8 @@ export class Reconciler {
   /**
    * Checks and commits one plan; undefined when it landed (the state advanced),
    * else the failed attempt with its blame. A generated plan's operations are
-   * made again for each: the check, the dataplane's encoding, a blame.
+   * made once for the dataplane, which checks them as it encodes them, and
+   * again for a blame.
    * An adoption's commit passes the renderings it held for the encoding, let
    * go once the dataplane has the batch, before the kernel answers.
    */
@@ -385,25 +386,23 @@ export class Reconciler {
     const { generated } = plan;
     if (planLength(plan) > 0) {
       const tx = this.#dataplane.begin();
-      if (generated) tx.queueGenerated(generated.source);
+      if (generated) tx.queueGenerated(generated.source, generated.length);
       else tx.queueAll(plan.ops);
-      if (tx.errors.length > 0)
-        return {
-          ok: false,
-          error: tx.error,
-          blame: blameInvalid(
-            tx.errors,
-            // Every operation, the invalid ones too: the errors' indexes count them all.
-            this.#failed(() => (generated ? Array.from(generated.source()) : plan.ops), desired, current),
-          ),
-        };
+      // Blamed on every operation, the invalid ones too: the errors' indexes count them all.
+      const every = () => (generated ? Array.from(generated.source()) : plan.ops);
+      const invalid = (): Attempt => {
+        return { ok: false, error: tx.error, blame: blameInvalid(tx.errors, this.#failed(every, desired, current)) };
+      };
+      if (tx.errors.length > 0) return invalid();
       const committing = this.#dataplane.commit(tx);
       if (adoptionHeld) adoptionHeld.length = 0;
       // Encoded and handed over: no operation of a generated plan is held any more.
-      if (generated) this.#onReleased?.(generated.length, adoptionHeld !== undefined);
+      if (generated && tx.errors.length === 0) this.#onReleased?.(generated.length, adoptionHeld !== undefined);
       try {
         await committing;
       } catch (e) {
+        // A generated plan's invalid operations are found by the dataplane's encoding, before anything is sent.
+        if (tx.errors.length > 0) return invalid();
         return {
           ok: false,
           error: e,

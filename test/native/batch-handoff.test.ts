@@ -132,10 +132,10 @@ describe('the batch handed to the addon', () => {
     const tx = dp.begin().queueGenerated(() => {
       made++;
       return verdictMapOps('g', 30_000, '443');
-    });
+    }, 30_003);
     await dp.commit(tx);
-    // Made once to be checked and once to be encoded: never listed.
-    expect(made).toBe(2);
+    // Made once, checked as it is encoded: never listed.
+    expect(made).toBe(1);
     expect(dp.lastCommit).toMatchObject({ operations: 30_003 });
     const keys = mapKeys(ns, 'g');
     expect(keys).toHaveLength(30_000);

@@ -9,6 +9,7 @@ import type { NativeAddon, NativeCommitResult } from '../../src/native/addon.ts'
 import { NftCommitError } from '../../src/nft/dataplane.ts';
 import { NetlinkDataplane } from '../../src/nft/netlink/netlink-dataplane.ts';
 import type { Operation } from '../../src/nft/objects.ts';
+import { NftInvalidError } from '../../src/nft/transaction.ts';
 import { chain, table } from './fixtures.ts';
 
 const timing = { parseMs: 0, openMs: 0, buildMs: 0, sendMs: 1, receiveMs: 1, buildCpuMs: 0, sendCpuMs: 0 };
@@ -41,7 +42,7 @@ async function commitGenerated(answerWith: Omit<NativeCommitResult, 'timing'>) {
       watched.push(new WeakRef(op));
       yield op;
     }
-  });
+  }, 4);
   const committing = dataplane.commit(tx);
   const made = watched;
   const collected = await new Promise<boolean>((resolve) =>
@@ -81,5 +82,30 @@ describe('the netlink dataplane while the batch is in the kernel', () => {
     expect(outcome).toBeInstanceOf(NftCommitError);
     expect((outcome as NftCommitError).message).toMatch(/operation 2 \(add chain\) failed with EINVAL: no/);
     expect((outcome as NftCommitError).operations[2]).toEqual({ verb: 'add', object: chain('b') });
+  });
+
+  it('an invalid generated operation, found as the batch is encoded, throws every error and sends nothing', async () => {
+    let sent = 0;
+    const addon = {
+      commit: () => {
+        sent++;
+        return Promise.reject(new Error('sent'));
+      },
+    } as unknown as NativeAddon;
+    const dataplane = new NetlinkDataplane({ addon });
+    let made = 0;
+    const tx = dataplane.begin().queueGenerated(() => {
+      made++;
+      return [...opsOf(), { verb: 'add', object: chain('') }, { verb: 'add', object: chain('d') }, { verb: 'add', object: chain('') }];
+    }, 7);
+    const outcome = await dataplane.commit(tx).then(
+      () => 'ok',
+      (e: unknown) => e,
+    );
+    expect(outcome).toBeInstanceOf(NftInvalidError);
+    expect(outcome).toBe(tx.error);
+    expect(tx.errors.map((e) => e.index)).toEqual([4, 6]);
+    expect(sent).toBe(0);
+    expect(made).toBe(1);
   });
 });

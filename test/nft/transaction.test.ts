@@ -172,7 +172,7 @@ describe('transaction: every error is found, the first is thrown', () => {
     expect(after.length).toBe(2);
   });
 
-  it('queueGenerated checks what its source makes without keeping it; operations() makes it again, ops() once and keeps it', () => {
+  it('queueGenerated checks what its source makes as operations() makes it, once for both, and keeps none until ops()', () => {
     const ops = (): Operation[] => [
       { verb: 'add', object: table },
       { verb: 'add', object: chain('a') },
@@ -182,40 +182,77 @@ describe('transaction: every error is found, the first is thrown', () => {
       made++;
       return ops();
     };
-    const tx = new Transaction().queueGenerated(source);
-    expect(made).toBe(1);
+    const tx = new Transaction().queueGenerated(source, 2);
+    expect(made).toBe(0);
     expect(tx.length).toBe(2);
-    expect(tx.errors).toEqual([]);
     expect(() => tx.add(chain('b'))).toThrow(/generated operations takes no more/);
     expect(() => tx.queueAll(ops())).toThrow(/generated operations takes no more/);
+    // The first pass checks and gives, in one making; the later ones only give.
     expect([...tx.operations()]).toEqual(ops());
+    expect(made).toBe(1);
+    expect(tx.errors).toEqual([]);
+    expect(tx.counts()).toEqual([
+      { verb: 'add', kind: 'table', count: 1 },
+      { verb: 'add', kind: 'chain', count: 1 },
+    ]);
     expect([...tx.operations()]).toEqual(ops());
-    expect(made).toBe(3);
+    expect(tx.check()).toBe(tx);
+    expect(made).toBe(2);
     const listed = tx.ops();
     expect(listed).toEqual(ops());
     expect(tx.ops()).toBe(listed);
     expect(tx.operations()).toBe(listed);
-    expect(made).toBe(4);
+    expect(made).toBe(3);
+    expect(tx.length).toBe(2);
 
+    expect(() => [...new Transaction().queueGenerated(ops, 3).operations()]).toThrow(/generated operations are 2, not the 3 announced/);
     let n = 2;
-    const shrinking = new Transaction().queueGenerated(() => ops().slice(0, n--));
+    const shrinking = new Transaction().queueGenerated(() => ops().slice(0, n--), 2);
+    expect([...shrinking.operations()]).toHaveLength(2);
     expect(() => shrinking.ops()).toThrow(/made again are 1, not the 2 that were checked/);
-    expect(() => new Transaction().add(table).queueGenerated(source)).toThrow(/empty transaction/);
+    expect(() => new Transaction().add(table).queueGenerated(source, 2)).toThrow(/empty transaction/);
   });
 
-  it('queueGenerated names every invalid operation by its index, and checks elements against the sets its source adds', () => {
+  it('queueGenerated names every invalid operation by its index, gives none after the first, checks elements against its sets', () => {
     const set = sets.find((s) => s.kind === 'set' && s.keyType.length === 1 && s.keyType[0] === 'ipv4_addr')!;
-    const tx = new Transaction().queueGenerated((): Operation[] => [
+    const source = (): Operation[] => [
       { verb: 'add', object: table },
       { verb: 'add', object: chain('') },
       { verb: 'add', object: set },
       { verb: 'add', object: el(set.name, ['10.0.0.1']) },
       { verb: 'add', object: el(set.name, ['not an address']) },
+    ];
+    // As a dataplane's encoding takes them: what it was given before the error, then the error once all are checked.
+    const encoding = new Transaction().queueGenerated(source, 5);
+    const given: Operation[] = [];
+    expect(() => {
+      for (const op of encoding.operations()) given.push(op);
+    }).toThrow(NftInvalidError);
+    expect(given).toEqual(source().slice(0, 1));
+    expect(encoding.errors.map((e) => e.index)).toEqual([1, 4]);
+    expect(encoding.length).toBe(3);
+    expect(() => encoding.operations()).toThrow(NftInvalidError);
+    expect(() => encoding.ops()).toThrow(NftInvalidError);
+
+    const checked = new Transaction().queueGenerated(source, 5);
+    expect(checked.errors).toEqual([]);
+    expect(checked.check().errors.map((e) => e.index)).toEqual([1, 4]);
+    expect(() => new Transaction().queueGenerated(source, 5).ops()).toThrow(NftInvalidError);
+  });
+
+  it('queueGenerated starts a pass that was given up half way over, counting nothing twice', () => {
+    const source = (): Operation[] => [
+      { verb: 'add', object: table },
+      { verb: 'add', object: chain('a') },
+      { verb: 'add', object: chain('') },
+    ];
+    const tx = new Transaction().queueGenerated(source, 3);
+    for (const _ of tx.operations()) break;
+    expect(tx.check().errors.map((e) => e.index)).toEqual([2]);
+    expect(tx.counts()).toEqual([
+      { verb: 'add', kind: 'table', count: 1 },
+      { verb: 'add', kind: 'chain', count: 1 },
     ]);
-    expect(tx.errors.map((e) => e.index)).toEqual([1, 4]);
-    expect(tx.length).toBe(3);
-    expect(() => tx.operations()).toThrow(NftInvalidError);
-    expect(() => tx.ops()).toThrow(NftInvalidError);
   });
 
   it('counts the valid operations by verb and kind as it checks them, however they were queued', () => {
@@ -237,7 +274,7 @@ describe('transaction: every error is found, the first is thrown', () => {
       { verb: 'flush', kind: 'chain', count: 1 },
     ];
     expect(new Transaction().queueAll(ops()).counts()).toEqual(expected);
-    expect(new Transaction().queueGenerated(ops).counts()).toEqual(expected);
+    expect(new Transaction().queueGenerated(ops, ops().length).check().counts()).toEqual(expected);
     const one = new Transaction();
     for (const op of ops()) one.queue(op.verb, op.object);
     expect(one.counts()).toEqual(expected);

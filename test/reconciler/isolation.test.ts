@@ -87,6 +87,24 @@ describe('failure isolation', () => {
     },
   );
 
+  it("a full sync's port that fails the checks, found as the dataplane encodes it, is set aside before anything is sent", async () => {
+    const bad = port(2, { sessionAffinityTimeout: 0 });
+    const t = setup([port(1), bad, port(3)]);
+    const rep = await t.r.sync({ kind: 'full', mode: 'replace' });
+    expect(rep.rejected).toEqual([
+      expect.objectContaining({
+        servicePortId: bad.id,
+        keptLastApplied: false,
+        stage: 'validation',
+        code: 'ERR_NFT_INVALID',
+        message: expect.stringContaining('timeout'),
+      }),
+    ]);
+    // The invalid full sync reached no kernel: the one attempt there is the sync without the port.
+    expect(t.kernel.inner.attempts).toBe(1);
+    expect(strip(t.kernel.inner)).toEqual(expected([port(1), port(3)]));
+  });
+
   it('a changed port that fails the checks keeps its last applied version in force', async () => {
     const t = setup([port(1), port(2)]);
     await t.r.sync({ kind: 'incremental' });

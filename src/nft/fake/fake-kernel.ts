@@ -86,16 +86,17 @@ export class FakeKernel implements Dataplane {
   }
 
   #apply(transaction: Transaction): void {
+    // An invalid transaction never reaches a kernel (see Dataplane.commit): no attempt, no fault taken.
+    if (transaction.check().error) throw transaction.error;
     this.attempts++;
     const fault = this.faults.shift();
     if (fault) {
       const index = fault.index ?? 0;
       throw new NftCommitError(
         [{ index, errno: fault.errno ?? ERRNO[fault.code] ?? 0, code: fault.code, message: fault.message ?? `injected ${fault.code}` }],
-        transaction.error ? [] : transaction.ops(),
+        transaction.ops(),
       );
     }
-    // Refuses a transaction known to be broken before anything applies: NftInvalidError, not a kernel errno.
     const ops = transaction.ops();
     const tx = new Working(this.#tables, this.#options);
     let i = 0;

@@ -10,7 +10,7 @@ import { type ContainerLookup, encodeOperationStream, encodeOperations } from '.
 import { FAMILY_NUMBER, UDATA_COMMENT } from './kernel-constants.ts';
 import { decodeListing, type DecodedListing, udataComment } from './decode-listing.ts';
 import type { Family, ListOptions, NftMap, NftSet, Operation, Table } from '../objects.ts';
-import { Transaction } from '../transaction.ts';
+import { NftInvalidError, Transaction } from '../transaction.ts';
 import { type BufferAllocator, ByteWriter } from './wire.ts';
 
 export interface NetlinkDataplaneOptions {
@@ -156,7 +156,8 @@ export class NetlinkDataplane implements Dataplane {
   /**
    * Encodes the transaction and hands the batch to the addon's worker;
    * synchronous, so its locals end here. Generated operations (a full sync)
-   * are encoded as they are made, none kept.
+   * are checked and encoded as they are made, none kept; an invalid one
+   * throws its NftInvalidError once all are checked, and nothing is sent.
    */
   #handOff(tx: Transaction) {
     const ops = tx.operations();
@@ -174,6 +175,7 @@ export class NetlinkDataplane implements Dataplane {
       const pending = this.#addon.commit(bytes, this.#options);
       return { pending, encodedAt, handedAt: performance.now(), batchBytes, containerChanges };
     } catch (e) {
+      if (e instanceof NftInvalidError) throw e;
       throw builderFailure(e, tx.ops()) ?? e;
     } finally {
       if (!writer.taken && writer.capacity <= LARGE_BATCH) this.#writer ??= writer;
