@@ -200,7 +200,7 @@ export class Transaction {
   }
 
   #refuseWhenGenerated(): void {
-    if (this.#source !== undefined || this.#announced !== undefined) throw new Error('a transaction of generated operations takes no more');
+    if (this.#announced !== undefined) throw new Error('a transaction of generated operations takes no more');
   }
 
   #push(op: Operation): void {
@@ -230,7 +230,7 @@ export class Transaction {
 
   /**
    * The valid operations by verb and kind, counted while they were checked:
-   * no pass over them (a full sync's are made again for each, see queueGenerated).
+   * no pass of their own (a full sync's are counted as its encoding checks them, see queueGenerated).
    */
   counts(): OperationCount[] {
     const out: OperationCount[] = [];
@@ -261,7 +261,12 @@ export class Transaction {
 
   /** The operations to commit; throws the first error if any operation was invalid. Generated ones are made and kept from then on. */
   ops(): readonly Operation[] {
-    this.check();
+    if (this.#source && !this.#generatedChecked) {
+      // Checked as they are listed: made once.
+      this.#ops = Array.from(this.#checking(this.#source));
+      this.#source = undefined;
+      return this.#ops;
+    }
     if (this.#errors.length > 0) throw this.#errors[0];
     if (this.#source) {
       const made = Array.from(this.#source());

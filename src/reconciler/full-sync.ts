@@ -46,8 +46,8 @@ export function planFullSync(desired: Ruleset, mode: FullSyncMode, state?: SyncS
  * A full sync's plan whose operations are made on demand (SyncPlan.generated):
  * at 100k Services x 10 endpoints a listed plan is 2.5M operation objects and
  * a million hairpin elements, ~250 MB at the sync's peak, for a list that is
- * only ever walked in order. Made to be checked, again to be encoded and,
- * after a failure, again to be blamed.
+ * only ever walked in order. Made once to be checked and encoded together
+ * and, after a failure, again to be blamed.
  */
 export function planGeneratedFullSync(desired: Ruleset, mode: FullSyncMode, state?: SyncState): SyncPlan {
   // Grouped once for the makings of this sync, and held weakly as the

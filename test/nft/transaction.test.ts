@@ -204,6 +204,15 @@ describe('transaction: every error is found, the first is thrown', () => {
     expect(tx.operations()).toBe(listed);
     expect(made).toBe(3);
     expect(tx.length).toBe(2);
+    // Listed before any pass: checked as they are listed, made once.
+    let listings = 0;
+    const listedFirst = new Transaction().queueGenerated(() => {
+      listings++;
+      return ops();
+    }, 2);
+    expect(listedFirst.ops()).toEqual(ops());
+    expect(listings).toBe(1);
+    expect(listedFirst.counts()).toHaveLength(2);
 
     expect(() => [...new Transaction().queueGenerated(ops, 3).operations()]).toThrow(/generated operations are 2, not the 3 announced/);
     let n = 2;
