@@ -7,6 +7,7 @@ import type { AgentOptions } from './options.ts';
 import type { FeatureGates } from '../config/feature-gates.ts';
 import type { FlowtableDeviceFilter } from '../links/flowtable-devices.ts';
 import { LinkMonitor } from '../links/link-monitor.ts';
+import { restartingLinkSource } from '../links/restarting-link-source.ts';
 import type { LinkSource } from '../links/sysfs-links.ts';
 import { probeFlowtables } from '../nft/capabilities.ts';
 import type { Dataplane } from '../nft/dataplane.ts';
@@ -78,7 +79,12 @@ export function followDevices(
   const { offload, metrics } = d;
   const { logger } = deps;
   if (!offload.wanted || !offload.supported) return undefined;
-  const monitor = deps.linkMonitor ? deps.linkMonitor() : new LinkMonitor({ netns: d.netnsPath });
+  const make = () => (deps.linkMonitor ? deps.linkMonitor() : new LinkMonitor({ netns: d.netnsPath }));
+  const monitor = restartingLinkSource(make, {
+    logger,
+    scheduler: deps.scheduler,
+    onRestart: () => metrics.linkMonitorRestarts.inc(),
+  });
   const follower = followFlowtableDevices(monitor.links$, {
     filter: interfaceFilter(d.options),
     maxDevices: MAX_FLOWTABLE_DEVICES,
@@ -104,8 +110,8 @@ export function followDevices(
         metrics.offloadDevices.set(devices.length);
         changed({ gone, renamed });
       },
-      // The devices stay as last decided: they no longer follow the node's interfaces.
-      error: (err: unknown) => logger.error({ err }, 'link monitor failed: flowtable devices no longer follow the node interfaces'),
+      // A failed monitor is replaced (restartingLinkSource): only the follower itself can end here.
+      error: (err: unknown) => logger.error({ err }, 'flowtable devices no longer follow the node interfaces'),
     }),
   );
   monitor.start();

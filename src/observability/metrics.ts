@@ -192,6 +192,13 @@ export class ProxyMetrics {
     help: 'Interfaces in the offload flowtable',
     registers: [this.registry],
   });
+  readonly linkMonitorRestarts = new Counter({
+    name: 'kube_nft_proxy_link_monitor_restarts_total',
+    help:
+      'Link monitors started again after the one the flowtable devices follow failed (until a new one runs, the devices ' +
+      'stay as they were)',
+    registers: [this.registry],
+  });
   // Conntrack cleanup (UDP/SCTP entries that no longer lead to a serving endpoint).
   readonly conntrackEntriesDeleted = new Counter({
     name: 'kube_nft_proxy_conntrack_entries_deleted_total',
