@@ -47,6 +47,7 @@ interface Observations {
   offloadEnabledMetric: number | null;
   devicesMetric: number | null;
   devicesMetricAtEnd: number | null;
+  monitorRestartsAtEnd: number | null;
   nftRuleset: string;
   listedFlowtables: Flowtable[] | null;
   unreadable: unknown[];
@@ -172,6 +173,8 @@ describe('the agent offloads Service connections in a kernel with flowtables (VM
     expect(obs.recreate.deviceLogs.at(-1)).toEqual(WITH_EXTRA);
     expect(obs.recreate.failedSyncs).toBe(0);
     expect(obs.devicesMetricAtEnd).toBe(3);
+    // The monitor followed every change above itself: none failed and was replaced.
+    expect(obs.monitorRestartsAtEnd, 'kube_nft_proxy_link_monitor_restarts_total').toBe(0);
   });
 
   it('takes the transfer out of the flowtable on FIN', () => {

@@ -249,6 +249,7 @@ try {
       offloadEnabledMetric: metricValue(metricsOn, 'kube_nft_proxy_flowtable_offload_enabled') ?? null,
       devicesMetric: metricValue(metricsOn, 'kube_nft_proxy_flowtable_devices') ?? null,
       devicesMetricAtEnd: metricValue(metricsOnEnd, 'kube_nft_proxy_flowtable_devices') ?? null,
+      monitorRestartsAtEnd: metricValue(metricsOnEnd, 'kube_nft_proxy_link_monitor_restarts_total') ?? null,
       nftRuleset,
       listedFlowtables,
       unreadable,
