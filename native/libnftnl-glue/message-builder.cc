@@ -31,6 +31,13 @@ union IntValue {
   uint64_t u64;
 };
 
+// Takes the attributes named in `ids` (bit n: attribute n, as ApplyAttrs
+// collects them) off a reused object, visiting only the bits that are set.
+template <typename Obj, typename Unset>
+void UnsetAttrs(Obj* obj, uint64_t ids, Unset unset) {
+  for (; ids != 0; ids &= ids - 1) unset(obj, uint16_t(__builtin_ctzll(ids)));
+}
+
 // Hands the attribute list at bytes[*pos] (checked against the allow-list)
 // to libnftnl setters (moving *pos past it), integers in host byte order.
 // Adds each attribute's id to *ids (for objects that are reused).
@@ -273,8 +280,7 @@ class BatchBuilder {
       Fail(rec.opIndex, EINVAL, "libnftnl refused an expression or attribute");
     }
     for (nftnl_expr* ex : exprs_) nftnl_expr_free(ex);
-    for (uint16_t id = 0; id < 64; id++)
-      if (ids & (uint64_t(1) << id)) nftnl_rule_unset(rule_, id);
+    UnsetAttrs(rule_, ids, nftnl_rule_unset);
     return ok;
   }
 
@@ -335,8 +341,7 @@ class BatchBuilder {
           uint64_t ids = 0;
           ok = ApplyAttrs(bytes_, &pos, elem_, nftnl_set_elem_set, NoArray, &ids);
           if (ok) nftnl_set_elem_nlmsg_build(nlh, elem_, int(k + 1));
-          for (uint16_t id = 0; id < 64; id++)
-            if (ids & (uint64_t(1) << id)) nftnl_set_elem_unset(elem_, id);
+          UnsetAttrs(elem_, ids, nftnl_set_elem_unset);
           if (!ok) {
             Fail(opIndex, EINVAL, "libnftnl refused an element attribute");
             break;
