@@ -7,6 +7,7 @@
 
 import { defer, ReplaySubject, retry, type SchedulerLike, type Subscription, timer } from 'rxjs';
 import type { Logger } from '../observability/logger.ts';
+import { backoffDelay } from '../reconciler/sync-runner.ts';
 import type { LinkMap } from './link-state.ts';
 import type { LinkSource } from './sysfs-links.ts';
 
@@ -24,8 +25,7 @@ export const LINK_MONITOR_RESTART_INITIAL_MS = 1_000;
 export const LINK_MONITOR_RESTART_MAX_MS = 60_000;
 
 export function restartingLinkSource(make: () => LinkSource, o: RestartOptions): LinkSource {
-  const initial = o.initialDelayMs ?? LINK_MONITOR_RESTART_INITIAL_MS;
-  const max = o.maxDelayMs ?? LINK_MONITOR_RESTART_MAX_MS;
+  const backoff = { initialMs: o.initialDelayMs ?? LINK_MONITOR_RESTART_INITIAL_MS, maxMs: o.maxDelayMs ?? LINK_MONITOR_RESTART_MAX_MS };
   const links = new ReplaySubject<LinkMap>(1);
   let current: LinkSource | undefined;
   let running: Subscription | undefined;
@@ -37,15 +37,14 @@ export function restartingLinkSource(make: () => LinkSource, o: RestartOptions):
   const monitored = defer(() => {
     const source = make();
     current = source;
-    const links$ = source.links$;
     source.start();
-    return links$;
+    return source.links$;
   }).pipe(
     retry({
       resetOnSuccess: true,
       delay: (err: unknown, attempt: number) => {
         stopCurrent();
-        const waitMs = Math.min(max, initial * 2 ** (attempt - 1));
+        const waitMs = backoffDelay(attempt, backoff);
         o.logger.error({ err, restartInMs: waitMs }, 'link monitor failed: flowtable devices stay as they are until a new one has started');
         o.onRestart?.();
         return timer(waitMs, o.scheduler);

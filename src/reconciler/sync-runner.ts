@@ -67,7 +67,8 @@ export class SyncRunnerConfigError extends Error {
   readonly code = 'ERR_SYNC_RUNNER_CONFIG';
 }
 
-export function backoffDelay(failures: number, b: SyncBackoffOptions): number {
+/** The wait after `failures` failures in a row: the initial wait, doubled for each more, capped. */
+export function backoffDelay(failures: number, b: Pick<SyncBackoffOptions, 'initialMs' | 'maxMs'>): number {
   return Math.min(b.initialMs * 2 ** Math.max(0, failures - 1), b.maxMs);
 }
 
