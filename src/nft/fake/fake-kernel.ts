@@ -86,18 +86,18 @@ export class FakeKernel implements Dataplane {
   }
 
   #apply(transaction: Transaction): void {
-    // An invalid transaction never reaches a kernel (see Dataplane.commit): no attempt, no fault taken.
-    if (transaction.check().error) throw transaction.error;
+    // Listed (a generated transaction checked as it is) before anything else: an invalid
+    // transaction never reaches a kernel (see Dataplane.commit), no attempt, no fault taken.
+    const ops = transaction.ops();
     this.attempts++;
     const fault = this.faults.shift();
     if (fault) {
       const index = fault.index ?? 0;
       throw new NftCommitError(
         [{ index, errno: fault.errno ?? ERRNO[fault.code] ?? 0, code: fault.code, message: fault.message ?? `injected ${fault.code}` }],
-        transaction.ops(),
+        ops,
       );
     }
-    const ops = transaction.ops();
     const tx = new Working(this.#tables, this.#options);
     let i = 0;
     try {
