@@ -58,6 +58,15 @@ function run(ns: NetNs, mode: string, nodeArgs: string[] = []): Run {
   return r;
 }
 
+/** Runs `mode` in a namespace of its own to a clean exit (within 20 s), for the test to read what it printed. */
+async function ranToEnd(mode: string, nodeArgs: string[] = []): Promise<Run> {
+  return withNetns(async (ns) => {
+    const r = run(ns, mode, nodeArgs);
+    expect(await r.exited(20_000)).toEqual({ code: 0, signal: null });
+    return r;
+  });
+}
+
 describe('LinkMonitor lifetime', () => {
   it('a running monitor does not keep the process alive', async () => {
     await withNetns(async (ns) => {
@@ -79,39 +88,27 @@ describe('LinkMonitor lifetime', () => {
   });
 
   it('monitors dropped while running, stopped or never started survive garbage collection', async () => {
-    await withNetns(async (ns) => {
-      const r = run(ns, 'gc', ['--expose-gc']);
-      expect(await r.exited(20_000)).toEqual({ code: 0, signal: null });
-      expect(r.stdout).toContain('ok');
-      expect(r.stderr).toBe('');
-    });
+    const r = await ranToEnd('gc', ['--expose-gc']);
+    expect(r.stdout).toContain('ok');
+    expect(r.stderr).toBe('');
   });
 
   it("a batch callback that throws is the program's uncaught exception", async () => {
-    await withNetns(async (ns) => {
-      const r = run(ns, 'throwing-callback');
-      expect(await r.exited(20_000)).toEqual({ code: 0, signal: null });
-      expect(r.stdout).toContain('uncaught thrown by the batch callback');
-    });
+    const r = await ranToEnd('throwing-callback');
+    expect(r.stdout).toContain('uncaught thrown by the batch callback');
   });
 
   it('a worker that exits from inside a delivery ends with its own code, and the process goes on', async () => {
-    await withNetns(async (ns) => {
-      const r = run(ns, 'worker-exit-in-delivery');
-      expect(await r.exited(20_000)).toEqual({ code: 0, signal: null });
-      expect(r.stdout).toContain('worker exit-in-delivery exit 3');
-      expect(r.stdout).toContain('ok');
-      expect(r.stderr).toBe('');
-    });
+    const r = await ranToEnd('worker-exit-in-delivery');
+    expect(r.stdout).toContain('worker exit-in-delivery exit 3');
+    expect(r.stdout).toContain('ok');
+    expect(r.stderr).toBe('');
   });
 
   it('a worker thread with a running monitor terminates or exits cleanly', async () => {
-    await withNetns(async (ns) => {
-      const r = run(ns, 'worker');
-      expect(await r.exited(20_000)).toEqual({ code: 0, signal: null });
-      expect(r.stdout).toContain('worker terminate exit 1');
-      expect(r.stdout).toContain('worker natural-exit exit 0');
-      expect(r.stdout).toContain('ok');
-    });
+    const r = await ranToEnd('worker');
+    expect(r.stdout).toContain('worker terminate exit 1');
+    expect(r.stdout).toContain('worker natural-exit exit 0');
+    expect(r.stdout).toContain('ok');
   });
 });
