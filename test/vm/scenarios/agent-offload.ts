@@ -82,11 +82,13 @@ const lacks = (d: Devices, name: string) => !d.ip?.includes(name) && !d.ip6?.inc
 
 const entryOf = (port: number, router = topo.router): ConntrackEntry | undefined => conntrackTcp(router).find((e) => e.sport === port);
 
+const DEVICES_FOLLOW = 'flowtable devices follow the node interfaces';
+
 /** What the agent logged from index `from` on: its device decisions and its syncs. */
 function agentSince(agent: AgentChild, from: number) {
   const es = agent.entries().slice(from);
   return {
-    deviceLogs: es.filter((e) => e.msg === 'flowtable devices follow the node interfaces').map((e) => e.devices as string[]),
+    deviceLogs: es.filter((e) => e.msg === DEVICES_FOLLOW).map((e) => e.devices as string[]),
     syncs: es.filter((e) => e.msg === SYNCED).length,
     /** Operations each incremental sync committed (periodic full syncs left out). */
     incrementalOps: es.filter((e) => e.msg === SYNCED && e.kind !== 'full').map((e) => e.ops as number),
@@ -107,8 +109,20 @@ async function linkStep(
   const after = await pollFor(devices, pred, opts.timeoutMs ?? 15_000, 50);
   const ms = Date.now() - started;
   // A sync that is still running when the kernel already shows the change logs a little
-  // later; where no sync is expected, this is the window in which one would show.
-  await agent.waitFor((e) => e.msg === SYNCED || e.msg === SYNC_FAILED, opts.syncWaitMs ?? 5_000, from).catch(() => undefined);
+  // later; where no sync is expected, this is the window in which one would show. A
+  // change the follower decided in steps (a rename: the old name leaves, then the new
+  // one joins) ends with the sync that started after its last decision; a sync of the
+  // first decision may log after the second, and the one that commits it must not fall
+  // into the next step's window.
+  const decisions = agent
+    .entries()
+    .slice(from)
+    .filter((e) => e.msg === DEVICES_FOLLOW);
+  const decidedAt = decisions.length > 0 ? decisions.at(-1)!.time : undefined;
+  const startedAfterDecision = (e: LogEntry) => decidedAt === undefined || e.time - Number(e.durationMs ?? 0) >= decidedAt - 1;
+  await agent
+    .waitFor((e) => (e.msg === SYNCED || e.msg === SYNC_FAILED) && startedAfterDecision(e), opts.syncWaitMs ?? 5_000, from)
+    .catch(() => undefined);
   return { ms, devices: after, ...agentSince(agent, from) };
 }
 
