@@ -9,7 +9,7 @@ import type { AgentOptions } from './agent/options.ts';
 import { removeOurTables } from './agent/table-ownership.ts';
 import { applyOomScoreAdj, applySysctls, conntrackSysctls, growConntrackHashsize } from './agent/node-settings.ts';
 import { watchConfigFile } from './cli/config-watch.ts';
-import { FlagError, parseCommandLine, type RunCommand, USAGE } from './cli/flags.ts';
+import { FlagError, parseCommandLine, type RunCommand, usage } from './cli/flags.ts';
 import { formatConfigFile } from './config/config-file.ts';
 import { FeatureGateError } from './config/feature-gates.ts';
 import { loadNative } from './native/addon.ts';
@@ -42,7 +42,7 @@ async function main(argv: string[]): Promise<number> {
     throw e;
   }
   if (command.command === 'help') {
-    process.stdout.write(USAGE);
+    process.stdout.write(usage());
     return 0;
   }
   if (command.command === 'version') {

@@ -17,8 +17,7 @@ import type { EndpointShape } from '../reconciler/config.ts';
 import { FLAGS, FlagError, REFUSED_FLAGS } from './flag-table.ts';
 import { usage } from './usage.ts';
 
-export { FlagError };
-export const USAGE = usage();
+export { FlagError, usage };
 
 export interface RunCommand {
   command: 'run' | 'cleanup';
@@ -67,7 +66,7 @@ function parse(argv: readonly string[]) {
     return parseArgs({ args: normalise(argv), allowPositionals: true, strict: true, options, tokens: true });
   } catch (e) {
     if (e instanceof FlagError) throw e;
-    throw new FlagError(`${(e as Error).message}\n\n${USAGE}`);
+    throw new FlagError(`${(e as Error).message}\n\n${usage()}`);
   }
 }
 
@@ -190,7 +189,7 @@ export function parseCommandLine(argv: readonly string[], readConfig: (path: str
   if (given.get('version') === true) return { command: 'version' };
   const [sub, ...rest] = parsed.positionals;
   if (rest.length > 0 || (sub !== undefined && sub !== 'run' && sub !== 'cleanup')) {
-    throw new FlagError(`unexpected argument ${JSON.stringify(rest[0] ?? sub)}\n\n${USAGE}`);
+    throw new FlagError(`unexpected argument ${JSON.stringify(rest[0] ?? sub)}\n\n${usage()}`);
   }
   const { configuration, ignoredFlags, text } = configurationFor(given, readConfig);
   const configFile = given.get('config') as string | undefined;

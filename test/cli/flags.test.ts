@@ -1,6 +1,7 @@
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { FlagError, parseCommandLine, type RunCommand, USAGE } from '../../src/cli/flags.ts';
+import { FlagError, parseCommandLine, type RunCommand, usage } from '../../src/cli/flags.ts';
 import { parseDuration } from '../../src/config/duration.ts';
 
 function run(argv: string[]) {
@@ -93,7 +94,7 @@ describe('parseCommandLine', () => {
 
   it('takes --endpoint-shape=chains and documents both shapes and the default in the usage text', () => {
     expect(run(['--endpoint-shape=chains']).endpointShape).toBe('chains');
-    expect(USAGE).toMatch(
+    expect(usage()).toMatch(
       new RegExp(
         '--endpoint-shape map\\|chains +ports without affinity DNAT through slot ranges of shared endpoint maps\\n +' +
           '\\(default\\) or a cascade of per-endpoint chains',
@@ -213,13 +214,25 @@ describe("kube-proxy's flags", () => {
     expect(parseCommandLine(['--cleanup=false']).command).toBe('run');
   });
 
+  it('parses a good command line without making the --help text (no ICU collator paged in at start-up)', () => {
+    // localeCompare is what would load a collator; in a child, so that this process's own stays as it is.
+    const flags = new URL('../../src/cli/flags.ts', import.meta.url).href;
+    const script = `String.prototype.localeCompare = () => { throw new Error('a collator at start-up'); };
+      const { parseCommandLine } = await import(${JSON.stringify(flags)});
+      if (parseCommandLine(['--kubeconfig=/dev/null']).command !== 'run') throw new Error('not parsed');`;
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+    expect(child.stderr).toBe('');
+    expect(child.status).toBe(0);
+  });
+
   it('groups kube-proxy flags and ours in --help, and says why refused ones are refused', () => {
-    const at = (s: string) => USAGE.indexOf(s);
+    const text = usage();
+    const at = (s: string) => text.indexOf(s);
     expect(at("kube-proxy's flags")).toBeGreaterThan(-1);
     expect(at("kube-nft-proxy's own flags")).toBeGreaterThan(at("kube-proxy's flags"));
-    expect(USAGE.slice(at("kube-proxy's flags"), at('Logging'))).toMatch(/--detect-local-mode MODE/);
-    expect(USAGE.slice(at("kube-nft-proxy's own flags"), at('What to do'))).toMatch(/--full-sync-period DURATION/);
-    expect(USAGE).toMatch(/--ipvs-scheduler +kube-nft-proxy is an nftables proxy, not IPVS/);
+    expect(text.slice(at("kube-proxy's flags"), at('Logging'))).toMatch(/--detect-local-mode MODE/);
+    expect(text.slice(at("kube-nft-proxy's own flags"), at('What to do'))).toMatch(/--full-sync-period DURATION/);
+    expect(text).toMatch(/--ipvs-scheduler +kube-nft-proxy is an nftables proxy, not IPVS/);
   });
 });
 
