@@ -27,6 +27,8 @@ describe('conntrack settings', { timeout: 60_000 }, () => {
     });
     ns.exec('nft', ['delete', 'table', 'ip', 'ct-probe']);
     expect(sysctl('nf_conntrack_tcp_timeout_established')).not.toBe(7200);
+    // A maximum unlike the node's, so that the agent must try to write it (it leaves an equal value alone).
+    const conntrackMin = sysctl('nf_conntrack_max') + 1024;
     const child = ns.spawn(
       process.execPath,
       [
@@ -39,6 +41,8 @@ describe('conntrack settings', { timeout: 60_000 }, () => {
         '--conntrack-tcp-timeout-established=2h',
         '--conntrack-udp-timeout=45s',
         '--conntrack-tcp-be-liberal',
+        '--conntrack-max-per-core=1',
+        `--conntrack-min=${conntrackMin}`,
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
