@@ -159,6 +159,7 @@ function followStreams(
 }
 
 const RELEASE_MESSAGES: Record<ReleaseReason, string> = {
+  'rendering of a large full sync': "released a large full sync's rendering before encoding it",
   'large sync': 'released memory after a large sync',
   'planning of a large sync': "released a large sync's planning while the kernel commits it",
   idle: 'released memory once idle',
@@ -296,6 +297,7 @@ function newReconciler(
         { kind: p.kind, servicePorts: p.servicePorts, ops: p.ops, planMs: Math.round(p.planMs) },
         'ruleset planned; committing it to the kernel',
       );
+      releaser.planned(p.kind, p.ops);
     },
     onReleased: (ops, adoption) => releaser.released(ops, adoption),
   });

@@ -103,6 +103,16 @@ describe('MemoryReleaser', () => {
     expect(state.releases).toEqual(['large sync', 'large sync']);
   });
 
+  it("releases a large full sync's rendering at once, in the turn that encodes it, and nothing for a small or an incremental one", () => {
+    const state = setup();
+    releaser!.planned('full', LARGE_SYNC_OPS - 1);
+    releaser!.planned('incremental', LARGE_SYNC_OPS * 10);
+    vi.advanceTimersByTime(10_000);
+    expect(state.releases).toEqual([]);
+    releaser!.planned('full', LARGE_SYNC_OPS);
+    expect(state.releases).toEqual(['rendering of a large full sync']);
+  });
+
   it("releases a large sync's planning while the kernel commits it, and still after the sync, even when both are due at once", () => {
     const state = setup();
     releaser!.released(LARGE_SYNC_OPS - 1);
