@@ -153,9 +153,10 @@ export class MemoryReleaser {
    * garbage in the old generation, and V8 has grown its heap for it; the
    * batch then comes on top of that heap, which is the agent's peak. Collected
    * (shrinking, then malloc trimmed) here, the batch lands on the live heap
-   * instead: at 10k Services x 10 endpoints VmHWM 186-189 against 213-218 MiB
-   * for a cold start ~150 ms longer, at 100k ~955 against 1,150-1,300 MiB for
-   * no longer a start (the encoding then needs no major collection of its own).
+   * instead: at 10k Services x 10 endpoints VmHWM 186-198 against 213-239 MiB
+   * for a cold start ~100 ms longer, at 100k 956-1,074 against 1,003-1,323 MiB
+   * for no longer a start (the encoding then needs no major collection of its
+   * own). README, "Met", has every size.
    * The renderings stay: this runs in the turn that rendered them, and a
    * WeakRef keeps its target for the rest of the turn that made it.
    */
