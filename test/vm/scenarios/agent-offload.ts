@@ -96,18 +96,29 @@ function agentSince(agent: AgentChild, from: number) {
   };
 }
 
-/** Runs a change to the router's links and waits until the kernel's flowtable satisfies pred. */
+/**
+ * Runs a change to the router's links and waits until the kernel's flowtable
+ * satisfies pred and, with `decided`, until the agent has decided devices that
+ * satisfy it: the kernel shows a renamed device under its new name at once
+ * (its hook follows the interface), before the agent has decided to keep it.
+ */
 async function linkStep(
   agent: AgentChild,
   change: () => void,
   pred: (d: Devices) => boolean,
-  opts: { timeoutMs?: number; syncWaitMs?: number } = {},
+  opts: { timeoutMs?: number; syncWaitMs?: number; decided?: (devices: string[]) => boolean } = {},
 ) {
   const from = agent.entries().length;
   const started = Date.now();
   change();
   const after = await pollFor(devices, pred, opts.timeoutMs ?? 15_000, 50);
   const ms = Date.now() - started;
+  const { decided } = opts;
+  if (decided) {
+    await agent
+      .waitFor((e) => e.msg === DEVICES_FOLLOW && decided(e.devices as string[]), opts.timeoutMs ?? 15_000, from)
+      .catch(() => undefined);
+  }
   // A sync that is still running when the kernel already shows the change logs a little
   // later; where no sync is expected, this is the window in which one would show. A
   // change the follower decided in steps (a rename: the old name leaves, then the new
@@ -196,6 +207,7 @@ try {
       topo.router.exec('ip', ['link', 'set', 'r-renamed', 'up']);
     },
     (d) => has(d, 'r-renamed') && lacks(d, 'r-extra'),
+    { decided: (ds) => ds.includes('r-renamed') && !ds.includes('r-extra') },
   );
   const renameDesired = rename.deviceLogs.at(-1) ?? null;
   // Deleted: the kernel drops it from the flowtable by itself; the agent drops it from what it commits,
