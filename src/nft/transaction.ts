@@ -261,20 +261,17 @@ export class Transaction {
 
   /** The operations to commit; throws the first error if any operation was invalid. Generated ones are made and kept from then on. */
   ops(): readonly Operation[] {
-    if (this.#source && !this.#generatedChecked) {
-      // Checked as they are listed: made once.
-      this.#ops = Array.from(this.#checking(this.#source));
-      this.#source = undefined;
+    if (!this.#source) {
+      if (this.#errors.length > 0) throw this.#errors[0];
       return this.#ops;
     }
-    if (this.#errors.length > 0) throw this.#errors[0];
-    if (this.#source) {
-      const made = Array.from(this.#source());
-      if (made.length !== this.length)
-        throw new Error(`the operations made again are ${made.length}, not the ${this.length} that were checked`);
-      this.#ops = made;
-      this.#source = undefined;
-    }
+    // Made by operations(): checked as they are listed when no pass has checked them, else made again.
+    const checkedBefore = this.#generatedChecked;
+    const made = Array.from(this.operations());
+    if (checkedBefore && made.length !== this.length)
+      throw new Error(`the operations made again are ${made.length}, not the ${this.length} that were checked`);
+    this.#ops = made;
+    this.#source = undefined;
     return this.#ops;
   }
 }
