@@ -21,8 +21,8 @@ export interface RestartOptions {
   onRestart?: () => void;
 }
 
-export const LINK_MONITOR_RESTART_INITIAL_MS = 1_000;
-export const LINK_MONITOR_RESTART_MAX_MS = 60_000;
+const LINK_MONITOR_RESTART_INITIAL_MS = 1_000;
+const LINK_MONITOR_RESTART_MAX_MS = 60_000;
 
 export function restartingLinkSource(make: () => LinkSource, o: RestartOptions): LinkSource {
   const backoff = { initialMs: o.initialDelayMs ?? LINK_MONITOR_RESTART_INITIAL_MS, maxMs: o.maxDelayMs ?? LINK_MONITOR_RESTART_MAX_MS };
