@@ -108,16 +108,14 @@ async function linkStep(
   pred: (d: Devices) => boolean,
   opts: { timeoutMs?: number; syncWaitMs?: number; decided?: (devices: string[]) => boolean } = {},
 ) {
+  const { timeoutMs = 15_000, decided } = opts;
   const from = agent.entries().length;
   const started = Date.now();
   change();
-  const after = await pollFor(devices, pred, opts.timeoutMs ?? 15_000, 50);
+  const after = await pollFor(devices, pred, timeoutMs, 50);
   const ms = Date.now() - started;
-  const { decided } = opts;
   if (decided) {
-    await agent
-      .waitFor((e) => e.msg === DEVICES_FOLLOW && decided(e.devices as string[]), opts.timeoutMs ?? 15_000, from)
-      .catch(() => undefined);
+    await agent.waitFor((e) => e.msg === DEVICES_FOLLOW && decided(e.devices as string[]), timeoutMs, from).catch(() => undefined);
   }
   // A sync that is still running when the kernel already shows the change logs a little
   // later; where no sync is expected, this is the window in which one would show. A
