@@ -25,7 +25,7 @@ async function withMonitor<T>(
 }
 
 const ip = (ns: NetNs, ...args: string[]) => ns.exec('ip', args);
-/** Storms until one stalls a dump: a race with the kernel, rarer on a busy machine (in CI one came after ~25 s once). */
+/** Storms until one stalls a dump: a race with the kernel, rarer on a busy machine (in CI the first came after 25-33 s of storms). */
 const STALL_BUDGET_MS = 150_000;
 
 /**
@@ -211,8 +211,8 @@ describe('LinkMonitor (kernel)', () => {
               // stalls a dump in about one storm in three on an idle machine, one in
               // seven with a busy loop on the other core (a storm takes ~0.8 s) and
               // hardly ever with two, unless the storm runs at a raised priority
-              // (then one in 3-33 with two), so storms go on until one did, for as
-              // long as the budget lasts, and each must end in the true state.
+              // (then after 3-33 storms with two), so storms go on until one did, for
+              // as long as the budget lasts, and each must end in the true state.
               const stormsEnd = Date.now() + STALL_BUDGET_MS;
               for (let storm = 0; Date.now() < stormsEnd && mon.stats().stalledDumps === 0; storm++) {
                 const up = storm % 2 === 1;
