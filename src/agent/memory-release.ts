@@ -156,9 +156,10 @@ export class MemoryReleaser {
    * instead: at 10k Services x 10 endpoints VmHWM 186-198 against 213-239 MiB
    * for a cold start ~100 ms longer, at 100k 956-1,074 against 1,003-1,323 MiB
    * for no longer a start (the encoding then needs no major collection of its
-   * own). README, "Met", has every size.
-   * The renderings stay: this runs in the turn that rendered them, and a
-   * WeakRef keeps its target for the rest of the turn that made it.
+   * own). README, "Met", has every size. A full sync's render keeps no
+   * rendering (renderRuleset's keepRenderings): what stays is the model, the
+   * claims and the counts. An adoption's renderings stay (it holds them for
+   * its encoding).
    */
   planned(kind: SyncReport['kind'], ops: number): void {
     if (kind === 'full' && ops >= LARGE_SYNC_OPS) this.#release('rendering of a large full sync');
@@ -167,8 +168,9 @@ export class MemoryReleaser {
   /**
    * A sync's transaction was handed to the dataplane (see Reconciler's
    * onReleased): for a large one, its operations were made on demand and are
-   * gone, and the renderings behind them, most of the agent's peak, are held
-   * only weakly from the next turn on, while the kernel works on the batch
+   * gone, and so are the renderings behind them (a full sync's were made for
+   * its encoding and dropped, an adoption's are held only weakly from the
+   * next turn on), while the kernel works on the batch
    * for a while. Collecting then lowers the peak that the native batch would
    * otherwise add to them (at 100k services x 10 endpoints, by ~140 MiB) and
    * costs the sync nothing on a second core.

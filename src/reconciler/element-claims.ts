@@ -21,6 +21,7 @@ import type { IPFamily } from '../k8s/types.ts';
 import type { Element } from '../nft/objects.ts';
 import { claimKeysOf, type Fragment } from './fragment.ts';
 import { SET } from './names.ts';
+import type { RenderedServicePort } from './rendered-service-port.ts';
 import { OverlayMap } from './overlay-map.ts';
 import { tableFamily } from './statements.ts';
 
@@ -42,6 +43,16 @@ const SKELETON_OWNER = 'skeleton:';
 /** The owner name of a family's skeleton in claims (`skeleton:IPv4`): no ServicePort id looks like it. */
 export function skeletonOwner(family: IPFamily): string {
   return `${SKELETON_OWNER}${family}`;
+}
+
+/** The fragment of a claim's owner: its family's skeleton, or a ServicePort's rendering. */
+export function ownerFragment(
+  owner: string,
+  skeletons: ReadonlyMap<IPFamily, Fragment>,
+  services: ReadonlyMap<string, RenderedServicePort>,
+): Fragment | undefined {
+  const family = skeletonFamily(owner);
+  return family !== undefined ? skeletons.get(family) : services.get(owner)?.fragment;
 }
 
 /** The family of a skeleton's owner name; undefined for a ServicePort id. */

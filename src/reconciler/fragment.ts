@@ -96,6 +96,31 @@ export function claimKeysOf(f: Fragment): readonly string[] {
   return f.claimKeys?.length === f.elements.length ? f.claimKeys : f.elements.map(claimKey);
 }
 
+/** How many objects of each kind fragments hold, for a full sync's plan (elements: their own; claimed ones are counted by their claims). */
+export interface FragmentTally {
+  sets: number;
+  /** Of `sets`, the dynamic ones (a reassert does not flush them). */
+  dynamicSets: number;
+  flowtables: number;
+  chains: number;
+  rules: number;
+  ownElements: number;
+}
+
+export function emptyTally(): FragmentTally {
+  return { sets: 0, dynamicSets: 0, flowtables: 0, chains: 0, rules: 0, ownElements: 0 };
+}
+
+/** Adds a fragment's objects to a tally (`sign` -1: takes them out). */
+export function tallyFragment(t: FragmentTally, f: Fragment, sign: 1 | -1): void {
+  t.sets += sign * f.sets.length;
+  for (const s of f.sets) if (s.flags?.includes('dynamic')) t.dynamicSets += sign;
+  t.flowtables += sign * f.flowtables.length;
+  t.chains += sign * f.chains.length;
+  for (const c of f.chains) t.rules += sign * c.rules.length;
+  for (const item of f.ownElements ?? NO_OWN) t.ownElements += sign * elementCount(item);
+}
+
 /** A copy of a list to its length; none for an empty one (the fragment's optional lists). */
 function copyOrNone<T>(list: readonly T[]): T[] | undefined {
   return list.length > 0 ? list.slice() : undefined;

@@ -20,9 +20,9 @@ import type { IPFamily } from '../k8s/types.ts';
 import type { Chain, Element, NftMap, NftSet, Operation, Table } from '../nft/objects.ts';
 import { objectKey } from '../nft/objects.ts';
 import { emptyStats, listedPlan, type StaleChain, type SyncPlan, type SyncState, type SyncStats } from './diff.ts';
-import { hairpinElement } from './element-claims.ts';
-import { elementCount, elementOf, type Fragment, type SlotRun } from './fragment.ts';
-import { forEachFragmentItem, type Ruleset } from './ruleset.ts';
+import { hairpinElement, skeletonOwner } from './element-claims.ts';
+import { elementCount, elementOf, emptyTally, type Fragment, type SlotRun, tallyFragment } from './fragment.ts';
+import { forEachFragmentItem, forEachItemOf, type Ruleset } from './ruleset.ts';
 import { tableFamily } from './statements.ts';
 
 export type FullSyncMode = 'replace' | 'reassert';
@@ -47,58 +47,47 @@ export function planFullSync(desired: Ruleset, mode: FullSyncMode, state?: SyncS
  * at 100k Services x 10 endpoints a listed plan is 2.5M operation objects and
  * a million hairpin elements, ~250 MB at the sync's peak, for a list that is
  * only ever walked in order. Made once to be checked and encoded together
- * and, after a failure, again to be blamed.
+ * and, after a failure, again to be blamed. Of a ruleset rendered without
+ * keeping its renderings (Ruleset.unkept), each fragment is rendered again as
+ * the operations reach it and dropped once they have passed it.
  */
 export function planGeneratedFullSync(desired: Ruleset, mode: FullSyncMode, state?: SyncState): SyncPlan {
-  // Grouped once for the makings of this sync, and held weakly as the
-  // renderings are: a blame after the kernel's answer, a later turn, may
-  // group them again, while the elements are not kept for the kernel's wait.
-  const grouped = elementsBySet(desired);
-  let held = new WeakRef(grouped);
-  const groups = (): ElementGroup[] => {
-    let g = held.deref();
-    if (!g) {
-      g = elementsBySet(desired);
-      held = new WeakRef(g);
-    }
-    return g;
-  };
-  const source = () => fullSyncOperations(desired, mode, groups());
-  const { length, stats } = countFullSync(desired, mode, grouped);
+  const source = () => fullSyncOperations(desired, mode);
+  const { length, stats } = countFullSync(desired, mode);
   return { ops: [], generated: { source, length }, next: nextState(desired, mode, state), stats };
 }
 
 /**
- * A full sync's operations, in the order they are committed: tables, sets,
- * flowtables, chains, rules, then the elements grouped by set
- * (elementsBySet: the kernel pays per message, and a streamed encoder cannot
- * group them itself), the hairpin ones last, made from their counts.
+ * A full sync's operations, in the order they are committed: tables, then
+ * fragment by fragment (the skeletons' first: the ports' rules use their
+ * chains and maps, a port's rules only its own objects and the skeleton's)
+ * its sets, flowtables, chains, rules and elements, so that none has to be
+ * held past its turn. Runs of endpoint slots are the exception: a shared
+ * endpoint map's come from every port, and are gathered by set (the kernel
+ * pays per message, and a streamed encoder cannot group them itself); they
+ * follow, and the hairpin elements last, made from their counts.
  */
-function* fullSyncOperations(desired: Ruleset, mode: FullSyncMode, elementGroups: readonly ElementGroup[]): Generator<Operation> {
+function* fullSyncOperations(desired: Ruleset, mode: FullSyncMode): Generator<Operation> {
   for (const table of replacedTables(desired, mode)) {
     yield { verb: 'add', object: table };
     yield { verb: 'delete', object: table };
   }
   for (const t of desired.tables) yield { verb: 'add', object: t };
 
-  const frags = [...fragments(desired)];
-  for (const frag of frags) {
-    for (const s of frag.sets) {
-      yield { verb: 'add', object: s };
-      if (flushesSet(s, mode)) yield { verb: 'flush', object: s };
-    }
+  const slots = new ElementGrouper();
+  // A fragment's other elements, with those of any fragments after it that add no object (a port that only rejects, say).
+  const elements: Array<Element | undefined> = [];
+  const take = (item: Element | SlotRun): void => {
+    if (item.kind === 'slots') slots.add(item);
+    else elements.push(item);
+  };
+  for (const [owner, f] of ownedFragments(desired)) {
+    if (f.sets.length + f.flowtables.length + f.chains.length > 0) yield* eachSetTogether(elements);
+    yield* fragmentOperations(f, mode);
+    forEachItemOf(desired, owner, f, take);
   }
-  for (const frag of frags) for (const f of frag.flowtables) yield { verb: 'add', object: f };
-  for (const frag of frags) {
-    for (const c of frag.chains) {
-      yield { verb: 'add', object: c.chain };
-      if (mode === 'reassert') yield { verb: 'flush', object: c.chain };
-    }
-  }
-  for (const frag of frags) for (const c of frag.chains) for (const r of c.rules) yield { verb: 'add', object: r };
-  frags.length = 0;
-
-  for (const group of elementGroups) {
+  yield* eachSetTogether(elements);
+  for (const group of slots.drain()) {
     for (const item of group) for (let i = 0, n = elementCount(item); i < n; i++) yield { verb: 'add', object: elementOf(item, i) };
   }
   for (const [family, counts] of desired.hairpin)
@@ -106,32 +95,85 @@ function* fullSyncOperations(desired: Ruleset, mode: FullSyncMode, elementGroups
 }
 
 /**
- * The fragments' elements (those `keep` wants, when given) by set, sets in
- * order of first appearance, runs of endpoint slots kept whole (SlotRun: made
- * into elements as they are walked). They come in same-set runs: the index is
- * asked only where one ends.
+ * Adds the elements, each set's together, sets in order of first appearance,
+ * and empties the list: a run of element operations as the batch encoder
+ * writes it (one record per set), so that a streamed encoding is the listed
+ * one's. A run holds a few sets (the skeleton's maps a port's elements go to).
  */
+function* eachSetTogether(elements: Array<Element | undefined>): Generator<Operation> {
+  for (let i = 0; i < elements.length; i++) {
+    const head = elements[i];
+    if (head === undefined) continue;
+    for (let j = i; j < elements.length; j++) {
+      const e = elements[j];
+      if (e === undefined || e.set !== head.set || e.table !== head.table || e.family !== head.family) continue;
+      elements[j] = undefined;
+      yield { verb: 'add', object: e };
+    }
+  }
+  elements.length = 0;
+}
+
+/** Each fragment with its owner's name in the claims: the ports' rendered again, and not kept, when none is held. */
+function* ownedFragments(r: Ruleset): Generator<[owner: string, fragment: Fragment]> {
+  for (const [family, s] of r.skeletons) yield [skeletonOwner(family), s];
+  for (const [id, s] of r.services) yield [id, s.unkeptFragment()];
+}
+
+/** One fragment's sets, flowtables, chains and rules, in that order (its rules may use any of them). */
+function* fragmentOperations(frag: Fragment, mode: FullSyncMode): Generator<Operation> {
+  for (const s of frag.sets) {
+    yield { verb: 'add', object: s };
+    if (flushesSet(s, mode)) yield { verb: 'flush', object: s };
+  }
+  for (const f of frag.flowtables) yield { verb: 'add', object: f };
+  for (const c of frag.chains) {
+    yield { verb: 'add', object: c.chain };
+    if (mode === 'reassert') yield { verb: 'flush', object: c.chain };
+  }
+  for (const c of frag.chains) for (const r of c.rules) yield { verb: 'add', object: r };
+}
+
+/** The fragments' elements (those `keep` wants, when given) by set, as ElementGrouper groups them. */
 export function elementsBySet(desired: Ruleset, keep?: (item: Element | SlotRun) => boolean): ElementGroup[] {
-  const groups: ElementGroup[] = [];
-  const bySet = new Map<string, ElementGroup>();
-  let last: Element | SlotRun | undefined;
-  let group: ElementGroup = [];
-  forEachFragmentItem(desired, (item) => {
-    if (keep !== undefined && !keep(item)) return;
+  const groups = new ElementGrouper();
+  forEachFragmentItem(desired, keep === undefined ? groups.add : (item) => keep(item) && groups.add(item));
+  return groups.drain();
+}
+
+/**
+ * Elements (or runs of endpoint slots) by set, sets in order of first
+ * appearance. They come in same-set runs: the index is asked only where one ends.
+ */
+class ElementGrouper {
+  readonly #groups: ElementGroup[] = [];
+  readonly #bySet = new Map<string, ElementGroup>();
+  #last: Element | SlotRun | undefined;
+  #group: ElementGroup = [];
+
+  readonly add = (item: Element | SlotRun): void => {
+    const last = this.#last;
     if (last === undefined || item.set !== last.set || item.table !== last.table || item.family !== last.family) {
       const key = `${item.family} ${item.table} ${item.set}`;
-      let g = bySet.get(key);
+      let g = this.#bySet.get(key);
       if (!g) {
         g = [];
-        bySet.set(key, g);
-        groups.push(g);
+        this.#bySet.set(key, g);
+        this.#groups.push(g);
       }
-      group = g;
+      this.#group = g;
     }
-    last = item;
-    group.push(item);
-  });
-  return groups;
+    this.#last = item;
+    this.#group.push(item);
+  };
+
+  /** The groups so far; the grouper starts again empty. */
+  drain(): ElementGroup[] {
+    const groups = this.#groups.splice(0);
+    this.#bySet.clear();
+    this.#last = undefined;
+    return groups;
+  }
 }
 
 /**
@@ -153,21 +195,33 @@ function flushesSet(s: NftSet | NftMap, mode: FullSyncMode): boolean {
 /**
  * How many operations fullSyncOperations makes, and what they add, counted
  * from the ruleset without making them (a full sync's are made only to be
- * checked and encoded).
+ * checked and encoded); the ServicePorts' fragments from their tally when
+ * they were not kept (Ruleset.unkept).
  */
-function countFullSync(desired: Ruleset, mode: FullSyncMode, elementGroups: readonly ElementGroup[]): { length: number; stats: SyncStats } {
-  const stats = emptyStats();
-  let length = 2 * replacedTables(desired, mode).length + desired.tables.length;
-  for (const frag of fragments(desired)) {
-    for (const s of frag.sets) length += flushesSet(s, mode) ? 2 : 1;
-    stats.setsAdded += frag.sets.length;
-    length += frag.flowtables.length;
-    stats.chainsAdded += frag.chains.length;
-    for (const c of frag.chains) stats.rulesAdded += c.rules.length;
-  }
-  for (const group of elementGroups) for (const item of group) stats.elementsAdded += elementCount(item);
-  for (const counts of desired.hairpin.values()) stats.elementsAdded += counts.size;
-  length += stats.chainsAdded * (mode === 'reassert' ? 2 : 1) + stats.rulesAdded + stats.elementsAdded;
+function countFullSync(desired: Ruleset, mode: FullSyncMode): { length: number; stats: SyncStats } {
+  const tally = desired.unkept ? { ...desired.unkept } : emptyTally();
+  for (const s of desired.skeletons.values()) tallyFragment(tally, s, 1);
+  if (!desired.unkept) for (const s of desired.services.values()) tallyFragment(tally, s.fragment, 1);
+  let hairpin = 0;
+  for (const counts of desired.hairpin.values()) hairpin += counts.size;
+  const stats: SyncStats = {
+    ...emptyStats(),
+    setsAdded: tally.sets,
+    chainsAdded: tally.chains,
+    rulesAdded: tally.rules,
+    // Each claim key's element once, from the fragment that won it.
+    elementsAdded: desired.claims.size + tally.ownElements + hairpin,
+  };
+  const reasserts = mode === 'reassert';
+  const length =
+    2 * replacedTables(desired, mode).length +
+    desired.tables.length +
+    tally.sets +
+    (reasserts ? tally.sets - tally.dynamicSets : 0) +
+    tally.flowtables +
+    tally.chains * (reasserts ? 2 : 1) +
+    tally.rules +
+    stats.elementsAdded;
   return { length, stats };
 }
 

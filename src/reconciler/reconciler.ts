@@ -83,9 +83,9 @@ export interface ReconcilerOptions {
   /**
    * A full sync's transaction of `ops` operations, handed to the dataplane
    * (`adoption`: the first sync's, adopting the kernel's tables). Its
-   * operations were made on demand and are not held; its renderings are
-   * held only weakly from then on: while the kernel works is the moment to
-   * collect them (a failure makes them again).
+   * operations were made on demand and are not held, nor are its
+   * renderings (an adoption's only weakly from then on): while the kernel
+   * works is the moment to collect them (a failure makes them again).
    */
   onReleased?: (ops: number, adoption: boolean) => void;
   /**
@@ -177,7 +177,8 @@ export class Reconciler {
     const mode = request.kind === 'full' ? request.mode : 'replace';
     // A reassert only adds: a renamed device it leaves in the kernel is the next plan's to take out.
     const departedDevices = this.#departed.forPlan(!isFull || mode === 'replace');
-    const desired = this.#render(read, held);
+    // A full sync walks each rendering once more, as it makes the operations: not kept meanwhile (RenderOptions).
+    const desired = this.#render(read, held, !isFull);
     if (isFull) return { plan: full(desired, mode, this.#state), desired, kind: 'full', mode };
     const plan = diffRulesets(
       this.#state.applied,
@@ -189,12 +190,12 @@ export class Reconciler {
   }
 
   /** Renders the ports `read` names again (and those whose substitution changed); the others' renderings are kept. */
-  #render(read: ModelRead, held: ReadonlySet<string>): Ruleset {
+  #render(read: ModelRead, held: ReadonlySet<string>, keepRenderings = true): Ruleset {
     if (read.changed === 'all') this.#unrendered = 'all';
     else if (this.#unrendered !== 'all') for (const id of read.changed) this.#unrendered.add(id);
     const ports = this.#programmable(portSourceOf(read), held, this.#unrendered);
     const changed = this.#unrendered === 'all' ? undefined : this.#unrendered;
-    const desired = renderRuleset(ports, this.#config, this.#lastRendered ?? this.#state.applied, changed);
+    const desired = renderRuleset(ports, this.#config, this.#lastRendered ?? this.#state.applied, changed, { keepRenderings });
     this.#lastRendered = desired;
     this.#unrendered = new Set();
     return desired;

@@ -49,11 +49,31 @@ export class RenderedServicePort {
   /** The port, held weakly when it can be derived again (#again), else strongly. */
   #port: WeakRef<ServicePort> | ServicePort;
   readonly #again: PortAgain | undefined;
-  #last: WeakRef<Fragment>;
+  /** Its last rendering, held weakly; none when it was rendered for one walk (renderUnkept). */
+  #last: WeakRef<Fragment> | undefined;
 
   /** Renders the port now, which validates it: throws ServicePortRenderError. */
   static render(port: ServicePort, context: RenderContext, privateLabels: ReadonlySet<string>, again?: PortAgain): RenderedServicePort {
-    return new RenderedServicePort(port, context, privateLabels, render(port, context, privateLabels), again);
+    const fragment = render(port, context, privateLabels);
+    const rendered = new RenderedServicePort(port, context, privateLabels, fragment, again);
+    rendered.#last = new WeakRef(fragment);
+    return rendered;
+  }
+
+  /**
+   * render(), the rendering given to the caller and not kept, not even
+   * weakly: a weak reference keeps its target to the end of the turn that made
+   * or read it, and a full sync renders every port in one turn. Unheld, each
+   * rendering dies young once the caller is done with it (see unkeptFragment).
+   */
+  static renderUnkept(
+    port: ServicePort,
+    context: RenderContext,
+    privateLabels: ReadonlySet<string>,
+    again?: PortAgain,
+  ): { rendered: RenderedServicePort; fragment: Fragment } {
+    const fragment = render(port, context, privateLabels);
+    return { rendered: new RenderedServicePort(port, context, privateLabels, fragment, again), fragment };
   }
 
   private constructor(
@@ -68,7 +88,6 @@ export class RenderedServicePort {
     this.#port = again ? new WeakRef(port) : port;
     this.#again = again;
     this.#context = context;
-    this.#last = new WeakRef(fragment);
     this.regions = fragment.regions ?? NO_REGIONS;
     this.privateLabels = privateLabels;
     let n = 0;
@@ -93,11 +112,16 @@ export class RenderedServicePort {
 
   /** Its chains, sets and elements; never mutate them (they may be shared with the last caller). */
   get fragment(): Fragment {
-    const f = this.#last.deref();
+    const f = this.#last?.deref();
     if (f) return f;
     const again = render(this.port, this.#context, this.privateLabels);
     this.#last = new WeakRef(again);
     return again;
+  }
+
+  /** Its fragment for one walk (a full sync's operations): rendered again when none is held, and then not kept (see renderUnkept). */
+  unkeptFragment(): Fragment {
+    return this.#last?.deref() ?? render(this.port, this.#context, this.privateLabels);
   }
 }
 

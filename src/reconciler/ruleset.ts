@@ -21,10 +21,11 @@ import {
   HairpinCounter,
   type HairpinCounts,
   hairpinElement,
-  skeletonFamily,
+  ownerFragment,
   skeletonOwner,
 } from './element-claims.ts';
-import { claimKeysOf, forEachElementOf, type Fragment, type SlotRun } from './fragment.ts';
+import { claimKeysOf, forEachElementOf, type Fragment, type FragmentTally, type SlotRun } from './fragment.ts';
+import { type TakeRendering, UnkeptRender } from './unkept-render.ts';
 import { OverlayMap } from './overlay-map.ts';
 import { type PortAgain, type RenderContext, RenderedServicePort } from './rendered-service-port.ts';
 import { ownershipMark } from './ownership.ts';
@@ -66,6 +67,12 @@ export interface Ruleset {
   /** Each family's shared endpoint maps in use (their skeleton holds them). */
   endpointShards: ReadonlyMap<IPFamily, readonly number[]>;
   problems: RenderProblem[];
+  /**
+   * What the ServicePorts' fragments hold, counted as they were rendered:
+   * present when their renderings were not kept (renderRuleset's
+   * `keepRenderings: false`), so that a full sync plans without rendering them again.
+   */
+  unkept?: FragmentTally;
   /** This rendering's identity, for `changes` of a later one (an empty object: nothing is kept through it). */
   generation: object;
   /** When rendered from an earlier ruleset: its generation, and the ServicePorts whose entry may differ from its (a superset). */
@@ -111,7 +118,10 @@ interface RenderedPorts {
   rendered: Set<string>;
 }
 
-/** One port's entry, or a problem (then `before`, its previous entry, stays in force when there is one). */
+/**
+ * One port's entry, or a problem (then `before`, its previous entry, stays in force when there is one).
+ * With `take`, its rendering is given to it and not kept.
+ */
 function renderOne(
   sp: ServicePort,
   config: RulesetConfig,
@@ -119,6 +129,7 @@ function renderOne(
   contextFor: ContextFor,
   problems: RenderProblem[],
   again: PortSource['again'],
+  take?: TakeRendering,
 ): RenderedServicePort | undefined {
   const fc = config.families[sp.family];
   if (!fc) {
@@ -131,7 +142,10 @@ function renderOne(
   }
   try {
     // Placed in the shared endpoint map for a start; placeEndpoints() re-renders the few whose ranges collide.
-    return RenderedServicePort.render(sp, contextFor(sp.family, fc), NO_LABELS, again?.(sp));
+    if (!take) return RenderedServicePort.render(sp, contextFor(sp.family, fc), NO_LABELS, again?.(sp));
+    const { rendered, fragment } = RenderedServicePort.renderUnkept(sp, contextFor(sp.family, fc), NO_LABELS, again?.(sp));
+    take(sp.id, sp.family, fragment);
+    return rendered;
   } catch (e) {
     if (!(e instanceof ServicePortRenderError)) throw e;
     // As for a port whose operations were refused: its previous rendering stays in force.
@@ -147,8 +161,9 @@ function renderEveryPort(
   reuse: Ruleset | undefined,
   contextFor: ContextFor,
   problems: RenderProblem[],
+  services = new OverlayMap<string, RenderedServicePort>(),
+  take?: TakeRendering,
 ): RenderedPorts {
-  const services = new OverlayMap<string, RenderedServicePort>();
   const rendered = new Set<string>();
   for (const sp of model.all) {
     if (services.has(sp.id)) {
@@ -160,7 +175,7 @@ function renderEveryPort(
       continue;
     }
     const before = reuse?.services.get(sp.id);
-    const entry = renderOne(sp, config, before, contextFor, problems, model.again);
+    const entry = renderOne(sp, config, before, contextFor, problems, model.again, take);
     if (entry === undefined) continue;
     services.set(sp.id, entry);
     if (entry !== before) rendered.add(sp.id);
@@ -233,6 +248,17 @@ function claimElements(
   return { claims, hairpin };
 }
 
+export interface RenderOptions {
+  /**
+   * false: a render of every port (no `previous` to reuse) for one full sync,
+   * which does not keep the ports' renderings, not even weakly: each is
+   * claimed, counted and dropped as it is made (Ruleset.unkept), and the
+   * full sync renders it again as it walks it. Every rendering held to the
+   * end of the render was most of a large full sync's peak.
+   */
+  keepRenderings?: boolean;
+}
+
 /**
  * Renders the desired ruleset. With `previous`, the entry of every ServicePort
  * not in `changed` (ids added, updated or removed since `previous` was
@@ -243,9 +269,11 @@ export function renderRuleset(
   config: RulesetConfig,
   previous?: Ruleset,
   changed?: ReadonlySet<string>,
+  options: RenderOptions = {},
 ): Ruleset {
   const source = Array.isArray(model) ? portsOf(model) : (model as PortSource);
   const reuse = previous !== undefined && sameConfig(previous.config, config) ? previous : undefined;
+  const unkept = options.keepRenderings === false && reuse === undefined ? new UnkeptRender() : undefined;
   const problems: RenderProblem[] = [];
   const tables: Table[] = [];
   for (const family of FAMILIES) {
@@ -265,11 +293,11 @@ export function renderRuleset(
   const { services, rendered } =
     reuse !== undefined && changed !== undefined
       ? renderChangedPorts(source, config, reuse, changed, contextFor, problems)
-      : renderEveryPort(source, config, reuse, contextFor, problems);
+      : renderEveryPort(source, config, reuse, contextFor, problems, unkept?.services, unkept?.take);
 
   const slots =
     config.endpointShape === 'map'
-      ? placeEndpoints(services, reuse, rendered, (family) => contextFor(family, config.families[family]!))
+      ? placeEndpoints(services, reuse, rendered, (family) => contextFor(family, config.families[family]!), unkept?.replaced)
       : undefined;
 
   // The skeleton holds the shared endpoint maps that are in use: re-rendered when that changes.
@@ -285,7 +313,7 @@ export function renderRuleset(
     skeletons.set(family, (same ? reuse?.skeletons.get(family) : undefined) ?? renderSkeleton(family, fc, config, shards));
   }
 
-  const { claims, hairpin } = claimElements(skeletons, services, reuse, rendered);
+  const { claims, hairpin } = unkept ? unkept.withSkeletons(skeletons) : claimElements(skeletons, services, reuse, rendered);
   for (const [key, list] of claims.contested) {
     const winner = list[0]!;
     for (const c of list.slice(1)) {
@@ -311,6 +339,7 @@ export function renderRuleset(
     endpointSlots,
     endpointShards,
     problems,
+    ...(unkept ? { unkept: unkept.tally } : {}),
     generation: {},
     ...(reuse ? { changes: { since: reuse.generation, ids: rendered } } : {}),
   };
@@ -329,15 +358,6 @@ function countEndpointChains(
   n = reuse.endpointChains;
   for (const id of rendered) n += (services.get(id)?.endpointChains ?? 0) - (reuse.services.get(id)?.endpointChains ?? 0);
   return n;
-}
-
-function ownerFragment(
-  owner: string,
-  skeletons: ReadonlyMap<IPFamily, Fragment>,
-  services: ReadonlyMap<string, RenderedServicePort>,
-): Fragment | undefined {
-  const family = skeletonFamily(owner);
-  return family !== undefined ? skeletons.get(family) : services.get(owner)?.fragment;
 }
 
 /** The element a ruleset holds under a claim key (undefined: none). */
@@ -359,17 +379,19 @@ export function forEachFragmentElement(r: Ruleset, fn: (e: Element) => void): vo
 
 /** forEachFragmentElement's elements as the fragments keep them: runs of endpoint slots (SlotRun) whole. */
 export function forEachFragmentItem(r: Ruleset, fn: (item: Element | SlotRun) => void): void {
-  const visit = (owner: string, f: Fragment): void => {
-    const keys = claimKeysOf(f);
-    for (let i = 0; i < keys.length; i++) {
-      const key = keys[i]!;
-      // A fragment that wants a key twice has claimed its first.
-      if (r.claims.get(key) === owner && (i === 0 || keys.indexOf(key) === i)) fn(f.elements[i]!);
-    }
-    if (f.ownElements) for (const item of f.ownElements) fn(item);
-  };
-  for (const [family, s] of r.skeletons) visit(skeletonOwner(family), s);
-  for (const [id, s] of r.services) visit(id, s.fragment);
+  for (const [family, s] of r.skeletons) forEachItemOf(r, skeletonOwner(family), s, fn);
+  for (const [id, s] of r.services) forEachItemOf(r, id, s.fragment, fn);
+}
+
+/** forEachFragmentItem's items of one fragment, `owner`'s: the claimed elements it won, then its own. */
+export function forEachItemOf(r: Ruleset, owner: string, f: Fragment, fn: (item: Element | SlotRun) => void): void {
+  const keys = claimKeysOf(f);
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
+    // A fragment that wants a key twice has claimed its first.
+    if (r.claims.get(key) === owner && (i === 0 || keys.indexOf(key) === i)) fn(f.elements[i]!);
+  }
+  if (f.ownElements) for (const item of f.ownElements) fn(item);
 }
 
 const NO_SLOTS: ReadonlyMap<IPFamily, FamilySlots> = new Map();
@@ -387,6 +409,7 @@ function placeEndpoints(
   reuse: Ruleset | undefined,
   rendered: Set<string>,
   contextFor: (family: IPFamily) => RenderContext,
+  replaced?: (before: RenderedServicePort, after: RenderedServicePort) => void,
 ): EndpointSlots {
   const slots = new EndpointSlots(reuse?.endpointSlots);
   if (reuse) {
@@ -407,7 +430,9 @@ function placeEndpoints(
     if (!r) continue;
     const wanted = slots.privateLabels(r.family, r.regions);
     if (sameLabels(wanted, r.privateLabels)) continue;
-    services.set(id, r.withLabels(contextFor(r.family), wanted));
+    const again = r.withLabels(contextFor(r.family), wanted);
+    replaced?.(r, again);
+    services.set(id, again);
     rendered.add(id);
   }
   return slots;

@@ -13,9 +13,10 @@ import type { NftMap, NftSet, Operation } from '../../src/nft/objects.ts';
 import { ENDPOINT_SHAPES } from '../../src/reconciler/config.ts';
 import { emptyStats, type SyncStats } from '../../src/reconciler/diff.ts';
 import { planFullSync, planGeneratedFullSync, type FullSyncMode } from '../../src/reconciler/full-sync.ts';
-import { SET } from '../../src/reconciler/names.ts';
+import { PREFIX, SET } from '../../src/reconciler/names.ts';
+import { SHARD_MAP_PREFIX } from '../../src/reconciler/endpoint-slots.ts';
 import { renderRuleset } from '../../src/reconciler/ruleset.ts';
-import { churn, churnArbFor, servicePortsArb } from './churn.ts';
+import { churn, churnArbFor, configArbFor, servicePortsArb } from './churn.ts';
 import { config, ep, sp, V4, V6 } from './fixtures.ts';
 
 const MODES: readonly FullSyncMode[] = ['replace', 'reassert'];
@@ -27,16 +28,29 @@ function containersOf(ops: Iterable<Operation>) {
   return (family: string, table: string, name: string) => byName.get(`${family} ${table} ${name}`);
 }
 
-/** Whether each set's elements are one run, and no element of another set follows a hairpin one. */
+/** The shared endpoint maps and a port's own ones: their elements are endpoint slots. */
+const isEndpointMap = (set: string) =>
+  set.startsWith(SHARD_MAP_PREFIX) || set.startsWith(PREFIX.endpoints) || set.startsWith(PREFIX.localEndpoints);
+
+/**
+ * Whether each endpoint map's slots are one run (a map's slots come from
+ * every port), each of the other elements follows the rules of the chain its
+ * verdict names, and no element of another set follows a hairpin one.
+ */
 function groupedBySet(ops: readonly Operation[]): boolean {
   const seen = new Set<string>();
   let current = '';
   let hairpinSeen = false;
+  const chainsWithRules = new Set<string>();
   for (const { object: o } of ops) {
+    if (o.kind === 'rule') chainsWithRules.add(`${o.family} ${o.table} ${o.chain}`);
     if (o.kind !== 'element') continue;
-    const set = `${o.family} ${o.table} ${o.set}`;
+    const verdict = typeof o.value === 'object' && !Array.isArray(o.value) && 'chain' in o.value ? o.value.chain : undefined;
+    if (verdict !== undefined && !chainsWithRules.has(`${o.family} ${o.table} ${verdict}`)) return false;
     if (hairpinSeen && o.set !== SET.hairpinEndpoints) return false;
     if (o.set === SET.hairpinEndpoints) hairpinSeen = true;
+    if (!isEndpointMap(o.set)) continue;
+    const set = `${o.family} ${o.table} ${o.set}`;
     if (set === current) continue;
     if (seen.has(set)) return false;
     seen.add(set);
@@ -59,7 +73,7 @@ function addedBy(ops: readonly Operation[]): SyncStats {
 }
 
 describe.each(ENDPOINT_SHAPES)('a generated full sync (endpoint shape %s)', (shape) => {
-  it('makes the listed plan, the same each time, each set’s elements together and the hairpin ones last', () => {
+  it('makes the listed plan, the same each time, each endpoint map’s slots together and the hairpin ones last', () => {
     fc.assert(
       fc.property(churnArbFor([shape]), fc.constantFrom(...MODES), ({ initial, steps }, mode) => {
         const { state, rendered } = churn(initial, steps);
@@ -111,5 +125,38 @@ describe('hairpin elements of a generated full sync', () => {
     const lastOther = made.findLastIndex(({ object: o }) => o.kind === 'element' && o.set !== SET.hairpinEndpoints);
     const firstHairpin = made.findIndex(({ object: o }) => o.kind === 'element' && o.set === SET.hairpinEndpoints);
     expect(firstHairpin).toBeGreaterThan(lastOther);
+  });
+});
+
+describe('a full render that keeps no rendering (a full sync’s)', () => {
+  it('claims, counts and plans what a render that keeps them does, with contested elements and colliding slot ranges', () => {
+    const sorted = <T>(xs: Iterable<T>) => [...xs].map((x) => JSON.stringify(x)).sort();
+    fc.assert(
+      fc.property(configArbFor(ENDPOINT_SHAPES, [1, 2, 3]), servicePortsArb, fc.constantFrom(...MODES), (cfg, ports, mode) => {
+        const kept = renderRuleset(ports, cfg);
+        const unkept = renderRuleset(ports, cfg, undefined, undefined, { keepRenderings: false });
+        expect(kept.unkept).toBeUndefined();
+        expect(unkept.unkept).toBeDefined();
+        expect(sorted(unkept.claims)).toEqual(sorted(kept.claims));
+        expect(sorted(unkept.contested)).toEqual(sorted(kept.contested));
+        expect(sorted([...unkept.hairpin].map(([f, counts]) => [f, sorted(counts)]))).toEqual(
+          sorted([...kept.hairpin].map(([f, counts]) => [f, sorted(counts)])),
+        );
+        expect(sorted(unkept.problems)).toEqual(sorted(kept.problems));
+        expect(unkept.endpointChains).toBe(kept.endpointChains);
+        expect([...unkept.services.keys()]).toEqual([...kept.services.keys()]);
+        const [fromUnkept, fromKept] = [planGeneratedFullSync(unkept, mode), planFullSync(kept, mode)];
+        const made = Array.from(fromUnkept.generated!.source());
+        // The hairpin elements in any order: their counts are kept in the order ports came and went.
+        const inOrder = (ops: readonly Operation[]) => {
+          const hairpin = (o: Operation) => o.object.kind === 'element' && o.object.set === SET.hairpinEndpoints;
+          return [...ops.filter((o) => !hairpin(o)), ...sorted(ops.filter(hairpin))];
+        };
+        expect(inOrder(made)).toEqual(inOrder(fromKept.ops));
+        expect(fromUnkept.generated!.length).toBe(made.length);
+        expect(fromUnkept.stats).toEqual(fromKept.stats);
+      }),
+      { numRuns: 80 },
+    );
   });
 });

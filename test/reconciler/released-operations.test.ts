@@ -117,6 +117,16 @@ describe("a full sync's operations while the kernel works", () => {
     expect(listingWithoutHandles(kernel.inner)).toEqual(afterFreshFullSync(ports, cfg));
   });
 
+  it('come from renderings made for them and kept by nothing: each port rendered twice, to be claimed and to be encoded', async () => {
+    const kernel = new SlowKernel();
+    renderings.length = 0;
+    const r = reconcilerOver(kernel, ports, () => setImmediate(() => kernel.answer()));
+    await r.sync({ kind: 'full', mode: 'replace' });
+    expect(renderings).toHaveLength(2 * ports.length);
+    expect(r.state.applied?.unkept).toBeDefined();
+    expect(listingWithoutHandles(kernel.inner)).toEqual(afterFreshFullSync(ports, cfg));
+  });
+
   it('a refusal answered after the release names its owner through the same operations made again', async () => {
     const kernel = new SlowKernel();
     kernel.refusedAddress = '10.244.2.13';

@@ -47,6 +47,20 @@ describe('RenderedServicePort', () => {
     expect(r.withLabels(context, NO_LABELS).port).toBe(r.port);
   });
 
+  it('rendered for one walk (a full sync), keeps no rendering: each walk renders it again, equal', () => {
+    const port = structuredClone(original);
+    const { rendered: r, fragment } = RenderedServicePort.renderUnkept(port, context, NO_LABELS);
+    const again = r.unkeptFragment();
+    expect(again).not.toBe(fragment);
+    expect(again).toEqual(fragment);
+    expect(r.unkeptFragment()).not.toBe(again);
+    // Asked for as such, it is kept (weakly) from then on, as a rendering made to be kept is.
+    expect(r.fragment).toEqual(fragment);
+    expect(r.unkeptFragment()).toBe(r.fragment);
+    const kept = RenderedServicePort.render(port, context, NO_LABELS);
+    expect(kept.unkeptFragment()).toBe(kept.fragment);
+  });
+
   it('holds its port when it cannot be derived again', async () => {
     const { r, weak } = rendered(undefined);
     await collect();
