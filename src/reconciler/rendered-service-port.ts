@@ -54,8 +54,7 @@ export class RenderedServicePort {
 
   /** Renders the port now, which validates it: throws ServicePortRenderError. */
   static render(port: ServicePort, context: RenderContext, privateLabels: ReadonlySet<string>, again?: PortAgain): RenderedServicePort {
-    const fragment = render(port, context, privateLabels);
-    const rendered = new RenderedServicePort(port, context, privateLabels, fragment, again);
+    const { rendered, fragment } = RenderedServicePort.renderUnkept(port, context, privateLabels, again);
     rendered.#last = new WeakRef(fragment);
     return rendered;
   }

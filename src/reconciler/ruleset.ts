@@ -25,7 +25,7 @@ import {
   skeletonOwner,
 } from './element-claims.ts';
 import { claimKeysOf, forEachElementOf, type Fragment, type FragmentTally, type SlotRun } from './fragment.ts';
-import { type TakeRendering, UnkeptRender } from './unkept-render.ts';
+import { FreshRender } from './fresh-render.ts';
 import { OverlayMap } from './overlay-map.ts';
 import { type PortAgain, type RenderContext, RenderedServicePort } from './rendered-service-port.ts';
 import { ownershipMark } from './ownership.ts';
@@ -118,10 +118,7 @@ interface RenderedPorts {
   rendered: Set<string>;
 }
 
-/**
- * One port's entry, or a problem (then `before`, its previous entry, stays in force when there is one).
- * With `take`, its rendering is given to it and not kept.
- */
+/** One port's entry, or a problem (then `before`, its previous entry, stays in force when there is one). `fresh`: renders and claims it. */
 function renderOne(
   sp: ServicePort,
   config: RulesetConfig,
@@ -129,7 +126,7 @@ function renderOne(
   contextFor: ContextFor,
   problems: RenderProblem[],
   again: PortSource['again'],
-  take?: TakeRendering,
+  fresh?: FreshRender,
 ): RenderedServicePort | undefined {
   const fc = config.families[sp.family];
   if (!fc) {
@@ -142,10 +139,7 @@ function renderOne(
   }
   try {
     // Placed in the shared endpoint map for a start; placeEndpoints() re-renders the few whose ranges collide.
-    if (!take) return RenderedServicePort.render(sp, contextFor(sp.family, fc), NO_LABELS, again?.(sp));
-    const { rendered, fragment } = RenderedServicePort.renderUnkept(sp, contextFor(sp.family, fc), NO_LABELS, again?.(sp));
-    take(sp.id, sp.family, fragment);
-    return rendered;
+    return (fresh ?? RenderedServicePort).render(sp, contextFor(sp.family, fc), NO_LABELS, again?.(sp));
   } catch (e) {
     if (!(e instanceof ServicePortRenderError)) throw e;
     // As for a port whose operations were refused: its previous rendering stays in force.
@@ -161,9 +155,9 @@ function renderEveryPort(
   reuse: Ruleset | undefined,
   contextFor: ContextFor,
   problems: RenderProblem[],
-  services = new OverlayMap<string, RenderedServicePort>(),
-  take?: TakeRendering,
+  fresh: FreshRender | undefined,
 ): RenderedPorts {
+  const services = fresh?.services ?? new OverlayMap<string, RenderedServicePort>();
   const rendered = new Set<string>();
   for (const sp of model.all) {
     if (services.has(sp.id)) {
@@ -175,7 +169,7 @@ function renderEveryPort(
       continue;
     }
     const before = reuse?.services.get(sp.id);
-    const entry = renderOne(sp, config, before, contextFor, problems, model.again, take);
+    const entry = renderOne(sp, config, before, contextFor, problems, model.again, fresh);
     if (entry === undefined) continue;
     services.set(sp.id, entry);
     if (entry !== before) rendered.add(sp.id);
@@ -207,43 +201,34 @@ function renderChangedPorts(
   return { services, rendered };
 }
 
-/** The element claims and hairpin counts: only what changed is re-claimed and re-counted. */
+/** The element claims and hairpin counts derived from `reuse`'s: only what changed is re-claimed and re-counted. */
 function claimElements(
   skeletons: Map<IPFamily, Fragment>,
   services: OverlayMap<string, RenderedServicePort>,
-  reuse: Ruleset | undefined,
+  reuse: Ruleset,
   rendered: ReadonlySet<string>,
 ): { claims: Claims; hairpin: HairpinCounter } {
   // Only what changed is re-claimed and re-counted: an incremental render costs the change, not the ruleset.
-  const claims = new Claims((owner, key) => claimedIn(ownerFragment(owner, skeletons, services), key), reuse?.claims, reuse?.contested);
-  const hairpin = new HairpinCounter(reuse?.hairpin);
-  if (reuse) {
-    for (const [family, s] of reuse.skeletons) {
-      if (skeletons.get(family) === s) continue;
-      claims.remove(skeletonOwner(family), s);
-      claims.add(skeletonOwner(family), skeletons.get(family)!);
-    }
-    for (const id of rendered) {
-      const r = reuse.services.get(id);
-      if (!r || services.get(id) === r) continue;
-      const f = r.fragment;
-      claims.remove(id, f);
-      hairpin.remove(r.family, f);
-    }
-    for (const id of rendered) {
-      const r = services.get(id);
-      if (!r || reuse.services.get(id) === r) continue;
-      const f = r.fragment;
-      claims.add(id, f);
-      hairpin.add(r.family, f);
-    }
-  } else {
-    for (const [family, s] of skeletons) claims.add(skeletonOwner(family), s);
-    for (const [id, r] of services) {
-      const f = r.fragment;
-      claims.add(id, f);
-      hairpin.add(r.family, f);
-    }
+  const claims = new Claims((owner, key) => claimedIn(ownerFragment(owner, skeletons, services), key), reuse.claims, reuse.contested);
+  const hairpin = new HairpinCounter(reuse.hairpin);
+  for (const [family, s] of reuse.skeletons) {
+    if (skeletons.get(family) === s) continue;
+    claims.remove(skeletonOwner(family), s);
+    claims.add(skeletonOwner(family), skeletons.get(family)!);
+  }
+  for (const id of rendered) {
+    const r = reuse.services.get(id);
+    if (!r || services.get(id) === r) continue;
+    const f = r.fragment;
+    claims.remove(id, f);
+    hairpin.remove(r.family, f);
+  }
+  for (const id of rendered) {
+    const r = services.get(id);
+    if (!r || reuse.services.get(id) === r) continue;
+    const f = r.fragment;
+    claims.add(id, f);
+    hairpin.add(r.family, f);
   }
   return { claims, hairpin };
 }
@@ -273,7 +258,7 @@ export function renderRuleset(
 ): Ruleset {
   const source = Array.isArray(model) ? portsOf(model) : (model as PortSource);
   const reuse = previous !== undefined && sameConfig(previous.config, config) ? previous : undefined;
-  const unkept = options.keepRenderings === false && reuse === undefined ? new UnkeptRender() : undefined;
+  const fresh = reuse === undefined ? new FreshRender(options.keepRenderings ?? true) : undefined;
   const problems: RenderProblem[] = [];
   const tables: Table[] = [];
   for (const family of FAMILIES) {
@@ -293,11 +278,11 @@ export function renderRuleset(
   const { services, rendered } =
     reuse !== undefined && changed !== undefined
       ? renderChangedPorts(source, config, reuse, changed, contextFor, problems)
-      : renderEveryPort(source, config, reuse, contextFor, problems, unkept?.services, unkept?.take);
+      : renderEveryPort(source, config, reuse, contextFor, problems, fresh);
 
   const slots =
     config.endpointShape === 'map'
-      ? placeEndpoints(services, reuse, rendered, (family) => contextFor(family, config.families[family]!), unkept?.replaced)
+      ? placeEndpoints(services, reuse, rendered, (family) => contextFor(family, config.families[family]!), fresh?.replaced)
       : undefined;
 
   // The skeleton holds the shared endpoint maps that are in use: re-rendered when that changes.
@@ -313,7 +298,7 @@ export function renderRuleset(
     skeletons.set(family, (same ? reuse?.skeletons.get(family) : undefined) ?? renderSkeleton(family, fc, config, shards));
   }
 
-  const { claims, hairpin } = unkept ? unkept.withSkeletons(skeletons) : claimElements(skeletons, services, reuse, rendered);
+  const { claims, hairpin } = fresh ? fresh.withSkeletons(skeletons) : claimElements(skeletons, services, reuse!, rendered);
   for (const [key, list] of claims.contested) {
     const winner = list[0]!;
     for (const c of list.slice(1)) {
@@ -339,7 +324,7 @@ export function renderRuleset(
     endpointSlots,
     endpointShards,
     problems,
-    ...(unkept ? { unkept: unkept.tally } : {}),
+    ...(fresh?.tally ? { unkept: fresh.tally } : {}),
     generation: {},
     ...(reuse ? { changes: { since: reuse.generation, ids: rendered } } : {}),
   };
