@@ -87,9 +87,12 @@ function measure(size: BenchSize): SizeFigures {
   });
 
   const config = rulesetConfigFor(command.options, node, { wanted: false, supported: false, devices: [] });
-  // As the agent's full sync does it: rendered, planned with its operations made on demand,
-  // then checked and encoded as they are made.
-  const { generated } = time('plan', () => planGeneratedFullSync(renderRuleset([...tracker.servicePorts()], config), 'replace'));
+  // As the agent's full sync does it: rendered keeping no rendering (each port is rendered again
+  // as its operations are made), planned with its operations made on demand, then checked and
+  // encoded as they are made.
+  const { generated } = time('plan', () =>
+    planGeneratedFullSync(renderRuleset([...tracker.servicePorts()], config, undefined, undefined, { keepRenderings: false }), 'replace'),
+  );
   const tx = new Transaction().queueGenerated(generated!.source, generated!.length);
   const containers = new Map<string, NftSet | NftMap>();
   for (const { object: o } of generated!.source())
