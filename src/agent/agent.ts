@@ -48,10 +48,10 @@ export interface AgentDeps {
   /** Whether to serve /metrics and /healthz (default true). */
   serveHttp?: boolean;
   /**
-   * Runs after the first and every large sync, and once quiet after small ones have grown the RSS (default: releaseMemory over the
-   * dataplane: a full V8 collection, then, when the reason shrinks the heap, the dataplane's releaseMemory).
+   * Runs after the first and every large sync, and once quiet after small ones have grown the RSS (default: a full V8 collection, then the
+   * dataplane's releaseMemory).
    */
-  releaseMemory?: (reason: ReleaseReason) => void;
+  releaseMemory?: () => void;
   /** The addon's conntrack functions: UDP/SCTP conntrack cleanup after syncs (absent: none, e.g. over the fake kernel). */
   conntrack?: Pick<NativeConntrack, 'conntrackClean'>;
   /** Called with every sync's outcome from the first on (syncs$ reaches only subscribers that exist by then). */
@@ -160,7 +160,6 @@ function followStreams(
 
 const RELEASE_MESSAGES: Record<ReleaseReason, string> = {
   'rendering of a large full sync': "released a large full sync's rendering before encoding it",
-  'rendering of a large adoption': "collected an adoption's rendering before encoding it",
   'large sync': 'released memory after a large sync',
   'planning of a large sync': "released a large sync's planning while the kernel commits it",
   idle: 'released memory once idle',
@@ -168,12 +167,12 @@ const RELEASE_MESSAGES: Record<ReleaseReason, string> = {
 
 /** Releases memory after large syncs and once idle, logging what it gained. */
 function memoryReleaser(deps: AgentDeps): MemoryReleaser {
-  const collect = deps.releaseMemory ?? ((reason: ReleaseReason) => releaseMemory(deps.dataplane, reason));
+  const collect = deps.releaseMemory ?? (() => releaseMemory(deps.dataplane));
   return new MemoryReleaser({
     release: (reason) => {
       const before = memoryMiB();
       const t0 = performance.now();
-      collect(reason);
+      collect();
       const durationMs = performance.now() - t0;
       deps.logger.info({ durationMs: Math.round(durationMs * 10) / 10, before, after: memoryMiB() }, RELEASE_MESSAGES[reason]);
     },
@@ -298,7 +297,7 @@ function newReconciler(
         { kind: p.kind, servicePorts: p.servicePorts, ops: p.ops, planMs: Math.round(p.planMs) },
         'ruleset planned; committing it to the kernel',
       );
-      releaser.planned(p.kind, p.ops, p.adopts === true);
+      releaser.planned(p.kind, p.ops);
     },
     onReleased: (ops, adoption) => releaser.released(ops, adoption),
   });

@@ -10,9 +10,7 @@
 // a sync returns the pages to the OS; then the dataplane trims malloc's arenas
 // (the addon also does so on its own after a large batch, native/addon.cc).
 // A large full sync gets two more: before its encoding (the render's garbage,
-// under the batch's peak) and while the kernel commits it (its planning). An
-// adoption's render is collected before its encoding too, but not shrunk (see
-// MemoryReleaser.planned).
+// under the batch's peak) and while the kernel commits it (its planning).
 //
 // Why a forced GC rather than a smaller heap limit: --max-old-space-size would
 // turn a big cluster into an OOM crash, and V8's own memory reducer only acts
@@ -55,9 +53,9 @@ function gcFunctionOnce(): GcFunction {
   return gcFunction;
 }
 
-/** One full collection, synchronous; `shrink`: compacting, V8's heap shrunk to what is live (its last resort before an out-of-memory). */
-export function collectGarbage(shrink = true): void {
-  gcFunctionOnce()({ type: 'major', execution: 'sync', flavor: shrink ? 'last-resort' : 'regular' });
+/** One full, compacting collection that also shrinks V8's heap; synchronous. */
+export function collectGarbage(): void {
+  gcFunctionOnce()({ type: 'major', execution: 'sync', flavor: 'last-resort' });
 }
 
 /**
@@ -67,11 +65,9 @@ export function collectGarbage(shrink = true): void {
  * only releaseMemory is read, and a type of that optional member alone would
  * refuse a dataplane without it (TypeScript's weak-type check).
  */
-export function releaseMemory(dataplane: Partial<Dataplane>, reason?: ReleaseReason): void {
-  const shrink = reason === undefined || shrinks(reason);
-  collectGarbage(shrink);
-  // Without shrinking there is nothing to give back: the heap keeps its pages for what comes next.
-  if (shrink) dataplane.releaseMemory?.();
+export function releaseMemory(dataplane: Partial<Dataplane>): void {
+  collectGarbage();
+  dataplane.releaseMemory?.();
 }
 
 /** Whether a sync that committed `ops` operations is worth a collection afterwards. */
@@ -91,20 +87,10 @@ export const IDLE_RELEASE_QUIET_MS = 5_000;
 const IDLE_RELEASE_GROWTH_BYTES = 4 * 2 ** 20;
 const IDLE_RELEASE_GROWTH_SHARE = 0.03;
 
-export type ReleaseReason =
-  | 'rendering of a large full sync'
-  | 'rendering of a large adoption'
-  | 'large sync'
-  | 'planning of a large sync'
-  | 'idle';
-
-/** Whether a release shrinks the heap and gives memory back, or only collects (see MemoryReleaser.planned). */
-export function shrinks(reason: ReleaseReason): boolean {
-  return reason !== 'rendering of a large adoption';
-}
+export type ReleaseReason = 'rendering of a large full sync' | 'large sync' | 'planning of a large sync' | 'idle';
 
 export interface MemoryReleaserOptions {
-  /** Collect, and trim when `shrinks(reason)` (releaseMemory with the agent's dataplane); `reason` also for its log. */
+  /** Collect and trim (releaseMemory with the agent's dataplane); `reason` for its log. */
   release: (reason: ReleaseReason) => void;
   /** The process's resident set size in bytes. */
   rss: () => number;
@@ -172,21 +158,15 @@ export class MemoryReleaser {
    * for no longer a start (the encoding then needs no major collection of its
    * own). README, "Met", has every size. A full sync's render keeps no
    * rendering (renderRuleset's keepRenderings): what stays is the model, the
-   * claims and the counts.
-   *
-   * An adoption holds its renderings for its encoding, so its heap stays
-   * large however it is collected, and its peak is already behind it (the
-   * RSS here was its VmHWM, at 10k and 100k): a shrinking collection took
-   * long and left a heap the encoding grew back at once. Its render's garbage
-   * gets a regular major collection instead: at 10k 56-60 against 178-196
-   * ms, from the plan to the kernel's answer 667-793 against 887-1,013 ms
-   * (VmHWM 236-237 against 229-231 MiB); at 100k 0.54 against 1.30 s, 9.1
-   * against 10.3 s. With none at all the batch came on the uncollected
-   * garbage (VmHWM 239-243 MiB at 10k).
+   * claims and the counts. An adoption's renderings stay (it holds them for
+   * its encoding), and it gets the same shrinking collection: a regular one
+   * took a third of the time (10k 56-60 against 178-196 ms, 100k 0.54
+   * against 1.30 s) but its heap kept its pages, and a restart's VmHWM, what
+   * a DaemonSet's limit is sized by, went up with it (5k50 322 MiB in one of
+   * two full runs, 30k 504; README, "What a restart costs").
    */
-  planned(kind: SyncReport['kind'], ops: number, adoption = false): void {
-    if (kind !== 'full' || ops < LARGE_SYNC_OPS) return;
-    this.#release(adoption ? 'rendering of a large adoption' : 'rendering of a large full sync');
+  planned(kind: SyncReport['kind'], ops: number): void {
+    if (kind === 'full' && ops >= LARGE_SYNC_OPS) this.#release('rendering of a large full sync');
   }
 
   /**

@@ -54,9 +54,10 @@ const LISTED_FAMILIES = ['ip', 'ip6'] as const;
 const NOTHING_CHANGED: ReadonlySet<string> = new Set();
 
 /**
- * A sync that could not be committed: the skeleton cannot be programmed, or the kernel refused for the
- * moment (ENOMEM...). What an earlier attempt of the same sync committed (with some ports held back) is
- * applied and known; the rest is retried by the next sync.
+ * A sync that could not be committed: the skeleton cannot be programmed, or
+ * the kernel refused for the moment (ENOMEM...). What an earlier attempt of
+ * the same sync committed (with some ports held back) is applied and known;
+ * the rest is retried by the next sync.
  */
 export class SyncError extends Error {
   readonly code = 'ERR_SYNC';
@@ -80,10 +81,11 @@ export interface ReconcilerOptions {
   /** Each planned transaction, before it is committed: a large one takes seconds in the kernel. */
   onPlanned?: (planned: PlannedSync) => void;
   /**
-   * A full sync's transaction of `ops` operations, handed to the dataplane (`adoption`: the first sync's,
-   * adopting the kernel's tables). Its operations were made on demand and are not held, nor are its renderings
-   * (an adoption's only weakly from then on): while the kernel works is the moment to collect them (a failure
-   * makes them again).
+   * A full sync's transaction of `ops` operations, handed to the dataplane
+   * (`adoption`: the first sync's, adopting the kernel's tables). Its
+   * operations were made on demand and are not held, nor are its
+   * renderings (an adoption's only weakly from then on): while the kernel
+   * works is the moment to collect them (a failure makes them again).
    */
   onReleased?: (ops: number, adoption: boolean) => void;
   /**
@@ -109,8 +111,6 @@ export interface PlannedSync {
   ops: number;
   /** Reading the model, rendering and planning, ms. */
   planMs: number;
-  /** The first sync's plan, adopting the kernel's tables: it holds its renderings for its encoding. */
-  adopts?: true;
 }
 
 export class Reconciler {
@@ -369,8 +369,7 @@ export class Reconciler {
     listings.clear();
     if ('refused' in plan) return plan.refused;
     const ops = planLength(plan);
-    if (ops > 0)
-      this.#onPlanned?.({ kind: 'full', servicePorts: desired.services.size, ops, planMs: performance.now() - t0, adopts: true });
+    if (ops > 0) this.#onPlanned?.({ kind: 'full', servicePorts: desired.services.size, ops, planMs: performance.now() - t0 });
     const failed = await this.#commit(plan, desired, () => undefined, heldFragments);
     if (failed && !failed.ok) return `the kernel refused the adoption: ${(failed.error as Error)?.message ?? String(failed.error)}`;
     return this.#report(plan, desired, { kind: 'full', mode: 'adopt' }, ops, rejected);

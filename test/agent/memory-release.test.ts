@@ -15,7 +15,6 @@ import {
   LARGE_SYNC_OPS,
   MemoryReleaser,
   releaseMemory,
-  shrinks,
   worthCollecting,
   type ReleaseReason,
 } from '../../src/agent/memory-release.ts';
@@ -28,14 +27,14 @@ const EXAMPLES = new URL('../../examples/', import.meta.url).pathname;
 const tick = () => new Promise<void>((r) => setTimeout(r, 0));
 
 describe('collectGarbage', () => {
-  it.each([true, false])('collects what is unreachable, without --expose-gc (shrinking the heap: %s)', async (shrink) => {
+  it('collects what is unreachable, without --expose-gc', async () => {
     expect(process.execArgv).not.toContain('--expose-gc');
     let garbage: object | undefined = { payload: new Array(100_000).fill(0).map((_, i) => ({ i })) };
     const ref = new WeakRef(garbage);
     garbage = undefined;
     // A WeakRef keeps its target alive until the current job ends.
     await tick();
-    collectGarbage(shrink);
+    collectGarbage();
     expect(ref.deref()).toBeUndefined();
   });
 
@@ -65,10 +64,6 @@ describe('releaseMemory', () => {
     expect(calls).toEqual(['dataplane']);
     // A dataplane without one (the fake kernel) is fine.
     expect(() => releaseMemory(new FakeKernel())).not.toThrow();
-    // A collection that does not shrink the heap has nothing for malloc to give back.
-    releaseMemory({ releaseMemory: () => calls.push('dataplane') }, 'rendering of a large adoption');
-    releaseMemory({ releaseMemory: () => calls.push('dataplane') }, 'idle');
-    expect(calls).toEqual(['dataplane', 'dataplane']);
   });
 });
 
@@ -116,18 +111,6 @@ describe('MemoryReleaser', () => {
     expect(state.releases).toEqual([]);
     releaser!.planned('full', LARGE_SYNC_OPS);
     expect(state.releases).toEqual(['rendering of a large full sync']);
-  });
-
-  it("collects an adoption's rendering at once without shrinking the heap its encoding needs", () => {
-    const state = setup();
-    releaser!.planned('full', LARGE_SYNC_OPS - 1, true);
-    expect(state.releases).toEqual([]);
-    releaser!.planned('full', LARGE_SYNC_OPS, true);
-    expect(state.releases).toEqual(['rendering of a large adoption']);
-    expect(state.releases.map(shrinks)).toEqual([false]);
-    expect(
-      ['rendering of a large full sync', 'large sync', 'planning of a large sync', 'idle'].every((r) => shrinks(r as ReleaseReason)),
-    ).toBe(true);
   });
 
   it("releases a large sync's planning while the kernel commits it, and still after the sync, even when both are due at once", () => {

@@ -60,7 +60,7 @@ describe('Reconciler', () => {
       now: () => 0,
       onPlanned: (p) => {
         expect(p.planMs).toBeGreaterThanOrEqual(0);
-        seen.push(`planned ${p.kind} ${p.servicePorts} ${p.ops}${p.adopts ? ' adopting' : ''}`);
+        seen.push(`planned ${p.kind} ${p.servicePorts} ${p.ops}`);
       },
     });
     const first = await r.sync({ kind: 'incremental' });
