@@ -23,7 +23,7 @@ import { objectKey } from '../nft/objects.ts';
 import { flowtableDelete, flowtableDeviceChanges } from './departed-devices.ts';
 import { emptyStats, listedPlan, type StaleChain, type SyncPlan, type SyncStats } from './diff.ts';
 import { hairpinElement } from './element-claims.ts';
-import { elementCount, elementOf, forEachElementOf, type Fragment } from './fragment.ts';
+import { elementCount, elementOf, forEachElementOf, type Fragment, isDynamicSet } from './fragment.ts';
 import { elementsBySet } from './full-sync.ts';
 import { ENDPOINT_MAP_SHARDS, shardMapName } from './endpoint-slots.ts';
 import { SET } from './names.ts';
@@ -218,7 +218,7 @@ function adoptTable(
   for (const s of want.sets) {
     const old = containers.get(s.name);
     containers.delete(s.name);
-    if (s.flags?.includes('dynamic')) elements.dynamic.add(s.name);
+    if (isDynamicSet(s)) elements.dynamic.add(s.name);
     else if (!old || notRead.has(s.name)) elements.refilled.add(s.name);
     if (old && notRead.has(s.name) && !elements.dynamic.has(s.name)) {
       p.flushSets.push({ verb: 'flush', object: s });

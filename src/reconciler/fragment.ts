@@ -96,6 +96,11 @@ export function claimKeysOf(f: Fragment): readonly string[] {
   return f.claimKeys?.length === f.elements.length ? f.claimKeys : f.elements.map(claimKey);
 }
 
+/** A set whose elements the datapath adds (session affinity): a reassert and an adoption leave its elements alone. */
+export function isDynamicSet(s: NftSet | NftMap): boolean {
+  return s.flags?.includes('dynamic') === true;
+}
+
 /** How many objects of each kind fragments hold, for a full sync's plan (elements: their own; claimed ones are counted by their claims). */
 export interface FragmentTally {
   sets: number;
@@ -114,7 +119,7 @@ export function emptyTally(): FragmentTally {
 /** Adds a fragment's objects to a tally (`sign` -1: takes them out). */
 export function tallyFragment(t: FragmentTally, f: Fragment, sign: 1 | -1): void {
   t.sets += sign * f.sets.length;
-  for (const s of f.sets) if (s.flags?.includes('dynamic')) t.dynamicSets += sign;
+  for (const s of f.sets) if (isDynamicSet(s)) t.dynamicSets += sign;
   t.flowtables += sign * f.flowtables.length;
   t.chains += sign * f.chains.length;
   for (const c of f.chains) t.rules += sign * c.rules.length;

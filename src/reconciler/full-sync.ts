@@ -21,7 +21,7 @@ import type { Chain, Element, NftMap, NftSet, Operation, Table } from '../nft/ob
 import { objectKey } from '../nft/objects.ts';
 import { emptyStats, listedPlan, type StaleChain, type SyncPlan, type SyncState, type SyncStats } from './diff.ts';
 import { hairpinElement, skeletonOwner } from './element-claims.ts';
-import { elementCount, elementOf, emptyTally, type Fragment, type SlotRun, tallyFragment } from './fragment.ts';
+import { elementCount, elementOf, emptyTally, type Fragment, isDynamicSet, type SlotRun, tallyFragment } from './fragment.ts';
 import { forEachFragmentItem, forEachItemOf, type Ruleset } from './ruleset.ts';
 import { tableFamily } from './statements.ts';
 
@@ -189,7 +189,7 @@ function replacedTables(desired: Ruleset, mode: FullSyncMode): Table[] {
 
 /** A reassert refills every set but the dynamic ones (affinity entries stay). */
 function flushesSet(s: NftSet | NftMap, mode: FullSyncMode): boolean {
-  return mode === 'reassert' && !s.flags?.includes('dynamic');
+  return mode === 'reassert' && !isDynamicSet(s);
 }
 
 /**
