@@ -1,9 +1,10 @@
-// N-API surface of kube-nft-proxy: commit a batch, check one without the
-// kernel, list a table, read the ruleset generation, and (from
-// link-monitor.cc) follow links. Argument types are checked and a batch is
-// copied (or, in a buffer from allocateBatch, taken) on the JS thread (see
-// CommitWorker); checking a batch's contents and all netlink I/O run on
-// libuv's worker threads, which never touch napi_env. Process-wide state: the
+// N-API surface of kube-nft-proxy: commit a batch (or one transaction in
+// pieces, BatchStream), check one without the kernel, list a table, read the
+// ruleset generation, and (from link-monitor.cc) follow links. Argument types
+// are checked and a batch is copied (or, in a buffer from allocateBatch,
+// taken) on the JS thread (see CommitWorker); checking a batch's contents and
+// all netlink I/O run on libuv's worker threads (a stream's pieces on a
+// thread of its own), which never touch napi_env. Process-wide state: the
 // pool of idle commit sockets (socket-pool.h), which the workers share behind
 // a mutex, and the registry of allocated batch buffers.
 #include <napi.h>
@@ -20,6 +21,7 @@
 
 #include "libnftnl-glue/batch.h"
 #include "libnftnl-glue/commit.h"
+#include "libnftnl-glue/commit-stream.h"
 #include "libnftnl-glue/list.h"
 #include "libnftnl-glue/message-builder.h"
 #include "conntrack-napi.h"
@@ -188,6 +190,36 @@ knp::BatchBytes BatchArgument(const Napi::CallbackInfo& info, const char* what, 
   return knp::CopyBatch(data.Data(), *size);
 }
 
+// What commit() and a BatchStream's commit() resolve with.
+Napi::Object CommitResultToJs(Napi::Env env, const knp::CommitResult& result, double parseMs) {
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("failures", FailuresToJs(env, result.failures));
+  out.Set("messages", Napi::Number::New(env, result.messages));
+  out.Set("bytes", Napi::Number::New(env, double(result.bytes)));
+  out.Set("releasedBytes", Napi::Number::New(env, double(result.releasedBytes)));
+  out.Set("pieces", Napi::Number::New(env, result.pieces));
+  Napi::Object timing = Napi::Object::New(env);
+  timing.Set("parseMs", Napi::Number::New(env, parseMs));
+  timing.Set("openMs", Napi::Number::New(env, result.openMs));
+  timing.Set("buildMs", Napi::Number::New(env, result.buildMs));
+  timing.Set("sendMs", Napi::Number::New(env, result.sendMs));
+  timing.Set("receiveMs", Napi::Number::New(env, result.receiveMs));
+  timing.Set("buildCpuMs", Napi::Number::New(env, result.buildCpuMs));
+  timing.Set("sendCpuMs", Napi::Number::New(env, result.sendCpuMs));
+  timing.Set("waitMs", Napi::Number::New(env, result.waitMs));
+  out.Set("timing", timing);
+  return out;
+}
+
+// Rejects for a refused batch or a transport error, resolves otherwise (failures included).
+void SettleCommit(Napi::Env env, Napi::Promise::Deferred& deferred, bool refused, const knp::InputError& inputError,
+                  const knp::CommitResult& result, double parseMs) {
+  if (refused) deferred.Reject(InputErrorToJs(env, "commit", inputError).Value());
+  else if (!result.transportError.empty() && result.failures.empty())
+    deferred.Reject(NetlinkError(env, result.transportError, result.transportErrno).Value());
+  else deferred.Resolve(CommitResultToJs(env, result, parseMs));
+}
+
 // Checks and sends one batch on a worker thread, from the addon's own copy.
 class CommitWorker : public Napi::AsyncWorker {
   // Batches from this size on are followed by malloc_trim (a 1k-service full sync is ~5 MB).
@@ -215,32 +247,7 @@ class CommitWorker : public Napi::AsyncWorker {
     if (size_ >= kTrimAfterBytes) malloc_trim(0);
   }
 
-  void OnOK() override {
-    Napi::Env env = Env();
-    if (!parsed_) {
-      deferred_.Reject(InputErrorToJs(env, "commit", inputError_).Value());
-      return;
-    }
-    if (!result_.transportError.empty() && result_.failures.empty()) {
-      deferred_.Reject(NetlinkError(env, result_.transportError, result_.transportErrno).Value());
-      return;
-    }
-    Napi::Object out = Napi::Object::New(env);
-    out.Set("failures", FailuresToJs(env, result_.failures));
-    out.Set("messages", Napi::Number::New(env, result_.messages));
-    out.Set("bytes", Napi::Number::New(env, double(result_.bytes)));
-    out.Set("releasedBytes", Napi::Number::New(env, double(result_.releasedBytes)));
-    Napi::Object timing = Napi::Object::New(env);
-    timing.Set("parseMs", Napi::Number::New(env, parseMs_));
-    timing.Set("openMs", Napi::Number::New(env, result_.openMs));
-    timing.Set("buildMs", Napi::Number::New(env, result_.buildMs));
-    timing.Set("sendMs", Napi::Number::New(env, result_.sendMs));
-    timing.Set("receiveMs", Napi::Number::New(env, result_.receiveMs));
-    timing.Set("buildCpuMs", Napi::Number::New(env, result_.buildCpuMs));
-    timing.Set("sendCpuMs", Napi::Number::New(env, result_.sendCpuMs));
-    out.Set("timing", timing);
-    deferred_.Resolve(out);
-  }
+  void OnOK() override { SettleCommit(Env(), deferred_, !parsed_, inputError_, result_, parseMs_); }
 
   void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
 
@@ -322,6 +329,90 @@ Napi::Value Commit(const Napi::CallbackInfo& info) {
   return promise;
 }
 
+// Waits on a worker thread for a stream's pieces to be built, then sends them.
+class StreamCommitWorker : public Napi::AsyncWorker {
+ public:
+  StreamCommitWorker(Napi::Env env, std::unique_ptr<knp::CommitStream> stream)
+      : Napi::AsyncWorker(env, "knp.commitStream"), deferred_(Napi::Promise::Deferred::New(env)),
+        stream_(std::move(stream)) {}
+  Napi::Promise Promise() { return deferred_.Promise(); }
+  void Execute() override {
+    stream_->Finish(&result_, &refused_, &inputError_, &parseMs_);
+    stream_.reset();
+    malloc_trim(0);
+  }
+  void OnOK() override { SettleCommit(Env(), deferred_, refused_, inputError_, result_, parseMs_); }
+  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  std::unique_ptr<knp::CommitStream> stream_;
+  knp::CommitResult result_;
+  bool refused_ = false;
+  knp::InputError inputError_;
+  double parseMs_ = 0;
+};
+
+// new BatchStream(options?: { netns?: string }, expectedBytes?: number)
+// One transaction from several batches (see commit-stream.h): push(batch)
+// each as it is encoded, each taken or copied as commit() takes one; then
+// commit(), which settles as commit() does, or abort(). A stream dropped
+// unfinished is aborted.
+class BatchStream : public Napi::ObjectWrap<BatchStream> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "BatchStream",
+                       {
+                           InstanceMethod<&BatchStream::Push>("push"),
+                           InstanceMethod<&BatchStream::Commit>("commit"),
+                           InstanceMethod<&BatchStream::Abort>("abort"),
+                       });
+  }
+
+  explicit BatchStream(const Napi::CallbackInfo& info) : Napi::ObjectWrap<BatchStream>(info) {
+    std::string netns = NetnsOption(info, 0);
+    double expected = 0;
+    if (info.Length() > 1 && !info[1].IsUndefined()) {
+      if (!info[1].IsNumber()) ThrowType(info.Env(), "BatchStream: expectedBytes must be a number");
+      expected = info[1].As<Napi::Number>().DoubleValue();
+      if (!(expected >= 0 && expected <= double(UINT32_MAX)))
+        ThrowRange(info.Env(), "BatchStream: expectedBytes must be from 0 to 2^32-1", "ERR_INVALID_ARG_VALUE");
+    }
+    stream_ = std::make_unique<knp::CommitStream>(std::move(netns), size_t(expected));
+  }
+
+ private:
+  knp::CommitStream& Open(Napi::Env env, const char* what) {
+    if (!stream_) ThrowRange(env, std::string("BatchStream.") + what + ": the stream was committed or aborted", "ERR_NFT_STREAM_CLOSED");
+    return *stream_;
+  }
+
+  Napi::Value Push(const Napi::CallbackInfo& info) {
+    knp::CommitStream& stream = Open(info.Env(), "push");
+    size_t size = 0;
+    bool pagesOwned = false;
+    knp::BatchBytes bytes = BatchArgument(info, "BatchStream.push", &size, true, &pagesOwned);
+    stream.Push(std::move(bytes), size, pagesOwned);
+    return info.Env().Undefined();
+  }
+
+  Napi::Value Commit(const Napi::CallbackInfo& info) {
+    Open(info.Env(), "commit");
+    auto* worker = new StreamCommitWorker(info.Env(), std::move(stream_));
+    Napi::Promise promise = worker->Promise();
+    worker->Queue();
+    return promise;
+  }
+
+  Napi::Value Abort(const Napi::CallbackInfo& info) {
+    if (stream_) stream_->Abort();
+    stream_.reset();
+    return info.Env().Undefined();
+  }
+
+  std::unique_ptr<knp::CommitStream> stream_;
+};
+
 // check(batch: Uint8Array): { failures, messages, bytes }
 // What commit does short of the kernel, synchronously on the JS thread: the
 // allow-list (a malformed batch throws as commit rejects) and building every
@@ -398,6 +489,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("generation", Napi::Function::New(env, Generation, "generation"));
   exports.Set("trimMemory", Napi::Function::New(env, TrimMemory, "trimMemory"));
   exports.Set("allocateBatch", Napi::Function::New(env, AllocateBatch, "allocateBatch"));
+  exports.Set("BatchStream", BatchStream::Define(env));
   exports.Set("elementsPerMessage", Napi::Number::New(env, knp::kElementsPerMessage));
   InitLinkMonitor(env, exports);
   InitConntrack(env, exports);

@@ -33,38 +33,53 @@ double MsSince(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-void CommitBatch(const Batch& batch, const std::string& netnsPath, CommitResult* result) {
+bool OpenCommitSocket(const std::string& netnsPath, CommitSocket* socket, CommitResult* result) {
   const auto opened = std::chrono::steady_clock::now();
   errno = 0;
-  NamespaceId nsId;
-  std::unique_ptr<NetlinkSocket> owned = TakeSocket(netnsPath, &nsId, &result->transportError);
+  socket->sock = TakeSocket(netnsPath, &socket->nsId, &result->transportError);
   result->openMs = MsSince(opened);
-  if (!owned) {
+  if (!socket->sock) {
     result->transportErrno = errno ? errno : EIO;
-    return;
+    return false;
   }
-  // Every early return below but the first drops the socket: its queue may
-  // hold unread answers.
-  NetlinkSocket& sock = *owned;
-  const uint32_t baseSeq = sock.NextSeq();
+  socket->baseSeq = socket->sock->NextSeq();
+  return true;
+}
+
+void CloseCommitSocket(CommitSocket* socket) {
+  // Nothing was sent: the socket's queue is as clean as it was.
+  if (socket->sock) ReturnSocket(socket->nsId, std::move(socket->sock));
+}
+
+void CommitBatch(const Batch& batch, const std::string& netnsPath, CommitResult* result) {
+  CommitSocket socket;
+  if (!OpenCommitSocket(netnsPath, &socket, result)) return;
   auto t0 = std::chrono::steady_clock::now();
   double cpu0 = ThreadCpuMs();
   BuiltBatch builder;
-  BuildMessages(batch, baseSeq, &builder, &result->failures);
+  BuildMessages(batch, socket.baseSeq, &builder, &result->failures);
   result->buildMs = MsSince(t0);
   result->buildCpuMs = ThreadCpuMs() - cpu0;
   if (!result->failures.empty()) {
-    // Nothing was sent: the socket's queue is as clean as it was.
-    ReturnSocket(nsId, std::move(owned));
+    CloseCommitSocket(&socket);
     return;
   }
+  SendBuilt(&socket, builder, result);
+}
+
+void SendBuilt(CommitSocket* socket, const BuiltBatch& builder, CommitResult* result) {
+  // Every early return below but the last drops the socket: its queue may
+  // hold unread answers.
+  std::unique_ptr<NetlinkSocket> owned = std::move(socket->sock);
+  NetlinkSocket& sock = *owned;
+  const uint32_t baseSeq = socket->baseSeq;
   result->messages = uint32_t(builder.messages.size());
   result->bytes = builder.buffer.size();
   result->releasedBytes = builder.releasedBytes;
   // Every failing message may answer with an error; room for all of them.
   sock.SizeBuffers(builder.buffer.size() + 65536, std::max<size_t>(1 << 20, builder.messages.size() * 320));
-  t0 = std::chrono::steady_clock::now();
-  cpu0 = ThreadCpuMs();
+  auto t0 = std::chrono::steady_clock::now();
+  double cpu0 = ThreadCpuMs();
   if (send(sock.fd(), builder.buffer.data(), builder.buffer.size(), 0) < 0) {
     result->transportErrno = errno;
     result->transportError = std::string("sending the batch: ") + strerror(errno);
@@ -93,9 +108,8 @@ void CommitBatch(const Batch& batch, const std::string& netnsPath, CommitResult*
     uint32_t seq = nlh->nlmsg_seq;
     if (seq > baseSeq && seq < lastBatchSeq) {
       const MessageInfo& m = builder.messages[seq - baseSeq - 1];
-      const Record& rec = batch.records[m.record];
-      index = rec.opIndex;
-      if (rec.kind == ObjectKind::Elements && m.elemCount > 0) {
+      index = m.opIndex;
+      if (m.elements && m.elemCount > 0) {
         index = builder.elementOps[m.firstElement];
         if (hasOffset) {
           int64_t at = ElementAtOffset(builder, m, offset);
@@ -138,7 +152,7 @@ void CommitBatch(const Batch& batch, const std::string& netnsPath, CommitResult*
       if (nlh->nlmsg_seq == sentinelSeq) {
         if (nlh->nlmsg_type == NLMSG_ERROR) {  // the ack ends the sentinel's answer
           result->receiveMs = MsSince(t0);
-          ReturnSocket(nsId, std::move(owned));
+          ReturnSocket(socket->nsId, std::move(owned));
           return;
         }
         continue;

@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "batch.h"
 #include "message-builder.h"
+#include "netlink/socket-pool.h"
 
 namespace knp {
 
@@ -30,8 +32,31 @@ struct CommitResult {
   // work): on a loaded machine the wall times above can be several times these.
   double buildCpuMs = 0;
   double sendCpuMs = 0;
+  // A streamed commit (commit-stream.h): its pieces, and how long its end
+  // waited for their building after the last was pushed (the rest of the
+  // building overlapped the encoding of the pieces after).
+  uint32_t pieces = 1;
+  double waitMs = 0;
 };
 
+// A commit socket taken from the pool, and the sequence number its
+// transaction's messages start from (they are built with it).
+struct CommitSocket {
+  std::unique_ptr<NetlinkSocket> sock;
+  NamespaceId nsId;
+  uint32_t baseSeq = 0;
+};
+
+// Takes a socket for netnsPath; false with the transport error in *result.
+bool OpenCommitSocket(const std::string& netnsPath, CommitSocket* socket, CommitResult* result);
+// Gives back a socket nothing was sent on.
+void CloseCommitSocket(CommitSocket* socket);
+// Sends messages built from socket->baseSeq as one transaction and reads
+// every answer; the socket goes back to the pool, or is dropped on a
+// transport error.
+void SendBuilt(CommitSocket* socket, const BuiltBatch& builder, CommitResult* result);
+
+// Builds one parsed batch's messages and sends them (the three above).
 void CommitBatch(const Batch& batch, const std::string& netnsPath, CommitResult* result);
 
 }  // namespace knp

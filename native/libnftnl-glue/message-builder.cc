@@ -110,12 +110,16 @@ constexpr size_t kMaxNestBytes = 60000;
 // madvise per record would be tens of thousands of system calls.
 constexpr size_t kReleaseStep = size_t(1) << 20;
 
+}  // namespace
+
 class BatchBuilder {
  public:
-  BatchBuilder(const Batch& b, BuiltBatch* out)
+  BatchBuilder(BuiltBatch* out, uint32_t baseSeq, size_t expectedBytes)
       : buffer(out->buffer), messages(out->messages), elementOps(out->elementOps), releasedBytes_(out->releasedBytes),
-        b_(b), bytes_(b.data) {
-    buffer.Reset(b.netlinkSize + 4096);
+        seq_(baseSeq) {
+    buffer.Reset(expectedBytes + 4096);
+    buffer.Ensure(64);
+    buffer.Advance(nftnl_batch_begin(buffer.Tail(), seq_++)->nlmsg_len);
   }
 
   ~BatchBuilder() {
@@ -123,20 +127,28 @@ class BatchBuilder {
     if (elem_ != nullptr) nftnl_set_elem_free(elem_);
   }
 
-  void Build(uint32_t baseSeq, std::vector<OperationFailure>* failures) {
+  void Add(const Batch& b, std::vector<OperationFailure>* failures) {
+    b_ = &b;
+    bytes_ = b.data;
+    released_ = 0;
     failures_ = failures;
-    seq_ = baseSeq;
-    messages.reserve(b_.records.size() + 16);
-    buffer.Ensure(64);
-    buffer.Advance(nftnl_batch_begin(buffer.Tail(), seq_++)->nlmsg_len);
-    for (uint32_t r = 0; r < b_.records.size(); r++) {
-      const Record& rec = b_.records[r];
+    // A streamed transaction's pieces let the vector grow as vectors do.
+    if (messages.empty()) messages.reserve(b.records.size() + 16);
+    for (uint32_t r = 0; r < b.records.size(); r++) {
+      const Record& rec = b.records[r];
       // Nothing before a record is read again: answers are mapped through elementOps.
-      if (b_.pagesOwned) ReleaseBefore(rec.attrs);
-      if (rec.kind == ObjectKind::Elements) AddElements(r);
-      else if (rec.kind == ObjectKind::Rule) AddRule(r);
-      else AddObject(r);
+      if (b.pagesOwned) ReleaseBefore(rec.attrs);
+      if (rec.kind == ObjectKind::Elements) AddElements(rec);
+      else if (rec.kind == ObjectKind::Rule) AddRule(rec);
+      else AddObject(rec);
     }
+    // A piece of a streamed transaction is read to its end: all of it goes,
+    // not only whole steps (its mapping lasts until JS collects its buffer).
+    if (b.pagesOwned) ReleaseBefore(b.size, true);
+    b_ = nullptr;
+  }
+
+  void Finish() {
     buffer.Ensure(64);
     buffer.Advance(nftnl_batch_end(buffer.Tail(), seq_++)->nlmsg_len);
   }
@@ -146,9 +158,9 @@ class BatchBuilder {
   std::vector<uint32_t>& elementOps;
 
  private:
-  nlmsghdr* Begin(const Record& rec, uint32_t record, size_t bound, uint32_t elemCount = 0) {
+  nlmsghdr* Begin(const Record& rec, size_t bound, uint32_t elemCount = 0) {
     buffer.Ensure(bound);
-    messages.push_back({record, uint32_t(elementOps.size()), elemCount, buffer.size()});
+    messages.push_back({rec.opIndex, rec.kind == ObjectKind::Elements, uint32_t(elementOps.size()), elemCount, buffer.size()});
     return nftnl_nlmsg_build_hdr(buffer.Tail(), rec.msgType, rec.family, rec.flags, seq_++);
   }
   void End(const nlmsghdr* nlh) { buffer.Advance(nlh->nlmsg_len); }
@@ -159,13 +171,13 @@ class BatchBuilder {
   }
 
   // Gives the whole pages of the batch before `offset` back to the OS; they
-  // read as zeros from then on.
-  void ReleaseBefore(size_t offset) {
+  // read as zeros from then on. In steps of kReleaseStep unless `anySize`.
+  void ReleaseBefore(size_t offset, bool anySize = false) {
     static const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
     const uintptr_t start = reinterpret_cast<uintptr_t>(bytes_);
     const uintptr_t from = (start + released_ + page - 1) & ~(page - 1);
     const uintptr_t to = (start + offset) & ~(page - 1);
-    if (to < from + kReleaseStep) return;
+    if (to <= from || (!anySize && to < from + kReleaseStep)) return;
     if (madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED) != 0) return;
     released_ = to - start;
     releasedBytes_ += to - from;
@@ -177,8 +189,7 @@ class BatchBuilder {
     return false;
   }
 
-  bool AddObject(uint32_t r) {
-    const Record& rec = b_.records[r];
+  bool AddObject(const Record& rec) {
     size_t pos = rec.attrs;
     const size_t bound = rec.bound;
     bool ok = false;
@@ -187,7 +198,7 @@ class BatchBuilder {
         nftnl_table* t = nftnl_table_alloc();
         ok = ApplyAttrs(bytes_, &pos, t, nftnl_table_set_data, NoArray);
         if (ok) {
-          nlmsghdr* nlh = Begin(rec, r, bound);
+          nlmsghdr* nlh = Begin(rec, bound);
           nftnl_table_nlmsg_build_payload(nlh, t);
           End(nlh);
         }
@@ -198,7 +209,7 @@ class BatchBuilder {
         nftnl_chain* c = nftnl_chain_alloc();
         ok = ApplyAttrs(bytes_, &pos, c, nftnl_chain_set_data, nftnl_chain_set_array);
         if (ok) {
-          nlmsghdr* nlh = Begin(rec, r, bound);
+          nlmsghdr* nlh = Begin(rec, bound);
           nftnl_chain_nlmsg_build_payload(nlh, c);
           End(nlh);
         }
@@ -209,7 +220,7 @@ class BatchBuilder {
         nftnl_set* s = nftnl_set_alloc();
         ok = ApplyAttrs(bytes_, &pos, s, nftnl_set_set_data, NoArray);
         if (ok) {
-          nlmsghdr* nlh = Begin(rec, r, bound);
+          nlmsghdr* nlh = Begin(rec, bound);
           nftnl_set_nlmsg_build_payload(nlh, s);
           End(nlh);
         }
@@ -220,7 +231,7 @@ class BatchBuilder {
         nftnl_flowtable* f = nftnl_flowtable_alloc();
         ok = ApplyAttrs(bytes_, &pos, f, nftnl_flowtable_set_data, nftnl_flowtable_set_array);
         if (ok) {
-          nlmsghdr* nlh = Begin(rec, r, bound);
+          nlmsghdr* nlh = Begin(rec, bound);
           nftnl_flowtable_nlmsg_build_payload(nlh, f);
           End(nlh);
         }
@@ -236,8 +247,7 @@ class BatchBuilder {
 
   // One reused nftnl_rule for the rule's own attributes; its expressions are
   // written into one NFTA_RULE_EXPRESSIONS nest here, so that its size is checked.
-  bool AddRule(uint32_t r) {
-    const Record& rec = b_.records[r];
+  bool AddRule(const Record& rec) {
     if (rule_ == nullptr) rule_ = nftnl_rule_alloc();
     size_t pos = rec.attrs;
     uint64_t ids = 0;
@@ -259,7 +269,7 @@ class BatchBuilder {
       ok = ApplyAttrs(bytes_, &pos, ex, nftnl_expr_set, NoArray);
     }
     if (ok) {
-      nlmsghdr* nlh = Begin(rec, r, rec.bound);
+      nlmsghdr* nlh = Begin(rec, rec.bound);
       nftnl_rule_nlmsg_build_payload(nlh, rule_);
       if (!exprs_.empty()) {
         nlattr* list = mnl_attr_nest_start(nlh, NFTA_RULE_EXPRESSIONS);
@@ -300,8 +310,7 @@ class BatchBuilder {
 
   // An element list: messages of at most kElementsPerMessage elements and
   // kMaxNestBytes of them, each naming the set; one reused nftnl_set_elem.
-  bool AddElements(uint32_t r) {
-    const Record& rec = b_.records[r];
+  bool AddElements(const Record& rec) {
     nftnl_set* s = nftnl_set_alloc();
     size_t pos = rec.attrs;
     const size_t setBound = rec.bound;
@@ -330,7 +339,7 @@ class BatchBuilder {
         ok = Fail(LeU32(bytes_ + pos), EMSGSIZE, "the element exceeds 64 KiB");
         break;
       }
-      nlmsghdr* nlh = Begin(rec, r, setBound + nest + 64, n);
+      nlmsghdr* nlh = Begin(rec, setBound + nest + 64, n);
       nftnl_set_elems_nlmsg_build_payload(nlh, s);  // the set's names: its element list is empty
       if (n > 0) {
         nlattr* list = mnl_attr_nest_start(nlh, NFTA_SET_ELEM_LIST_ELEMENTS);
@@ -356,15 +365,15 @@ class BatchBuilder {
       End(nlh);
       done += n;
       // The set's attributes were read once, into s: only what follows pos is read again.
-      if (b_.pagesOwned) ReleaseBefore(pos);
+      if (b_->pagesOwned) ReleaseBefore(pos);
     } while (done < rec.count);
     nftnl_set_free(s);
     return ok;
   }
 
   size_t& releasedBytes_;
-  const Batch& b_;
-  const uint8_t* bytes_;
+  const Batch* b_ = nullptr;
+  const uint8_t* bytes_ = nullptr;
   size_t released_ = 0;
   std::vector<OperationFailure>* failures_ = nullptr;
   uint32_t seq_ = 0;
@@ -373,11 +382,16 @@ class BatchBuilder {
   std::vector<nftnl_expr*> exprs_;
 };
 
-}  // namespace
+TransactionBuilder::TransactionBuilder(BuiltBatch* out, uint32_t baseSeq, size_t expectedBytes)
+    : builder_(std::make_unique<BatchBuilder>(out, baseSeq, expectedBytes)) {}
+TransactionBuilder::~TransactionBuilder() = default;
+void TransactionBuilder::Add(const Batch& batch, std::vector<OperationFailure>* failures) { builder_->Add(batch, failures); }
+void TransactionBuilder::Finish() { builder_->Finish(); }
 
 void BuildMessages(const Batch& batch, uint32_t baseSeq, BuiltBatch* out, std::vector<OperationFailure>* failures) {
-  BatchBuilder builder(batch, out);
-  builder.Build(baseSeq, failures);
+  TransactionBuilder builder(out, baseSeq, batch.netlinkSize);
+  builder.Add(batch, failures);
+  builder.Finish();
 }
 
 int64_t ElementAtOffset(const BuiltBatch& built, const MessageInfo& m, uint32_t offset) {

@@ -58,7 +58,8 @@ struct OperationFailure {
 };
 
 struct MessageInfo {
-  uint32_t record;
+  uint32_t opIndex;       // the record's operation (for elements, the set's: see elementOps)
+  bool elements;          // an element message
   uint32_t firstElement;  // index in BuiltBatch::elementOps of the message's first element
   uint32_t elemCount;     // elements in the message
   size_t offset;          // of its nlmsghdr in the send buffer
@@ -77,6 +78,27 @@ struct BuiltBatch {
 
 // At most this many elements go into one NEWSETELEM/DELSETELEM message.
 constexpr uint32_t kElementsPerMessage = 500;
+
+class BatchBuilder;
+
+// One transaction's messages built from one checked batch or from several in
+// turn (a streamed commit's pieces, each checked as it came): batch begin,
+// each batch's messages as BuildMessages makes them, batch end. Failures
+// accumulate; with any, the transaction must not be sent.
+class TransactionBuilder {
+ public:
+  // `expectedBytes`: the send buffer's first size (it grows as needed).
+  TransactionBuilder(BuiltBatch* out, uint32_t baseSeq, size_t expectedBytes);
+  ~TransactionBuilder();
+  TransactionBuilder(const TransactionBuilder&) = delete;
+  TransactionBuilder& operator=(const TransactionBuilder&) = delete;
+  void Add(const Batch& batch, std::vector<OperationFailure>* failures);
+  // Ends the transaction; nothing is added after.
+  void Finish();
+
+ private:
+  std::unique_ptr<BatchBuilder> builder_;
+};
 
 // Builds every message. A batch whose pages are its own (Batch::pagesOwned)
 // is given back to the OS as it is read: the messages take about as much

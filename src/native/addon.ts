@@ -42,6 +42,8 @@ export interface NativeCommitResult {
   bytes: number;
   /** Bytes of a taken batch (one from allocateBatch) given back to the OS while its messages were built. */
   releasedBytes: number;
+  /** The batches the transaction came in: 1 for commit(), the pushed ones for a NativeBatchStream. */
+  pieces: number;
   /** Where the worker thread's time went, in milliseconds. */
   timing: NativeCommitTiming;
 }
@@ -59,7 +61,27 @@ export interface NativeCommitTiming {
   sendCpuMs: number;
   /** Reading the kernel's answers. */
   receiveMs: number;
+  /** A stream's commit(): waiting for the pieces' building once the last was pushed (0 for commit()). */
+  waitMs: number;
 }
+
+/**
+ * One transaction from several batches (the addon's BatchStream): each pushed
+ * batch is taken or copied as commit() takes one, then checked and its
+ * messages built on a thread of the stream's own while JS encodes the next.
+ * Each is a complete batch, its operations' indexes those of the whole
+ * transaction. commit() sends them as one transaction once all are built and
+ * settles as NativeAddon.commit does (a refused piece rejects, and nothing is
+ * sent); abort() sends nothing. Either ends the stream; one dropped
+ * unfinished is aborted when collected.
+ */
+export interface NativeBatchStream {
+  push(batch: Uint8Array): void;
+  commit(): Promise<NativeCommitResult>;
+  abort(): void;
+}
+
+export type NativeBatchStreamConstructor = new (options?: NativeOptions, expectedBytes?: number) => NativeBatchStream;
 
 /** What check() found: builder failures, or the messages and bytes the batch would take. */
 export interface NativeCheckResult {
@@ -123,6 +145,8 @@ export interface NativeAddon extends NativeConntrack {
    * ERR_NO_EXTERNAL_BUFFERS where the runtime refuses buffers it did not allocate.
    */
   allocateBatch(size: number): ArrayBuffer;
+  /** Opens a transaction committed in pieces; absent from addons built before it (NetlinkDataplane then commits one batch). */
+  BatchStream?: NativeBatchStreamConstructor;
   /** Elements per NEWSETELEM message. */
   readonly elementsPerMessage: number;
   LinkMonitor: NativeLinkMonitorConstructor;

@@ -12,13 +12,20 @@ import type { Operation } from '../../src/nft/objects.ts';
 import { NftInvalidError } from '../../src/nft/transaction.ts';
 import { chain, table } from './fixtures.ts';
 
-const timing = { parseMs: 0, openMs: 0, buildMs: 0, sendMs: 1, receiveMs: 1, buildCpuMs: 0, sendCpuMs: 0 };
+const timing = { parseMs: 0, openMs: 0, buildMs: 0, sendMs: 1, receiveMs: 1, buildCpuMs: 0, sendCpuMs: 0, waitMs: 0 };
 
-function slowAddon() {
+/** `streamed`: the addon has BatchStream, which the dataplane then hands a generated transaction to in pieces. */
+function slowAddon(streamed: boolean) {
   let answer: ((r: NativeCommitResult) => void) | undefined;
-  const addon = {
-    commit: (_bytes: Uint8Array) => new Promise<NativeCommitResult>((resolve) => (answer = resolve)),
-  } as unknown as NativeAddon;
+  const answered = () => new Promise<NativeCommitResult>((resolve) => (answer = resolve));
+  const addon = { commit: (_bytes: Uint8Array) => answered() } as unknown as NativeAddon;
+  if (streamed) {
+    addon.BatchStream = class {
+      push(_piece: Uint8Array): void {}
+      commit = answered;
+      abort(): void {}
+    };
+  }
   return { addon, answer: (r: NativeCommitResult) => answer!(r) };
 }
 
@@ -32,8 +39,8 @@ const opsOf = (): Operation[] => [
  * chains' operations that the encoding made while the batch was in the kernel
  * (the table's is kept until the answer: what the dataplane learns from it).
  */
-async function commitGenerated(answerWith: Omit<NativeCommitResult, 'timing'>) {
-  const { addon, answer } = slowAddon();
+async function commitGenerated(streamed: boolean, answerWith: Omit<NativeCommitResult, 'timing'>) {
+  const { addon, answer } = slowAddon(streamed);
   const dataplane = new NetlinkDataplane({ addon });
   let watched: WeakRef<Operation>[] = [];
   const tx = dataplane.begin().queueGenerated(function* () {
@@ -62,9 +69,18 @@ async function commitGenerated(answerWith: Omit<NativeCommitResult, 'timing'>) {
   };
 }
 
-describe('the netlink dataplane while the batch is in the kernel', () => {
+describe.each([
+  ['as one batch', false],
+  ['in pieces', true],
+])('the netlink dataplane while the batch is in the kernel, handed over %s', (_how, streamed) => {
   it('holds none of the operations, and records the commit once answered', async () => {
-    const { collected, outcome, dataplane } = await commitGenerated({ failures: [], messages: 6, bytes: 400, releasedBytes: 0 });
+    const { collected, outcome, dataplane } = await commitGenerated(streamed, {
+      failures: [],
+      messages: 6,
+      bytes: 400,
+      releasedBytes: 0,
+      pieces: 1,
+    });
     expect(collected).toBe(true);
     expect(outcome).toBe('ok');
     expect(dataplane.lastCommit).toMatchObject({ operations: 4, messages: 6 });
@@ -72,11 +88,12 @@ describe('the netlink dataplane while the batch is in the kernel', () => {
   });
 
   it('a refusal names the operation made again', async () => {
-    const { collected, outcome } = await commitGenerated({
+    const { collected, outcome } = await commitGenerated(streamed, {
       failures: [{ index: 2, errno: 22, message: 'no', origin: 'kernel' }],
       messages: 6,
       bytes: 400,
       releasedBytes: 0,
+      pieces: 1,
     });
     expect(collected).toBe(true);
     expect(outcome).toBeInstanceOf(NftCommitError);
@@ -86,12 +103,22 @@ describe('the netlink dataplane while the batch is in the kernel', () => {
 
   it('an invalid generated operation, found as the batch is encoded, throws every error and sends nothing', async () => {
     let sent = 0;
+    let aborted = 0;
     const addon = {
       commit: () => {
         sent++;
         return Promise.reject(new Error('sent'));
       },
     } as unknown as NativeAddon;
+    if (streamed) {
+      addon.BatchStream = class {
+        push(_piece: Uint8Array): void {}
+        commit = addon.commit as () => never;
+        abort(): void {
+          aborted++;
+        }
+      };
+    }
     const dataplane = new NetlinkDataplane({ addon });
     let made = 0;
     const tx = dataplane.begin().queueGenerated(() => {
@@ -106,6 +133,7 @@ describe('the netlink dataplane while the batch is in the kernel', () => {
     expect(outcome).toBe(tx.error);
     expect(tx.errors.map((e) => e.index)).toEqual([4, 6]);
     expect(sent).toBe(0);
+    expect(aborted).toBe(streamed ? 1 : 0);
     expect(made).toBe(1);
   });
 });

@@ -12,7 +12,7 @@ import type { Chain, Element, Family, NftMap, NftSet, Operation, Rule } from '..
 import { AT, CHAIN_ATTR, FAMILY_NUMBER, HOOK_NUMBER, KIND, MSG, NLM_F, RULE_ATTR, UDATA_COMMENT } from './kernel-constants.ts';
 import { ExprSink } from './kernel-exprs.ts';
 import { lowerInto } from './lower.ts';
-import { ByteWriter, type Attr } from './wire.ts';
+import { ByteWriter, type Attr, type BufferAllocator } from './wire.ts';
 import { writeElementRun, writeElements } from './encode-elements.ts';
 import { flowtableAttrs, setAttrs, tableAttrs } from './encode-objects.ts';
 import { assertNever } from '../../assert-never.ts';
@@ -38,6 +38,11 @@ class RepeatedString {
   #text: string | undefined;
   #at = 0;
   #len = 0;
+
+  /** The writer moved to a fresh buffer: nothing written before is there. */
+  forget(): void {
+    this.#text = undefined;
+  }
 
   write(w: ByteWriter, id: number, text: string): void {
     if (text === this.#text) {
@@ -70,6 +75,10 @@ class BatchEncoder implements RecordSink {
     this.w = w;
     this.#exprs = new ExprSink(this.w);
     this.#lookup = lookup;
+    this.#writeHeader();
+  }
+
+  #writeHeader(): void {
     this.w.u32(MAGIC);
     this.w.u32(VERSION);
     this.w.u32(0);
@@ -164,6 +173,26 @@ class BatchEncoder implements RecordSink {
     this.w.patchU32(8, this.records);
     return { bytes: this.w.finish(), records: this.records, containerChanges: this.containerChanges };
   }
+
+  /** Records in the pieces cut so far. */
+  recordsCut = 0;
+
+  /**
+   * Ends the batch written so far as a piece of its own (a complete batch,
+   * its operations numbered within the whole) and starts the next in a fresh
+   * buffer of `capacity` bytes. The piece's bytes are returned.
+   */
+  cut(capacity: number): Uint8Array {
+    this.w.patchU32(8, this.records);
+    const piece = this.w.finish();
+    this.recordsCut += this.records;
+    this.records = 0;
+    this.w.restart(capacity);
+    this.#tableName.forget();
+    this.#chainName.forget();
+    this.#writeHeader();
+    return piece;
+  }
 }
 
 const CREATE = NLM_F.CREATE;
@@ -231,12 +260,55 @@ export function encodeOperationStream(
   writer?: ByteWriter,
 ): EncodedBatch {
   const enc = new BatchEncoder(lookup, writerFor(count, writer));
+  streamInto(enc, ops, count);
+  return enc.finish();
+}
+
+/** Where encodeOperationPieces hands each piece (a complete batch, its operations numbered within the whole), cut past `pieceBytes`. */
+export interface PieceSink {
+  readonly pieceBytes: number;
+  push(piece: Uint8Array): void;
+}
+
+/**
+ * As encodeOperationStream, but the batch is handed on in pieces of about
+ * `sink.pieceBytes` as it is written (the addon builds each piece's messages
+ * while the next is encoded, see BatchStream), the last when all are encoded.
+ * `allocate` gives each piece its buffer. Returns the batch's size in bytes.
+ */
+export function encodeOperationPieces(
+  ops: Iterable<Operation>,
+  count: number,
+  lookup: ContainerLookup,
+  sink: PieceSink,
+  allocate: BufferAllocator,
+): { bytes: number; pieces: number; containerChanges: Operation[] } {
+  // Room past the cut for the record that crosses it; a larger one grows the buffer.
+  const capacity = sink.pieceBytes + (sink.pieceBytes >> 2);
+  const enc = new BatchEncoder(lookup, new ByteWriter(capacity, allocate));
+  let bytes = 0;
+  let pieces = 0;
+  const hand = (piece: Uint8Array): void => {
+    bytes += piece.length;
+    pieces++;
+    sink.push(piece);
+  };
+  streamInto(enc, ops, count, () => {
+    if (enc.w.position >= sink.pieceBytes) hand(enc.cut(capacity));
+  });
+  hand(enc.finish().bytes);
+  return { bytes, pieces, containerChanges: enc.containerChanges };
+}
+
+/** encodeOperationStream's loop; `recordsEnded`, when given, runs where no record is open. */
+function streamInto(enc: BatchEncoder, ops: Iterable<Operation>, count: number, recordsEnded?: () => void): void {
   const run: Operation[] = [];
   let runFrom = 0;
   const flush = (): void => {
     if (run.length === 0) return;
     naming(runFrom, () => writeElements(enc, run, 0, run.length, undefined, runFrom));
     run.length = 0;
+    recordsEnded?.();
   };
   let i = 0;
   for (const op of ops) {
@@ -253,12 +325,12 @@ export function encodeOperationStream(
     } else {
       flush();
       encodeOne(enc, op, i);
+      recordsEnded?.();
     }
     i++;
   }
   flush();
   if (i !== count) throw new Error(`the operation stream made ${i} operations, not the ${count} announced`);
-  return enc.finish();
 }
 
 /** Runs `encode` for the operation at `index`, its failures an NftEncodeError naming an operation. */

@@ -62,6 +62,12 @@ export class ByteWriter {
     if (capacity > this.#buf.length) this.#use(this.#allocate(capacity));
   }
 
+  /** Starts over at position 0 in a fresh buffer of `capacity` bytes: the last one's finish() view stays as it was (a piece handed on). */
+  restart(capacity: number): void {
+    this.#pos = 0;
+    this.#use(this.#allocate(capacity));
+  }
+
   #use(buf: Uint8Array): void {
     this.#buf = buf;
     this.#view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);

@@ -1,0 +1,109 @@
+#include "commit-stream.h"
+
+#include <chrono>
+#include <ctime>
+#include <utility>
+
+namespace knp {
+
+namespace {
+
+double ThreadCpuMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) / 1e6;
+}
+
+double MsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+CommitStream::CommitStream(std::string netnsPath, size_t expectedBytes)
+    : netnsPath_(std::move(netnsPath)), expectedBytes_(expectedBytes) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+CommitStream::~CommitStream() {
+  if (thread_.joinable()) Abort();
+}
+
+void CommitStream::Push(BatchBytes bytes, size_t size, bool pagesOwned) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back({std::move(bytes), size, pagesOwned});
+    pieces_++;
+  }
+  wake_.notify_one();
+}
+
+void CommitStream::Run() {
+  // The socket first: its sequence numbers are in every message built.
+  opened_ = OpenCommitSocket(netnsPath_, &socket_, &result_);
+  std::unique_ptr<TransactionBuilder> builder;
+  if (opened_) builder = std::make_unique<TransactionBuilder>(&built_, socket_.baseSeq, expectedBytes_);
+  for (;;) {
+    Piece piece;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [this] { return aborted_ || ended_ || !queue_.empty(); });
+      if (aborted_) break;
+      if (queue_.empty()) break;  // ended, and every piece built
+      piece = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    // After a refusal nothing more is read: the transaction will not be sent.
+    if (!opened_ || refused_) continue;
+    const auto t0 = std::chrono::steady_clock::now();
+    const double cpu0 = ThreadCpuMs();
+    Batch batch;
+    if (!ParseBatch(std::move(piece.bytes), piece.size, &batch, &inputError_)) {
+      refused_ = true;
+      continue;
+    }
+    const auto parsed = std::chrono::steady_clock::now();
+    parseMs_ += MsSince(t0);
+    batch.pagesOwned = piece.pagesOwned;
+    builder->Add(batch, &result_.failures);
+    result_.buildMs += MsSince(parsed);
+    result_.buildCpuMs += ThreadCpuMs() - cpu0;
+  }
+  if (builder) builder->Finish();
+}
+
+void CommitStream::Stop(bool send) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (send) ended_ = true;
+    else {
+      aborted_ = true;
+      queue_.clear();
+    }
+  }
+  wake_.notify_one();
+  thread_.join();
+}
+
+void CommitStream::Finish(CommitResult* result, bool* refused, InputError* inputError, double* parseMs) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Stop(true);
+  result_.waitMs = MsSince(t0);
+  result_.pieces = pieces_;
+  *refused = refused_;
+  *parseMs = parseMs_;
+  if (refused_) *inputError = inputError_;
+  if (opened_) {
+    if (refused_ || !result_.failures.empty()) CloseCommitSocket(&socket_);
+    else SendBuilt(&socket_, built_, &result_);
+  }
+  built_ = BuiltBatch{};
+  *result = std::move(result_);
+}
+
+void CommitStream::Abort() {
+  Stop(false);
+  if (opened_) CloseCommitSocket(&socket_);
+}
+
+}  // namespace knp

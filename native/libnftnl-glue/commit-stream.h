@@ -1,0 +1,72 @@
+// One transaction committed from several pieces, each a complete batch of its
+// own (its operations numbered within the whole transaction): each is checked
+// and its messages built on the stream's thread while JS encodes the next, and
+// the transaction is sent, as one, once the last is built. A full sync's batch
+// at 100k Services takes the addon 1.5 s to check and build; streamed, that
+// time overlaps the encoding instead of following it.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "batch.h"
+#include "commit.h"
+#include "message-builder.h"
+
+namespace knp {
+
+class CommitStream {
+ public:
+  // `expectedBytes`: the netlink messages' size foreseen (the send buffer's first size).
+  CommitStream(std::string netnsPath, size_t expectedBytes);
+  // Aborts a stream neither finished nor aborted.
+  ~CommitStream();
+  CommitStream(const CommitStream&) = delete;
+  CommitStream& operator=(const CommitStream&) = delete;
+
+  // Queues a piece; the stream owns its bytes from here. `pagesOwned`: see Batch.
+  void Push(BatchBytes bytes, size_t size, bool pagesOwned);
+
+  // Blocks until every piece is checked and built, then sends the
+  // transaction unless a piece was refused (*refused, *inputError: the first
+  // refusal) or libnftnl refused an operation (result->failures). Once.
+  void Finish(CommitResult* result, bool* refused, InputError* inputError, double* parseMs);
+
+  // Drops what is queued and sends nothing. Blocks for the piece being built.
+  void Abort();
+
+ private:
+  struct Piece {
+    BatchBytes bytes;
+    size_t size;
+    bool pagesOwned;
+  };
+  void Run();
+  void Stop(bool send);
+
+  const std::string netnsPath_;
+  const size_t expectedBytes_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Piece> queue_;
+  bool ended_ = false;
+  bool aborted_ = false;
+  uint32_t pieces_ = 0;
+  std::thread thread_;
+
+  // The thread's until it ends.
+  CommitSocket socket_;
+  bool opened_ = false;
+  BuiltBatch built_;
+  CommitResult result_;
+  bool refused_ = false;
+  InputError inputError_;
+  double parseMs_ = 0;
+};
+
+}  // namespace knp

@@ -1,0 +1,138 @@
+// A generated transaction (a full sync) is handed to the addon in pieces as
+// it is encoded (BatchStream): each piece is checked and built on the
+// stream's thread while the next is encoded, and the whole is sent as one
+// transaction. Its failures name operations by their index in the whole, a
+// refused piece sends nothing, and an aborted or dropped stream sends nothing.
+
+import { describe, expect, it } from 'vitest';
+import { collectGarbage } from '../../src/agent/memory-release.ts';
+import { loadAddon, type NativeBatchStream } from '../../src/native/addon.ts';
+import { encodeOperationPieces, encodeOperations } from '../../src/nft/netlink/encode.ts';
+import type { Operation, Statement } from '../../src/nft/objects.ts';
+import { commitError, kernel, nftList, verdictMapOps } from './kernel-helpers.ts';
+
+const addon = loadAddon();
+const BatchStream = addon.BatchStream!;
+
+/** `ops` through the dataplane as a generated transaction: the way a full sync is committed. */
+function generated(dp: ReturnType<typeof kernel>['dp'], ops: readonly Operation[]) {
+  return dp.begin().queueGenerated(() => ops, ops.length);
+}
+
+/** `ops` encoded in pieces of `pieceBytes` into `stream`; the pieces' count. */
+function pushPieces(stream: NativeBatchStream, ops: readonly Operation[], pieceBytes: number): number {
+  return encodeOperationPieces(
+    ops,
+    ops.length,
+    () => undefined,
+    { pieceBytes, push: (p) => stream.push(p) },
+    (n) => new Uint8Array(n),
+  ).pieces;
+}
+
+function mapSize(ns: ReturnType<typeof kernel>['ns'], table: string): number {
+  return Number(ns.exec('sh', ['-c', `nft list map ip ${table} m | grep -c 'goto c'`]).trim());
+}
+
+describe('a transaction committed in pieces', () => {
+  it('lands whole, as one transaction, from the dataplane’s pieces', async () => {
+    const { ns, dp } = kernel();
+    await dp.commit(generated(dp, verdictMapOps('a', 60_000, '80')));
+    expect(dp.lastCommit!.pieces).toBeGreaterThan(2);
+    expect(dp.lastCommit!.batchReleasedBytes).toBeGreaterThan(0);
+    expect(mapSize(ns, 'a')).toBe(60_000);
+    console.log(
+      `60k elements in ${dp.lastCommit!.pieces} pieces: build ${dp.lastCommit!.buildMs.toFixed(1)} ms on the stream's thread, ` +
+        `${dp.lastCommit!.waitMs.toFixed(1)} ms of it after the last piece`,
+    );
+  }, 60_000);
+
+  it('names a piece’s table and chains in full though the last piece named them before (no bytes copied across pieces)', async () => {
+    const { ns, dp } = kernel();
+    const ops: Operation[] = [{ verb: 'add', object: { kind: 'table', family: 'ip', name: 't' } }];
+    for (let i = 0; i < 15_000; i++) {
+      const chain = `chain-${i}`;
+      ops.push({ verb: 'add', object: { kind: 'chain', family: 'ip', table: 't', name: chain } });
+      ops.push({ verb: 'add', object: { kind: 'rule', family: 'ip', table: 't', chain, exprs: [{ kind: 'counter' }], comment: chain } });
+    }
+    await dp.commit(generated(dp, ops));
+    expect(dp.lastCommit!.pieces).toBeGreaterThan(1);
+    const rules = nftList(ns, 'rule');
+    expect(rules).toHaveLength(15_000);
+    expect(rules.every((r) => r.table === 't' && r.comment === r.chain)).toBe(true);
+    expect(new Set(rules.map((r) => r.chain)).size).toBe(15_000);
+  }, 60_000);
+
+  it('a kernel refusal in a late piece names its operation in the whole, and nothing applies', async () => {
+    const { ns, dp } = kernel();
+    const ops = verdictMapOps('a', 30_000, '80');
+    const bad = 3 + 25_000;
+    const el = ops[bad]!.object as Extract<Operation['object'], { kind: 'element' }>;
+    ops[bad] = { verb: 'add', object: { ...el, value: { verdict: 'goto', chain: 'no-such-chain' } } };
+    const err = await commitError(() => dp.commit(generated(dp, ops)));
+    expect(dp.lastCommit!.pieces).toBeGreaterThan(1);
+    expect(err.failures).toEqual([expect.objectContaining({ index: bad, code: 'ENOENT' })]);
+    expect(nftList(ns, 'table')).toEqual([]);
+  }, 60_000);
+
+  it('a builder refusal in a piece is reported with every other, and nothing is sent', async () => {
+    const { ns } = kernel();
+    const counters: Statement[] = Array.from({ length: 4000 }, () => ({ kind: 'counter' }));
+    const ops: Operation[] = [
+      ...verdictMapOps('a', 5_000, '80'),
+      { verb: 'add', object: { kind: 'rule', family: 'ip', table: 'a', chain: 'c', exprs: counters } },
+    ];
+    const stream = new BatchStream({ netns: ns.path });
+    expect(pushPieces(stream, ops, 16 << 10)).toBeGreaterThan(2);
+    const result = await stream.commit();
+    expect(result.failures).toEqual([
+      { index: ops.length - 1, errno: 90, origin: 'builder', message: `operation ${ops.length - 1}: the rule's expressions exceed 64 KiB` },
+    ]);
+    expect(nftList(ns, 'table')).toEqual([]);
+  });
+
+  it('a piece outside the allow-list rejects the commit, sends nothing, and leaves the socket usable', async () => {
+    const { ns, dp } = kernel();
+    const stream = new BatchStream({ netns: ns.path });
+    pushPieces(stream, verdictMapOps('a', 2_000, '80'), 8 << 10);
+    const forged = encodeOperations(verdictMapOps('b', 10, '80')).bytes.slice();
+    forged[12] = 99; // the first record's kind
+    stream.push(forged);
+    await expect(stream.commit()).rejects.toMatchObject({ name: 'RangeError', code: 'ERR_NFT_BATCH_INVALID' });
+    expect(nftList(ns, 'table')).toEqual([]);
+    await dp.commit(generated(dp, verdictMapOps('a', 100, '80')));
+    expect(mapSize(ns, 'a')).toBe(100);
+  });
+
+  it('an aborted stream sends nothing and takes no more; one dropped unfinished is aborted when collected', async () => {
+    const { ns, dp } = kernel();
+    const aborted = new BatchStream({ netns: ns.path });
+    pushPieces(aborted, verdictMapOps('a', 2_000, '80'), 8 << 10);
+    aborted.abort();
+    aborted.abort();
+    expect(() => aborted.push(new Uint8Array(12))).toThrow(expect.objectContaining({ code: 'ERR_NFT_STREAM_CLOSED' }));
+    expect(() => aborted.commit()).toThrow(expect.objectContaining({ code: 'ERR_NFT_STREAM_CLOSED' }));
+    (() => {
+      const dropped = new BatchStream({ netns: ns.path });
+      pushPieces(dropped, verdictMapOps('b', 2_000, '80'), 8 << 10);
+    })();
+    for (let i = 0; i < 3; i++) {
+      collectGarbage();
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(nftList(ns, 'table')).toEqual([]);
+    // The pool's socket for the namespace still answers in order.
+    await dp.commit(generated(dp, verdictMapOps('c', 100, '80')));
+    expect(mapSize(ns, 'c')).toBe(100);
+  });
+
+  it('wrong arguments are TypeErrors and RangeErrors with a code', () => {
+    expect(() => new BatchStream({ netns: 5 } as never)).toThrow(
+      expect.objectContaining({ name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' }),
+    );
+    expect(() => new BatchStream({}, -1)).toThrow(expect.objectContaining({ name: 'RangeError', code: 'ERR_INVALID_ARG_VALUE' }));
+    const stream = new BatchStream();
+    expect(() => stream.push('x' as never)).toThrow(expect.objectContaining({ name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' }));
+    stream.abort();
+  });
+});
