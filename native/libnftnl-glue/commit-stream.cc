@@ -27,6 +27,7 @@ CommitStream::CommitStream(std::string netnsPath, size_t expectedBytes)
 
 CommitStream::~CommitStream() {
   if (thread_.joinable()) Abort();
+  pthread_cond_destroy(&wake_);
 }
 
 void CommitStream::Push(BatchBytes bytes, size_t size, bool pagesOwned) {
@@ -35,7 +36,7 @@ void CommitStream::Push(BatchBytes bytes, size_t size, bool pagesOwned) {
     queue_.push_back({std::move(bytes), size, pagesOwned});
     pieces_++;
   }
-  wake_.notify_one();
+  pthread_cond_signal(&wake_);
 }
 
 void CommitStream::Run() {
@@ -47,7 +48,7 @@ void CommitStream::Run() {
     Piece piece;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [this] { return aborted_ || ended_ || !queue_.empty(); });
+      while (!aborted_ && !ended_ && queue_.empty()) pthread_cond_wait(&wake_, mutex_.native_handle());
       if (aborted_) break;
       if (queue_.empty()) break;  // ended, and every piece built
       piece = std::move(queue_.front());
@@ -81,7 +82,7 @@ void CommitStream::Stop(bool send) {
       queue_.clear();
     }
   }
-  wake_.notify_one();
+  pthread_cond_signal(&wake_);
   thread_.join();
 }
 

@@ -6,7 +6,8 @@
 // time overlaps the encoding instead of following it.
 #pragma once
 
-#include <condition_variable>
+#include <pthread.h>
+
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -52,7 +53,9 @@ class CommitStream {
   const std::string netnsPath_;
   const size_t expectedBytes_;
   std::mutex mutex_;
-  std::condition_variable wake_;
+  // pthread's own: std::condition_variable::wait is a GCC 12 symbol
+  // (GLIBCXX_3.4.30), beyond the libstdc++ the release binaries may need.
+  pthread_cond_t wake_ = PTHREAD_COND_INITIALIZER;
   std::deque<Piece> queue_;
   bool ended_ = false;
   bool aborted_ = false;

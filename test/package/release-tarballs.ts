@@ -58,6 +58,7 @@ export async function ensureRelease(): Promise<ReleaseTarballs> {
 
 /** What the addon exports, sorted: every build of it (local, platform packages, arm64) must show the same. */
 export const ADDON_EXPORTS = [
+  'BatchStream',
   'LinkMonitor',
   'allocateBatch',
   'check',
