@@ -22,6 +22,7 @@ import type { Element } from '../nft/objects.ts';
 import { claimKeysOf, type Fragment } from './fragment.ts';
 import { SET } from './names.ts';
 import type { RenderedServicePort } from './rendered-service-port.ts';
+import { AddressCounts } from './address-counts.ts';
 import { OverlayMap } from './overlay-map.ts';
 import { tableFamily } from './statements.ts';
 
@@ -125,8 +126,8 @@ export type HairpinCounts = ReadonlyMap<IPFamily, OverlayMap<string, number>>;
 
 /** Hairpin counts derived from the previous ruleset's without changing them. */
 export class HairpinCounter {
-  /** Derived from the previous counts; or, for a family counted from nothing, a plain Map (cheaper to fill). */
-  readonly #families = new Map<IPFamily, OverlayMap<string, number> | Map<string, number>>();
+  /** Derived from the previous counts; or, for a family counted from nothing, AddressCounts (cheaper to fill). */
+  readonly #families = new Map<IPFamily, OverlayMap<string, number> | AddressCounts>();
 
   constructor(from?: HairpinCounts) {
     for (const [f, counts] of from ?? []) this.#families.set(f, new OverlayMap(counts));
@@ -143,8 +144,12 @@ export class HairpinCounter {
     if (!fragment.hairpin) return;
     let counts = this.#families.get(family);
     if (!counts) {
-      counts = new Map();
+      counts = new AddressCounts();
       this.#families.set(family, counts);
+    }
+    if (counts instanceof AddressCounts) {
+      for (const ip of fragment.hairpin) counts.add(ip);
+      return;
     }
     for (const ip of fragment.hairpin) {
       const n = counts.get(ip);
@@ -155,6 +160,10 @@ export class HairpinCounter {
   remove(family: IPFamily, fragment: Fragment): void {
     const counts = this.#families.get(family);
     if (!fragment.hairpin || !counts) return;
+    if (counts instanceof AddressCounts) {
+      for (const ip of fragment.hairpin) counts.remove(ip);
+      return;
+    }
     for (const ip of fragment.hairpin) {
       const n = counts.get(ip) ?? 0;
       if (n > 1) counts.set(ip, n - 1);

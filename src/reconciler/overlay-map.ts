@@ -18,11 +18,11 @@ export class OverlayMap<K, V> implements ReadonlyMap<K, V> {
 
   /**
    * An empty map, or one holding what `from` holds: an OverlayMap is sealed (it
-   * must not change any more); a plain Map becomes the base as it is (whoever
+   * must not change any more); any other map becomes the base as it is (whoever
    * built it must not change it any more).
    */
-  constructor(from?: OverlayMap<K, V> | Map<K, V>) {
-    if (!from || from instanceof Map) {
+  constructor(from?: OverlayMap<K, V> | ReadonlyMap<K, V>) {
+    if (!from || !(from instanceof OverlayMap)) {
       this.#base = from ?? new Map();
       this.#over = new Map();
       this.#size = from?.size ?? 0;
