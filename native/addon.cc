@@ -220,11 +220,11 @@ void SettleCommit(Napi::Env env, Napi::Promise::Deferred& deferred, bool refused
   else deferred.Resolve(CommitResultToJs(env, result, parseMs));
 }
 
+// Batches from this size on are followed by malloc_trim (a 1k-service full sync is ~5 MB).
+constexpr size_t kTrimAfterBytes = size_t(4) << 20;
+
 // Checks and sends one batch on a worker thread, from the addon's own copy.
 class CommitWorker : public Napi::AsyncWorker {
-  // Batches from this size on are followed by malloc_trim (a 1k-service full sync is ~5 MB).
-  static constexpr size_t kTrimAfterBytes = size_t(4) << 20;
-
  public:
   CommitWorker(Napi::Env env, knp::BatchBytes batch, size_t size, bool pagesOwned, std::string netns)
       : Napi::AsyncWorker(env, "knp.commit"), deferred_(Napi::Promise::Deferred::New(env)), bytes_(std::move(batch)),
@@ -339,7 +339,8 @@ class StreamCommitWorker : public Napi::AsyncWorker {
   void Execute() override {
     stream_->Finish(&result_, &refused_, &inputError_, &parseMs_);
     stream_.reset();
-    malloc_trim(0);
+    // As CommitWorker, after large ones: the messages were freed with the stream.
+    if (result_.bytes >= kTrimAfterBytes) malloc_trim(0);
   }
   void OnOK() override { SettleCommit(Env(), deferred_, refused_, inputError_, result_, parseMs_); }
   void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }

@@ -174,9 +174,6 @@ class BatchEncoder implements RecordSink {
     return { bytes: this.w.finish(), records: this.records, containerChanges: this.containerChanges };
   }
 
-  /** Records in the pieces cut so far. */
-  recordsCut = 0;
-
   /**
    * Ends the batch written so far as a piece of its own (a complete batch,
    * its operations numbered within the whole) and starts the next in a fresh
@@ -185,7 +182,6 @@ class BatchEncoder implements RecordSink {
   cut(capacity: number): Uint8Array {
     this.w.patchU32(8, this.records);
     const piece = this.w.finish();
-    this.recordsCut += this.records;
     this.records = 0;
     this.w.restart(capacity);
     this.#tableName.forget();

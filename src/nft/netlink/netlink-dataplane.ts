@@ -52,7 +52,7 @@ const LARGE_BATCH = 4 << 20;
  * building is left once the last is (at 10k Services 16 pieces).
  */
 const PIECE_BYTES = 1 << 20;
-/** The netlink bytes foreseen per operation of a streamed transaction (~67 encoded at 100k Services), the send buffer's first size. */
+/** Netlink bytes foreseen per operation of a streamed transaction, the send buffer's first size (a batch takes ~67 at 100k Services). */
 const NETLINK_BYTES_PER_OP = 128;
 
 const ERRNO_NAME = new Map<number, string>(Object.entries(osConstants.errno).map(([k, v]) => [v, k]));
@@ -217,8 +217,11 @@ export class NetlinkDataplane implements Dataplane {
    * A generated transaction (a full sync) handed over in pieces as it is
    * encoded: the addon checks and builds each piece's messages on a thread
    * of its own meanwhile, and sends the whole as one transaction once the
-   * last is built. At 100k Services that building is 1.5 s which otherwise
-   * follows the encoding.
+   * last is built. At 100k Services that building is 1.2-1.5 s which
+   * otherwise follows the encoding. The built messages are then all there
+   * when the encoding ends, as the batch was at its hand-off: at 44k
+   * Services x 1 endpoint the cold start's VmHWM is 30-50 MiB higher
+   * (README, Performance).
    */
   #handOffInPieces(tx: Transaction, ops: Iterable<Operation>, Stream: NativeBatchStreamConstructor): HandedOff {
     const stream = new Stream(this.#options, tx.length * NETLINK_BYTES_PER_OP);
