@@ -4,21 +4,9 @@
 #include <ctime>
 #include <utility>
 
+#include "elapsed.h"
+
 namespace knp {
-
-namespace {
-
-double ThreadCpuMs() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) / 1e6;
-}
-
-double MsSince(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
 
 CommitStream::CommitStream(std::string netnsPath, size_t expectedBytes)
     : netnsPath_(std::move(netnsPath)), expectedBytes_(expectedBytes) {

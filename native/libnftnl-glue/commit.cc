@@ -13,25 +13,12 @@
 #include <cstring>
 #include <ctime>
 
+#include "elapsed.h"
 #include "message-builder.h"
 #include "netlink/netlink-socket.h"
 #include "netlink/socket-pool.h"
 
 namespace knp {
-
-namespace {
-
-double ThreadCpuMs() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) / 1e6;
-}
-
-double MsSince(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
 
 bool OpenCommitSocket(const std::string& netnsPath, CommitSocket* socket, CommitResult* result) {
   const auto opened = std::chrono::steady_clock::now();
