@@ -1,7 +1,6 @@
 #include "commit-stream.h"
 
 #include <chrono>
-#include <ctime>
 #include <utility>
 
 #include "elapsed.h"
@@ -45,13 +44,13 @@ void CommitStream::Run() {
     // After a refusal nothing more is read: the transaction will not be sent.
     if (!opened_ || refused_) continue;
     const auto t0 = std::chrono::steady_clock::now();
-    const double cpu0 = ThreadCpuMs();
     Batch batch;
     if (!ParseBatch(std::move(piece.bytes), piece.size, &batch, &inputError_)) {
       refused_ = true;
       continue;
     }
     const auto parsed = std::chrono::steady_clock::now();
+    const double cpu0 = ThreadCpuMs();
     parseMs_ += MsSince(t0);
     batch.pagesOwned = piece.pagesOwned;
     builder->Add(batch, &result_.failures);
