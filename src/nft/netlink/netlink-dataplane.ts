@@ -82,6 +82,15 @@ function builderFailure(e: unknown, ops: readonly Operation[]): NftCommitError |
 }
 
 /**
+ * What a hand-off throws when encoding or handing over fails, and a commit
+ * when the addon refuses its batch: an invalid operation as it is, any
+ * other refusal as the NftCommitError naming its operation when it names one.
+ */
+function handOffFailure(e: unknown, tx: Transaction): unknown {
+  return e instanceof NftInvalidError ? e : (builderFailure(e, tx.ops()) ?? e);
+}
+
+/**
  * Plain buffers up to LARGE_BATCH (an incremental sync's batch, copied by the
  * addon's commit and the writer reused), the addon's beyond: a full sync's
  * batch is then taken by the commit, not copied, and never exists twice. An
@@ -116,6 +125,8 @@ export class NetlinkDataplane implements Dataplane {
   readonly #addon: NativeAddon;
   readonly #options: { netns?: string };
   readonly #containers = new Map<string, NftSet | NftMap>();
+  /** The sets and maps the kernel holds, as far as this dataplane knows: what encoding elements needs. */
+  readonly #lookup: ContainerLookup = (f, t, n) => this.#containers.get(key(f, t, n));
   // The writer a commit encodes into. An incremental sync's batch is copied by
   // the addon before commit() returns, so the writer is free again at once (a
   // commit that starts meanwhile, as commits are not serialised here, takes a
@@ -144,7 +155,7 @@ export class NetlinkDataplane implements Dataplane {
   }
 
   begin(): Transaction {
-    return new Transaction((f, t, n) => this.#containers.get(key(f, t, n)));
+    return new Transaction(this.#lookup);
   }
 
   async commit(tx: Transaction): Promise<void> {
@@ -157,7 +168,7 @@ export class NetlinkDataplane implements Dataplane {
     // synchronous function, whose frame is gone when it returns.
     const handed = this.#handOff(tx);
     const result = await handed.pending.catch((e: unknown) => {
-      throw builderFailure(e, tx.ops()) ?? e;
+      throw handOffFailure(e, tx);
     });
     this.#kernelMs += result.timing.sendMs + result.timing.receiveMs;
     this.lastCommit = {
@@ -195,10 +206,9 @@ export class NetlinkDataplane implements Dataplane {
     const writer = this.#writer ?? new ByteWriter(SMALL_BATCH, this.#allocate);
     this.#writer = undefined;
     try {
-      const lookup: ContainerLookup = (f, t, n) => this.#containers.get(key(f, t, n));
       const { bytes, containerChanges } = Array.isArray(ops)
-        ? encodeOperations(ops, lookup, writer)
-        : encodeOperationStream(ops, tx.length, lookup, writer);
+        ? encodeOperations(ops, this.#lookup, writer)
+        : encodeOperationStream(ops, tx.length, this.#lookup, writer);
       const encodedAt = performance.now();
       // Read first: a batch in the addon's memory is taken by the commit, its views emptied.
       const batchBytes = bytes.length;
@@ -206,8 +216,7 @@ export class NetlinkDataplane implements Dataplane {
       const pending = this.#addon.commit(bytes, this.#options);
       return { pending, encodedAt, handedAt: performance.now(), batchBytes, containerChanges };
     } catch (e) {
-      if (e instanceof NftInvalidError) throw e;
-      throw builderFailure(e, tx.ops()) ?? e;
+      throw handOffFailure(e, tx);
     } finally {
       if (!writer.taken && writer.capacity <= LARGE_BATCH) this.#writer ??= writer;
     }
@@ -226,16 +235,14 @@ export class NetlinkDataplane implements Dataplane {
   #handOffInPieces(tx: Transaction, ops: Iterable<Operation>, Stream: NativeBatchStreamConstructor): HandedOff {
     const stream = new Stream(this.#options, tx.length * NETLINK_BYTES_PER_OP);
     try {
-      const lookup: ContainerLookup = (f, t, n) => this.#containers.get(key(f, t, n));
       const sink = { pieceBytes: PIECE_BYTES, push: (piece: Uint8Array) => stream.push(piece) };
-      const { bytes, containerChanges } = encodeOperationPieces(ops, tx.length, lookup, sink, this.#allocatePiece);
+      const { bytes, containerChanges } = encodeOperationPieces(ops, tx.length, this.#lookup, sink, this.#allocatePiece);
       const encodedAt = performance.now();
       const pending = stream.commit();
       return { pending, encodedAt, handedAt: performance.now(), batchBytes: bytes, containerChanges };
     } catch (e) {
       stream.abort();
-      if (e instanceof NftInvalidError) throw e;
-      throw builderFailure(e, tx.ops()) ?? e;
+      throw handOffFailure(e, tx);
     }
   }
 
