@@ -21,13 +21,19 @@ function generated(dp: ReturnType<typeof kernel>['dp'], ops: readonly Operation[
 
 /** `ops` encoded in pieces of `pieceBytes` into `stream`; the pieces' count. */
 function pushPieces(stream: NativeBatchStream, ops: readonly Operation[], pieceBytes: number): number {
-  return encodeOperationPieces(
+  let pieces = 0;
+  const push = (p: Uint8Array): void => {
+    pieces++;
+    stream.push(p);
+  };
+  encodeOperationPieces(
     ops,
     ops.length,
     () => undefined,
-    { pieceBytes, push: (p) => stream.push(p) },
+    { pieceBytes, push },
     (n) => new Uint8Array(n),
-  ).pieces;
+  );
+  return pieces;
 }
 
 function mapSize(ns: ReturnType<typeof kernel>['ns'], table: string): number {

@@ -180,8 +180,7 @@ class BatchEncoder implements RecordSink {
    * buffer of `capacity` bytes. The piece's bytes are returned.
    */
   cut(capacity: number): Uint8Array {
-    this.w.patchU32(8, this.records);
-    const piece = this.w.finish();
+    const piece = this.finish().bytes;
     this.records = 0;
     this.w.restart(capacity);
     this.#tableName.forget();
@@ -278,22 +277,20 @@ export function encodeOperationPieces(
   lookup: ContainerLookup,
   sink: PieceSink,
   allocate: BufferAllocator,
-): { bytes: number; pieces: number; containerChanges: Operation[] } {
+): { bytes: number; containerChanges: Operation[] } {
   // Room past the cut for the record that crosses it; a larger one grows the buffer.
   const capacity = sink.pieceBytes + (sink.pieceBytes >> 2);
   const enc = new BatchEncoder(lookup, new ByteWriter(capacity, allocate));
   let bytes = 0;
-  let pieces = 0;
   const hand = (piece: Uint8Array): void => {
     bytes += piece.length;
-    pieces++;
     sink.push(piece);
   };
   streamInto(enc, ops, count, () => {
     if (enc.w.position >= sink.pieceBytes) hand(enc.cut(capacity));
   });
   hand(enc.finish().bytes);
-  return { bytes, pieces, containerChanges: enc.containerChanges };
+  return { bytes, containerChanges: enc.containerChanges };
 }
 
 /** encodeOperationStream's loop; `recordsEnded`, when given, runs where no record is open. */
