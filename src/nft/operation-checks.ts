@@ -53,18 +53,19 @@ type FindContainer = (family: Family, table: string, name: string) => NftSet | N
 /**
  * What the checks of one operation list remember between operations: the
  * names already found valid (a transaction names its table thousands of
- * times) and the last container looked up (elements come in runs per set).
+ * times) and the containers looked up in the last table (elements come in
+ * runs per set, a full sync's fragments alternating between a few).
  */
 export class CheckContext {
   readonly #find: FindContainer;
   #validName: unknown = undefined;
   #validSetName: unknown = undefined;
-  // The last lookup, in fields rather than an object: a full sync's elements alternate
-  // between a dozen sets, and an object per miss was most of what checking them allocated.
-  #lastFamily: Family | undefined;
-  #lastTable = '';
-  #lastName = '';
-  #lastFound: NftSet | NftMap | undefined;
+  // By name, in the table of the last lookup: the transaction's own lookup builds a key
+  // string per call, and a full sync's fragments alternate between its ClusterIP and
+  // service maps, a miss of a last-lookup cache for each of their elements.
+  #foundFamily: Family | undefined;
+  #foundTable = '';
+  readonly #found = new Map<string, NftSet | NftMap | undefined>();
 
   #inFamily: Family = 'ip';
   #inTable = '';
@@ -83,18 +84,22 @@ export class CheckContext {
   }
 
   find(family: Family, table: string, name: string): NftSet | NftMap | undefined {
-    if (this.#lastFamily === family && this.#lastName === name && this.#lastTable === table) return this.#lastFound;
-    const c = this.#find(family, table, name);
-    this.#lastFamily = family;
-    this.#lastTable = table;
-    this.#lastName = name;
-    this.#lastFound = c;
+    if (this.#foundFamily !== family || this.#foundTable !== table) {
+      this.#found.clear();
+      this.#foundFamily = family;
+      this.#foundTable = table;
+    }
+    let c = this.#found.get(name);
+    if (c === undefined && !this.#found.has(name)) {
+      c = this.#find(family, table, name);
+      this.#found.set(name, c);
+    }
     return c;
   }
 
-  /** Sets and maps changed: forget the last lookup. */
+  /** Sets and maps changed: forget the lookups. */
   forget(): void {
-    this.#lastFamily = undefined;
+    this.#foundFamily = undefined;
   }
 
   tableName(name: unknown): void {
