@@ -19,6 +19,7 @@ import {
 } from './objects.ts';
 import { checkCanonical, checkName, checkStatements, checkVerdict, isCanonical, RuleCheckFailure } from './rule-checks.ts';
 import { typeLength } from './values.ts';
+import type { ElementRun } from './element-run.ts';
 import { assertNever } from '../assert-never.ts';
 
 /** The verbs each kind of object accepts. */
@@ -173,6 +174,30 @@ export function checkOperation(op: Operation, ctx: CheckContext): void {
     default:
       assertNever(o);
   }
+}
+
+/**
+ * A run of element additions, checked once for all its elements: its set is
+ * known (added earlier in the transaction, or existing), takes no intervals
+ * and has exactly the key and data types the run's texts are of. The texts
+ * themselves are the run's maker's to vouch for (see element-run.ts).
+ */
+export function checkElementRun(run: ElementRun, ctx: CheckContext): void {
+  if (run.family !== 'ip' && run.family !== 'ip6' && run.family !== 'inet') fail(`unknown family ${JSON.stringify(run.family)}`);
+  ctx.tableName(run.table);
+  ctx.setName(run.set);
+  const c = ctx.find(run.family, run.table, run.set);
+  if (!c) fail(`set ${run.set} is not known: a run of elements goes into a set added before it`);
+  if (c.flags?.includes('interval') || c.flags?.includes('timeout'))
+    fail(`${c.kind} ${c.name} has intervals or timeouts, which a run of elements does not write`);
+  if (!sameTypes(c.keyType, run.keyType)) fail(`${c.kind} ${c.name} is keyed by ${c.keyType.join(' . ')}, not ${run.keyType.join(' . ')}`);
+  const data = c.kind === 'map' ? c.dataType : undefined;
+  if (run.dataType === undefined ? data !== undefined : !Array.isArray(data) || !sameTypes(data, run.dataType))
+    fail(`${c.kind} ${c.name} does not hold ${run.dataType ? run.dataType.join(' . ') : 'no'} values`);
+}
+
+function sameTypes(a: readonly DataType[], b: readonly DataType[]): boolean {
+  return a.length === b.length && a.every((t, i) => t === b[i]);
 }
 
 function checkBase(base: NonNullable<Extract<NftObject, { kind: 'chain' }>['base']>): void {

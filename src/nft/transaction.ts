@@ -8,7 +8,8 @@
 // would fail and whose it is (the reconciler sets those owners aside).
 
 import type { Family, NftMap, NftObject, NftObjectKind, NftSet, Operation, Verb } from './objects.ts';
-import { CheckContext, checkOperation, fail, VERBS_BY_KIND } from './operation-checks.ts';
+import { CheckContext, checkElementRun, checkOperation, fail, VERBS_BY_KIND } from './operation-checks.ts';
+import { isElementRun, runOperations, type ElementRun, type GeneratedItem } from './element-run.ts';
 import { RuleCheckFailure } from './rule-checks.ts';
 
 export { selectorType } from './rule-checks.ts';
@@ -57,8 +58,8 @@ export class Transaction {
   /** Valid operations; the caller's own list (never written) when queueAll took one whole into an empty transaction. */
   #ops: Operation[] = [];
   #ownsOps = true;
-  /** After queueGenerated(), until ops() lists them: makes the operations again, one at a time. */
-  #source: (() => Iterable<Operation>) | undefined;
+  /** After queueGenerated(), until ops() lists them: makes the operations again, one at a time (runs of elements as runs). */
+  #source: (() => Iterable<GeneratedItem>) | undefined;
   /** How many #source makes, as its planner announced them. */
   #announced: number | undefined;
   /** Whether every operation #source makes has been checked (its errors and counts complete). */
@@ -149,9 +150,10 @@ export class Transaction {
    * error, with every one recorded, before it sends anything. check() checks
    * them without encoding; ops() makes and keeps the list (a failure's blame,
    * a dataplane that wants a list). `source` must make the very same
-   * operations every time. Only into an empty transaction, which then takes no more.
+   * operations every time; runs of element additions among them (ElementRun)
+   * count as their length. Only into an empty transaction, which then takes no more.
    */
-  queueGenerated(source: () => Iterable<Operation>, count: number): this {
+  queueGenerated(source: () => Iterable<GeneratedItem>, count: number): this {
     this.#refuseWhenGenerated();
     if (this.#queued > 0) throw new Error('generated operations go into an empty transaction');
     this.#source = source;
@@ -166,6 +168,22 @@ export class Transaction {
    * first error is thrown. Otherwise throws the first error as ops() does.
    */
   operations(): Iterable<Operation> {
+    const items = this.items();
+    // Listed (queued, or generated and then listed by ops()): only operations.
+    return this.#source ? runOperations(items) : (items as readonly Operation[]);
+  }
+
+  /** Whether its operations were queued as generated (queueGenerated): made on demand, not listed. */
+  get generated(): boolean {
+    return this.#announced !== undefined;
+  }
+
+  /**
+   * As operations(), but a generated transaction's runs of elements are given
+   * as they were made (see ElementRun), each checked once against its set:
+   * what a streamed encoder takes.
+   */
+  items(): Iterable<GeneratedItem> {
     if (this.#source && !this.#generatedChecked) return this.#checking(this.#source);
     if (this.#errors.length > 0) throw this.#errors[0];
     return this.#source ? this.#source() : this.#ops;
@@ -184,15 +202,22 @@ export class Transaction {
   }
 
   /** One pass over what `source` makes, each operation checked and counted, the valid ones given until one is not. */
-  *#checking(source: () => Iterable<Operation>): Generator<Operation> {
+  *#checking(source: () => Iterable<GeneratedItem>): Generator<GeneratedItem> {
     // A pass given up half way (its consumer threw) is started over.
     this.#queued = 0;
     this.#errors.length = 0;
     this.#counts.fill(0);
     let made = 0;
-    for (const op of source()) {
+    for (const item of source()) {
+      if (isElementRun(item)) {
+        // An empty run stands for nothing: there is no element to name in an error.
+        if (item.length === 0) continue;
+        made += item.length;
+        if (this.#checkRun(item) && this.#errors.length === 0) yield item;
+        continue;
+      }
       made++;
-      if (this.#check(op) && this.#errors.length === 0) yield op;
+      if (this.#check(item) && this.#errors.length === 0) yield item;
     }
     if (made !== this.#announced) throw new Error(`the generated operations are ${made}, not the ${this.#announced} announced`);
     this.#generatedChecked = true;
@@ -225,6 +250,21 @@ export class Transaction {
     const o = op.object;
     if ((o.kind === 'set' || o.kind === 'map') && (op.verb === 'add' || op.verb === 'create')) this.knownContainer(o);
     this.#counts[VERB_INDEX[op.verb] * KINDS.length + KIND_INDEX[o.kind]]!++;
+    return true;
+  }
+
+  /** Checks a run of element additions once, against its set, and counts them; false (its error recorded on its first) when invalid. */
+  #checkRun(run: ElementRun): boolean {
+    const index = this.#queued;
+    this.#queued += run.length;
+    try {
+      checkElementRun(run, this.#context);
+    } catch (e) {
+      if (!(e instanceof RuleCheckFailure)) throw e;
+      this.#errors.push(new NftInvalidError(index, { verb: 'add', object: run.element(0) }, e.message));
+      return false;
+    }
+    this.#counts[VERB_INDEX.add * KINDS.length + KIND_INDEX.element]! += run.length;
     return true;
   }
 

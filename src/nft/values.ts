@@ -156,8 +156,9 @@ export function writeValueBytes(buf: Uint8Array, at: number, type: DataType, tex
     case 'inet_proto':
       buf[at] = PROTO_BY_NAME[text] ?? parseDecimal(type, text, 255);
       return;
-    case 'mark': {
-      const n = parseMark(text);
+    case 'mark':
+    case 'integer': {
+      const n = type === 'mark' ? parseMark(text) : parseDecimal(type, text, 0xffffffff);
       buf[at] = n >>> 24;
       buf[at + 1] = (n >>> 16) & 0xff;
       buf[at + 2] = (n >>> 8) & 0xff;
@@ -165,13 +166,30 @@ export function writeValueBytes(buf: Uint8Array, at: number, type: DataType, tex
       return;
     }
     case 'ipv6_addr':
-    case 'integer':
     case 'ifname':
     case 'verdict':
       buf.set(valueBytes(type, text), at);
       return;
     default:
       assertNever(type);
+  }
+}
+
+/** writeValueBytes for a number of a numeric type: the bytes of its decimal text. Throws NftValueError. */
+export function writeValueNumber(buf: Uint8Array, at: number, type: DataType, n: number): void {
+  const max = type === 'inet_service' ? 0xffff : type === 'inet_proto' ? 0xff : type === 'mark' || type === 'integer' ? 0xffffffff : -1;
+  if (max < 0) throw new NftValueError(type, String(n), 'a number is no value of this type');
+  if (!Number.isInteger(n) || n < 0 || n > max) throw new NftValueError(type, String(n), `out of range 0-${max}`);
+  if (type === 'inet_proto') {
+    buf[at] = n;
+  } else if (type === 'inet_service') {
+    buf[at] = n >>> 8;
+    buf[at + 1] = n & 0xff;
+  } else {
+    buf[at] = n >>> 24;
+    buf[at + 1] = (n >>> 16) & 0xff;
+    buf[at + 2] = (n >>> 8) & 0xff;
+    buf[at + 3] = n & 0xff;
   }
 }
 

@@ -13,7 +13,8 @@ import { AT, CHAIN_ATTR, FAMILY_NUMBER, HOOK_NUMBER, KIND, MSG, NLM_F, RULE_ATTR
 import { ExprSink } from './kernel-exprs.ts';
 import { lowerInto } from './lower.ts';
 import { ByteWriter, type Attr, type BufferAllocator } from './wire.ts';
-import { writeElementRun, writeElements } from './encode-elements.ts';
+import { RunRecord, writeElementRun, writeElements } from './encode-elements.ts';
+import { isElementRun, type GeneratedItem } from '../element-run.ts';
 import { flowtableAttrs, setAttrs, tableAttrs } from './encode-objects.ts';
 import { assertNever } from '../../assert-never.ts';
 import { commentBytes, keyLength, keyTypeId, NftEncodeError, type ContainerLookup, type RecordSink } from './encode-parts.ts';
@@ -249,7 +250,7 @@ const STREAMED_ELEMENTS_PER_RECORD = 2000;
  * lists each set's elements together, or the kernel pays per message.
  */
 export function encodeOperationStream(
-  ops: Iterable<Operation>,
+  ops: Iterable<GeneratedItem>,
   count: number,
   lookup: ContainerLookup = () => undefined,
   writer?: ByteWriter,
@@ -272,7 +273,7 @@ export interface PieceSink {
  * `allocate` gives each piece its buffer. Returns the batch's size in bytes.
  */
 export function encodeOperationPieces(
-  ops: Iterable<Operation>,
+  ops: Iterable<GeneratedItem>,
   count: number,
   lookup: ContainerLookup,
   sink: PieceSink,
@@ -293,18 +294,41 @@ export function encodeOperationPieces(
   return { bytes, containerChanges: enc.containerChanges };
 }
 
-/** encodeOperationStream's loop; `recordsEnded`, when given, runs where no record is open. */
-function streamInto(enc: BatchEncoder, ops: Iterable<Operation>, count: number, recordsEnded?: () => void): void {
+/**
+ * encodeOperationStream's loop; `recordsEnded`, when given, runs where no
+ * record is open. Runs of elements (ElementRun) are written as the element
+ * operations they stand for would be, in records of the same size.
+ */
+function streamInto(enc: BatchEncoder, items: Iterable<GeneratedItem>, count: number, recordsEnded?: () => void): void {
   const run: Operation[] = [];
   let runFrom = 0;
+  let open: RunRecord | undefined;
   const flush = (): void => {
+    if (open) {
+      open.end();
+      open = undefined;
+      recordsEnded?.();
+    }
     if (run.length === 0) return;
     naming(runFrom, () => writeElements(enc, run, 0, run.length, undefined, runFrom));
     run.length = 0;
     recordsEnded?.();
   };
   let i = 0;
-  for (const op of ops) {
+  for (const op of items) {
+    if (isElementRun(op)) {
+      if (run.length > 0 || (open && !open.holds(op))) flush();
+      for (let from = 0; from < op.length; ) {
+        if (open?.count === STREAMED_ELEMENTS_PER_RECORD) flush();
+        open ??= new RunRecord(enc, op, i + from);
+        const to = Math.min(op.length, from + STREAMED_ELEMENTS_PER_RECORD - open.count);
+        open.write(op, from, to, i);
+        from = to;
+      }
+      i += op.length;
+      continue;
+    }
+    if (open) flush();
     const o = op.object;
     if (o.kind === 'element') {
       const head = run[0];

@@ -201,14 +201,13 @@ export class NetlinkDataplane implements Dataplane {
    * throws its NftInvalidError once all are checked, and nothing is sent.
    */
   #handOff(tx: Transaction): HandedOff {
-    const ops = tx.operations();
-    if (!Array.isArray(ops) && this.#addon.BatchStream) return this.#handOffInPieces(tx, ops, this.#addon.BatchStream);
+    if (tx.generated && this.#addon.BatchStream) return this.#handOffInPieces(tx, this.#addon.BatchStream);
     const writer = this.#writer ?? new ByteWriter(SMALL_BATCH, this.#allocate);
     this.#writer = undefined;
     try {
-      const { bytes, containerChanges } = Array.isArray(ops)
-        ? encodeOperations(ops, this.#lookup, writer)
-        : encodeOperationStream(ops, tx.length, this.#lookup, writer);
+      const { bytes, containerChanges } = tx.generated
+        ? encodeOperationStream(tx.items(), tx.length, this.#lookup, writer)
+        : encodeOperations(tx.ops(), this.#lookup, writer);
       const encodedAt = performance.now();
       // Read first: a batch in the addon's memory is taken by the commit, its views emptied.
       const batchBytes = bytes.length;
@@ -232,11 +231,11 @@ export class NetlinkDataplane implements Dataplane {
    * Services x 1 endpoint the cold start's VmHWM is 30-50 MiB higher
    * (README, Performance).
    */
-  #handOffInPieces(tx: Transaction, ops: Iterable<Operation>, Stream: NativeBatchStreamConstructor): HandedOff {
+  #handOffInPieces(tx: Transaction, Stream: NativeBatchStreamConstructor): HandedOff {
     const stream = new Stream(this.#options, tx.length * NETLINK_BYTES_PER_OP);
     try {
       const sink = { pieceBytes: PIECE_BYTES, push: (piece: Uint8Array) => stream.push(piece) };
-      const { bytes, containerChanges } = encodeOperationPieces(ops, tx.length, this.#lookup, sink, this.#allocatePiece);
+      const { bytes, containerChanges } = encodeOperationPieces(tx.items(), tx.length, this.#lookup, sink, this.#allocatePiece);
       const encodedAt = performance.now();
       const pending = stream.commit();
       return { pending, encodedAt, handedAt: performance.now(), batchBytes: bytes, containerChanges };

@@ -6,7 +6,7 @@ import { LITTLE } from './listing-reader.ts';
 import type { DataType, Selector } from '../objects.ts';
 import { CT_STATE_BIT, CT_STATUS_BIT, NFPROTO, PAYLOAD_BASE } from './kernel-constants.ts';
 import { FIB_TYPES, selectorType } from '../rule-checks.ts';
-import { typeLength, valueBytes, writeValueBytes } from '../values.ts';
+import { typeLength, valueBytes, writeValueBytes, writeValueNumber } from '../values.ts';
 import { assertNever } from '../../assert-never.ts';
 
 export class NftLowerError extends Error {
@@ -194,9 +194,13 @@ export function dataBytes(type: DataType | readonly DataType[], value: string | 
   return out;
 }
 
-/** Writes keyBytes(type, text) at buf[at...] without allocating for the common types. */
-export function writeKeyBytes(buf: Uint8Array, at: number, type: DataType, text: string): void {
-  writeValueBytes(buf, at, type, text);
+/**
+ * Writes keyBytes(type, text) at buf[at...] without allocating for the common
+ * types; a number (of a numeric type) as its decimal text.
+ */
+export function writeKeyBytes(buf: Uint8Array, at: number, type: DataType, text: string | number): void {
+  if (typeof text === 'number') writeValueNumber(buf, at, type, text);
+  else writeValueBytes(buf, at, type, text);
   if (isHostOrderType(type) && LITTLE) {
     const b0 = buf[at]!;
     const b1 = buf[at + 1]!;
