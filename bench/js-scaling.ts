@@ -93,12 +93,12 @@ function measure(size: BenchSize): SizeFigures {
   const { generated } = time('plan', () =>
     planGeneratedFullSync(renderRuleset([...tracker.servicePorts()], config, undefined, undefined, { keepRenderings: false }), 'replace'),
   );
-  const tx = new Transaction().queueGenerated(generated!.source, generated!.length);
+  const tx = new Transaction().queueGenerated(generated!.items ?? generated!.source, generated!.length);
   const containers = new Map<string, NftSet | NftMap>();
   for (const { object: o } of generated!.source())
     if (o.kind === 'set' || o.kind === 'map') containers.set(`${o.family}\0${o.table}\0${o.name}`, o);
   time('encode', () =>
-    encodeOperationStream(tx.operations(), tx.length, (f, t, n) => containers.get(`${f}\0${t}\0${n}`), new ByteWriter(1 << 16)),
+    encodeOperationStream(tx.items(), tx.length, (f, t, n) => containers.get(`${f}\0${t}\0${n}`), new ByteWriter(1 << 16)),
   );
   return { label: size.label, endpoints: size.services * size.endpoints, ops: tx.length, ms, cpuMs };
 }

@@ -22,8 +22,9 @@ import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Operation, Rule
 import { objectKey } from '../nft/objects.ts';
 import { flowtableDelete, flowtableDeviceChanges } from './departed-devices.ts';
 import { emptyStats, listedPlan, type StaleChain, type SyncPlan, type SyncStats } from './diff.ts';
-import { hairpinElement } from './element-claims.ts';
-import { elementCount, elementOf, forEachElementOf, type Fragment, isDynamicSet } from './fragment.ts';
+import { HairpinElements, hairpinElement } from './element-claims.ts';
+import { elementCount, forEachElementOf, type Fragment, isDynamicSet, SlotElements } from './fragment.ts';
+import { runOperations, type GeneratedItem } from '../nft/element-run.ts';
 import { elementsBySet } from './full-sync.ts';
 import { ENDPOINT_MAP_SHARDS, shardMapName } from './endpoint-slots.ts';
 import { SET } from './names.ts';
@@ -135,7 +136,7 @@ class AdoptionPhases {
    * the other added ones, made as they are walked (`refilled`): a million
    * hairpin elements at 100k Services x 10 endpoints are never listed.
    */
-  *operations(refilled: () => Iterable<Element>): Generator<Operation> {
+  *operations(refilled: () => Iterable<GeneratedItem>): Generator<GeneratedItem> {
     yield* this.addTables;
     yield* this.addSets;
     yield* this.addFlowtables;
@@ -146,7 +147,7 @@ class AdoptionPhases {
     for (const group of Map.groupBy(this.deleteElements, setOf).values()) yield* group;
     yield* this.addRules;
     for (const group of Map.groupBy(this.addElements, setOf).values()) yield* group;
-    for (const object of refilled()) yield { verb: 'add', object };
+    yield* refilled();
     yield* this.deleteSets;
     yield* this.deleteFlowtables;
     yield* this.deleteTables;
@@ -346,14 +347,18 @@ function adoptElements(desired: Ruleset, tables: ReadonlyMap<Family, TableElemen
   return refilled;
 }
 
-/** The refilled sets' elements, made as they are walked; grouped by set, the hairpin ones last (from their counts). */
-function* refilledElements(desired: Ruleset, refilled: ReadonlyMap<Family, ReadonlySet<string>>): Generator<Element> {
+/**
+ * The refilled sets' additions, grouped by set, the hairpin ones last (from
+ * their counts); runs of endpoint slots and the hairpin elements as runs (ElementRun).
+ */
+function* refilledItems(desired: Ruleset, refilled: ReadonlyMap<Family, ReadonlySet<string>>): Generator<GeneratedItem> {
   const groups = elementsBySet(desired, (item) => refilled.get(item.family)?.has(item.set) ?? false);
-  for (const group of groups) for (const item of group) for (let i = 0, n = elementCount(item); i < n; i++) yield elementOf(item, i);
+  for (const group of groups)
+    for (const item of group) yield item.kind === 'slots' ? new SlotElements(item) : { verb: 'add', object: item };
   groups.length = 0;
   for (const [family, counts] of desired.hairpin) {
-    if (!refilled.get(tableFamily(family))?.has(SET.hairpinEndpoints)) continue;
-    for (const ip of counts.keys()) yield hairpinElement(family, desired.config.tableName, ip);
+    if (!refilled.get(tableFamily(family))?.has(SET.hairpinEndpoints) || counts.size === 0) continue;
+    yield new HairpinElements(family, desired.config.tableName, Array.from(counts.keys()));
   }
 }
 
@@ -390,8 +395,9 @@ export function planGeneratedAdoption(
   const refilledCount = adoptElements(desired, tables, p, stats);
   // Only the sets each table refills are needed to make the operations again, not the listings.
   const refilled = new Map([...tables].map(([family, t]) => [family, t.refilled]));
-  const source = () => p.operations(() => refilledElements(desired, refilled));
-  return { ops: [], generated: { source, length: p.length() + refilledCount }, next: { applied: desired, staleChains: stale }, stats };
+  const items = () => p.operations(() => refilledItems(desired, refilled));
+  const generated = { source: () => runOperations(items()), items, length: p.length() + refilledCount };
+  return { ops: [], generated, next: { applied: desired, staleChains: stale }, stats };
 }
 
 /** planGeneratedAdoption with its operations listed (dry runs, tests). */

@@ -18,7 +18,8 @@
 // incremental render costs the change.
 
 import type { IPFamily } from '../k8s/types.ts';
-import type { Element } from '../nft/objects.ts';
+import type { DataType, Element, Family } from '../nft/objects.ts';
+import type { ElementRun } from '../nft/element-run.ts';
 import { claimKeysOf, type Fragment } from './fragment.ts';
 import { SET } from './names.ts';
 import type { RenderedServicePort } from './rendered-service-port.ts';
@@ -174,4 +175,39 @@ export class HairpinCounter {
 
 export function hairpinElement(family: IPFamily, table: string, ip: string): Element {
   return { kind: 'element', family: tableFamily(family), table, set: SET.hairpinEndpoints, key: [ip, ip] };
+}
+
+const HAIRPIN_KEY: Readonly<Record<IPFamily, readonly DataType[]>> = { IPv4: ['ipv4_addr', 'ipv4_addr'], IPv6: ['ipv6_addr', 'ipv6_addr'] };
+
+/** One family's hairpin elements (`ip . ip`, from its counts) as the additions they are, for a full sync's encoding (see ElementRun). */
+export class HairpinElements implements ElementRun {
+  readonly kind = 'element-run';
+  readonly set = SET.hairpinEndpoints;
+  readonly family: Family;
+  readonly table: string;
+  readonly keyType: readonly DataType[];
+  readonly dataType = undefined;
+  readonly #ipFamily: IPFamily;
+  readonly #ips: readonly string[];
+
+  /** `ips`: the addresses counted (their counts' keys), each checked by the render that counted it. */
+  constructor(family: IPFamily, table: string, ips: readonly string[]) {
+    this.#ipFamily = family;
+    this.table = table;
+    this.family = tableFamily(family);
+    this.keyType = HAIRPIN_KEY[family];
+    this.#ips = ips;
+  }
+
+  get length(): number {
+    return this.#ips.length;
+  }
+
+  value(i: number): string {
+    return this.#ips[i]!;
+  }
+
+  element(i: number): Element {
+    return hairpinElement(this.#ipFamily, this.table, this.#ips[i]!);
+  }
 }

@@ -3,7 +3,8 @@
 // belong together — one family's static skeleton, or one ServicePort.
 
 import type { Endpoint } from '../model/service-port.ts';
-import type { Chain, Element, Flowtable, NftMap, NftSet, Rule, Statement } from '../nft/objects.ts';
+import type { Chain, DataType, Element, Family, Flowtable, NftMap, NftSet, Rule, Statement } from '../nft/objects.ts';
+import type { ElementRun } from '../nft/element-run.ts';
 import type { EndpointRegion } from './endpoint-slots.ts';
 
 export interface ChainSpec {
@@ -63,13 +64,57 @@ function slotElement(run: SlotRun, i: number): Element {
   };
 }
 
+const SLOT_KEY: readonly DataType[] = ['integer'];
+const SLOT_DATA: Readonly<Record<'ip' | 'ip6', readonly DataType[]>> = {
+  ip: ['ipv4_addr', 'inet_service'],
+  ip6: ['ipv6_addr', 'inet_service'],
+};
+
+/** A run of endpoint slots as the element additions it stands for, for a full sync's encoding (see ElementRun). */
+export class SlotElements implements ElementRun {
+  readonly kind = 'element-run';
+  readonly keyType = SLOT_KEY;
+  readonly dataType: readonly DataType[];
+  readonly #run: SlotRun;
+
+  constructor(run: SlotRun) {
+    if (run.family === 'inet') throw new Error('endpoint slots are in an ip or ip6 table');
+    this.#run = run;
+    this.dataType = SLOT_DATA[run.family];
+  }
+
+  get family(): Family {
+    return this.#run.family;
+  }
+  get table(): string {
+    return this.#run.table;
+  }
+  get set(): string {
+    return this.#run.set;
+  }
+  get length(): number {
+    return this.#run.endpoints.length;
+  }
+
+  // The render checked every address of a run (canonicalAddress) and every port (checkPort).
+  value(i: number, part: number): string | number {
+    if (part === 0) return this.#run.offset + i;
+    const ep = this.#run.endpoints[i]!;
+    return part === 1 ? ep.ip : ep.port;
+  }
+
+  element(i: number): Element {
+    return slotElement(this.#run, i);
+  }
+}
+
 /** How many elements an element or a run of slots stands for. */
 export function elementCount(item: Element | SlotRun): number {
   return item.kind === 'slots' ? item.endpoints.length : 1;
 }
 
 /** Element i (< elementCount) of an element or a run of slots. */
-export function elementOf(item: Element | SlotRun, i: number): Element {
+function elementOf(item: Element | SlotRun, i: number): Element {
   return item.kind === 'slots' ? slotElement(item, i) : item;
 }
 

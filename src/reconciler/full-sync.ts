@@ -20,8 +20,9 @@ import type { IPFamily } from '../k8s/types.ts';
 import type { Chain, Element, NftMap, NftSet, Operation, Table } from '../nft/objects.ts';
 import { objectKey } from '../nft/objects.ts';
 import { emptyStats, listedPlan, type StaleChain, type SyncPlan, type SyncState, type SyncStats } from './diff.ts';
-import { hairpinElement, skeletonOwner } from './element-claims.ts';
-import { elementCount, elementOf, emptyTally, type Fragment, isDynamicSet, type SlotRun, tallyFragment } from './fragment.ts';
+import { HairpinElements, skeletonOwner } from './element-claims.ts';
+import { emptyTally, type Fragment, isDynamicSet, type SlotRun, SlotElements, tallyFragment } from './fragment.ts';
+import { runOperations, type GeneratedItem } from '../nft/element-run.ts';
 import { forEachFragmentItem, forEachItemOf, type Ruleset } from './ruleset.ts';
 import { tableFamily } from './statements.ts';
 
@@ -52,9 +53,9 @@ export function planFullSync(desired: Ruleset, mode: FullSyncMode, state?: SyncS
  * the operations reach it and dropped once they have passed it.
  */
 export function planGeneratedFullSync(desired: Ruleset, mode: FullSyncMode, state?: SyncState): SyncPlan {
-  const source = () => fullSyncOperations(desired, mode);
+  const items = () => fullSyncItems(desired, mode);
   const { length, stats } = countFullSync(desired, mode);
-  return { ops: [], generated: { source, length }, next: nextState(desired, mode, state), stats };
+  return { ops: [], generated: { source: () => runOperations(items()), items, length }, next: nextState(desired, mode, state), stats };
 }
 
 /**
@@ -65,9 +66,10 @@ export function planGeneratedFullSync(desired: Ruleset, mode: FullSyncMode, stat
  * held past its turn. Runs of endpoint slots are the exception: a shared
  * endpoint map's come from every port, and are gathered by set (the kernel
  * pays per message, and a streamed encoder cannot group them itself); they
- * follow, and the hairpin elements last, made from their counts.
+ * follow, and the hairpin elements last, made from their counts; both as
+ * runs (ElementRun), which a streamed encoder writes without making each operation.
  */
-function* fullSyncOperations(desired: Ruleset, mode: FullSyncMode): Generator<Operation> {
+function* fullSyncItems(desired: Ruleset, mode: FullSyncMode): Generator<GeneratedItem> {
   for (const table of replacedTables(desired, mode)) {
     yield { verb: 'add', object: table };
     yield { verb: 'delete', object: table };
@@ -87,11 +89,10 @@ function* fullSyncOperations(desired: Ruleset, mode: FullSyncMode): Generator<Op
     forEachItemOf(desired, owner, f, take);
   }
   yield* eachSetTogether(elements);
-  for (const group of slots.drain()) {
-    for (const item of group) for (let i = 0, n = elementCount(item); i < n; i++) yield { verb: 'add', object: elementOf(item, i) };
-  }
+  for (const group of slots.drain())
+    for (const item of group) yield item.kind === 'slots' ? new SlotElements(item) : { verb: 'add', object: item };
   for (const [family, counts] of desired.hairpin)
-    for (const ip of counts.keys()) yield { verb: 'add', object: hairpinElement(family, desired.config.tableName, ip) };
+    if (counts.size > 0) yield new HairpinElements(family, desired.config.tableName, Array.from(counts.keys()));
 }
 
 /**

@@ -8,7 +8,12 @@ import { describe, expect, it } from 'vitest';
 import { collectGarbage } from '../../src/agent/memory-release.ts';
 import { loadAddon, type NativeBatchStream } from '../../src/native/addon.ts';
 import { encodeOperationPieces, encodeOperations } from '../../src/nft/netlink/encode.ts';
-import type { Operation, Statement } from '../../src/nft/objects.ts';
+import type { ElementRun, GeneratedItem } from '../../src/nft/element-run.ts';
+import type { Element, NftMap, NftSet, Operation, Statement } from '../../src/nft/objects.ts';
+import { HairpinElements } from '../../src/reconciler/element-claims.ts';
+import { SlotElements } from '../../src/reconciler/fragment.ts';
+import { SET } from '../../src/reconciler/names.ts';
+import { ep } from '../reconciler/fixtures.ts';
 import { commitError, kernel, nftList, verdictMapOps } from './kernel-helpers.ts';
 
 const addon = loadAddon();
@@ -51,6 +56,34 @@ describe('a transaction committed in pieces', () => {
       `60k elements in ${dp.lastCommit!.pieces} pieces: build ${dp.lastCommit!.buildMs.toFixed(1)} ms on the stream's thread, ` +
         `${dp.lastCommit!.waitMs.toFixed(1)} ms of it after the last piece`,
     );
+  }, 60_000);
+
+  it('lands runs of elements (a full sync’s endpoint slots and hairpin addresses) as the elements they stand for', async () => {
+    const { dp } = kernel();
+    const table = 't';
+    const map: NftMap = { kind: 'map', family: 'ip', table, name: 'slots', keyType: ['integer'], dataType: ['ipv4_addr', 'inet_service'] };
+    const set: NftSet = { kind: 'set', family: 'ip', table, name: SET.hairpinEndpoints, keyType: ['ipv4_addr', 'ipv4_addr'] };
+    const address = (i: number) => `10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`;
+    const runs: ElementRun[] = [];
+    // 20k slots in ports' runs of ten, and their 20k addresses: more than a piece.
+    for (let p = 0; p < 2_000; p++) {
+      const endpoints = Array.from({ length: 10 }, (_, j) => ep(address(p * 10 + j), 8000 + j));
+      runs.push(new SlotElements({ kind: 'slots', family: 'ip', table, set: map.name, offset: 1_000_000 + p * 10, endpoints }));
+    }
+    const addresses = Array.from({ length: 20_000 }, (_, i) => address(i));
+    runs.push(new HairpinElements('IPv4', table, addresses));
+    const items: GeneratedItem[] = [
+      { verb: 'add', object: { kind: 'table', family: 'ip', name: table } },
+      { verb: 'add', object: map },
+      { verb: 'add', object: set },
+      ...runs,
+    ];
+    await dp.commit(dp.begin().queueGenerated(() => items, 3 + 40_000));
+    expect(dp.lastCommit!.pieces).toBeGreaterThan(1);
+    const listed = (await dp.list('ip', table))!.elements;
+    const key = (e: Element) => JSON.stringify([e.set, e.key, e.value]);
+    const expected = runs.flatMap((r) => Array.from({ length: r.length }, (_, i) => key(r.element(i))));
+    expect(listed.map(key).sort()).toEqual(expected.sort());
   }, 60_000);
 
   it('names a piece’s table and chains in full though the last piece named them before (no bytes copied across pieces)', async () => {

@@ -7,6 +7,9 @@ import { describe, expect, it } from 'vitest';
 import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import type { TableListing } from '../../src/nft/dataplane.ts';
 import type { Family, Operation } from '../../src/nft/objects.ts';
+import { isElementRun, runOperations } from '../../src/nft/element-run.ts';
+import { encodeOperationStream } from '../../src/nft/netlink/encode.ts';
+import { SET } from '../../src/reconciler/names.ts';
 import { planAdoption, planGeneratedAdoption, REWRITTEN_ON_ADOPTION, sameContent } from '../../src/reconciler/adopt.ts';
 import { planLength } from '../../src/reconciler/diff.ts';
 import { ENDPOINT_SHAPES } from '../../src/reconciler/config.ts';
@@ -267,6 +270,29 @@ describe('the adoption plan the reconciler commits', () => {
       expect(generated.stats).toEqual(listed.stats);
       expect(generated.stats.elementsAdded).toBe(made.filter((o) => o.verb === 'add' && o.object.kind === 'element').length);
       expect(generated.stats.elementsDeleted).toBe(made.filter((o) => o.verb === 'delete' && o.object.kind === 'element').length);
+    }
+  });
+
+  it('makes the refilled sets’ slots and hairpin elements as runs, which encode to the batch its operations encode to', () => {
+    for (const k of [freshKernel(desired), damaged()]) {
+      const listings = unread(k);
+      const plan = planGeneratedAdoption(desired, listings, 0);
+      if ('refused' in plan) throw new Error(plan.refused);
+      const items = Array.from(plan.generated!.items!());
+      const made = Array.from(plan.generated!.source());
+      expect(Array.from(runOperations(items))).toEqual(made);
+      const runSets = new Set(items.filter(isElementRun).map((r) => r.set));
+      expect(runSets.has(SET.hairpinEndpoints)).toBe(true);
+      expect([...runSets].some((set) => set.startsWith(SHARD_MAP_PREFIX))).toBe(true);
+      const sets = [
+        ...[...listings.values()].flatMap((l) => l.sets),
+        ...made.flatMap(({ object: o }) => (o.kind === 'set' || o.kind === 'map' ? [o] : [])),
+      ];
+      const lookup = (family: string, table: string, name: string) =>
+        sets.findLast((c) => c.family === family && c.table === table && c.name === name);
+      const fromRuns = encodeOperationStream(items, made.length, lookup);
+      const fromOps = encodeOperationStream(made, made.length, lookup);
+      expect(Buffer.from(fromRuns.bytes).equals(Buffer.from(fromOps.bytes))).toBe(true);
     }
   });
 

@@ -10,6 +10,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { encodeOperations, encodeOperationStream } from '../../src/nft/netlink/encode.ts';
 import type { NftMap, NftSet, Operation } from '../../src/nft/objects.ts';
+import { isElementRun, runOperations } from '../../src/nft/element-run.ts';
 import { ENDPOINT_SHAPES } from '../../src/reconciler/config.ts';
 import { emptyStats, type SyncStats } from '../../src/reconciler/diff.ts';
 import { planFullSync, planGeneratedFullSync, type FullSyncMode } from '../../src/reconciler/full-sync.ts';
@@ -105,9 +106,40 @@ describe.each(ENDPOINT_SHAPES)('a generated full sync (endpoint shape %s)', (sha
         expect(Buffer.from(streamed.bytes).equals(Buffer.from(whole.bytes))).toBe(true);
         expect(streamed.records).toBe(whole.records);
         expect(streamed.containerChanges).toEqual(whole.containerChanges);
+        // Its runs of elements written without making their operations: the same batch.
+        const fromRuns = encodeOperationStream(generated!.items!(), generated!.length, lookup);
+        expect(Buffer.from(fromRuns.bytes).equals(Buffer.from(whole.bytes))).toBe(true);
+        expect(fromRuns.records).toBe(whole.records);
       }),
       { numRuns: 40 },
     );
+  });
+});
+
+describe('runs of elements in a generated full sync', () => {
+  // 2,400 endpoints over 240 ports: both runs' sets cross a record's 2,000 elements.
+  const ports = Array.from({ length: 240 }, (_, i) =>
+    sp({
+      serviceName: `svc-${i}`,
+      clusterIP: `10.96.${i >> 8}.${i & 255}`,
+      endpoints: Array.from({ length: 10 }, (_, j) => ep(`10.244.${i >> 4}.${(i & 15) * 16 + j}`)),
+    }),
+  );
+  const ruleset = renderRuleset(ports, config({ endpointShape: 'map', endpointMapBlocks: 1 }));
+
+  it('stand for the endpoint slots and the hairpin elements, which the encoder writes in the records it writes them in', () => {
+    const { generated } = planGeneratedFullSync(ruleset, 'replace');
+    const items = Array.from(generated!.items!());
+    const runs = items.filter(isElementRun);
+    expect(runs.filter((r) => r.set === SET.hairpinEndpoints).map((r) => r.length)).toEqual([2400]);
+    expect(runs.filter((r) => r.set !== SET.hairpinEndpoints).reduce((n, r) => n + r.length, 0)).toBe(2400);
+    const made = Array.from(generated!.source());
+    expect(Array.from(runOperations(items))).toEqual(made);
+    const lookup = containersOf(made);
+    const fromRuns = encodeOperationStream(items, generated!.length, lookup);
+    const fromOps = encodeOperationStream(made, made.length, lookup);
+    expect(Buffer.from(fromRuns.bytes).equals(Buffer.from(fromOps.bytes))).toBe(true);
+    expect(fromRuns.records).toBe(fromOps.records);
   });
 });
 
