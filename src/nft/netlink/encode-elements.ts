@@ -2,22 +2,24 @@
 // one run of same-verb element operations, become one record (the addon splits
 // it into messages), each key written in place from its texts.
 
-import {
-  isVerdictValue,
-  type DataType,
-  type Element,
-  type Family,
-  type NftMap,
-  type NftSet,
-  type Operation,
-  type Verdict,
-} from '../objects.ts';
-import type { ElementRun } from '../element-run.ts';
-import { AT, ELEM_ATTR, ELEM_FLAG_INTERVAL_END, KIND, MSG, NLM_F, SET_ATTR, UDATA_COMMENT, VERDICT_CODE } from './kernel-constants.ts';
+import { isVerdictValue, type DataType, type Element, type NftMap, type NftSet, type Operation, type Verdict } from '../objects.ts';
+import { AT, ELEM_ATTR, ELEM_FLAG_INTERVAL_END, MSG, NLM_F, UDATA_COMMENT, VERDICT_CODE } from './kernel-constants.ts';
 import { dataBytes, keyBytes, writeKeyBytes } from './operands.ts';
-import { bytesMinusOne, prefixRange, typeLength } from '../values.ts';
+import { bytesMinusOne, prefixRange } from '../values.ts';
 import type { Attr, ByteWriter } from './wire.ts';
-import { comment, keyLength, le32, NftEncodeError, padTo4, withId, type RecordSink } from './encode-parts.ts';
+import {
+  beginElementRecord,
+  comment,
+  dataLayout,
+  type DataLayout,
+  elementHead,
+  keyLength,
+  NftEncodeError,
+  padTo4,
+  partOffsets,
+  withId,
+  type RecordSink,
+} from './encode-parts.ts';
 
 function partBytes(
   type: DataType,
@@ -45,26 +47,6 @@ function concatParts(parts: Uint8Array[]): Uint8Array {
     at += padTo4(p.length);
   }
   return out;
-}
-
-/** Where each part of a map's data lies: one value unpadded, or a concatenation of 4-byte aligned parts (as dataBytes lays them out). */
-interface DataLayout {
-  concat: boolean;
-  types: readonly DataType[];
-  offsets: number[];
-  len: number;
-}
-
-function dataLayout(type: DataType | readonly DataType[]): DataLayout {
-  if (!Array.isArray(type)) return { concat: false, types: [type as DataType], offsets: [0], len: typeLength(type as DataType) };
-  const types = type as readonly DataType[];
-  const offsets: number[] = [];
-  let len = 0;
-  for (const t of types) {
-    offsets.push(len);
-    len += padTo4(typeLength(t));
-  }
-  return { concat: true, types, offsets, len };
 }
 
 /**
@@ -129,19 +111,9 @@ function writeExactElements(
     const i = base + local;
     const key = e.key;
     if (key.length !== parts) throw new NftEncodeError(i, `key has ${key.length} parts, ${c.name} has ${parts}`);
-    // The fixed part (op index, attribute count, key) in one reservation,
-    // the key written from its texts in place.
-    let p = w.reserve(13 + keyLen);
+    const p = elementHead(w, i, keyLen);
+    const countAt = p - 9;
     const buf = w.raw;
-    le32(buf, p, i);
-    const countAt = p + 4;
-    p += 6;
-    buf[p] = ELEM_ATTR.KEY;
-    buf[p + 1] = 0;
-    buf[p + 2] = AT.bytes;
-    le32(buf, p + 3, keyLen);
-    p += 7;
-    for (let z = 0; z < keyLen; z++) buf[p + z] = 0;
     try {
       for (let k = 0; k < parts; k++) writeKeyBytes(buf, p + offsets[k]!, types[k]!, key[k]!);
     } catch (err) {
@@ -178,111 +150,6 @@ function writeExactElements(
     count++;
   }
   return count;
-}
-
-/**
- * A record of element additions written from runs (see ElementRun): as
- * writeExactElements writes the operations a run stands for, byte for byte,
- * without making them. Open until end(); a streamed encoder adds runs of the
- * record's set to it.
- */
-export class RunRecord {
-  readonly family: Family;
-  readonly table: string;
-  readonly set: string;
-  /** Elements written so far. */
-  count = 0;
-  readonly #w: ByteWriter;
-  readonly #countAt: number;
-  readonly #keyType: readonly DataType[];
-  readonly #keyLen: number;
-  readonly #offsets: number[];
-  readonly #data: DataLayout | undefined;
-
-  /** `index`: the transaction's index of the first element it will hold. */
-  constructor(enc: RecordSink, run: ElementRun, index: number) {
-    const c = enc.container(run.family, run.table, run.set);
-    if (!c) throw new NftEncodeError(index, `set ${run.set} in ${run.family} ${run.table} is not known`);
-    this.family = run.family;
-    this.table = run.table;
-    this.set = run.set;
-    this.#w = enc.w;
-    this.#keyType = c.keyType;
-    this.#keyLen = keyLength(c.keyType);
-    this.#offsets = partOffsets(c.keyType);
-    this.#data = c.kind === 'map' && Array.isArray(c.dataType) ? dataLayout(c.dataType) : undefined;
-    enc.record(KIND.elements, MSG.NEWSETELEM, NLM_F.CREATE, run.family, index, [
-      { id: SET_ATTR.TABLE, type: 'str', value: run.table },
-      { id: SET_ATTR.NAME, type: 'str', value: run.set },
-    ]);
-    this.#countAt = enc.w.position;
-    enc.w.u32(0);
-  }
-
-  holds(run: ElementRun): boolean {
-    return run.set === this.set && run.table === this.table && run.family === this.family;
-  }
-
-  /** Elements [from, to) of `run`, element i the transaction's operation index + i. */
-  write(run: ElementRun, from: number, to: number, index: number): void {
-    const w = this.#w;
-    const keyLen = this.#keyLen;
-    const parts = this.#keyType.length;
-    const data = this.#data;
-    for (let i = from; i < to; i++) {
-      const op = index + i;
-      let p = w.reserve(13 + keyLen);
-      const buf = w.raw;
-      le32(buf, p, op);
-      buf[p + 4] = data ? 2 : 1;
-      buf[p + 5] = 0;
-      p += 6;
-      buf[p] = ELEM_ATTR.KEY;
-      buf[p + 1] = 0;
-      buf[p + 2] = AT.bytes;
-      le32(buf, p + 3, keyLen);
-      p += 7;
-      for (let z = 0; z < keyLen; z++) buf[p + z] = 0;
-      try {
-        let last: string | number | undefined;
-        for (let k = 0; k < parts; k++) {
-          const at = p + this.#offsets[k]!;
-          const value = run.value(i, k);
-          // A part that repeats the one before it in the same type (a hairpin's `ip . ip`) is parsed once.
-          if (k > 0 && value === last && this.#keyType[k] === this.#keyType[k - 1]) buf.copyWithin(at, p + this.#offsets[k - 1]!, at);
-          else writeKeyBytes(buf, at, this.#keyType[k]!, value);
-          last = value;
-        }
-      } catch (err) {
-        throw new NftEncodeError(op, `bad element key in a run of ${run.set}: ${(err as Error).message}`, { cause: err });
-      }
-      w.seek(p + keyLen);
-      if (data) {
-        const at = w.attrHeader(ELEM_ATTR.DATA, AT.bytes, data.len);
-        const out = w.raw;
-        for (let z = 0; z < data.len; z++) out[at + z] = 0;
-        try {
-          for (let k = 0; k < data.types.length; k++) writeKeyBytes(out, at + data.offsets[k]!, data.types[k]!, run.value(i, parts + k));
-        } catch (err) {
-          throw new NftEncodeError(op, `bad element value in a run of ${run.set}: ${(err as Error).message}`, { cause: err });
-        }
-      }
-    }
-    this.count += to - from;
-  }
-
-  end(): void {
-    this.#w.patchU32(this.#countAt, this.count);
-  }
-}
-
-function partOffsets(types: readonly DataType[]): number[] {
-  const offsets: number[] = [];
-  for (let k = 0, offset = 0; k < types.length; k++) {
-    offsets.push(offset);
-    offset += padTo4(typeLength(types[k]!));
-  }
-  return offsets;
 }
 
 /** Elements of an interval set: each a start and end, from parsed ranges. Returns how many records were written. */
@@ -365,12 +232,7 @@ export function writeElements(
     );
   const msg = verb === 'delete' ? MSG.DELSETELEM : verb === 'destroy' ? MSG.DESTROYSETELEM : MSG.NEWSETELEM;
   const flags = verb === 'create' ? NLM_F.CREATE | NLM_F.EXCL : verb === 'add' ? NLM_F.CREATE : 0;
-  enc.record(KIND.elements, msg, flags, first.family, firstIndex, [
-    { id: SET_ATTR.TABLE, type: 'str', value: first.table },
-    { id: SET_ATTR.NAME, type: 'str', value: first.set },
-  ]);
-  const countAt = enc.w.position;
-  enc.w.u32(0);
+  const countAt = beginElementRecord(enc, msg, flags, first.family, first.table, first.set, firstIndex);
   const defining = msg === MSG.NEWSETELEM;
   const interval = c.flags?.includes('interval') ?? false;
   const count = interval

@@ -1,7 +1,7 @@
 // Pieces the batch encoder's record writers share (encode.ts, encode-elements.ts).
 
 import type { DataType, Family, NftMap, NftSet } from '../objects.ts';
-import { TYPE_BITS, TYPE_ID } from './kernel-constants.ts';
+import { AT, ELEM_ATTR, KIND, SET_ATTR, TYPE_BITS, TYPE_ID } from './kernel-constants.ts';
 import { typeLength } from '../values.ts';
 import type { Attr, ByteWriter } from './wire.ts';
 
@@ -72,4 +72,98 @@ export interface RecordSink {
   readonly w: ByteWriter;
   container(family: Family, table: string, name: string): NftSet | NftMap | undefined;
   record(kind: number, msg: number, flags: number, family: Family, index: number, attrs: Attr[]): void;
+}
+
+/** Where each part of a map's data lies: one value unpadded, or a concatenation of 4-byte aligned parts (as dataBytes lays them out). */
+export interface DataLayout {
+  concat: boolean;
+  types: readonly DataType[];
+  offsets: number[];
+  len: number;
+}
+
+export function dataLayout(type: DataType | readonly DataType[]): DataLayout {
+  if (!Array.isArray(type)) return { concat: false, types: [type as DataType], offsets: [0], len: typeLength(type as DataType) };
+  const types = type as readonly DataType[];
+  return { concat: true, types, offsets: partOffsets(types), len: keyLength(types) };
+}
+
+/**
+ * An element's fixed part in one reservation: its operation's index, its
+ * attribute count (0, at the returned offset - 9, for the caller to patch)
+ * and its key attribute's header, the key's bytes zeroed. Returns where the
+ * key's bytes go; the caller writes them and seeks past them.
+ */
+export function elementHead(w: ByteWriter, op: number, keyLen: number): number {
+  const p = w.reserve(13 + keyLen);
+  const buf = w.raw;
+  le32(buf, p, op);
+  buf[p + 4] = 0;
+  buf[p + 5] = 0;
+  buf[p + 6] = ELEM_ATTR.KEY;
+  buf[p + 7] = 0;
+  buf[p + 8] = AT.bytes;
+  le32(buf, p + 9, keyLen);
+  for (let z = 0; z < keyLen; z++) buf[p + 13 + z] = 0;
+  return p + 13;
+}
+
+/** Starts a record of element operations on one set; returns where its element count goes, for the caller to patch. */
+export function beginElementRecord(
+  enc: RecordSink,
+  msg: number,
+  flags: number,
+  family: Family,
+  table: string,
+  set: string,
+  index: number,
+): number {
+  enc.record(KIND.elements, msg, flags, family, index, [
+    { id: SET_ATTR.TABLE, type: 'str', value: table },
+    { id: SET_ATTR.NAME, type: 'str', value: set },
+  ]);
+  const countAt = enc.w.position;
+  enc.w.u32(0);
+  return countAt;
+}
+
+/** Where each part of a concatenation starts: each padded to 4 bytes. */
+export function partOffsets(types: readonly DataType[]): number[] {
+  const offsets: number[] = [];
+  for (let k = 0, offset = 0; k < types.length; k++) {
+    offsets.push(offset);
+    offset += padTo4(typeLength(types[k]!));
+  }
+  return offsets;
+}
+
+/**
+ * A string attribute that often repeats the last one: its bytes are copied
+ * from where they were last written (the writer only grows, so that stays valid).
+ */
+export class RepeatedString {
+  #text: string | undefined;
+  #at = 0;
+  #len = 0;
+
+  /** The writer moved to a fresh buffer: nothing written before is there. */
+  forget(): void {
+    this.#text = undefined;
+  }
+
+  write(w: ByteWriter, id: number, text: string): void {
+    if (text === this.#text) {
+      const from = this.#at;
+      const len = this.#len;
+      const at = w.attrHeader(id, AT.str, len);
+      const buf = w.raw;
+      for (let i = 0; i < len; i++) buf[at + i] = buf[from + i]!;
+      return;
+    }
+    const start = w.position;
+    w.attrStr(id, text);
+    this.#text = text;
+    this.#at = start + 7;
+    this.#len = w.position - this.#at;
+  }
 }

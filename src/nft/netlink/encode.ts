@@ -9,15 +9,24 @@
 // (encodeOperationStream), never all listed.
 
 import type { Chain, Element, Family, NftMap, NftSet, Operation, Rule } from '../objects.ts';
-import { AT, CHAIN_ATTR, FAMILY_NUMBER, HOOK_NUMBER, KIND, MSG, NLM_F, RULE_ATTR, UDATA_COMMENT } from './kernel-constants.ts';
+import { CHAIN_ATTR, FAMILY_NUMBER, HOOK_NUMBER, KIND, MSG, NLM_F, RULE_ATTR, UDATA_COMMENT } from './kernel-constants.ts';
 import { ExprSink } from './kernel-exprs.ts';
 import { lowerInto } from './lower.ts';
 import { ByteWriter, type Attr, type BufferAllocator } from './wire.ts';
-import { RunRecord, writeElementRun, writeElements } from './encode-elements.ts';
+import { writeElementRun, writeElements } from './encode-elements.ts';
+import { RunRecords } from './encode-runs.ts';
 import { isElementRun, type GeneratedItem } from '../element-run.ts';
 import { flowtableAttrs, setAttrs, tableAttrs } from './encode-objects.ts';
 import { assertNever } from '../../assert-never.ts';
-import { commentBytes, keyLength, keyTypeId, NftEncodeError, type ContainerLookup, type RecordSink } from './encode-parts.ts';
+import {
+  commentBytes,
+  keyLength,
+  keyTypeId,
+  NftEncodeError,
+  RepeatedString,
+  type ContainerLookup,
+  type RecordSink,
+} from './encode-parts.ts';
 
 export { keyLength, keyTypeId, NftEncodeError, type ContainerLookup };
 
@@ -29,37 +38,6 @@ export interface EncodedBatch {
   records: number;
   /** Operations that add or remove a set, map or table, in order: what a dataplane learns from the batch once it landed. */
   containerChanges: Operation[];
-}
-
-/**
- * A string attribute that often repeats the last one: its bytes are copied
- * from where they were last written (the writer only grows, so that stays valid).
- */
-class RepeatedString {
-  #text: string | undefined;
-  #at = 0;
-  #len = 0;
-
-  /** The writer moved to a fresh buffer: nothing written before is there. */
-  forget(): void {
-    this.#text = undefined;
-  }
-
-  write(w: ByteWriter, id: number, text: string): void {
-    if (text === this.#text) {
-      const from = this.#at;
-      const len = this.#len;
-      const at = w.attrHeader(id, AT.str, len);
-      const buf = w.raw;
-      for (let i = 0; i < len; i++) buf[at + i] = buf[from + i]!;
-      return;
-    }
-    const start = w.position;
-    w.attrStr(id, text);
-    this.#text = text;
-    this.#at = start + 7;
-    this.#len = w.position - this.#at;
-  }
 }
 
 class BatchEncoder implements RecordSink {
@@ -302,13 +280,9 @@ export function encodeOperationPieces(
 function streamInto(enc: BatchEncoder, items: Iterable<GeneratedItem>, count: number, recordsEnded?: () => void): void {
   const run: Operation[] = [];
   let runFrom = 0;
-  let open: RunRecord | undefined;
+  const runs = new RunRecords(enc, STREAMED_ELEMENTS_PER_RECORD, recordsEnded);
   const flush = (): void => {
-    if (open) {
-      open.end();
-      open = undefined;
-      recordsEnded?.();
-    }
+    runs.end();
     if (run.length === 0) return;
     naming(runFrom, () => writeElements(enc, run, 0, run.length, undefined, runFrom));
     run.length = 0;
@@ -317,18 +291,12 @@ function streamInto(enc: BatchEncoder, items: Iterable<GeneratedItem>, count: nu
   let i = 0;
   for (const op of items) {
     if (isElementRun(op)) {
-      if (run.length > 0 || (open && !open.holds(op))) flush();
-      for (let from = 0; from < op.length; ) {
-        if (open?.count === STREAMED_ELEMENTS_PER_RECORD) flush();
-        open ??= new RunRecord(enc, op, i + from);
-        const to = Math.min(op.length, from + STREAMED_ELEMENTS_PER_RECORD - open.count);
-        open.write(op, from, to, i);
-        from = to;
-      }
+      if (run.length > 0) flush();
+      runs.add(op, i);
       i += op.length;
       continue;
     }
-    if (open) flush();
+    runs.end();
     const o = op.object;
     if (o.kind === 'element') {
       const head = run[0];

@@ -1,0 +1,140 @@
+// Runs of element additions (see ElementRun) in the streamed batch encoding:
+// written from their values as the element operations they stand for would
+// be (encode-elements.ts), byte for byte, in records of the same size.
+
+import type { ElementRun } from '../element-run.ts';
+import type { DataType, Family } from '../objects.ts';
+import { AT, ELEM_ATTR, MSG, NLM_F } from './kernel-constants.ts';
+import { writeKeyBytes } from './operands.ts';
+import type { ByteWriter } from './wire.ts';
+import {
+  beginElementRecord,
+  dataLayout,
+  type DataLayout,
+  elementHead,
+  keyLength,
+  NftEncodeError,
+  partOffsets,
+  type RecordSink,
+} from './encode-parts.ts';
+
+/**
+ * A record of element additions written from runs (see ElementRun): as
+ * writeExactElements writes the operations a run stands for, byte for byte,
+ * without making them. Open until end(); a streamed encoder adds runs of the
+ * record's set to it.
+ */
+class RunRecord {
+  readonly family: Family;
+  readonly table: string;
+  readonly set: string;
+  /** Elements written so far. */
+  count = 0;
+  readonly #w: ByteWriter;
+  readonly #countAt: number;
+  readonly #keyType: readonly DataType[];
+  readonly #keyLen: number;
+  readonly #offsets: number[];
+  readonly #data: DataLayout | undefined;
+
+  /** `index`: the transaction's index of the first element it will hold. */
+  constructor(enc: RecordSink, run: ElementRun, index: number) {
+    const c = enc.container(run.family, run.table, run.set);
+    if (!c) throw new NftEncodeError(index, `set ${run.set} in ${run.family} ${run.table} is not known`);
+    this.family = run.family;
+    this.table = run.table;
+    this.set = run.set;
+    this.#w = enc.w;
+    this.#keyType = c.keyType;
+    this.#keyLen = keyLength(c.keyType);
+    this.#offsets = partOffsets(c.keyType);
+    this.#data = c.kind === 'map' && Array.isArray(c.dataType) ? dataLayout(c.dataType) : undefined;
+    this.#countAt = beginElementRecord(enc, MSG.NEWSETELEM, NLM_F.CREATE, run.family, run.table, run.set, index);
+  }
+
+  holds(run: ElementRun): boolean {
+    return run.set === this.set && run.table === this.table && run.family === this.family;
+  }
+
+  /** Elements [from, to) of `run`, element i the transaction's operation index + i. */
+  write(run: ElementRun, from: number, to: number, index: number): void {
+    const w = this.#w;
+    const keyLen = this.#keyLen;
+    const parts = this.#keyType.length;
+    const data = this.#data;
+    for (let i = from; i < to; i++) {
+      const op = index + i;
+      const p = elementHead(w, op, keyLen);
+      const buf = w.raw;
+      w.patchU16(p - 9, data ? 2 : 1);
+      try {
+        let last: string | number | undefined;
+        for (let k = 0; k < parts; k++) {
+          const at = p + this.#offsets[k]!;
+          const value = run.value(i, k);
+          // A part that repeats the one before it in the same type (a hairpin's `ip . ip`) is parsed once.
+          if (k > 0 && value === last && this.#keyType[k] === this.#keyType[k - 1]) buf.copyWithin(at, p + this.#offsets[k - 1]!, at);
+          else writeKeyBytes(buf, at, this.#keyType[k]!, value);
+          last = value;
+        }
+      } catch (err) {
+        throw new NftEncodeError(op, `bad element key in a run of ${run.set}: ${(err as Error).message}`, { cause: err });
+      }
+      w.seek(p + keyLen);
+      if (data) {
+        const at = w.attrHeader(ELEM_ATTR.DATA, AT.bytes, data.len);
+        const out = w.raw;
+        for (let z = 0; z < data.len; z++) out[at + z] = 0;
+        try {
+          for (let k = 0; k < data.types.length; k++) writeKeyBytes(out, at + data.offsets[k]!, data.types[k]!, run.value(i, parts + k));
+        } catch (err) {
+          throw new NftEncodeError(op, `bad element value in a run of ${run.set}: ${(err as Error).message}`, { cause: err });
+        }
+      }
+    }
+    this.count += to - from;
+  }
+
+  end(): void {
+    this.#w.patchU32(this.#countAt, this.count);
+  }
+}
+
+/**
+ * The records a stream's runs go in: consecutive runs of one set share
+ * records of up to `perRecord` elements; any other operation between them
+ * ends the open one (end()).
+ */
+export class RunRecords {
+  readonly #enc: RecordSink;
+  readonly #perRecord: number;
+  readonly #ended: (() => void) | undefined;
+  #open: RunRecord | undefined;
+
+  /** `ended`: runs after each record ends, where no record is open. */
+  constructor(enc: RecordSink, perRecord: number, ended?: () => void) {
+    this.#enc = enc;
+    this.#perRecord = perRecord;
+    this.#ended = ended;
+  }
+
+  /** Writes the run, its first element the transaction's operation `index`. */
+  add(run: ElementRun, index: number): void {
+    if (this.#open && !this.#open.holds(run)) this.end();
+    for (let from = 0; from < run.length; ) {
+      if (this.#open?.count === this.#perRecord) this.end();
+      this.#open ??= new RunRecord(this.#enc, run, index + from);
+      const to = Math.min(run.length, from + this.#perRecord - this.#open.count);
+      this.#open.write(run, from, to, index);
+      from = to;
+    }
+  }
+
+  /** Ends the open record, if there is one. */
+  end(): void {
+    if (!this.#open) return;
+    this.#open.end();
+    this.#open = undefined;
+    this.#ended?.();
+  }
+}
