@@ -21,6 +21,7 @@ export { NftCommitError, type Dataplane, type OperationFailure, type TableListin
 export { NetlinkDataplane, type NetlinkDataplaneOptions } from './nft/netlink/netlink-dataplane.ts';
 export { FakeKernel } from './nft/fake/fake-kernel.ts';
 export { Transaction, validateOperations, NftInvalidError, type OperationCount } from './nft/transaction.ts';
+export { runOperations, type ElementRun, type GeneratedItem } from './nft/element-run.ts';
 export { renderOperations, renderTableText } from './nft/render-text.ts';
 export { probeFlowtables, type CapabilityAnswer } from './nft/capabilities.ts';
 export { LinkMonitor } from './links/link-monitor.ts';
