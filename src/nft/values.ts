@@ -147,24 +147,18 @@ export function writeValueBytes(buf: Uint8Array, at: number, type: DataType, tex
     case 'ipv4_addr':
       parseIPv4(text, 0, text.length, buf, at);
       return;
-    case 'inet_service': {
-      const n = parseDecimal(type, text, 65535);
-      buf[at] = n >>> 8;
-      buf[at + 1] = n & 0xff;
+    case 'inet_service':
+      writeBigEndian(buf, at, parseDecimal(type, text, 65535), 2);
       return;
-    }
     case 'inet_proto':
       buf[at] = PROTO_BY_NAME[text] ?? parseDecimal(type, text, 255);
       return;
     case 'mark':
-    case 'integer': {
-      const n = type === 'mark' ? parseMark(text) : parseDecimal(type, text, 0xffffffff);
-      buf[at] = n >>> 24;
-      buf[at + 1] = (n >>> 16) & 0xff;
-      buf[at + 2] = (n >>> 8) & 0xff;
-      buf[at + 3] = n & 0xff;
+      writeBigEndian(buf, at, parseMark(text), 4);
       return;
-    }
+    case 'integer':
+      writeBigEndian(buf, at, parseDecimal(type, text, 0xffffffff), 4);
+      return;
     case 'ipv6_addr':
     case 'ifname':
     case 'verdict':
@@ -180,16 +174,14 @@ export function writeValueNumber(buf: Uint8Array, at: number, type: DataType, n:
   const max = type === 'inet_service' ? 0xffff : type === 'inet_proto' ? 0xff : type === 'mark' || type === 'integer' ? 0xffffffff : -1;
   if (max < 0) throw new NftValueError(type, String(n), 'a number is no value of this type');
   if (!Number.isInteger(n) || n < 0 || n > max) throw new NftValueError(type, String(n), `out of range 0-${max}`);
-  if (type === 'inet_proto') {
-    buf[at] = n;
-  } else if (type === 'inet_service') {
-    buf[at] = n >>> 8;
-    buf[at + 1] = n & 0xff;
-  } else {
-    buf[at] = n >>> 24;
-    buf[at + 1] = (n >>> 16) & 0xff;
-    buf[at + 2] = (n >>> 8) & 0xff;
-    buf[at + 3] = n & 0xff;
+  writeBigEndian(buf, at, n, typeLength(type));
+}
+
+/** An unsigned number of `width` bytes (1, 2 or 4) in network order. */
+function writeBigEndian(buf: Uint8Array, at: number, n: number, width: number): void {
+  for (let k = width - 1; k >= 0; k--) {
+    buf[at + k] = n & 0xff;
+    n >>>= 8;
   }
 }
 
