@@ -42,11 +42,6 @@ export function isElementRun(item: GeneratedItem): item is ElementRun {
   return (item as ElementRun).kind === 'element-run';
 }
 
-/** How many operations an item stands for. */
-export function itemLength(item: GeneratedItem): number {
-  return isElementRun(item) ? item.length : 1;
-}
-
 /** The operations the items stand for, runs made into their element additions one at a time. */
 export function* runOperations(items: Iterable<GeneratedItem>): Generator<Operation> {
   for (const item of items) {

@@ -5,7 +5,7 @@
 // its type stops the encoding, naming its element's operation.
 
 import { describe, expect, it } from 'vitest';
-import { runOperations, type ElementRun, type GeneratedItem } from '../../src/nft/element-run.ts';
+import { isElementRun, runOperations, type ElementRun, type GeneratedItem } from '../../src/nft/element-run.ts';
 import { encodeOperationStream, NftEncodeError } from '../../src/nft/netlink/encode.ts';
 import type { DataType, Element, NftMap, NftSet, Operation } from '../../src/nft/objects.ts';
 import { NftInvalidError, Transaction } from '../../src/nft/transaction.ts';
@@ -56,7 +56,7 @@ const endpointSlots = (n: number, from = 0) =>
   );
 
 function generated(items: GeneratedItem[]): Transaction {
-  const length = items.reduce((n, item) => n + ('kind' in item && item.kind === 'element-run' ? item.length : 1), 0);
+  const length = items.reduce((n, item) => n + (isElementRun(item) ? item.length : 1), 0);
   return new Transaction().queueGenerated(() => items, length);
 }
 
