@@ -93,7 +93,7 @@ function measure(size: BenchSize): SizeFigures {
   const { generated } = time('plan', () =>
     planGeneratedFullSync(renderRuleset([...tracker.servicePorts()], config, undefined, undefined, { keepRenderings: false }), 'replace'),
   );
-  const tx = new Transaction().queueGenerated(generated!.items ?? generated!.source, generated!.length);
+  const tx = new Transaction().queueGenerated(generated!.items, generated!.length);
   const containers = new Map<string, NftSet | NftMap>();
   for (const { object: o } of generated!.source())
     if (o.kind === 'set' || o.kind === 'map') containers.set(`${o.family}\0${o.table}\0${o.name}`, o);

@@ -21,11 +21,11 @@ import type { TableListing } from '../nft/dataplane.ts';
 import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from '../nft/objects.ts';
 import { objectKey } from '../nft/objects.ts';
 import { flowtableDelete, flowtableDeviceChanges } from './departed-devices.ts';
-import { emptyStats, listedPlan, type StaleChain, type SyncPlan, type SyncStats } from './diff.ts';
-import { HairpinElements, hairpinElement } from './element-claims.ts';
-import { elementCount, forEachElementOf, type Fragment, isDynamicSet, SlotElements } from './fragment.ts';
-import { runOperations, type GeneratedItem } from '../nft/element-run.ts';
-import { elementsBySet } from './full-sync.ts';
+import { emptyStats, generatedOperations, listedPlan, type StaleChain, type SyncPlan, type SyncStats } from './diff.ts';
+import { hairpinElement } from './element-claims.ts';
+import { elementCount, forEachElementOf, type Fragment, isDynamicSet } from './fragment.ts';
+import type { GeneratedItem } from '../nft/element-run.ts';
+import { additionsOf, elementsBySet, hairpinAdditions } from './full-sync.ts';
 import { ENDPOINT_MAP_SHARDS, shardMapName } from './endpoint-slots.ts';
 import { SET } from './names.ts';
 import { forEachFragmentItem, type Ruleset } from './ruleset.ts';
@@ -353,13 +353,9 @@ function adoptElements(desired: Ruleset, tables: ReadonlyMap<Family, TableElemen
  */
 function* refilledItems(desired: Ruleset, refilled: ReadonlyMap<Family, ReadonlySet<string>>): Generator<GeneratedItem> {
   const groups = elementsBySet(desired, (item) => refilled.get(item.family)?.has(item.set) ?? false);
-  for (const group of groups)
-    for (const item of group) yield item.kind === 'slots' ? new SlotElements(item) : { verb: 'add', object: item };
+  yield* additionsOf(groups);
   groups.length = 0;
-  for (const [family, counts] of desired.hairpin) {
-    if (!refilled.get(tableFamily(family))?.has(SET.hairpinEndpoints) || counts.size === 0) continue;
-    yield new HairpinElements(family, desired.config.tableName, Array.from(counts.keys()));
-  }
+  yield* hairpinAdditions(desired, (family) => refilled.get(tableFamily(family))?.has(SET.hairpinEndpoints) ?? false);
 }
 
 /**
@@ -396,8 +392,12 @@ export function planGeneratedAdoption(
   // Only the sets each table refills are needed to make the operations again, not the listings.
   const refilled = new Map([...tables].map(([family, t]) => [family, t.refilled]));
   const items = () => p.operations(() => refilledItems(desired, refilled));
-  const generated = { source: () => runOperations(items()), items, length: p.length() + refilledCount };
-  return { ops: [], generated, next: { applied: desired, staleChains: stale }, stats };
+  return {
+    ops: [],
+    generated: generatedOperations(items, p.length() + refilledCount),
+    next: { applied: desired, staleChains: stale },
+    stats,
+  };
 }
 
 /** planGeneratedAdoption with its operations listed (dry runs, tests). */

@@ -17,7 +17,7 @@
 
 import type { IPFamily } from '../k8s/types.ts';
 import { type Chain, type Element, type NftMap, type NftSet, objectKey, type Operation } from '../nft/objects.ts';
-import type { GeneratedItem } from '../nft/element-run.ts';
+import { runOperations, type GeneratedItem } from '../nft/element-run.ts';
 import { type DeviceDepartures, flowtableDelete, flowtableDeviceChanges, NO_DEPARTURES } from './departed-devices.ts';
 import { hairpinElement } from './element-claims.ts';
 import { type ChainSpec, claimKeysOf, forEachOwnElement, type Fragment } from './fragment.ts';
@@ -64,14 +64,19 @@ export interface SyncPlan {
   /**
    * A full sync's operations made on demand rather than listed (see
    * Transaction.queueGenerated): `source` makes the same `length` operations
-   * every time, as a pure function of what the plan was made from. `items`,
-   * when given, makes them with runs of element additions as runs (see
-   * ElementRun): what a transaction is queued from.
+   * every time, as a pure function of what the plan was made from. `items`
+   * makes them with runs of element additions as runs (see ElementRun): what
+   * a transaction is queued from. See generatedOperations.
    */
-  generated?: { source: () => Iterable<Operation>; items?: () => Iterable<GeneratedItem>; length: number };
+  generated?: { source: () => Iterable<Operation>; items: () => Iterable<GeneratedItem>; length: number };
   /** The state to keep once `ops` committed; the old one stays if the commit fails. */
   next: SyncState;
   stats: SyncStats;
+}
+
+/** A plan's generated operations from what makes them, runs as runs: `source` gives the runs' elements as operations. */
+export function generatedOperations(items: () => Iterable<GeneratedItem>, length: number): NonNullable<SyncPlan['generated']> {
+  return { items, source: () => runOperations(items()), length };
 }
 
 /** How many operations a plan commits, listed or generated. */

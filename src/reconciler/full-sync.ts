@@ -19,10 +19,10 @@
 import type { IPFamily } from '../k8s/types.ts';
 import type { Chain, Element, NftMap, NftSet, Operation, Table } from '../nft/objects.ts';
 import { objectKey } from '../nft/objects.ts';
-import { emptyStats, listedPlan, type StaleChain, type SyncPlan, type SyncState, type SyncStats } from './diff.ts';
+import { emptyStats, generatedOperations, listedPlan, type StaleChain, type SyncPlan, type SyncState, type SyncStats } from './diff.ts';
 import { HairpinElements, skeletonOwner } from './element-claims.ts';
 import { emptyTally, type Fragment, isDynamicSet, type SlotRun, SlotElements, tallyFragment } from './fragment.ts';
-import { runOperations, type GeneratedItem } from '../nft/element-run.ts';
+import type { GeneratedItem } from '../nft/element-run.ts';
 import { forEachFragmentItem, forEachItemOf, type Ruleset } from './ruleset.ts';
 import { tableFamily } from './statements.ts';
 
@@ -55,7 +55,7 @@ export function planFullSync(desired: Ruleset, mode: FullSyncMode, state?: SyncS
 export function planGeneratedFullSync(desired: Ruleset, mode: FullSyncMode, state?: SyncState): SyncPlan {
   const items = () => fullSyncItems(desired, mode);
   const { length, stats } = countFullSync(desired, mode);
-  return { ops: [], generated: { source: () => runOperations(items()), items, length }, next: nextState(desired, mode, state), stats };
+  return { ops: [], generated: generatedOperations(items, length), next: nextState(desired, mode, state), stats };
 }
 
 /**
@@ -89,10 +89,20 @@ function* fullSyncItems(desired: Ruleset, mode: FullSyncMode): Generator<Generat
     forEachItemOf(desired, owner, f, take);
   }
   yield* eachSetTogether(elements);
-  for (const group of slots.drain())
+  yield* additionsOf(slots.drain());
+  yield* hairpinAdditions(desired);
+}
+
+/** Elements grouped by set (elementsBySet's groups) as a generated transaction adds them: a run of endpoint slots as a run. */
+export function* additionsOf(groups: readonly ElementGroup[]): Generator<GeneratedItem> {
+  for (const group of groups)
     for (const item of group) yield item.kind === 'slots' ? new SlotElements(item) : { verb: 'add', object: item };
+}
+
+/** The hairpin elements of the families `wanted` (every one by default), a run per family, from their counts. */
+export function* hairpinAdditions(desired: Ruleset, wanted: (family: IPFamily) => boolean = () => true): Generator<GeneratedItem> {
   for (const [family, counts] of desired.hairpin)
-    if (counts.size > 0) yield new HairpinElements(family, desired.config.tableName, Array.from(counts.keys()));
+    if (counts.size > 0 && wanted(family)) yield new HairpinElements(family, desired.config.tableName, Array.from(counts.keys()));
 }
 
 /**

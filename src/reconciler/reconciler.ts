@@ -387,7 +387,7 @@ export class Reconciler {
     const { generated } = plan;
     if (planLength(plan) > 0) {
       const tx = this.#dataplane.begin();
-      if (generated) tx.queueGenerated(generated.items ?? generated.source, generated.length);
+      if (generated) tx.queueGenerated(generated.items, generated.length);
       else tx.queueAll(plan.ops);
       // Blamed on every operation, the invalid ones too: the errors' indexes count them all.
       const every = () => (generated ? Array.from(generated.source()) : plan.ops);
