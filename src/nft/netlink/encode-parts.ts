@@ -1,4 +1,4 @@
-// Pieces the batch encoder's record writers share (encode.ts, encode-elements.ts).
+// Pieces of the batch encoder (encode.ts) and of its record writers (encode-elements.ts, encode-runs.ts).
 
 import type { DataType, Family, NftMap, NftSet } from '../objects.ts';
 import { AT, ELEM_ATTR, KIND, SET_ATTR, TYPE_BITS, TYPE_ID } from './kernel-constants.ts';
