@@ -6,6 +6,7 @@
 import { loadavg } from 'node:os';
 import type { RawLoadResult } from './sync-raw-load.ts';
 import type { BenchSize } from './sizes.ts';
+import type { ListFloor } from './sync-floor.ts';
 import { STARTUP_PHASES, STARTUP_SERVICES, STARTUP_ENDPOINTS, type StartupResult } from './sync-startup.ts';
 
 const MiB = 2 ** 20;
@@ -44,6 +45,8 @@ export interface SizeResult {
   size: BenchSize;
   cold: ColdResult;
   changes?: ChangeSample[];
+  /** Spawn → the same lists read by a child that parses nothing (bench/sync-floor.ts). */
+  floor?: ListFloor;
   /** The raw load and nft -f, where run (not at the largest sizes). */
   compare?: { raw: RawLoadResult; nft: { ms: number; peakMiB: number } };
   load: number[];
@@ -96,6 +99,11 @@ function printCompare(r: SizeResult): void {
   );
 }
 
+/** (spawn → lists read, nothing parsed + the kernel's time) / the kernel's time: where cold_over_kernel cannot go below. */
+function floorOverKernel(r: SizeResult): number | undefined {
+  return r.floor && (r.floor.listedMs + r.cold.kernelMs) / r.cold.kernelMs;
+}
+
 export function printSize(r: SizeResult, shape: string): void {
   const { cold, size } = r;
   console.log(
@@ -107,6 +115,13 @@ export function printSize(r: SizeResult, shape: string): void {
       `${f(cold.syncMs)} (+ ${f(cold.coldMs - cold.bootMs - cold.listMs - cold.syncMs)} rest)`,
   );
   console.log(`  kernel's share    ${f(cold.kernelMs)} ms of the sync's commits: cold/kernel ${f(cold.coldMs / cold.kernelMs)}`);
+  if (r.floor) {
+    const { bootMs, listedMs, bytes, runs } = r.floor;
+    console.log(
+      `  floor             ${f(listedMs + cold.kernelMs)} ms = spawn -> lists read ${f(listedMs)} (boot ${f(bootMs)}, ` +
+        `${f(bytes / MiB)} MiB, nothing parsed; quickest of ${runs}) + the kernel: floor/kernel ${f(floorOverKernel(r)!)}`,
+    );
+  }
   if (r.restart) {
     const { restartMs, mode, ops, hwmMiB } = r.restart;
     console.log(
@@ -150,6 +165,10 @@ function sizeKeys(summary: Record<string, number | string>, r: SizeResult, minSy
   summary[`cold_list_ms_${k}`] = Math.round(r.cold.listMs);
   summary[`kernel_ms_${k}`] = Math.round(r.cold.kernelMs);
   summary[`cold_over_kernel_${k}`] = r2(r.cold.coldMs / r.cold.kernelMs);
+  if (r.floor) {
+    summary[`floor_lists_ms_${k}`] = Math.round(r.floor.listedMs);
+    summary[`floor_over_kernel_${k}`] = r2(floorOverKernel(r)!);
+  }
   if (r.compare) {
     const { raw, nft } = r.compare;
     summary[`raw_load_ms_${k}`] = Math.round(raw.commitMs);

@@ -13,16 +13,18 @@
 //      spawn → first successful sync logged, with the boot, list/ready and the
 //      sync's own durationMs apart, and the kernel's share (the synced line's
 //      kernelMs: its commits' send → last answer); then VmRSS/VmHWM from /proc;
-//   2. at 10k and 100k (BENCH_LATENCY_AT), event→kernel latency of one endpoint
+//   2. the floor (bench/sync-floor.ts): spawn → the same lists read by a child
+//      that parses nothing, quickest of three, plus the cold sync's kernel time;
+//   3. at 10k and 100k (BENCH_LATENCY_AT), event→kernel latency of one endpoint
 //      change: API write → the agent's sync log line (written once the commit
 //      carrying it returned), with the default --min-sync-period=1s: changes
 //      written while the agent is idle, and changes written right after a sync
 //      (which wait for the period);
-//   3. up to 300k endpoints (BENCH_COMPARE_MAX_ENDPOINTS), the raw load: the
+//   4. up to 300k endpoints (BENCH_COMPARE_MAX_ENDPOINTS), the raw load: the
 //      same ServicePorts' full-sync operations committed through the
 //      NetlinkDataplane into a fresh namespace (bench/sync-raw-load.ts, a
 //      child: also the heap each stage keeps);
-//   4. and the same operations as `nft` text through `nft -f` in a fresh
+//   5. and the same operations as `nft` text through `nft -f` in a fresh
 //      namespace, with nft's peak RSS.
 // --endpoint-shape=map|chains (default map, the agent's) is passed to the agent and to
 // the raw load. Prints a table; the last line is one JSON object.
@@ -44,6 +46,7 @@ import { AgentChild, type LogRecord } from './agent-child.ts';
 import { parseSizes, type BenchSize } from './sizes.ts';
 import { agentFlags, populate, podIP, servicePortName, sliceKey, sliceObject } from './sync-cluster.ts';
 import { measureStartup, type StartupResult } from './sync-startup.ts';
+import { measureListFloor } from './sync-floor.ts';
 import { printSize, printStartup, summarize, type ChangeSample, type ColdResult, type SizeResult } from './sync-report.ts';
 
 /** Extra node flags for the agent child (e.g. --cpu-prof), space-separated. */
@@ -54,6 +57,8 @@ const argValue = (name: string) => process.argv.find((a) => a.startsWith(`--${na
 /** The sizes at which one-change latency is measured. */
 const LATENCY_AT = new Set(parseSizes(argValue('latency-at') ?? process.env.BENCH_LATENCY_AT ?? '10k,100k').map((s) => s.label));
 const IDLE_SAMPLES = 10;
+/** Children timed for the floor; the quickest counts. */
+const FLOOR_RUNS = 3;
 const BUSY_SAMPLES = 5;
 const SIZES = parseSizes(argValue('sizes') ?? process.env.BENCH_SIZES ?? '1k,10k,30k,100k,5k50,44k1');
 /** Above this many endpoints the raw load and nft -f are left out (nft -f alone would need GiBs and minutes). */
@@ -226,6 +231,7 @@ async function runSize(size: BenchSize): Promise<SizeResult> {
     let cold: ColdResult;
     let changes: ChangeSample[] | undefined;
     let restart: SizeResult['restart'];
+    let floor: SizeResult['floor'];
     try {
       const spawnedAt = Date.now();
       const agent = new AgentChild(
@@ -243,16 +249,18 @@ async function runSize(size: BenchSize): Promise<SizeResult> {
       } finally {
         await agent.stop();
       }
+      floor = await measureListFloor(kubeconfig, FLOOR_RUNS, 120_000 + size.services * size.endpoints);
       restart = await restartSync(kubeconfig, ns, size);
     } finally {
       ns.destroy();
     }
-    if (size.services * size.endpoints > COMPARE_MAX_ENDPOINTS) return { size, cold, ...(changes ? { changes } : {}), restart, load };
+    const measured = { size, cold, ...(changes ? { changes } : {}), floor, restart, load };
+    if (size.services * size.endpoints > COMPARE_MAX_ENDPOINTS) return measured;
     const raw = await rawLoad(kubeconfig, textFile, size);
     if (raw.ops !== cold.ops)
       throw new Error(`raw load has ${raw.ops} operations, the agent's cold sync ${cold.ops}: not the same ruleset`);
     const nft = nftLoad(textFile);
-    return { size, cold, ...(changes ? { changes } : {}), restart, compare: { raw, nft }, load };
+    return { ...measured, compare: { raw, nft } };
   } finally {
     rmSync(textFile, { force: true });
     await api.close();

@@ -1,0 +1,76 @@
+// bench:sync's floor child: what a cold start costs before any work of ours.
+// Spawned with the agent's own node flags, it opens the agent's three
+// WatchList streams (the same paths, selectors and query), reads their bytes
+// to each one's initial-events-end bookmark without parsing them, prints the
+// moment it began and the moment all three were read (Date.now(), one JSON
+// line), and exits. Spawn → that last moment is node's boot plus the lists'
+// transfer: with the kernel's own commit time added, the least a cold sync
+// could take, whatever the agent does with the objects.
+//
+// Plain CommonJS on node's built-ins only, so that it loads nothing the
+// figure would then include.
+//
+// Usage: node list-floor.cjs KUBECONFIG_JSON NODE_NAME LABEL_SELECTOR
+
+const startedAt = Date.now();
+const { readFileSync } = require('node:fs');
+const http = require('node:http');
+const https = require('node:https');
+
+const [kubeconfigPath, nodeName, labelSelector] = process.argv.slice(2);
+const kubeconfig = JSON.parse(readFileSync(kubeconfigPath, 'utf8'));
+const cluster = kubeconfig.clusters[0].cluster;
+const token = kubeconfig.users[0].user.token;
+const server = new URL(cluster.server);
+const tls = server.protocol === 'https:';
+const ca = cluster['certificate-authority-data'];
+const END = Buffer.from('"k8s.io/initial-events-end"');
+
+const watchList = { watch: '1', allowWatchBookmarks: 'true', sendInitialEvents: 'true', resourceVersionMatch: 'NotOlderThan' };
+const streams = [
+  ['/api/v1/services', { labelSelector }],
+  ['/apis/discovery.k8s.io/v1/endpointslices', { labelSelector }],
+  ['/api/v1/nodes', { fieldSelector: `metadata.name=${nodeName}` }],
+];
+
+/** Resolves once the stream's bytes hold the bookmark that ends its initial events. */
+function readToInitialEnd(path, selector) {
+  const url = new URL(path, server);
+  for (const [k, v] of Object.entries({ ...selector, ...watchList })) url.searchParams.set(k, v);
+  const options = {
+    headers: { accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    ...(tls ? (ca ? { ca: Buffer.from(ca, 'base64') } : { rejectUnauthorized: false }) : {}),
+  };
+  return new Promise((resolve, reject) => {
+    const req = (tls ? https : http).get(url, options, (res) => {
+      if (res.statusCode !== 200) return reject(new Error(`${path}: HTTP ${res.statusCode}`));
+      // The marker may straddle two chunks: keep the previous chunk's tail.
+      let tail = Buffer.alloc(0);
+      let bytes = 0;
+      res.on('data', (chunk) => {
+        bytes += chunk.length;
+        const seam = Buffer.concat([tail, chunk.subarray(0, END.length - 1)]);
+        if (seam.includes(END) || chunk.includes(END)) {
+          res.destroy();
+          resolve(bytes);
+          return;
+        }
+        tail = chunk.subarray(Math.max(0, chunk.length - (END.length - 1)));
+      });
+      res.on('end', () => reject(new Error(`${path}: ended before its initial-events-end bookmark`)));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+  });
+}
+
+Promise.all(streams.map(([path, selector]) => readToInitialEnd(path, selector))).then(
+  (bytes) => {
+    process.stdout.write(`${JSON.stringify({ startedAt, listedAt: Date.now(), bytes: bytes.reduce((a, b) => a + b, 0) })}\n`);
+    process.exit(0);
+  },
+  (e) => {
+    process.stderr.write(`list-floor: ${e.message}\n`);
+    process.exit(1);
+  },
+);
