@@ -44,18 +44,20 @@ function readToInitialEnd(path, selector) {
   return new Promise((resolve, reject) => {
     const req = (tls ? https : http).get(url, options, (res) => {
       if (res.statusCode !== 200) return reject(new Error(`${path}: HTTP ${res.statusCode}`));
-      // The marker may straddle two chunks: keep the previous chunk's tail.
+      // The marker may straddle chunks (several, if some are tiny): keep the
+      // stream's last bytes, one fewer than the marker has.
+      const keep = END.length - 1;
       let tail = Buffer.alloc(0);
       let bytes = 0;
       res.on('data', (chunk) => {
         bytes += chunk.length;
-        const seam = Buffer.concat([tail, chunk.subarray(0, END.length - 1)]);
+        const seam = Buffer.concat([tail, chunk.subarray(0, keep)]);
         if (seam.includes(END) || chunk.includes(END)) {
           res.destroy();
           resolve(bytes);
           return;
         }
-        tail = chunk.subarray(Math.max(0, chunk.length - (END.length - 1)));
+        tail = chunk.length >= keep ? chunk.subarray(chunk.length - keep) : seam.subarray(Math.max(0, seam.length - keep));
       });
       res.on('end', () => reject(new Error(`${path}: ended before its initial-events-end bookmark`)));
       res.on('error', reject);

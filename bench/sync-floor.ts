@@ -31,7 +31,12 @@ function once(kubeconfig: string, timeoutMs: number): Promise<Omit<ListFloor, 'r
       [...imageNodeFlags(), CHILD, kubeconfig, NODE_NAME, serviceProxySelector()],
       { timeout: timeoutMs, maxBuffer: 1 << 20 },
       (err, stdout, stderr) => {
-        if (err) return reject(new Error(`list floor child: ${err.message} ${stderr}`));
+        if (err)
+          return reject(
+            new Error(
+              `list floor child (exit ${err.code}, signal ${err.signal}, after ${Date.now() - spawnedAt} ms): ${err.message} ${stderr}`,
+            ),
+          );
         const r = JSON.parse(stdout) as { startedAt: number; listedAt: number; bytes: number };
         resolve({ bootMs: r.startedAt - spawnedAt, listedMs: r.listedAt - spawnedAt, bytes: r.bytes });
       },
