@@ -99,9 +99,11 @@ function printCompare(r: SizeResult): void {
   );
 }
 
-/** (spawn → lists read, nothing parsed + the kernel's time) / the kernel's time: where cold_over_kernel cannot go below. */
-function floorOverKernel(r: SizeResult): number | undefined {
-  return r.floor && (r.floor.listedMs + r.cold.kernelMs) / r.cold.kernelMs;
+/** Spawn → lists read (nothing parsed) + the kernel's time, and that over the kernel's time: where cold_over_kernel cannot go below. */
+function floorOf(r: SizeResult): { ms: number; overKernel: number } | undefined {
+  if (!r.floor) return undefined;
+  const ms = r.floor.listedMs + r.cold.kernelMs;
+  return { ms, overKernel: ms / r.cold.kernelMs };
 }
 
 export function printSize(r: SizeResult, shape: string): void {
@@ -115,11 +117,12 @@ export function printSize(r: SizeResult, shape: string): void {
       `${f(cold.syncMs)} (+ ${f(cold.coldMs - cold.bootMs - cold.listMs - cold.syncMs)} rest)`,
   );
   console.log(`  kernel's share    ${f(cold.kernelMs)} ms of the sync's commits: cold/kernel ${f(cold.coldMs / cold.kernelMs)}`);
-  if (r.floor) {
-    const { bootMs, listedMs, bytes, runs } = r.floor;
+  const floor = floorOf(r);
+  if (floor) {
+    const { bootMs, listedMs, bytes, runs } = r.floor!;
     console.log(
-      `  floor             ${f(listedMs + cold.kernelMs)} ms = spawn -> lists read ${f(listedMs)} (boot ${f(bootMs)}, ` +
-        `${f(bytes / MiB)} MiB, nothing parsed; quickest of ${runs}) + the kernel: floor/kernel ${f(floorOverKernel(r)!)}`,
+      `  floor             ${f(floor.ms)} ms = spawn -> lists read ${f(listedMs)} (boot ${f(bootMs)}, ` +
+        `${f(bytes / MiB)} MiB, nothing parsed; quickest of ${runs}) + the kernel: floor/kernel ${f(floor.overKernel)}`,
     );
   }
   if (r.restart) {
@@ -165,9 +168,10 @@ function sizeKeys(summary: Record<string, number | string>, r: SizeResult, minSy
   summary[`cold_list_ms_${k}`] = Math.round(r.cold.listMs);
   summary[`kernel_ms_${k}`] = Math.round(r.cold.kernelMs);
   summary[`cold_over_kernel_${k}`] = r2(r.cold.coldMs / r.cold.kernelMs);
-  if (r.floor) {
-    summary[`floor_lists_ms_${k}`] = Math.round(r.floor.listedMs);
-    summary[`floor_over_kernel_${k}`] = r2(floorOverKernel(r)!);
+  const floor = floorOf(r);
+  if (floor) {
+    summary[`floor_lists_ms_${k}`] = Math.round(r.floor!.listedMs);
+    summary[`floor_over_kernel_${k}`] = r2(floor.overKernel);
   }
   if (r.compare) {
     const { raw, nft } = r.compare;

@@ -57,9 +57,9 @@ const argValue = (name: string) => process.argv.find((a) => a.startsWith(`--${na
 /** The sizes at which one-change latency is measured. */
 const LATENCY_AT = new Set(parseSizes(argValue('latency-at') ?? process.env.BENCH_LATENCY_AT ?? '10k,100k').map((s) => s.label));
 const IDLE_SAMPLES = 10;
+const BUSY_SAMPLES = 5;
 /** Children timed for the floor; the quickest counts. */
 const FLOOR_RUNS = 3;
-const BUSY_SAMPLES = 5;
 const SIZES = parseSizes(argValue('sizes') ?? process.env.BENCH_SIZES ?? '1k,10k,30k,100k,5k50,44k1');
 /** Above this many endpoints the raw load and nft -f are left out (nft -f alone would need GiBs and minutes). */
 const COMPARE_MAX_ENDPOINTS = Number(process.env.BENCH_COMPARE_MAX_ENDPOINTS ?? 300_000);
