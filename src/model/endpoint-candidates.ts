@@ -45,6 +45,11 @@ export interface Candidate extends EndpointView {
   slice: SliceView;
 }
 
+/** Built only for a warning: this runs for every endpoint of every slice. */
+function addressField(i: number): string {
+  return `endpoints[${i}].addresses[0]`;
+}
+
 function portKey(protocol: Protocol, name: string): string {
   return `${protocol}/${name}`;
 }
@@ -101,7 +106,6 @@ export function readSlices(
     });
     const endpoints: EndpointView[] = [];
     slice.endpoints.forEach((ep, i) => {
-      const field = `endpoints[${i}].addresses[0]`;
       const raw = ep.address;
       if (raw === '') {
         sink.add('MISSING_ADDRESS', obj, `endpoints[${i}].addresses`, 'endpoint has no address; ignored');
@@ -109,16 +113,16 @@ export function readSlices(
       }
       const ip = parseIP(raw);
       if (ip === undefined) {
-        sink.add('INVALID_IP', obj, field, `not an IP address: ${JSON.stringify(raw)}; endpoint ignored`, raw);
+        sink.add('INVALID_IP', obj, addressField(i), `not an IP address: ${JSON.stringify(raw)}; endpoint ignored`, raw);
         return;
       }
       if (ip.family !== family) {
-        sink.add('FAMILY_MISMATCH', obj, field, `${ip.family} address in an ${family} slice; endpoint ignored`, raw);
+        sink.add('FAMILY_MISMATCH', obj, addressField(i), `${ip.family} address in an ${family} slice; endpoint ignored`, raw);
         return;
       }
       const special = specialAddressKind(ip);
       if (special !== undefined) {
-        sink.add('SPECIAL_IP', obj, field, `${special} address cannot be an endpoint; endpoint ignored`, raw);
+        sink.add('SPECIAL_IP', obj, addressField(i), `${special} address cannot be an endpoint; endpoint ignored`, raw);
         return;
       }
       const view: EndpointView = {
@@ -163,17 +167,30 @@ function rank(c: Candidate): number {
   return 0;
 }
 
+function compareCandidates(a: Candidate, b: Candidate): number {
+  if (a.ip !== b.ip) return a.ip < b.ip ? -1 : 1;
+  return a.port - b.port;
+}
+
 /**
- * One candidate per address:port. The same endpoint shows up in two slices
- * while a controller moves it between them; the most usable record wins
- * (ready, then serving-terminating), the first slice by name on a tie.
+ * One candidate per address:port, sorted by address then port. The same
+ * endpoint shows up in two slices while a controller moves it between them;
+ * the most usable record wins (ready, then serving-terminating), the first
+ * slice by name on a tie: candidates come in slice-name order and the sort is
+ * stable, so equal ones stay in that order. Sorting first finds duplicates
+ * side by side, without a key string per candidate.
  */
 export function mergeDuplicates(candidates: readonly Candidate[]): Candidate[] {
-  const byKey = new Map<string, Candidate>();
-  for (const c of candidates) {
-    const key = `${c.ip}|${c.port}`;
-    const seen = byKey.get(key);
-    if (seen === undefined || rank(c) > rank(seen)) byKey.set(key, c);
+  const sorted = [...candidates].sort(compareCandidates);
+  let kept = 0;
+  for (const c of sorted) {
+    const last = kept > 0 ? sorted[kept - 1]! : undefined;
+    if (last !== undefined && last.ip === c.ip && last.port === c.port) {
+      if (rank(c) > rank(last)) sorted[kept - 1] = c;
+      continue;
+    }
+    sorted[kept++] = c;
   }
-  return [...byKey.values()];
+  sorted.length = kept;
+  return sorted;
 }

@@ -61,14 +61,8 @@ function sameEndpoints(a: readonly Endpoint[], b: readonly Endpoint[]): boolean 
   return true;
 }
 
-function compareCandidates(a: Candidate, b: Candidate): number {
-  if (a.ip !== b.ip) return a.ip < b.ip ? -1 : 1;
-  return a.port - b.port;
-}
-
-/** `candidates` must be free of duplicates (see mergeDuplicates). */
-export function selectEndpoints(candidates: readonly Candidate[], policy: PolicyFlags, node: NodeTopology): Selection {
-  const sorted = [...candidates].sort(compareCandidates);
+/** `sorted`: by address then port, free of duplicates (as mergeDuplicates gives them). */
+export function selectEndpoints(sorted: readonly Candidate[], policy: PolicyFlags, node: NodeTopology): Selection {
   const mode = hintMode(sorted, node);
 
   let clusterSet = sorted.filter((c) => c.ready && allowedByHints(c, mode, node));

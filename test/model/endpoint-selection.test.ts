@@ -240,6 +240,17 @@ describe('slices and duplicates', () => {
     ]);
   });
 
+  it.each([
+    ['in name order', ['web-a', 'web-b']],
+    ['in reverse order', ['web-b', 'web-a']],
+  ])('two equally usable records: the first slice by name wins, the slices given %s', (_, names) => {
+    const zoneOf: Record<string, string> = { 'web-a': 'zone-of-a', 'web-b': 'zone-of-b' };
+    const slices = names!.map((n) => slice(n, [ep('10.0.1.1', { zone: zoneOf[n]! }), ep(n === 'web-a' ? '10.0.1.2' : '10.0.1.0')]));
+    const p = only(buildServicePorts(service(), slices, node(), config()).ports);
+    expect(show(p.cluster)).toEqual(['10.0.1.0:8080', '10.0.1.1:8080', '10.0.1.2:8080']);
+    expect(p.allEndpoints[1]).toMatchObject({ ip: '10.0.1.1', zone: 'zone-of-a' });
+  });
+
   it('spellings of one address are one endpoint', () => {
     const slices = [slice('web-a', [ep('10.0.1.1'), ep('010.000.001.001')]), slice('web-b', [ep(' 10.0.1.01')])];
     expect(show(only(buildServicePorts(service(), slices, node(), config()).ports).cluster)).toEqual(['10.0.1.1:8080']);
