@@ -204,6 +204,23 @@ describe('endpoint selection (kube-proxy meaning)', () => {
     expect(show({ kind: 'endpoints', endpoints: p.allEndpoints })).toEqual(all);
   });
 
+  it.each([
+    ['internal Local, external Cluster', { internalTrafficPolicy: 'Local' }],
+    ['internal Cluster, external Local', { externalTrafficPolicy: 'Local' }],
+  ] as const)('one Endpoint object per endpoint, shared by the two selections that name it: %s', (_, policy) => {
+    const slices = [slice('web-1', [ep('10.0.1.1', here), ep('10.0.1.2'), ep('10.0.1.3', here)])];
+    const p = only(buildServicePorts(lb(policy), slices, node(), config()).ports);
+    const local = p.cluster.kind === 'endpoints' && p.cluster.endpoints.length === 2 ? p.cluster : p.external;
+    const cluster = local === p.cluster ? p.external : p.cluster;
+    if (local.kind !== 'endpoints' || cluster.kind !== 'endpoints') throw new Error('both selections should have endpoints');
+    expect(show(local)).toEqual(['10.0.1.1:8080', '10.0.1.3:8080']);
+    expect(show(cluster)).toEqual(['10.0.1.1:8080', '10.0.1.2:8080', '10.0.1.3:8080']);
+    expect(local.endpoints[0]).toBe(cluster.endpoints[0]);
+    expect(local.endpoints[1]).toBe(cluster.endpoints[2]);
+    expect(p.allEndpoints).toHaveLength(3);
+    for (const [i, e] of p.allEndpoints.entries()) expect(e).toBe(cluster.endpoints[i]);
+  });
+
   it('carries the conditions, locality and zone of each endpoint', () => {
     const { ports } = buildServicePorts(
       service(),
