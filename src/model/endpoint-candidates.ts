@@ -14,7 +14,7 @@
 
 import { READY, SERVING, TERMINATING } from '../k8s/endpoint-conditions.ts';
 import type { EndpointSliceInfo, IPFamily, Protocol, ServiceInfo } from '../k8s/types.ts';
-import { parseIP, specialAddressKind } from '../net/ip.ts';
+import { isOrdinaryCanonicalIPv4, parseIP, specialAddressKind } from '../net/ip.ts';
 import { isValidPort } from './service-fields.ts';
 import { sliceObject, type WarningSink } from './warnings.ts';
 
@@ -45,9 +45,32 @@ export interface Candidate extends EndpointView {
   slice: SliceView;
 }
 
-/** Built only for a warning: this runs for every endpoint of every slice. */
-function addressField(i: number): string {
-  return `endpoints[${i}].addresses[0]`;
+/**
+ * An endpoint's address in canonical text, or undefined (with its warning)
+ * when it cannot be used. The store's own string when it is canonical already
+ * (nearly always): the model then holds no second copy of 100k addresses.
+ */
+function usableAddress(raw: string, family: IPFamily, obj: string, i: number, sink: WarningSink): string | undefined {
+  if (raw === '') {
+    sink.add('MISSING_ADDRESS', obj, `endpoints[${i}].addresses`, 'endpoint has no address; ignored');
+    return undefined;
+  }
+  const field = `endpoints[${i}].addresses[0]`;
+  const ip = parseIP(raw);
+  if (ip === undefined) {
+    sink.add('INVALID_IP', obj, field, `not an IP address: ${JSON.stringify(raw)}; endpoint ignored`, raw);
+    return undefined;
+  }
+  if (ip.family !== family) {
+    sink.add('FAMILY_MISMATCH', obj, field, `${ip.family} address in an ${family} slice; endpoint ignored`, raw);
+    return undefined;
+  }
+  const special = specialAddressKind(ip);
+  if (special !== undefined) {
+    sink.add('SPECIAL_IP', obj, field, `${special} address cannot be an endpoint; endpoint ignored`, raw);
+    return undefined;
+  }
+  return ip.address === raw ? raw : ip.address;
 }
 
 function portKey(protocol: Protocol, name: string): string {
@@ -106,29 +129,10 @@ export function readSlices(
     });
     const endpoints: EndpointView[] = [];
     slice.endpoints.forEach((ep, i) => {
-      const raw = ep.address;
-      if (raw === '') {
-        sink.add('MISSING_ADDRESS', obj, `endpoints[${i}].addresses`, 'endpoint has no address; ignored');
-        return;
-      }
-      const ip = parseIP(raw);
-      if (ip === undefined) {
-        sink.add('INVALID_IP', obj, addressField(i), `not an IP address: ${JSON.stringify(raw)}; endpoint ignored`, raw);
-        return;
-      }
-      if (ip.family !== family) {
-        sink.add('FAMILY_MISMATCH', obj, addressField(i), `${ip.family} address in an ${family} slice; endpoint ignored`, raw);
-        return;
-      }
-      const special = specialAddressKind(ip);
-      if (special !== undefined) {
-        sink.add('SPECIAL_IP', obj, addressField(i), `${special} address cannot be an endpoint; endpoint ignored`, raw);
-        return;
-      }
+      const ip = family === 'IPv4' && isOrdinaryCanonicalIPv4(ep.address) ? ep.address : usableAddress(ep.address, family, obj, i, sink);
+      if (ip === undefined) return;
       const view: EndpointView = {
-        // The store's string when it is already canonical (nearly always): the
-        // model then holds no second copy of 100k addresses.
-        ip: ip.address === raw ? raw : ip.address,
+        ip,
         isLocal: ep.nodeName !== undefined && ep.nodeName === nodeName,
         ready: (ep.conditions & READY) !== 0,
         serving: (ep.conditions & SERVING) !== 0,

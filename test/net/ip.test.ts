@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { ipFamilyOf, normalizeIP, parseIP, specialAddressKind } from '../../src/net/ip.ts';
+import { ipFamilyOf, isOrdinaryCanonicalIPv4, normalizeIP, parseIP, specialAddressKind } from '../../src/net/ip.ts';
 
 describe('parseIP normalises what kube-proxy accepts', () => {
   it.each([
@@ -120,5 +120,59 @@ describe('IPv6 canonical form agrees with an independent serializer', () => {
       ),
       { numRuns: 2000 },
     );
+  });
+});
+
+describe('isOrdinaryCanonicalIPv4 is parseIP, canonical and not special, without allocating', () => {
+  const byParseIP = (text: string) => {
+    const ip = parseIP(text);
+    return ip !== undefined && ip.family === 'IPv4' && ip.address === text && specialAddressKind(ip) === undefined;
+  };
+  // Octets spelled as the API allows (leading zeros, padding) or not, special
+  // ranges and the edges of each octet, and text around or inside them.
+  const octet = fc.oneof(
+    fc.integer({ min: 0, max: 255 }).map(String),
+    fc.constantFrom('0', '00', '01', '255', '256', '999', '1000', '', '-1', ' 1', '1 ', 'a', '0x1'),
+  );
+  const special = fc.constantFrom('0.0.0.0', '255.255.255.255', '127.0.0.1', '169.254.1.1', '224.0.0.1', '239.255.255.255');
+  const text = fc.oneof(
+    fc.array(octet, { minLength: 3, maxLength: 5 }).map((o) => o.join('.')),
+    fc
+      .tuple(fc.constantFrom('', ' ', '::ffff:', '.'), fc.array(octet, { minLength: 4, maxLength: 4 }), fc.constantFrom('', ' ', '.', '/8'))
+      .map(([before, o, after]) => `${before}${o.join('.')}${after}`),
+    special,
+    fc.string({ maxLength: 16 }),
+  );
+
+  it('for random texts', () => {
+    fc.assert(
+      fc.property(text, (t) => {
+        expect(isOrdinaryCanonicalIPv4(t)).toBe(byParseIP(t));
+      }),
+      { numRuns: 20_000 },
+    );
+  });
+
+  it.each([
+    ['10.0.0.1', true],
+    ['192.0.2.255', true],
+    ['223.255.255.255', true],
+    ['240.0.0.1', true],
+    ['010.0.0.1', false],
+    ['10.0.0.01', false],
+    ['10.0.0', false],
+    ['10.0.0.1.', false],
+    [' 10.0.0.1', false],
+    ['::ffff:10.0.0.1', false],
+    ['127.0.0.1', false],
+    ['169.254.0.1', false],
+    ['169.253.0.1', true],
+    ['224.0.0.0', false],
+    ['0.0.0.0', false],
+    ['255.255.255.255', false],
+    ['255.255.255.254', true],
+  ])('%s -> %s', (t, expected) => {
+    expect(isOrdinaryCanonicalIPv4(t)).toBe(expected);
+    expect(byParseIP(t)).toBe(expected);
   });
 });
