@@ -116,13 +116,17 @@ export class CheckContext {
   }
 }
 
+function checkFamily(family: Family): void {
+  if (family !== 'ip' && family !== 'ip6' && family !== 'inet') fail(`unknown family ${JSON.stringify(family)}`);
+}
+
 export function checkOperation(op: Operation, ctx: CheckContext): void {
   const o = op.object;
   if (!o || typeof o !== 'object') fail('no object');
   const verbs = VERBS_BY_KIND[o.kind];
   if (!verbs) fail(`unknown object kind ${JSON.stringify(o.kind)}`);
   if (!verbs.includes(op.verb)) fail(`${o.kind} does not take the verb ${JSON.stringify(op.verb)}`);
-  if (o.family !== 'ip' && o.family !== 'ip6' && o.family !== 'inet') fail(`unknown family ${JSON.stringify(o.family)}`);
+  checkFamily(o.family);
   ctx.tableName(o.kind === 'table' ? o.name : o.table);
   const comment = (o as { comment?: unknown }).comment;
   if (comment !== undefined) {
@@ -183,7 +187,7 @@ export function checkOperation(op: Operation, ctx: CheckContext): void {
  * themselves are the run's maker's to vouch for (see element-run.ts).
  */
 export function checkElementRun(run: ElementRun, ctx: CheckContext): void {
-  if (run.family !== 'ip' && run.family !== 'ip6' && run.family !== 'inet') fail(`unknown family ${JSON.stringify(run.family)}`);
+  checkFamily(run.family);
   ctx.tableName(run.table);
   ctx.setName(run.set);
   const c = ctx.find(run.family, run.table, run.set);
