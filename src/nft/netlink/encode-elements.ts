@@ -12,6 +12,7 @@ import {
   comment,
   dataLayout,
   type DataLayout,
+  elementAttrCount,
   elementHead,
   keyLength,
   NftEncodeError,
@@ -112,7 +113,6 @@ function writeExactElements(
     const key = e.key;
     if (key.length !== parts) throw new NftEncodeError(i, `key has ${key.length} parts, ${c.name} has ${parts}`);
     const p = elementHead(w, i, keyLen);
-    const countAt = p - 9;
     const buf = w.raw;
     try {
       for (let k = 0; k < parts; k++) writeKeyBytes(buf, p + offsets[k]!, types[k]!, key[k]!);
@@ -146,7 +146,7 @@ function writeExactElements(
         n++;
       }
     }
-    w.patchU16(countAt, n);
+    elementAttrCount(w, p, n);
     count++;
   }
   return count;

@@ -90,9 +90,9 @@ export function dataLayout(type: DataType | readonly DataType[]): DataLayout {
 
 /**
  * An element's fixed part in one reservation: its operation's index, its
- * attribute count (0, at the returned offset - 9, for the caller to patch)
- * and its key attribute's header, the key's bytes zeroed. Returns where the
- * key's bytes go; the caller writes them and seeks past them.
+ * attribute count (0 until elementAttrCount sets it) and its key attribute's
+ * header, the key's bytes zeroed. Returns where the key's bytes go; the
+ * caller writes them and seeks past them.
  */
 export function elementHead(w: ByteWriter, op: number, keyLen: number): number {
   const p = w.reserve(13 + keyLen);
@@ -106,6 +106,11 @@ export function elementHead(w: ByteWriter, op: number, keyLen: number): number {
   le32(buf, p + 9, keyLen);
   for (let z = 0; z < keyLen; z++) buf[p + 13 + z] = 0;
   return p + 13;
+}
+
+/** Sets the attribute count of the element whose key elementHead placed at `keyAt`. */
+export function elementAttrCount(w: ByteWriter, keyAt: number, n: number): void {
+  w.patchU16(keyAt - 9, n);
 }
 
 /** Starts a record of element operations on one set; returns where its element count goes, for the caller to patch. */

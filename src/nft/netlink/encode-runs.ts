@@ -11,6 +11,7 @@ import {
   beginElementRecord,
   dataLayout,
   type DataLayout,
+  elementAttrCount,
   elementHead,
   keyLength,
   NftEncodeError,
@@ -66,7 +67,7 @@ class RunRecord {
       const op = index + i;
       const p = elementHead(w, op, keyLen);
       const buf = w.raw;
-      w.patchU16(p - 9, data ? 2 : 1);
+      elementAttrCount(w, p, data ? 2 : 1);
       try {
         let last: string | number | undefined;
         for (let k = 0; k < parts; k++) {
