@@ -25,7 +25,7 @@ import { SET } from './names.ts';
 import type { RenderedServicePort } from './rendered-service-port.ts';
 import { AddressCounts } from './address-counts.ts';
 import { OverlayMap } from './overlay-map.ts';
-import { tableFamily } from './statements.ts';
+import { addrType, tableFamily } from './statements.ts';
 
 export interface ElementClaim {
   /** The fragment that wants it: a ServicePort id, or `skeleton:<family>`. */
@@ -177,7 +177,13 @@ export function hairpinElement(family: IPFamily, table: string, ip: string): Ele
   return { kind: 'element', family: tableFamily(family), table, set: SET.hairpinEndpoints, key: [ip, ip] };
 }
 
-const HAIRPIN_KEY: Readonly<Record<IPFamily, readonly DataType[]>> = { IPv4: ['ipv4_addr', 'ipv4_addr'], IPv6: ['ipv6_addr', 'ipv6_addr'] };
+/** The hairpin set's key: an endpoint's address twice (source and destination). */
+export function hairpinKeyType(family: IPFamily): DataType[] {
+  const addr = addrType(family);
+  return [addr, addr];
+}
+
+const HAIRPIN_KEY: Readonly<Record<IPFamily, readonly DataType[]>> = { IPv4: hairpinKeyType('IPv4'), IPv6: hairpinKeyType('IPv6') };
 
 /** One family's hairpin elements (`ip . ip`, from its counts) as the additions they are, for a full sync's encoding (see ElementRun). */
 export class HairpinElements implements ElementRun {

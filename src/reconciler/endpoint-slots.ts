@@ -27,8 +27,10 @@
 // the ports whose collision status flipped.
 
 import type { IPFamily } from '../k8s/types.ts';
+import type { DataType } from '../nft/objects.ts';
 import { fnv1a32, mix } from './names.ts';
 import { OverlayMap } from './overlay-map.ts';
+import { addrType } from './statements.ts';
 
 export const SLOTS_PER_BLOCK = 16;
 /**
@@ -44,6 +46,11 @@ export const DEFAULT_ENDPOINT_MAP_BLOCKS = 2 ** 26;
  * services x 10 endpoints.
  */
 export const ENDPOINT_MAP_SHARDS = 512;
+
+/** An endpoint map's types, a shard's or a policy chain's own: a slot number to its endpoint's address and port. */
+export function endpointMapTypes(family: IPFamily): { keyType: DataType[]; dataType: DataType[] } {
+  return { keyType: ['integer'], dataType: [addrType(family), 'inet_service'] };
+}
 
 export function shardOf(r: EndpointRegion): number {
   return r.block % ENDPOINT_MAP_SHARDS;

@@ -5,7 +5,7 @@
 import type { Endpoint } from '../model/service-port.ts';
 import type { Chain, DataType, Element, Family, Flowtable, NftMap, NftSet, Rule, Statement } from '../nft/objects.ts';
 import type { ElementRun } from '../nft/element-run.ts';
-import type { EndpointRegion } from './endpoint-slots.ts';
+import { endpointMapTypes, type EndpointRegion } from './endpoint-slots.ts';
 
 export interface ChainSpec {
   chain: Chain;
@@ -64,23 +64,23 @@ function slotElement(run: SlotRun, i: number): Element {
   };
 }
 
-const SLOT_KEY: readonly DataType[] = ['integer'];
-const SLOT_DATA: Readonly<Record<'ip' | 'ip6', readonly DataType[]>> = {
-  ip: ['ipv4_addr', 'inet_service'],
-  ip6: ['ipv6_addr', 'inet_service'],
+/** The endpoint maps' types by table family, made once: every run of slots names them. */
+const SLOT_TYPES: Readonly<Record<'ip' | 'ip6', { keyType: readonly DataType[]; dataType: readonly DataType[] }>> = {
+  ip: endpointMapTypes('IPv4'),
+  ip6: endpointMapTypes('IPv6'),
 };
 
 /** A run of endpoint slots as the element additions it stands for, for a full sync's encoding (see ElementRun). */
 export class SlotElements implements ElementRun {
   readonly kind = 'element-run';
-  readonly keyType = SLOT_KEY;
+  readonly keyType: readonly DataType[];
   readonly dataType: readonly DataType[];
   readonly #run: SlotRun;
 
   constructor(run: SlotRun) {
     if (run.family === 'inet') throw new Error('endpoint slots are in an ip or ip6 table');
     this.#run = run;
-    this.dataType = SLOT_DATA[run.family];
+    ({ keyType: this.keyType, dataType: this.dataType } = SLOT_TYPES[run.family]);
   }
 
   get family(): Family {

@@ -26,10 +26,9 @@
 // makes it walk every chain). Hairpin traffic (an endpoint reaching itself
 // through the service) is masqueraded by one skeleton rule that looks
 // `saddr . daddr` up in `hairpin-endpoints`, to which each port adds `ep . ep`
-// for its endpoints. Ports with affinity keep the chains. bench:sync at 10k
-// services x 10 endpoints, both shapes in one session (load average ~3-4):
-// cold sync 4.1 s against 11.1 s, one endpoint change 36 ms against 240 ms past
-// the min sync period, agent RSS 497 against 572 MiB.
+// for its endpoints. Ports with affinity keep the chains. bench:sync at 10k services x 10
+// endpoints, both shapes in one session (load average ~3-4): cold sync 4.1 s against 11.1 s,
+// one endpoint change 36 ms against 240 ms past the min sync period, RSS 497 against 572 MiB.
 
 import type { IPFamily } from '../k8s/types.ts';
 import type { Endpoint, EndpointSelection, ServicePort } from '../model/service-port.ts';
@@ -38,6 +37,7 @@ import { isCanonical } from '../nft/rule-checks.ts';
 import { cidrsContainAny, type FamilyConfig, type RulesetConfig } from './config.ts';
 import {
   DEFAULT_ENDPOINT_MAP_BLOCKS,
+  endpointMapTypes,
   type EndpointRegion,
   endpointRegion,
   NO_LABELS,
@@ -324,7 +324,7 @@ function writeMapPolicyChain(
   const offset = shared ? regionOffset(region) : 0;
   b.chain(name);
   if (masquerade) b.rule(name, masquerade);
-  if (!shared) b.map({ name: mapName, keyType: ['integer'], dataType: [addrType(sp.family), 'inet_service'] });
+  if (!shared) b.map({ name: mapName, ...endpointMapTypes(sp.family) });
   for (const ep of list) {
     checkPort(sp.id, 'endpoint port', ep.port);
     c.hairpin.add(ep.ip);

@@ -6,7 +6,8 @@
 import type { IPFamily } from '../k8s/types.ts';
 import type { ChainHook, ChainType, Statement } from '../nft/objects.ts';
 import { type FamilyConfig, masqueradeMark, offloadEnabled, type RulesetConfig } from './config.ts';
-import { shardMapName } from './endpoint-slots.ts';
+import { endpointMapTypes, shardMapName } from './endpoint-slots.ts';
+import { hairpinKeyType } from './element-claims.ts';
 import { type Fragment, FragmentBuilder } from './fragment.ts';
 import { CHAIN, FLOWTABLE, MAP, SET } from './names.ts';
 import {
@@ -129,14 +130,13 @@ export function renderSkeleton(
     for (const shard of endpointShards) {
       b.map({
         name: shardMapName(shard),
-        keyType: ['integer'],
-        dataType: [addr, 'inet_service'],
+        ...endpointMapTypes(family),
         comment: 'endpoints of service ports, a slot range each',
       });
     }
     b.set({
       name: SET.hairpinEndpoints,
-      keyType: [addr, addr],
+      keyType: hairpinKeyType(family),
       comment: 'endpoints whose traffic to themselves through a service is masqueraded',
     });
     b.rule(CHAIN.masquerading, [
