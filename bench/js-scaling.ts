@@ -22,6 +22,7 @@ import { encodeOperationStream } from '../src/nft/netlink/encode.ts';
 import { ByteWriter } from '../src/nft/netlink/wire.ts';
 import type { NftMap, NftSet } from '../src/nft/objects.ts';
 import { Transaction } from '../src/nft/transaction.ts';
+import { generatedOperations } from '../src/reconciler/diff.ts';
 import { planGeneratedFullSync } from '../src/reconciler/full-sync.ts';
 import { renderRuleset } from '../src/reconciler/ruleset.ts';
 import { StringPool } from '../src/streams/intern.ts';
@@ -95,7 +96,7 @@ function measure(size: BenchSize): SizeFigures {
   );
   const tx = new Transaction().queueGenerated(generated!.items, generated!.length);
   const containers = new Map<string, NftSet | NftMap>();
-  for (const { object: o } of generated!.source())
+  for (const { object: o } of generatedOperations(generated!))
     if (o.kind === 'set' || o.kind === 'map') containers.set(`${o.family}\0${o.table}\0${o.name}`, o);
   time('encode', () =>
     encodeOperationStream(tx.items(), tx.length, (f, t, n) => containers.get(`${f}\0${t}\0${n}`), new ByteWriter(1 << 16)),

@@ -21,7 +21,7 @@ import type { TableListing } from '../nft/dataplane.ts';
 import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from '../nft/objects.ts';
 import { objectKey } from '../nft/objects.ts';
 import { flowtableDelete, flowtableDeviceChanges } from './departed-devices.ts';
-import { emptyStats, generatedOperations, listedPlan, type StaleChain, type SyncPlan, type SyncStats } from './diff.ts';
+import { emptyStats, listedPlan, type StaleChain, type SyncPlan, type SyncStats } from './diff.ts';
 import { hairpinElement } from './element-claims.ts';
 import { elementCount, forEachElementOf, type Fragment, isDynamicSet } from './fragment.ts';
 import type { GeneratedItem } from '../nft/element-run.ts';
@@ -394,7 +394,7 @@ export function planGeneratedAdoption(
   const items = () => p.operations(() => refilledItems(desired, refilled));
   return {
     ops: [],
-    generated: generatedOperations(items, p.length() + refilledCount),
+    generated: { items, length: p.length() + refilledCount },
     next: { applied: desired, staleChains: stale },
     stats,
   };

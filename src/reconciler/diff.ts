@@ -63,20 +63,20 @@ export interface SyncPlan {
   ops: Operation[];
   /**
    * A full sync's operations made on demand rather than listed (see
-   * Transaction.queueGenerated): `source` makes the same `length` operations
-   * every time, as a pure function of what the plan was made from. `items`
-   * makes them with runs of element additions as runs (see ElementRun): what
-   * a transaction is queued from. See generatedOperations.
+   * Transaction.queueGenerated): `items` makes the same `length` operations
+   * every time, as a pure function of what the plan was made from, runs of
+   * element additions as runs (see ElementRun); generatedOperations gives
+   * them all as operations.
    */
-  generated?: { source: () => Iterable<Operation>; items: () => Iterable<GeneratedItem>; length: number };
+  generated?: { items: () => Iterable<GeneratedItem>; length: number };
   /** The state to keep once `ops` committed; the old one stays if the commit fails. */
   next: SyncState;
   stats: SyncStats;
 }
 
-/** A plan's generated operations from what makes them, runs as runs: `source` gives the runs' elements as operations. */
-export function generatedOperations(items: () => Iterable<GeneratedItem>, length: number): NonNullable<SyncPlan['generated']> {
-  return { items, source: () => runOperations(items()), length };
+/** A generated plan's operations, made anew, its runs of elements as the additions they stand for. */
+export function generatedOperations(generated: NonNullable<SyncPlan['generated']>): Iterable<Operation> {
+  return runOperations(generated.items());
 }
 
 /** How many operations a plan commits, listed or generated. */
@@ -87,7 +87,7 @@ export function planLength(plan: SyncPlan): number {
 /** The plan with its operations listed (dry runs, tests): a generated one's made once. */
 export function listedPlan(plan: SyncPlan): SyncPlan {
   const { generated, ...rest } = plan;
-  return generated ? { ...rest, ops: Array.from(generated.source()) } : plan;
+  return generated ? { ...rest, ops: Array.from(generatedOperations(generated)) } : plan;
 }
 
 /** When a sync should run to delete the earliest stale chain (undefined: none left). */

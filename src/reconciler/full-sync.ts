@@ -19,7 +19,7 @@
 import type { IPFamily } from '../k8s/types.ts';
 import type { Chain, Element, NftMap, NftSet, Operation, Table } from '../nft/objects.ts';
 import { objectKey } from '../nft/objects.ts';
-import { emptyStats, generatedOperations, listedPlan, type StaleChain, type SyncPlan, type SyncState, type SyncStats } from './diff.ts';
+import { emptyStats, listedPlan, type StaleChain, type SyncPlan, type SyncState, type SyncStats } from './diff.ts';
 import { HairpinElements, skeletonOwner } from './element-claims.ts';
 import { emptyTally, type Fragment, isDynamicSet, type SlotRun, SlotElements, tallyFragment } from './fragment.ts';
 import type { GeneratedItem } from '../nft/element-run.ts';
@@ -55,7 +55,7 @@ export function planFullSync(desired: Ruleset, mode: FullSyncMode, state?: SyncS
 export function planGeneratedFullSync(desired: Ruleset, mode: FullSyncMode, state?: SyncState): SyncPlan {
   const items = () => fullSyncItems(desired, mode);
   const { length, stats } = countFullSync(desired, mode);
-  return { ops: [], generated: generatedOperations(items, length), next: nextState(desired, mode, state), stats };
+  return { ops: [], generated: { items, length }, next: nextState(desired, mode, state), stats };
 }
 
 /**

@@ -22,6 +22,7 @@ import {
   DEFAULT_STALE_CHAIN_DELAY_MS,
   diffRulesets,
   EMPTY_SYNC_STATE,
+  generatedOperations,
   planLength,
   staleDeletionDueAt,
   type SyncPlan,
@@ -390,7 +391,7 @@ export class Reconciler {
       if (generated) tx.queueGenerated(generated.items, generated.length);
       else tx.queueAll(plan.ops);
       // Blamed on every operation, the invalid ones too: the errors' indexes count them all.
-      const every = () => (generated ? Array.from(generated.source()) : plan.ops);
+      const every = () => (generated ? Array.from(generatedOperations(generated)) : plan.ops);
       const invalid = (): Attempt => {
         return { ok: false, error: tx.error, blame: blameInvalid(tx.errors, this.#failed(every, desired, current)) };
       };

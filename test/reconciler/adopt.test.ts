@@ -11,7 +11,7 @@ import { isElementRun, runOperations } from '../../src/nft/element-run.ts';
 import { encodeOperationStream } from '../../src/nft/netlink/encode.ts';
 import { SET } from '../../src/reconciler/names.ts';
 import { planAdoption, planGeneratedAdoption, REWRITTEN_ON_ADOPTION, sameContent } from '../../src/reconciler/adopt.ts';
-import { planLength } from '../../src/reconciler/diff.ts';
+import { generatedOperations, planLength } from '../../src/reconciler/diff.ts';
 import { ENDPOINT_SHAPES } from '../../src/reconciler/config.ts';
 import { SHARD_MAP_PREFIX } from '../../src/reconciler/endpoint-slots.ts';
 import { planFullSync } from '../../src/reconciler/full-sync.ts';
@@ -263,9 +263,9 @@ describe('the adoption plan the reconciler commits', () => {
       const listed = planAdoption(desired, unread(k), 0);
       if ('refused' in generated || 'refused' in listed) throw new Error('refused');
       expect(generated.ops).toEqual([]);
-      const made = Array.from(generated.generated!.source());
+      const made = Array.from(generatedOperations(generated.generated!));
       expect(made).toEqual(listed.ops);
-      expect(Array.from(generated.generated!.source())).toEqual(made);
+      expect(Array.from(generatedOperations(generated.generated!))).toEqual(made);
       expect(planLength(generated)).toBe(made.length);
       expect(generated.stats).toEqual(listed.stats);
       expect(generated.stats.elementsAdded).toBe(made.filter((o) => o.verb === 'add' && o.object.kind === 'element').length);
@@ -279,7 +279,7 @@ describe('the adoption plan the reconciler commits', () => {
       const plan = planGeneratedAdoption(desired, listings, 0);
       if ('refused' in plan) throw new Error(plan.refused);
       const items = Array.from(plan.generated!.items!());
-      const made = Array.from(plan.generated!.source());
+      const made = Array.from(generatedOperations(plan.generated!));
       expect(Array.from(runOperations(items))).toEqual(made);
       const runSets = new Set(items.filter(isElementRun).map((r) => r.set));
       expect(runSets.has(SET.hairpinEndpoints)).toBe(true);
@@ -300,7 +300,7 @@ describe('the adoption plan the reconciler commits', () => {
     const plan = planGeneratedAdoption(desired, unread(damaged()), 0);
     if ('refused' in plan) throw new Error(plan.refused);
     const runs: string[] = [];
-    for (const op of plan.generated!.source()) {
+    for (const op of generatedOperations(plan.generated!)) {
       if (op.object.kind !== 'element') continue;
       const run = `${op.verb} ${op.object.family} ${op.object.set}`;
       if (runs.at(-1) !== run) runs.push(run);
@@ -313,7 +313,7 @@ describe('the adoption plan the reconciler commits', () => {
     const k = damaged();
     const plan = planGeneratedAdoption(desired, unread(k), 0);
     if ('refused' in plan) throw new Error(plan.refused);
-    k.commitSync(Array.from(plan.generated!.source()));
+    k.commitSync(Array.from(generatedOperations(plan.generated!)));
     expect(listingsWithoutHandles(k)).toEqual(listingsWithoutHandles(freshKernel(desired)));
   });
 });

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { NftCommitError } from '../../src/nft/dataplane.ts';
 import { NftInvalidError } from '../../src/nft/transaction.ts';
 import { blameInvalid, blameRefusal, type FailedAttempt } from '../../src/reconciler/blame.ts';
+import { generatedOperations } from '../../src/reconciler/diff.ts';
 import { planGeneratedFullSync } from '../../src/reconciler/full-sync.ts';
 import { renderRuleset } from '../../src/reconciler/ruleset.ts';
 import { config, ep, sp, V4 } from './fixtures.ts';
@@ -23,12 +24,12 @@ function attempt() {
   const a: FailedAttempt = {
     ops: () => {
       made.count++;
-      return Array.from(generated!.source());
+      return Array.from(generatedOperations(generated!));
     },
     rulesets: [desired],
     blamable: () => true,
   };
-  return { a, made, ops: Array.from(generated!.source()) };
+  return { a, made, ops: Array.from(generatedOperations(generated!)) };
 }
 
 describe('blame over generated operations', () => {

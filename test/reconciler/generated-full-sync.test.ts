@@ -12,7 +12,7 @@ import { encodeOperations, encodeOperationStream } from '../../src/nft/netlink/e
 import type { NftMap, NftSet, Operation } from '../../src/nft/objects.ts';
 import { isElementRun, runOperations } from '../../src/nft/element-run.ts';
 import { ENDPOINT_SHAPES } from '../../src/reconciler/config.ts';
-import { emptyStats, type SyncStats } from '../../src/reconciler/diff.ts';
+import { emptyStats, generatedOperations, type SyncStats } from '../../src/reconciler/diff.ts';
 import { planFullSync, planGeneratedFullSync, type FullSyncMode } from '../../src/reconciler/full-sync.ts';
 import { PREFIX, SET } from '../../src/reconciler/names.ts';
 import { SHARD_MAP_PREFIX } from '../../src/reconciler/endpoint-slots.ts';
@@ -81,9 +81,9 @@ describe.each(ENDPOINT_SHAPES)('a generated full sync (endpoint shape %s)', (sha
         const listed = planFullSync(rendered, mode, state);
         const generated = planGeneratedFullSync(rendered, mode, state);
         expect(generated.ops).toEqual([]);
-        const made = Array.from(generated.generated!.source());
+        const made = Array.from(generatedOperations(generated.generated!));
         expect(made).toEqual(listed.ops);
-        expect(Array.from(generated.generated!.source())).toEqual(made);
+        expect(Array.from(generatedOperations(generated.generated!))).toEqual(made);
         expect(generated.generated!.length).toBe(made.length);
         expect(generated.stats).toEqual(listed.stats);
         expect(generated.stats).toEqual(addedBy(made));
@@ -101,7 +101,7 @@ describe.each(ENDPOINT_SHAPES)('a generated full sync (endpoint shape %s)', (sha
         const { generated } = planGeneratedFullSync(ruleset, 'replace');
         const listed = planFullSync(ruleset, 'replace').ops;
         const lookup = containersOf(listed);
-        const streamed = encodeOperationStream(generated!.source(), generated!.length, lookup);
+        const streamed = encodeOperationStream(generatedOperations(generated!), generated!.length, lookup);
         const whole = encodeOperations(listed, lookup);
         expect(Buffer.from(streamed.bytes).equals(Buffer.from(whole.bytes))).toBe(true);
         expect(streamed.records).toBe(whole.records);
@@ -133,7 +133,7 @@ describe('runs of elements in a generated full sync', () => {
     const runs = items.filter(isElementRun);
     expect(runs.filter((r) => r.set === SET.hairpinEndpoints).map((r) => r.length)).toEqual([2400]);
     expect(runs.filter((r) => r.set !== SET.hairpinEndpoints).reduce((n, r) => n + r.length, 0)).toBe(2400);
-    const made = Array.from(generated!.source());
+    const made = Array.from(generatedOperations(generated!));
     expect(Array.from(runOperations(items))).toEqual(made);
     const lookup = containersOf(made);
     const fromRuns = encodeOperationStream(items, generated!.length, lookup);
@@ -151,7 +151,7 @@ describe('hairpin elements of a generated full sync', () => {
       sp({ serviceName: 'b', clusterIP: '10.96.0.11', endpoints: [shared] }),
     ];
     const ruleset = renderRuleset(ports, config({ endpointShape: 'map' }));
-    const made = Array.from(planGeneratedFullSync(ruleset, 'replace').generated!.source());
+    const made = Array.from(generatedOperations(planGeneratedFullSync(ruleset, 'replace').generated!));
     const hairpin = made.flatMap(({ object: o }) => (o.kind === 'element' && o.set === SET.hairpinEndpoints ? [o.key.join(' . ')] : []));
     expect(hairpin.sort()).toEqual(['10.244.1.10 . 10.244.1.10', '10.244.1.11 . 10.244.1.11']);
     const lastOther = made.findLastIndex(({ object: o }) => o.kind === 'element' && o.set !== SET.hairpinEndpoints);
@@ -178,7 +178,7 @@ describe('a full render that keeps no rendering (a full sync’s)', () => {
         expect(unkept.endpointChains).toBe(kept.endpointChains);
         expect([...unkept.services.keys()]).toEqual([...kept.services.keys()]);
         const [fromUnkept, fromKept] = [planGeneratedFullSync(unkept, mode), planFullSync(kept, mode)];
-        const made = Array.from(fromUnkept.generated!.source());
+        const made = Array.from(generatedOperations(fromUnkept.generated!));
         // The hairpin elements in any order: their counts are kept in the order ports came and went.
         const inOrder = (ops: readonly Operation[]) => {
           const hairpin = (o: Operation) => o.object.kind === 'element' && o.object.set === SET.hairpinEndpoints;
