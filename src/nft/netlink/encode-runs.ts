@@ -31,6 +31,8 @@ class RunRecord {
   readonly set: string;
   /** Elements written so far. */
   count = 0;
+  /** The transaction's index of the operation after its last element. */
+  next = 0;
   readonly #w: ByteWriter;
   readonly #countAt: number;
   readonly #keyType: readonly DataType[];
@@ -94,6 +96,7 @@ class RunRecord {
       }
     }
     this.count += to - from;
+    this.next = index + to;
   }
 
   end(): void {
@@ -109,11 +112,11 @@ class RunRecord {
 export class RunRecords {
   readonly #enc: RecordSink;
   readonly #perRecord: number;
-  readonly #ended: (() => void) | undefined;
+  readonly #ended: ((encoded: number) => void) | undefined;
   #open: RunRecord | undefined;
 
-  /** `ended`: runs after each record ends, where no record is open. */
-  constructor(enc: RecordSink, perRecord: number, ended?: () => void) {
+  /** `ended`: runs after each record ends, where no record is open, with how many operations the records so far hold. */
+  constructor(enc: RecordSink, perRecord: number, ended?: (encoded: number) => void) {
     this.#enc = enc;
     this.#perRecord = perRecord;
     this.#ended = ended;
@@ -133,9 +136,10 @@ export class RunRecords {
 
   /** Ends the open record, if there is one. */
   end(): void {
-    if (!this.#open) return;
-    this.#open.end();
+    const open = this.#open;
+    if (!open) return;
+    open.end();
     this.#open = undefined;
-    this.#ended?.();
+    this.#ended?.(open.next);
   }
 }

@@ -241,7 +241,8 @@ export function encodeOperationStream(
 /** Where encodeOperationPieces hands each piece (a complete batch, its operations numbered within the whole), cut past `pieceBytes`. */
 export interface PieceSink {
   readonly pieceBytes: number;
-  push(piece: Uint8Array): void;
+  /** `encoded`: how many of the transaction's operations the pieces so far hold (its first ones, each whole). */
+  push(piece: Uint8Array, encoded: number): void;
 }
 
 /**
@@ -261,23 +262,23 @@ export function encodeOperationPieces(
   const capacity = sink.pieceBytes + (sink.pieceBytes >> 2);
   const enc = new BatchEncoder(lookup, new ByteWriter(capacity, allocate));
   let bytes = 0;
-  const hand = (piece: Uint8Array): void => {
+  const hand = (piece: Uint8Array, encoded: number): void => {
     bytes += piece.length;
-    sink.push(piece);
+    sink.push(piece, encoded);
   };
-  streamInto(enc, ops, count, () => {
-    if (enc.w.position >= sink.pieceBytes) hand(enc.cut(capacity));
+  streamInto(enc, ops, count, (encoded) => {
+    if (enc.w.position >= sink.pieceBytes) hand(enc.cut(capacity), encoded);
   });
-  hand(enc.finish().bytes);
+  hand(enc.finish().bytes, count);
   return { bytes, containerChanges: enc.containerChanges };
 }
 
 /**
  * encodeOperationStream's loop; `recordsEnded`, when given, runs where no
- * record is open. Runs of elements (ElementRun) are written as the element
+ * record is open, with how many operations the records so far hold. Runs of elements (ElementRun) are written as the element
  * operations they stand for would be, in records of the same size.
  */
-function streamInto(enc: BatchEncoder, items: Iterable<GeneratedItem>, count: number, recordsEnded?: () => void): void {
+function streamInto(enc: BatchEncoder, items: Iterable<GeneratedItem>, count: number, recordsEnded?: (encoded: number) => void): void {
   const run: Operation[] = [];
   let runFrom = 0;
   const runs = new RunRecords(enc, STREAMED_ELEMENTS_PER_RECORD, recordsEnded);
@@ -285,8 +286,9 @@ function streamInto(enc: BatchEncoder, items: Iterable<GeneratedItem>, count: nu
     runs.end();
     if (run.length === 0) return;
     naming(runFrom, () => writeElements(enc, run, 0, run.length, undefined, runFrom));
+    const encoded = runFrom + run.length;
     run.length = 0;
-    recordsEnded?.();
+    recordsEnded?.(encoded);
   };
   let i = 0;
   for (const op of items) {
@@ -310,7 +312,7 @@ function streamInto(enc: BatchEncoder, items: Iterable<GeneratedItem>, count: nu
     } else {
       flush();
       encodeOne(enc, op, i);
-      recordsEnded?.();
+      recordsEnded?.(i + 1);
     }
     i++;
   }
