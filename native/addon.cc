@@ -198,6 +198,7 @@ Napi::Object CommitResultToJs(Napi::Env env, const knp::CommitResult& result, do
   out.Set("bytes", Napi::Number::New(env, double(result.bytes)));
   out.Set("releasedBytes", Napi::Number::New(env, double(result.releasedBytes)));
   out.Set("pieces", Napi::Number::New(env, result.pieces));
+  out.Set("transactions", Napi::Number::New(env, result.transactions));
   Napi::Object timing = Napi::Object::New(env);
   timing.Set("parseMs", Napi::Number::New(env, parseMs));
   timing.Set("openMs", Napi::Number::New(env, result.openMs));
@@ -365,6 +366,7 @@ class BatchStream : public Napi::ObjectWrap<BatchStream> {
     return DefineClass(env, "BatchStream",
                        {
                            InstanceMethod<&BatchStream::Push>("push"),
+                           InstanceMethod<&BatchStream::Cut>("cut"),
                            InstanceMethod<&BatchStream::Commit>("commit"),
                            InstanceMethod<&BatchStream::Abort>("abort"),
                        });
@@ -394,6 +396,11 @@ class BatchStream : public Napi::ObjectWrap<BatchStream> {
     bool pagesOwned = false;
     knp::BatchBytes bytes = BatchArgument(info, "BatchStream.push", &size, true, &pagesOwned);
     stream.Push(std::move(bytes), size, pagesOwned);
+    return info.Env().Undefined();
+  }
+
+  Napi::Value Cut(const Napi::CallbackInfo& info) {
+    Open(info.Env(), "cut").Cut();
     return info.Env().Undefined();
   }
 

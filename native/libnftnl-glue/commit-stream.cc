@@ -26,11 +26,56 @@ void CommitStream::Push(BatchBytes bytes, size_t size, bool pagesOwned) {
   pthread_cond_signal(&wake_);
 }
 
-void CommitStream::Run() {
+void CommitStream::Cut() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Piece cut;
+    cut.cut = true;
+    queue_.push_back(std::move(cut));
+  }
+  pthread_cond_signal(&wake_);
+}
+
+bool CommitStream::OpenTransaction() {
   // The socket first: its sequence numbers are in every message built.
-  opened_ = OpenCommitSocket(netnsPath_, &socket_, &result_);
-  std::unique_ptr<TransactionBuilder> builder;
-  if (opened_) builder = std::make_unique<TransactionBuilder>(&built_, socket_.baseSeq, expectedBytes_);
+  CommitResult opening;
+  opened_ = OpenCommitSocket(netnsPath_, &socket_, &opening);
+  result_.openMs += opening.openMs;
+  if (!opened_) {
+    result_.transportError = opening.transportError;
+    result_.transportErrno = opening.transportErrno;
+    return false;
+  }
+  builder_ = std::make_unique<TransactionBuilder>(&built_, socket_.baseSeq, expectedBytes_);
+  return true;
+}
+
+bool CommitStream::SendTransaction() {
+  builder_->Finish();
+  builder_.reset();
+  if (!result_.failures.empty()) {
+    CloseCommitSocket(&socket_);
+    return false;
+  }
+  CommitResult sent;
+  SendBuilt(&socket_, built_, &sent);
+  built_ = BuiltBatch{};
+  result_.transactions++;
+  result_.messages += sent.messages;
+  result_.bytes += sent.bytes;
+  result_.releasedBytes += sent.releasedBytes;
+  result_.sendMs += sent.sendMs;
+  result_.sendCpuMs += sent.sendCpuMs;
+  result_.receiveMs += sent.receiveMs;
+  result_.failures = std::move(sent.failures);
+  result_.transportError = std::move(sent.transportError);
+  result_.transportErrno = sent.transportErrno;
+  return result_.failures.empty() && result_.transportError.empty();
+}
+
+void CommitStream::Run() {
+  result_.transactions = 0;
+  stopped_ = !OpenTransaction();
   for (;;) {
     Piece piece;
     {
@@ -42,7 +87,11 @@ void CommitStream::Run() {
       queue_.pop_front();
     }
     // After a refusal nothing more is read: the transaction will not be sent.
-    if (!opened_ || refused_) continue;
+    if (stopped_ || refused_) continue;
+    if (piece.cut) {
+      stopped_ = !SendTransaction() || !OpenTransaction();
+      continue;
+    }
     const auto t0 = std::chrono::steady_clock::now();
     Batch batch;
     if (!ParseBatch(std::move(piece.bytes), piece.size, &batch, &inputError_)) {
@@ -53,11 +102,10 @@ void CommitStream::Run() {
     const double cpu0 = ThreadCpuMs();
     parseMs_ += MsSince(t0);
     batch.pagesOwned = piece.pagesOwned;
-    builder->Add(batch, &result_.failures);
+    builder_->Add(batch, &result_.failures);
     result_.buildMs += MsSince(parsed);
     result_.buildCpuMs += ThreadCpuMs() - cpu0;
   }
-  if (builder) builder->Finish();
 }
 
 void CommitStream::Stop(bool send) {
@@ -81,9 +129,13 @@ void CommitStream::Finish(CommitResult* result, bool* refused, InputError* input
   *refused = refused_;
   *parseMs = parseMs_;
   if (refused_) *inputError = inputError_;
-  if (opened_) {
-    if (refused_ || !result_.failures.empty()) CloseCommitSocket(&socket_);
-    else SendBuilt(&socket_, built_, &result_);
+  if (!stopped_) {
+    if (refused_) {
+      builder_.reset();
+      CloseCommitSocket(&socket_);
+    } else {
+      SendTransaction();
+    }
   }
   built_ = BuiltBatch{};
   *result = std::move(result_);
@@ -91,6 +143,7 @@ void CommitStream::Finish(CommitResult* result, bool* refused, InputError* input
 
 void CommitStream::Abort() {
   Stop(false);
+  builder_.reset();
   if (opened_) CloseCommitSocket(&socket_);
 }
 

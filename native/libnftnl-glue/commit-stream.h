@@ -4,6 +4,13 @@
 // the transaction is sent, as one, once the last is built. A full sync's batch
 // at 100k Services takes the addon 1.5 s to check and build; streamed, that
 // time overlaps the encoding instead of following it.
+//
+// Or several transactions in turn (Cut()), where the caller knows that the
+// operations before a cut may land before the rest (src/nft/transaction.ts,
+// stageable): the stream's thread sends each as soon as it is built, while
+// JS still encodes, so that the kernel's time overlaps the encoding too. The
+// thread does one thing at a time, so each lands before the next is sent; a
+// transaction the kernel refuses ends the sending.
 #pragma once
 
 #include <pthread.h>
@@ -33,22 +40,32 @@ class CommitStream {
   // Queues a piece; the stream owns its bytes from here. `pagesOwned`: see Batch.
   void Push(BatchBytes bytes, size_t size, bool pagesOwned);
 
-  // Blocks until every piece is checked and built, then sends the
-  // transaction unless a piece was refused (*refused, *inputError: the first
-  // refusal) or libnftnl refused an operation (result->failures). Once.
+  // Ends a transaction after the pieces pushed so far: sent once they are built.
+  void Cut();
+
+  // Blocks until every piece is checked and built (and the transactions cut
+  // before them sent), then sends the last transaction unless a piece was
+  // refused (*refused, *inputError: the first refusal), libnftnl or the
+  // kernel refused an operation (result->failures) or sending failed. Once.
   void Finish(CommitResult* result, bool* refused, InputError* inputError, double* parseMs);
 
-  // Drops what is queued and sends nothing. Blocks for the piece being built.
+  // Drops what is queued and sends nothing more. Blocks for the piece being
+  // built, or the transaction being sent.
   void Abort();
 
  private:
   struct Piece {
     BatchBytes bytes;
-    size_t size;
-    bool pagesOwned;
+    size_t size = 0;
+    bool pagesOwned = false;
+    bool cut = false;
   };
   void Run();
   void Stop(bool send);
+  // Sends the transaction built so far; false (nothing more to be sent) when it failed.
+  bool SendTransaction();
+  // Starts the next transaction on a socket of its own; false when none could be had.
+  bool OpenTransaction();
 
   const std::string netnsPath_;
   const size_t expectedBytes_;
@@ -65,6 +82,9 @@ class CommitStream {
   // The thread's until it ends.
   CommitSocket socket_;
   bool opened_ = false;
+  // A transaction was refused or could not be sent: nothing more is.
+  bool stopped_ = false;
+  std::unique_ptr<TransactionBuilder> builder_;
   BuiltBatch built_;
   CommitResult result_;
   bool refused_ = false;

@@ -37,6 +37,8 @@ struct CommitResult {
   // building overlapped the encoding of the pieces after).
   uint32_t pieces = 1;
   double waitMs = 0;
+  // The transactions sent (a stream's cuts, commit-stream.h); 1 for one batch.
+  uint32_t transactions = 1;
 };
 
 // A commit socket taken from the pool, and the sequence number its

@@ -44,6 +44,8 @@ export interface NativeCommitResult {
   releasedBytes: number;
   /** The batches the transaction came in: 1 for commit(), the pushed ones for a NativeBatchStream. */
   pieces: number;
+  /** The transactions sent: 1 for commit(), a NativeBatchStream's cuts and its last (none when nothing was sent). */
+  transactions: number;
   /** Where the worker thread's time went, in milliseconds. */
   timing: NativeCommitTiming;
 }
@@ -61,7 +63,7 @@ export interface NativeCommitTiming {
   sendCpuMs: number;
   /** Reading the kernel's answers. */
   receiveMs: number;
-  /** A stream's commit(): waiting for the pieces' building once the last was pushed (0 for commit()). */
+  /** A stream's commit(): waiting for the pieces' building (and sending, cut) once the last was pushed (0 for commit()). */
   waitMs: number;
 }
 
@@ -73,10 +75,19 @@ export interface NativeCommitTiming {
  * transaction. commit() sends them as one transaction once all are built and
  * settles as NativeAddon.commit does (a refused piece rejects, and nothing is
  * sent); abort() sends nothing. Either ends the stream; one dropped
- * unfinished is aborted when collected.
+ * unfinished is aborted when collected. Cut into several transactions
+ * (cut()), each is sent as soon as it is built, and those before a refusal
+ * or an abort stay sent.
  */
 export interface NativeBatchStream {
   push(batch: Uint8Array): void;
+  /**
+   * Ends a transaction after the pieces pushed so far: the stream's thread
+   * sends it once they are built, the transaction before it landed, and
+   * builds those after into the next. The kernel refusing one ends the
+   * sending; commit() settles with its failures.
+   */
+  cut(): void;
   commit(): Promise<NativeCommitResult>;
   abort(): void;
 }

@@ -165,6 +165,56 @@ describe('a transaction committed in pieces', () => {
     expect(mapSize(ns, 'c')).toBe(100);
   });
 
+  it('cut into transactions, sends each once built, in order, and stops at one the kernel refuses', async () => {
+    const { ns, dp } = kernel();
+    const before = await dp.generation();
+    const stream = new BatchStream({ netns: ns.path });
+    const ops = verdictMapOps('a', 20_000, '80');
+    let cuts = 0;
+    encodeOperationPieces(
+      ops,
+      ops.length,
+      () => undefined,
+      {
+        pieceBytes: 64 << 10,
+        push: (p, encoded) => {
+          stream.push(p);
+          if (encoded < ops.length) {
+            stream.cut();
+            cuts++;
+          }
+        },
+      },
+      (n) => new Uint8Array(n),
+    );
+    const result = await stream.commit();
+    expect(cuts).toBeGreaterThan(3);
+    expect(result).toMatchObject({ failures: [], transactions: cuts + 1 });
+    expect((await dp.generation()) - before).toBe(cuts + 1);
+    expect(mapSize(ns, 'a')).toBe(20_000);
+
+    // A refusal in the second of three: the first stays, the third is not sent.
+    const at = await dp.generation();
+    const refused = new BatchStream({ netns: ns.path });
+    const b = verdictMapOps('b', 3, '80');
+    const badChain = { ...(b[3]!.object as object), value: { verdict: 'goto', chain: 'no-such-chain' } };
+    refused.push(encodeOperations(b.slice(0, 3)).bytes.slice());
+    refused.cut();
+    refused.push(encodeOperations([{ verb: 'add', object: badChain } as Operation], () => b[2]!.object as NftMap).bytes.slice());
+    refused.cut();
+    refused.push(encodeOperations(b.slice(4), () => b[2]!.object as NftMap).bytes.slice());
+    const answer = await refused.commit();
+    expect(answer.transactions).toBe(2);
+    expect(answer.failures).toEqual([expect.objectContaining({ errno: 2 })]);
+    expect((await dp.generation()) - at).toBe(1);
+    expect(
+      nftList(ns, 'map')
+        .map((m) => m.table)
+        .sort(),
+    ).toEqual(['a', 'b']);
+    expect(Number(ns.exec('sh', ['-c', "nft list map ip b m | grep -c 'goto c' || true"]).trim())).toBe(0);
+  }, 60_000);
+
   it('wrong arguments are TypeErrors and RangeErrors with a code', () => {
     expect(() => new BatchStream({ netns: 5 } as never)).toThrow(
       expect.objectContaining({ name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' }),

@@ -22,6 +22,7 @@ function slowAddon(streamed: boolean) {
   if (streamed) {
     addon.BatchStream = class {
       push(_piece: Uint8Array): void {}
+      cut(): void {}
       commit = answered;
       abort(): void {}
     };
@@ -80,6 +81,7 @@ describe.each([
       bytes: 400,
       releasedBytes: 0,
       pieces: 1,
+      transactions: 1,
     });
     expect(collected).toBe(true);
     expect(outcome).toBe('ok');
@@ -94,6 +96,7 @@ describe.each([
       bytes: 400,
       releasedBytes: 0,
       pieces: 1,
+      transactions: 1,
     });
     expect(collected).toBe(true);
     expect(outcome).toBeInstanceOf(NftCommitError);
@@ -113,6 +116,7 @@ describe.each([
     if (streamed) {
       addon.BatchStream = class {
         push(_piece: Uint8Array): void {}
+        cut(): void {}
         commit = addon.commit as () => never;
         abort(): void {
           aborted++;
