@@ -66,9 +66,11 @@ export interface SyncPlan {
    * Transaction.queueGenerated): `items` makes the same `length` operations
    * every time, as a pure function of what the plan was made from, runs of
    * element additions as runs (see ElementRun); generatedOperations gives
-   * them all as operations.
+   * them all as operations. A full sync's `hookedFrom` is where its
+   * operations on base chains start: those before it hook nothing (see
+   * Transaction.stageable).
    */
-  generated?: { items: () => Iterable<GeneratedItem>; length: number };
+  generated?: { items: () => Iterable<GeneratedItem>; length: number; hookedFrom?: number };
   /** The state to keep once `ops` committed; the old one stays if the commit fails. */
   next: SyncState;
   stats: SyncStats;

@@ -15,13 +15,19 @@
 //
 // Both leave the kernel holding exactly what an incremental sync to the same
 // desired ruleset leaves (property-tested).
+//
+// The base chains and their rules come last: everything before them hooks
+// nothing, so that where the kernel holds no table of ours the operations
+// before them can be committed in transactions of their own while the rest
+// are encoded (Transaction.stageable), none of them seen by a packet until
+// the last transaction hooks them.
 
 import type { IPFamily } from '../k8s/types.ts';
 import type { Chain, Element, NftMap, NftSet, Operation, Table } from '../nft/objects.ts';
 import { objectKey } from '../nft/objects.ts';
 import { emptyStats, listedPlan, type StaleChain, type SyncPlan, type SyncState, type SyncStats } from './diff.ts';
 import { HairpinElements, skeletonOwner } from './element-claims.ts';
-import { emptyTally, type Fragment, isDynamicSet, type SlotRun, SlotElements, tallyFragment } from './fragment.ts';
+import { type ChainSpec, emptyTally, type Fragment, isDynamicSet, type SlotRun, SlotElements, tallyFragment } from './fragment.ts';
 import type { GeneratedItem } from '../nft/element-run.ts';
 import { forEachFragmentItem, forEachItemOf, type Ruleset } from './ruleset.ts';
 import { tableFamily } from './statements.ts';
@@ -55,7 +61,8 @@ export function planFullSync(desired: Ruleset, mode: FullSyncMode, state?: SyncS
 export function planGeneratedFullSync(desired: Ruleset, mode: FullSyncMode, state?: SyncState): SyncPlan {
   const items = () => fullSyncItems(desired, mode);
   const { length, stats } = countFullSync(desired, mode);
-  return { ops: [], generated: { items, length }, next: nextState(desired, mode, state), stats };
+  const hookedFrom = length - hookOperationCount(desired, mode);
+  return { ops: [], generated: { items, length, hookedFrom }, next: nextState(desired, mode, state), stats };
 }
 
 /**
@@ -91,6 +98,18 @@ function* fullSyncItems(desired: Ruleset, mode: FullSyncMode): Generator<Generat
   yield* eachSetTogether(elements);
   yield* additionsOf(slots.drain());
   yield* hairpinAdditions(desired);
+  for (const s of desired.skeletons.values()) yield* chainOperations(s.chains.filter(isHook), mode);
+}
+
+function isHook(c: ChainSpec): boolean {
+  return c.chain.base !== undefined;
+}
+
+/** The operations on base chains, fullSyncItems' last: only skeletons have them. */
+function hookOperationCount(desired: Ruleset, mode: FullSyncMode): number {
+  let n = 0;
+  for (const s of desired.skeletons.values()) for (const c of s.chains) if (isHook(c)) n += (mode === 'reassert' ? 2 : 1) + c.rules.length;
+  return n;
 }
 
 /** Elements grouped by set (elementsBySet's groups) as a generated transaction adds them: a run of endpoint slots as a run. */
@@ -131,18 +150,23 @@ function* ownedFragments(r: Ruleset): Generator<[owner: string, fragment: Fragme
   for (const [id, s] of r.services) yield [id, s.unkeptFragment()];
 }
 
-/** One fragment's sets, flowtables, chains and rules, in that order (its rules may use any of them). */
+/** One fragment's sets, flowtables, chains and rules, in that order (its rules may use any of them); not its base chains. */
 function* fragmentOperations(frag: Fragment, mode: FullSyncMode): Generator<Operation> {
   for (const s of frag.sets) {
     yield { verb: 'add', object: s };
     if (flushesSet(s, mode)) yield { verb: 'flush', object: s };
   }
   for (const f of frag.flowtables) yield { verb: 'add', object: f };
-  for (const c of frag.chains) {
+  yield* chainOperations(frag.chains.some(isHook) ? frag.chains.filter((c) => !isHook(c)) : frag.chains, mode);
+}
+
+/** The chains (flushed by a reassert), then their rules. */
+function* chainOperations(chains: readonly ChainSpec[], mode: FullSyncMode): Generator<Operation> {
+  for (const c of chains) {
     yield { verb: 'add', object: c.chain };
     if (mode === 'reassert') yield { verb: 'flush', object: c.chain };
   }
-  for (const c of frag.chains) for (const r of c.rules) yield { verb: 'add', object: r };
+  for (const c of chains) for (const r of c.rules) yield { verb: 'add', object: r };
 }
 
 /** The fragments' elements (those `keep` wants, when given) by set, as ElementGrouper groups them. */

@@ -94,6 +94,30 @@ describe.each(ENDPOINT_SHAPES)('a generated full sync (endpoint shape %s)', (sha
     );
   });
 
+  it('hooks nothing before hookedFrom: the base chains and their rules come last, every one of them', () => {
+    fc.assert(
+      fc.property(churnArbFor([shape]), fc.constantFrom(...MODES), ({ initial, steps }, mode) => {
+        const { state, rendered } = churn(initial, steps);
+        const { generated } = planGeneratedFullSync(rendered, mode, state);
+        const made = Array.from(generatedOperations(generated!));
+        const baseChains = new Set<string>();
+        for (const s of rendered.skeletons.values())
+          for (const c of s.chains) if (c.chain.base) baseChains.add(`${c.chain.family} ${c.chain.table} ${c.chain.name}`);
+        expect(baseChains.size).toBeGreaterThan(0);
+        const hooks = (op: Operation): boolean => {
+          const o = op.object;
+          if (o.kind === 'chain') return o.base !== undefined;
+          return o.kind === 'rule' && baseChains.has(`${o.family} ${o.table} ${o.chain}`);
+        };
+        const from = generated!.hookedFrom!;
+        expect(made.slice(0, from).some(hooks)).toBe(false);
+        expect(made.slice(from).every(hooks)).toBe(true);
+        expect(made.slice(from).filter((op) => op.object.kind === 'chain' && op.verb === 'add')).toHaveLength(baseChains.size);
+      }),
+      { numRuns: 40 },
+    );
+  });
+
   it('encodes, as it is made, to the very batch its listed operations encode to', () => {
     fc.assert(
       fc.property(servicePortsArb, (ports) => {
