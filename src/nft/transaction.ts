@@ -74,6 +74,7 @@ export class Transaction {
   readonly #counts = new Uint32Array(VERBS.length * KINDS.length);
   /** Operations queued, valid or not: the next one's index. */
   #queued = 0;
+  #stageable = 0;
 
   /** `known`: sets and maps that already exist, so that elements and rules using them are checked against their types. */
   constructor(known?: ContainerLookup | ReadonlyArray<NftSet | NftMap>) {
@@ -147,18 +148,33 @@ export class Transaction {
    * sync's peak. They are checked as the dataplane's encoding makes them
    * (operations()), so that they are made once for both; until then errors()
    * and counts() know nothing of them, and a dataplane throws the first
-   * error, with every one recorded, before it sends anything. check() checks
+   * error, with every one recorded, before it sends any (but the stages
+   * before it of a staged commit, see stageable). check() checks
    * them without encoding; ops() makes and keeps the list (a failure's blame,
    * a dataplane that wants a list). `source` must make the very same
    * operations every time; runs of element additions among them (ElementRun)
    * count as their length. Only into an empty transaction, which then takes no more.
    */
-  queueGenerated(source: () => Iterable<GeneratedItem>, count: number): this {
+  queueGenerated(source: () => Iterable<GeneratedItem>, count: number, options: { stageable?: number } = {}): this {
     this.#refuseWhenGenerated();
     if (this.#queued > 0) throw new Error('generated operations go into an empty transaction');
     this.#source = source;
     this.#announced = count;
+    this.#stageable = Math.min(options.stageable ?? 0, count);
     return this;
+  }
+
+  /**
+   * How many of its first operations hook nothing a packet passes (no base
+   * chain, nor anything one reaches yet), in tables the kernel does not hold:
+   * a dataplane may commit them as transactions of their own, the kernel
+   * working on one while the next is encoded, and the rest as the last,
+   * which is when a packet first sees any of it. 0: one transaction. A
+   * transaction the kernel refuses leaves the stages before it in place,
+   * hooked to nothing, until the next replace of those tables.
+   */
+  get stageable(): number {
+    return this.#stageable;
   }
 
   /**
