@@ -18,7 +18,6 @@ import { HealthState } from '../observability/health.ts';
 import type { ObservabilityServer } from '../observability/http-server.ts';
 import type { Logger } from '../observability/logger.ts';
 import { ProxyMetrics } from '../observability/metrics.ts';
-import { TABLE_FORMAT_VERSION } from '../reconciler/ownership.ts';
 import type { RulesetConfig } from '../reconciler/config.ts';
 import { Reconciler, type ReconcilerOptions, type RejectedServicePort } from '../reconciler/reconciler.ts';
 import { syncRunner, type SyncResult } from '../reconciler/sync-runner.ts';
@@ -28,7 +27,7 @@ import { memoryMiB, PortsInFlight, reportRefused, syncLogFields } from './sync-o
 import { LARGE_SYNC_OPS, MemoryReleaser, type ReleaseReason, releaseMemory } from './memory-release.ts';
 import { ChangeMetrics } from './change-metrics.ts';
 import { ConntrackCleaner } from './conntrack-cleaner.ts';
-import { assertTablesOurs } from './table-ownership.ts';
+import { assertTablesOurs, type TablesAtStart, tablesAtStart } from './table-ownership.ts';
 import { countingDataplane } from './counting-dataplane.ts';
 import type { EventRecorder } from './event-recorder.ts';
 import type { HealthCheckServers } from './health-check-servers.ts';
@@ -277,14 +276,15 @@ function newReconciler(
   deps: AgentDeps,
   { metrics, releaser }: { metrics: ProxyMetrics; releaser: MemoryReleaser },
   config: RulesetConfig,
-  adopt: boolean,
+  tables: TablesAtStart,
   servicePorts: ReconcilerOptions['servicePorts'],
 ): Reconciler {
   const { logger, dataplane } = deps;
   return new Reconciler({
     dataplane: countingDataplane(dataplane, (verb, kind, n) => metrics.nftablesOperations.inc({ verb, kind }, n)),
     config,
-    adopt,
+    adopt: tables.adopt,
+    tablesAbsent: tables.absent,
     now: () => (deps.scheduler ?? { now: Date.now }).now(),
     servicePorts,
     // Between "programming the initial ruleset" and "synced", a large sync spends
@@ -358,8 +358,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
 
   logger.info({ nodeName, table: options.table, featureGates: gates, netns: options.netns }, 'starting kube-nft-proxy');
   // Before anything is programmed: a table of our name that is not ours is never replaced (ForeignTableError).
-  const owners = await assertTablesOurs(dataplane, options.table);
-  const adoptable = [...owners.values()].some((o) => o.kind === 'ours' && o.version === TABLE_FORMAT_VERSION);
+  const tables = tablesAtStart(await assertTablesOurs(dataplane, options.table));
   const offload = await decideOffload(options, gates, dataplane, logger);
   metrics.offloadEnabled.set(offload.wanted && offload.supported ? 1 : 0);
 
@@ -381,7 +380,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   const everyPort: Iterable<ServicePort> = { [Symbol.iterator]: () => tracker.servicePorts() };
   const conntrack = conntrackCleaner(options, deps, metrics);
   const releaser = memoryReleaser(deps);
-  const reconciler = newReconciler(deps, { metrics, releaser }, configNow(), adoptable, () => {
+  const reconciler = newReconciler(deps, { metrics, releaser }, configNow(), tables, () => {
     const drained = tracker.drain();
     for (const w of drained.warnings) logger.warn({ warning: w }, 'service model warning');
     changeMetrics.drained();

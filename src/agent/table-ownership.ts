@@ -3,7 +3,7 @@
 
 import type { Dataplane } from '../nft/dataplane.ts';
 import type { Family, Table } from '../nft/objects.ts';
-import { ForeignTableError, type TableOwnership, tableOwnership } from '../reconciler/ownership.ts';
+import { ForeignTableError, TABLE_FORMAT_VERSION, type TableOwnership, tableOwnership } from '../reconciler/ownership.ts';
 
 const FAMILIES: readonly Family[] = ['ip', 'ip6'];
 
@@ -24,6 +24,20 @@ export async function assertTablesOurs(dataplane: Dataplane, name: string): Prom
   const owners = await tableOwnerships(dataplane, name);
   for (const [family, o] of owners) if (o.kind === 'foreign') throw new ForeignTableError(family, name, o.comment);
   return owners;
+}
+
+/** What the first sync may do with what the kernel holds: adopt tables of ours, or commit in stages where there are none. */
+export interface TablesAtStart {
+  adopt: boolean;
+  absent: boolean;
+}
+
+export function tablesAtStart(owners: ReadonlyMap<Family, TableOwnership>): TablesAtStart {
+  const all = [...owners.values()];
+  return {
+    adopt: all.some((o) => o.kind === 'ours' && o.version === TABLE_FORMAT_VERSION),
+    absent: all.every((o) => o.kind === 'absent'),
+  };
 }
 
 /** Deletes the tables of that name that bear our mark; returns the foreign ones, left alone. */

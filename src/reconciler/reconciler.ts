@@ -38,8 +38,10 @@ import { DepartedDeviceLog, type DeviceDepartures } from './departed-devices.ts'
 import { type ModelRead, portSourceOf, withSubstitutes } from './model-read.ts';
 import { type PortSource, renderRuleset, type Ruleset } from './ruleset.ts';
 import type { RejectedServicePort, SyncReport, SyncRequest } from './sync-report.ts';
+import type { PlannedSync, ReconcilerOptions } from './reconciler-options.ts';
 
 export type { ModelRead } from './model-read.ts';
+export type { PlannedSync, ReconcilerOptions } from './reconciler-options.ts';
 export type { RejectedServicePort, SyncReport, SyncRequest } from './sync-report.ts';
 
 /**
@@ -71,47 +73,12 @@ export class SyncError extends Error {
   }
 }
 
-export interface ReconcilerOptions {
-  dataplane: Dataplane;
-  config: RulesetConfig;
-  /** The current model: every ServicePort this node must program. */
-  servicePorts: () => ModelRead;
-  /** Milliseconds on the clock the runner schedules with. */
-  now: () => number;
-  staleChainDelayMs?: number;
-  /** Each planned transaction, before it is committed: a large one takes seconds in the kernel. */
-  onPlanned?: (planned: PlannedSync) => void;
-  /**
-   * A full sync's transaction of `ops` operations, handed to the dataplane
-   * (`adoption`: the first sync's, adopting the kernel's tables). Its
-   * operations were made on demand and are not held, nor are its
-   * renderings (an adoption's only weakly from then on): while the kernel
-   * works is the moment to collect them (a failure makes them again).
-   */
-  onReleased?: (ops: number, adoption: boolean) => void;
-  /**
-   * The first sync may adopt the tables the kernel holds (src/reconciler/adopt.ts)
-   * instead of replacing them. The caller has checked that they are ours; the
-   * reconciler adopts only tables of the current format.
-   */
-  adopt?: boolean;
-}
-
 /** A plan, with the ruleset it leads to. */
 interface Planned {
   plan: SyncPlan;
   desired: Ruleset;
   kind: SyncReport['kind'];
   mode?: FullSyncMode;
-}
-
-/** What a sync is about to commit. */
-export interface PlannedSync {
-  kind: SyncReport['kind'];
-  servicePorts: number;
-  ops: number;
-  /** Reading the model, rendering and planning, ms. */
-  planMs: number;
 }
 
 export class Reconciler {
@@ -122,6 +89,8 @@ export class Reconciler {
   readonly #onPlanned: ((planned: PlannedSync) => void) | undefined;
   readonly #onReleased: ReconcilerOptions['onReleased'];
   #adopt: boolean;
+  /** Until the first commit is tried: the kernel holds none of our tables. */
+  #tablesAbsent: boolean;
   #config: RulesetConfig;
   #state: SyncState = EMPTY_SYNC_STATE;
   readonly #departed = new DepartedDeviceLog();
@@ -146,6 +115,7 @@ export class Reconciler {
     this.#onPlanned = o.onPlanned;
     this.#onReleased = o.onReleased;
     this.#adopt = o.adopt ?? false;
+    this.#tablesAbsent = o.tablesAbsent ?? false;
     this.#config = validateRulesetConfig(o.config);
   }
 
@@ -388,7 +358,10 @@ export class Reconciler {
     const { generated } = plan;
     if (planLength(plan) > 0) {
       const tx = this.#dataplane.begin();
-      if (generated) tx.queueGenerated(generated.items, generated.length);
+      // Only the first: one that fails leaves stages in the kernel, hooked to nothing, for the next replace to empty.
+      const stageable = this.#tablesAbsent ? (generated?.hookedFrom ?? 0) : 0;
+      this.#tablesAbsent = false;
+      if (generated) tx.queueGenerated(generated.items, generated.length, { stageable });
       else tx.queueAll(plan.ops);
       // Blamed on every operation, the invalid ones too: the errors' indexes count them all.
       const every = () => (generated ? Array.from(generatedOperations(generated)) : plan.ops);

@@ -33,6 +33,31 @@ const expected = (ports: ServicePort[]) => afterFreshFullSync(ports, cfg);
 const strip = listingWithoutHandles;
 
 describe('Reconciler', () => {
+  it('lets only the first commit be staged, and only when the kernel holds none of our tables', async () => {
+    const staged = async (tablesAbsent: boolean, failFirst = false) => {
+      const kernel = new FakeKernel();
+      const seen: number[] = [];
+      const commit = kernel.commit.bind(kernel);
+      kernel.commit = async (tx) => {
+        seen.push(tx.stageable);
+        if (failFirst && seen.length === 1) throw new Error('the kernel went away');
+        return commit(tx);
+      };
+      const r = new Reconciler({ dataplane: kernel, config: cfg, servicePorts: modelReads(() => [web, api]), now: () => 0, tablesAbsent });
+      await r.sync({ kind: 'full', mode: 'replace' }).catch(() => undefined);
+      await r.sync({ kind: 'full', mode: 'replace' });
+      return seen;
+    };
+    const [first, ...later] = await staged(true);
+    // Everything but the base chains and their rules.
+    expect(first).toBeGreaterThan(10);
+    expect(later).toEqual([0]);
+    expect(await staged(false)).toEqual([0, 0]);
+    const afterFailure = await staged(true, true);
+    expect(afterFailure[0]).toBeGreaterThan(10);
+    expect(afterFailure.slice(1).every((n) => n === 0)).toBe(true);
+  });
+
   it('first sync is a full replace even when asked for an incremental one; then incremental', async () => {
     const t = setup([web]);
     const first = await t.r.sync({ kind: 'incremental' });
