@@ -14,7 +14,7 @@ import { planAdoption, planGeneratedAdoption, REWRITTEN_ON_ADOPTION, sameContent
 import { generatedOperations, planLength } from '../../src/reconciler/diff.ts';
 import { ENDPOINT_SHAPES } from '../../src/reconciler/config.ts';
 import { SHARD_MAP_PREFIX } from '../../src/reconciler/endpoint-slots.ts';
-import { planFullSync } from '../../src/reconciler/full-sync.ts';
+import { planFullSync, planGeneratedFullSync } from '../../src/reconciler/full-sync.ts';
 import { ownershipMark, TABLE_FORMAT_VERSION, tableOwnership } from '../../src/reconciler/ownership.ts';
 import { renderRuleset } from '../../src/reconciler/ruleset.ts';
 import { config, ep, sp, V4, V6 } from './fixtures.ts';
@@ -129,6 +129,20 @@ describe.each(ENDPOINT_SHAPES)('planAdoption (endpoint shape %s)', (shape) => {
       expect(listingsWithoutHandles(k)).toEqual(want);
     });
   }
+
+  it('completes a staged cold start cut short (the stages before the base chains landed, no more)', () => {
+    const { generated } = planGeneratedFullSync(desired, 'replace');
+    const ops = Array.from(generatedOperations(generated!));
+    const hookedFrom = generated!.hookedFrom!;
+    for (const landed of [6, Math.floor(hookedFrom / 3), Math.floor((2 * hookedFrom) / 3), hookedFrom]) {
+      const k = new FakeKernel();
+      k.commitSync(ops.slice(0, landed));
+      const plan = planAdoption(desired, listings(k), 0);
+      if ('refused' in plan) throw new Error(plan.refused);
+      k.commitSync(plan.ops);
+      expect(listingsWithoutHandles(k)).toEqual(want);
+    }
+  });
 
   it('drops the table of a family no longer configured', () => {
     const k = fresh();
