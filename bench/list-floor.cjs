@@ -13,7 +13,7 @@
 // Usage: node list-floor.cjs KUBECONFIG_JSON NODE_NAME LABEL_SELECTOR
 
 const startedAt = Date.now();
-const { readFileSync } = require('node:fs');
+const { readFileSync, writeSync } = require('node:fs');
 const http = require('node:http');
 const https = require('node:https');
 
@@ -33,8 +33,19 @@ const streams = [
   ['/api/v1/nodes', { fieldSelector: `metadata.name=${nodeName}` }],
 ];
 
+/** Each stream's bytes so far, and whether its end was found: what a stalled child says when stopped. */
+const progress = new Map();
+process.on('SIGTERM', () => {
+  const state = [...progress].map(([path, p]) => `${path} ${p.bytes} bytes${p.done ? ', read' : ', waiting'}`);
+  // Written at once: process.exit() right after would drop a write still queued on the pipe.
+  writeSync(2, `list-floor: stopped: ${state.join('; ')}\n`);
+  process.exit(2);
+});
+
 /** Resolves once the stream's bytes hold the bookmark that ends its initial events. */
 function readToInitialEnd(path, selector) {
+  const seen = { bytes: 0, done: false };
+  progress.set(path, seen);
   const url = new URL(path, server);
   for (const [k, v] of Object.entries({ ...selector, ...watchList })) url.searchParams.set(k, v);
   const options = {
@@ -51,8 +62,10 @@ function readToInitialEnd(path, selector) {
       let bytes = 0;
       res.on('data', (chunk) => {
         bytes += chunk.length;
+        seen.bytes = bytes;
         const seam = Buffer.concat([tail, chunk.subarray(0, keep)]);
         if (seam.includes(END) || chunk.includes(END)) {
+          seen.done = true;
           res.destroy();
           resolve(bytes);
           return;

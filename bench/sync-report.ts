@@ -119,10 +119,11 @@ export function printSize(r: SizeResult, shape: string): void {
   console.log(`  kernel's share    ${f(cold.kernelMs)} ms of the sync's commits: cold/kernel ${f(cold.coldMs / cold.kernelMs)}`);
   const floor = floorOf(r);
   if (floor) {
-    const { bootMs, listedMs, bytes, runs } = r.floor!;
+    const { bootMs, listedMs, bytes, runs, retried } = r.floor!;
+    const again = retried > 0 ? `, ${retried} stalled and started again` : '';
     console.log(
       `  floor             ${f(floor.ms)} ms = spawn -> lists read ${f(listedMs)} (boot ${f(bootMs)}, ` +
-        `${f(bytes / MiB)} MiB, nothing parsed; quickest of ${runs}) + the kernel: floor/kernel ${f(floor.overKernel)}`,
+        `${f(bytes / MiB)} MiB, nothing parsed; quickest of ${runs}${again}) + the kernel: floor/kernel ${f(floor.overKernel)}`,
     );
   }
   if (r.restart) {

@@ -113,14 +113,18 @@ describe('the list floor against the fake API server (TLS, token)', () => {
 describe('the list floor against a hand-written stream', () => {
   let server: Server;
   let url: string;
-  let mode: 'split' | 'cut' = 'split';
+  let mode: 'split' | 'cut' | 'stall' | 'stall-once' = 'split';
+  let requests = 0;
   const marker = '{"type":"BOOKMARK","object":{"metadata":{"annotations":{"k8s.io/initial-events-end":"true"}}}}\n';
   const body = `${'{"type":"ADDED","object":{"metadata":{"name":"x"}}}\n'.repeat(50)}`;
   beforeAll(async () => {
     server = createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.write(body);
+      requests++;
       if (mode === 'cut') return void res.end();
+      // Never the marker: for every request, or for the first child's three.
+      if (mode === 'stall' || (mode === 'stall-once' && requests <= 3)) return;
       // The marker in three writes far enough apart to arrive as three chunks, the middle one tiny.
       const cut = marker.indexOf('initial-events') + 3;
       res.write(marker.slice(0, cut));
@@ -142,6 +146,17 @@ describe('the list floor against a hand-written stream', () => {
     expect(floor.bytes).toBe(3 * Buffer.byteLength(body + marker));
     expect(floor.listedMs).toBeGreaterThanOrEqual(100);
   });
+
+  it('starts a child stalled at its timeout again, and says where each stalled when every attempt does', async () => {
+    mode = 'stall-once';
+    requests = 0;
+    const floor = await measureListFloor(kubeconfigFor(url), 1, 1_500);
+    expect(floor.retried).toBe(1);
+    expect(floor.bytes).toBe(3 * Buffer.byteLength(body + marker));
+    mode = 'stall';
+    const failed = measureListFloor(kubeconfigFor(url), 1, 1_000);
+    await expect(failed).rejects.toThrow(/exit 2.*stopped: \/api\/v1\/services \d+ bytes, waiting/s);
+  }, 20_000);
 
   it('fails on a stream that ends before its initial events do', async () => {
     mode = 'cut';
