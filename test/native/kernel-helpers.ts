@@ -31,6 +31,19 @@ export function nftList(ns: NetNs, kind: string): Array<Record<string, any>> {
     .map((o) => o[kind]);
 }
 
+/** What the kernel holds of ip table `name` as our listing reads it, each kind in an order of its own (handles aside); undefined without it. */
+export async function holding(dp: NetlinkDataplane, name: string) {
+  const l = await dp.list('ip', name);
+  if (!l) return undefined;
+  const text = (x: unknown) => JSON.stringify(x);
+  return {
+    sets: l.sets.map(text).sort(),
+    chains: l.chains.map(text).sort(),
+    rules: l.rules.map((r) => text({ ...r, handle: undefined })).sort(),
+    elements: l.elements.map(text).sort(),
+  };
+}
+
 export function nftText(ns: NetNs): string {
   return ns.exec('nft', ['list', 'ruleset']);
 }

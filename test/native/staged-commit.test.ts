@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { NetlinkDataplane } from '../../src/nft/netlink/netlink-dataplane.ts';
 import type { Operation } from '../../src/nft/objects.ts';
 import { NftInvalidError } from '../../src/nft/transaction.ts';
-import { commitError, kernel, nftList, verdictMapOps } from './kernel-helpers.ts';
+import { commitError, holding, kernel, nftList, verdictMapOps } from './kernel-helpers.ts';
 
 /** verdictMapOps, then what hooks it: a base chain whose rule jumps to its chain. */
 function hookedOps(table: string, n: number): { ops: Operation[]; hookedFrom: number } {
@@ -27,19 +27,6 @@ function hookedOps(table: string, n: number): { ops: Operation[]; hookedFrom: nu
 
 function staged(dp: NetlinkDataplane, ops: readonly Operation[], stageable: number) {
   return dp.begin().queueGenerated(() => ops, ops.length, { stageable });
-}
-
-/** What the kernel holds of table `name`, in an order of its own. */
-async function holding(dp: NetlinkDataplane, name: string) {
-  const l = await dp.list('ip', name);
-  if (!l) return undefined;
-  const text = (x: unknown) => JSON.stringify(x);
-  return {
-    sets: l.sets.map(text).sort(),
-    chains: l.chains.map(text).sort(),
-    rules: l.rules.map((r) => text({ ...r, handle: undefined })).sort(),
-    elements: l.elements.map(text).sort(),
-  };
 }
 
 /** A staging dataplane over a fresh namespace: stages of 256 KiB (a ~10th of 60k elements). */

@@ -10,6 +10,7 @@ import type { Transaction } from '../../src/nft/transaction.ts';
 import type { ServicePort } from '../../src/model/service-port.ts';
 import { Reconciler } from '../../src/reconciler/reconciler.ts';
 import { createNetns, type NetNs } from '../helpers/netns.ts';
+import { holding } from '../native/kernel-helpers.ts';
 import { config, ep, modelReads, sp, V4 } from './fixtures.ts';
 
 const cfg = config({ families: { IPv4: V4 }, endpointShape: 'map' });
@@ -46,18 +47,6 @@ const portAt = (i: number, extra: { sessionAffinityTimeout?: number } = {}): Ser
 /** 6,000 ports of two endpoints each: a batch of several 1 MiB pieces. */
 const ports: ServicePort[] = Array.from({ length: 6_000 }, (_, i) => portAt(i));
 
-/** What the kernel holds of our table, in an order of its own. */
-async function holding(dp: NetlinkDataplane) {
-  const l = await dp.list('ip', TABLE);
-  const text = (x: unknown) => JSON.stringify(x);
-  return {
-    sets: l!.sets.map(text).sort(),
-    chains: l!.chains.map(text).sort(),
-    rules: l!.rules.map((r) => text({ ...r, handle: undefined })).sort(),
-    elements: l!.elements.map(text).sort(),
-  };
-}
-
 async function synced(dp: NetlinkDataplane, model: ServicePort[], tablesAbsent: boolean) {
   const r = new Reconciler({ dataplane: dp, config: cfg, servicePorts: modelReads(() => model), now: () => 0, tablesAbsent });
   return r.sync({ kind: 'full', mode: 'replace' });
@@ -74,7 +63,7 @@ describe('a first sync committed in stages, in the kernel', () => {
     const stages = staged.dp.lastCommit!.transactions;
     expect(stages).toBeGreaterThan(2);
     expect((await staged.dp.generation()) - before).toBe(stages);
-    expect(await holding(staged.dp)).toEqual(await holding(one.dp));
+    expect(await holding(staged.dp, TABLE)).toEqual(await holding(one.dp, TABLE));
   }, 120_000);
 
   it('a port that fails the checks late: the stages sent are emptied by the retry, which commits every other port', async () => {
@@ -93,6 +82,6 @@ describe('a first sync committed in stages, in the kernel', () => {
       ports.filter((_, i) => i !== bad),
       false,
     );
-    expect(await holding(dp)).toEqual(await holding(fresh.dp));
+    expect(await holding(dp, TABLE)).toEqual(await holding(fresh.dp, TABLE));
   }, 120_000);
 });
