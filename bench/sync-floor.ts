@@ -2,7 +2,8 @@
 // by a child that boots with the agent's node flags and parses nothing
 // (bench/list-floor.cjs). Added to the kernel's own time for the cold sync it
 // is the least any agent could take from spawn to rules in the kernel on this
-// machine at this moment: a batch is one sendmsg, so the kernel cannot begin
+// machine at this moment: the ruleset is rendered from every object, so no
+// transaction of it (a first start's stages included) can reach the kernel
 // before every object has arrived. `cold_over_kernel` cannot go below
 // `floor_over_kernel` here; the difference is the agent's own work.
 
