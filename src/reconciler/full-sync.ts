@@ -20,7 +20,8 @@
 // nothing, so that where the kernel holds no table of ours the operations
 // before them can be committed in transactions of their own while the rest
 // are encoded (Transaction.stageable), none of them seen by a packet until
-// the last transaction hooks them.
+// the last transaction hooks them. (A flowtable among them is on its devices'
+// ingress at once, but holds no flow until a base chain's rule adds one.)
 
 import type { IPFamily } from '../k8s/types.ts';
 import type { Chain, Element, NftMap, NftSet, Operation, Table } from '../nft/objects.ts';
