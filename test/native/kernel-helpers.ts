@@ -31,7 +31,10 @@ export function nftList(ns: NetNs, kind: string): Array<Record<string, any>> {
     .map((o) => o[kind]);
 }
 
-/** What the kernel holds of ip table `name` as our listing reads it, each kind in an order of its own (handles aside); undefined without it. */
+/**
+ * What the kernel holds of ip table `name` as our listing reads it, each kind
+ * in an order of its own (handles aside); undefined without the table.
+ */
 export async function holding(dp: NetlinkDataplane, name: string) {
   const l = await dp.list('ip', name);
   if (!l) return undefined;
