@@ -1,6 +1,7 @@
 // The Dataplane over the netlink addon: commit encodes the operations into one
 // batch (a full sync's into pieces the addon builds as they come) and sends it
-// as one transaction; list reads a table back and raises it
+// as one transaction (a first start's stageable operations as several, see
+// Transaction.stageable); list reads a table back and raises it
 // into our objects. Sets and maps this dataplane has committed or listed are
 // remembered, because element bytes depend on their key types.
 
@@ -270,7 +271,9 @@ export class NetlinkDataplane implements Dataplane {
    * otherwise follows the encoding. The built messages are then all there
    * when the encoding ends, as the batch was at its hand-off: at 44k
    * Services x 1 endpoint the cold start's VmHWM is 30-50 MiB higher
-   * (README, Performance).
+   * (README, Performance). Its stageable operations (a first start's) are
+   * sent a piece at a time instead, each transaction's messages freed once
+   * it has landed (stagedPieces).
    */
   #handOffInPieces(tx: Transaction, Stream: NativeBatchStreamConstructor): HandedOff {
     const expected = tx.length * NETLINK_BYTES_PER_OP;
