@@ -18,6 +18,8 @@ export interface ColdResult {
   syncMs: number;
   /** The kernel's own time for the cold sync's commits (the agent's synced line). */
   kernelMs: number;
+  /** The transactions they sent (many where a first start is staged). */
+  kernelTransactions: number;
   ops: number;
   servicePorts: number;
   rss: number;
@@ -116,7 +118,10 @@ export function printSize(r: SizeResult, shape: string): void {
     `  agent cold sync   ${f(cold.coldMs)} ms = boot ${f(cold.bootMs)} + list/ready ${f(cold.listMs)} + sync ` +
       `${f(cold.syncMs)} (+ ${f(cold.coldMs - cold.bootMs - cold.listMs - cold.syncMs)} rest)`,
   );
-  console.log(`  kernel's share    ${f(cold.kernelMs)} ms of the sync's commits: cold/kernel ${f(cold.coldMs / cold.kernelMs)}`);
+  console.log(
+    `  kernel's share    ${f(cold.kernelMs)} ms of the sync's commits (${f(cold.kernelTransactions)} transactions): ` +
+      `cold/kernel ${f(cold.coldMs / cold.kernelMs)}`,
+  );
   const floor = floorOf(r);
   if (floor) {
     const { bootMs, listedMs, bytes, runs, retried } = r.floor!;
@@ -168,6 +173,7 @@ function sizeKeys(summary: Record<string, number | string>, r: SizeResult, minSy
   summary[`cold_sync_ms_${k}`] = Math.round(r.cold.syncMs);
   summary[`cold_list_ms_${k}`] = Math.round(r.cold.listMs);
   summary[`kernel_ms_${k}`] = Math.round(r.cold.kernelMs);
+  summary[`kernel_transactions_${k}`] = r.cold.kernelTransactions;
   summary[`cold_over_kernel_${k}`] = r2(r.cold.coldMs / r.cold.kernelMs);
   const floor = floorOf(r);
   if (floor) {

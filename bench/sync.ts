@@ -93,6 +93,7 @@ async function coldSync(agent: AgentChild, spawnedAt: number, size: BenchSize): 
     listMs: ready.record.time - start.record.time,
     syncMs: s.durationMs as number,
     kernelMs: Number(s.kernelMs ?? NaN),
+    kernelTransactions: Number(s.kernelTransactions ?? NaN),
     ops: s.ops as number,
     servicePorts: s.servicePorts as number,
     rss: mem.rss,

@@ -23,7 +23,7 @@ import { Reconciler, type ReconcilerOptions, type RejectedServicePort } from '..
 import { syncRunner, type SyncResult } from '../reconciler/sync-runner.ts';
 import { createClusterStreams, type ClusterStreams, type ClusterStreamsOptions } from '../streams/cluster-streams.ts';
 import { decideOffload, followDevices } from './offload-setup.ts';
-import { memoryMiB, PortsInFlight, reportRefused, syncLogFields } from './sync-outcome.ts';
+import { type KernelShare, kernelShare, kernelShareSince, memoryMiB, PortsInFlight, reportRefused, syncLogFields } from './sync-outcome.ts';
 import { LARGE_SYNC_OPS, MemoryReleaser, type ReleaseReason, releaseMemory } from './memory-release.ts';
 import { ChangeMetrics } from './change-metrics.ts';
 import { ConntrackCleaner } from './conntrack-cleaner.ts';
@@ -195,11 +195,11 @@ interface SyncOutcomeSinks {
   syncs$: Subject<SyncResult>;
 }
 
-/** Takes one sync's outcome; `firstSync` says whether it is the first to succeed, `kernelMs` the kernel's share. */
-function syncDone(s: SyncOutcomeSinks, result: SyncResult, firstSync: boolean, kernelMs: number | undefined): void {
+/** Takes one sync's outcome; `firstSync` says whether it is the first to succeed, `kernel` the kernel's share. */
+function syncDone(s: SyncOutcomeSinks, result: SyncResult, firstSync: boolean, kernel: KernelShare | undefined): void {
   const { logger } = s.deps;
   const r = result.report;
-  const fields = syncLogFields(result, kernelMs);
+  const fields = syncLogFields(result, kernel);
   // A failed sync may have set ports aside before it gave up (see reconciler.ts): told either way.
   for (const x of r?.rejected ?? []) reportRefused(x, logger, s.operator.events, (x) => s.refused$.next(x));
   if (r) s.metrics.refusedServicePorts.set(r.setAside);
@@ -313,8 +313,8 @@ function runSyncs(
   const { logger, dataplane } = deps;
   const { streams, reconciler } = a;
   let firstSync = true;
-  /** dataplane.kernelMs when the running sync started (syncs never overlap). */
-  let kernelMsAtStart: number | undefined;
+  /** The kernel's share when the running sync started (syncs never overlap). */
+  let kernelAtStart: KernelShare | undefined;
   return syncRunner({
     changes$: merge(a.changes$),
     synced$: streams.synced$,
@@ -326,15 +326,14 @@ function runSyncs(
         );
         if (a.nodeMissing()) warnNodeNotFound(logger, a.nodeName);
       }
-      kernelMsAtStart = dataplane.kernelMs;
+      kernelAtStart = kernelShare(dataplane);
       return reconciler.sync(request);
     },
     minSyncPeriodMs: options.minSyncPeriodMs,
     syncPeriodMs: options.fullSyncPeriodMs,
     scheduler: deps.scheduler,
   }).subscribe((result) => {
-    const kernelMs = kernelMsAtStart !== undefined && dataplane.kernelMs !== undefined ? dataplane.kernelMs - kernelMsAtStart : undefined;
-    syncDone(sinks, result, firstSync, kernelMs);
+    syncDone(sinks, result, firstSync, kernelShareSince(dataplane, kernelAtStart));
     if (result.ok) firstSync = false;
   });
 }

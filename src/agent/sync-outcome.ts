@@ -5,6 +5,7 @@
 import type { ServicePortChange } from '../model/change-tracker.ts';
 import type { ServicePort } from '../model/service-port.ts';
 import type { Logger } from '../observability/logger.ts';
+import type { Dataplane } from '../nft/dataplane.ts';
 import type { RejectedServicePort } from '../reconciler/reconciler.ts';
 import type { SyncResult } from '../reconciler/sync-runner.ts';
 import type { EventRecorder } from './event-recorder.ts';
@@ -53,8 +54,32 @@ export class PortsInFlight {
   }
 }
 
-/** The fields of a sync's log line; `kernelMs` is the kernel's share of it when the dataplane measures one. */
-export function syncLogFields(result: SyncResult, kernelMs: number | undefined): Record<string, unknown> {
+/** The kernel's share of a dataplane's commits, where it measures one: its time, and the transactions where it counts them. */
+export interface KernelShare {
+  ms: number;
+  transactions?: number;
+}
+
+export function kernelShare(dp: Pick<Dataplane, 'kernelMs' | 'kernelTransactions'>): KernelShare | undefined {
+  if (dp.kernelMs === undefined) return undefined;
+  return dp.kernelTransactions === undefined ? { ms: dp.kernelMs } : { ms: dp.kernelMs, transactions: dp.kernelTransactions };
+}
+
+/** What the kernel's share grew by since `start` (kernelShare before a sync). */
+export function kernelShareSince(
+  dp: Pick<Dataplane, 'kernelMs' | 'kernelTransactions'>,
+  start: KernelShare | undefined,
+): KernelShare | undefined {
+  const now = kernelShare(dp);
+  if (!now || !start) return undefined;
+  const ms = now.ms - start.ms;
+  return now.transactions === undefined || start.transactions === undefined
+    ? { ms }
+    : { ms, transactions: now.transactions - start.transactions };
+}
+
+/** The fields of a sync's log line; `kernel` is the kernel's share of it when the dataplane measures one. */
+export function syncLogFields(result: SyncResult, kernel: KernelShare | undefined): Record<string, unknown> {
   const r = result.report;
   return {
     reason: result.reason,
@@ -67,7 +92,8 @@ export function syncLogFields(result: SyncResult, kernelMs: number | undefined):
     staleChains: r?.staleChains,
     durationMs: Math.round(result.durationMs * 10) / 10,
     // The kernel's share of it (its commits' send → last answer): what no user space can go below.
-    ...(kernelMs !== undefined ? { kernelMs: Math.round(kernelMs * 10) / 10 } : {}),
+    ...(kernel ? { kernelMs: Math.round(kernel.ms * 10) / 10 } : {}),
+    ...(kernel?.transactions !== undefined ? { kernelTransactions: kernel.transactions } : {}),
     // Full syncs build the whole ruleset at once: where memory stands after one (MiB) shows what it cost.
     ...(r?.kind === 'full' ? { memoryMiB: memoryMiB() } : {}),
   };

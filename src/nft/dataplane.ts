@@ -67,4 +67,6 @@ export interface Dataplane {
    * the floor a sync's duration is compared with.
    */
   readonly kernelMs?: number;
+  /** The transactions the kernel was sent so far, where it counts them (a first start's staged commit is many). */
+  readonly kernelTransactions?: number;
 }

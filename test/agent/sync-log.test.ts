@@ -1,5 +1,5 @@
 // The agent's "synced nftables rules" line carries the kernel's share of the
-// sync (kernelMs) when the dataplane measures it: the growth of the
+// sync (kernelMs, and kernelTransactions where it counts them) when the dataplane measures it: the growth of the
 // dataplane's running total across that sync, not commits made before it. In-process, real manifest streams, the fake kernel with a
 // kernel clock of its own.
 
@@ -15,11 +15,12 @@ import { jsonLogLines } from './json-log.ts';
 
 const EXAMPLES = new URL('../../examples/', import.meta.url).pathname;
 
-/** The fake kernel, each commit costing `costMs(n)` of kernel time, n counting from 1. */
+/** The fake kernel, each commit costing `costMs(n)` of kernel time, n counting from 1, and n transactions. */
 class TimedFakeKernel implements Dataplane {
   readonly #inner = new FakeKernel();
   commits = 0;
   kernelMs = 0;
+  kernelTransactions = 0;
   readonly #costMs: (n: number) => number;
   constructor(costMs: (n: number) => number) {
     this.#costMs = costMs;
@@ -28,6 +29,7 @@ class TimedFakeKernel implements Dataplane {
   async commit(tx: Transaction): Promise<void> {
     this.commits++;
     this.kernelMs += this.#costMs(this.commits);
+    this.kernelTransactions += this.commits;
     await this.#inner.commit(tx);
   }
   list: Dataplane['list'] = (family, table) => this.#inner.list(family, table);
@@ -40,7 +42,7 @@ describe('the synced log line', () => {
     agent = undefined;
   });
 
-  it("carries the kernel time of that sync's commits only", async () => {
+  it("carries the kernel time and transactions of that sync's commits only", async () => {
     const { lines, sink } = jsonLogLines();
     const command = parseCommandLine([
       '--manifests',
@@ -60,8 +62,9 @@ describe('the synced log line', () => {
     expect(synced).toHaveLength(1);
     expect(dataplane.commits).toBeGreaterThanOrEqual(2);
     let want = 0;
-    for (let n = 2; n <= dataplane.commits; n++) want += 1000 * n;
-    expect(synced[0]!.kernelMs).toBe(want);
+    for (let n = 2; n <= dataplane.commits; n++) want += n;
+    expect(synced[0]!.kernelMs).toBe(1000 * want);
+    expect(synced[0]!.kernelTransactions).toBe(want);
   });
 
   it('leaves kernelMs out when the dataplane does not measure it', async () => {
@@ -78,5 +81,6 @@ describe('the synced log line', () => {
     const synced = lines.filter((l) => l.msg === 'synced nftables rules');
     expect(synced).toHaveLength(1);
     expect(synced[0]).not.toHaveProperty('kernelMs');
+    expect(synced[0]).not.toHaveProperty('kernelTransactions');
   });
 });

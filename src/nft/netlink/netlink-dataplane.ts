@@ -185,6 +185,7 @@ export class NetlinkDataplane implements Dataplane {
   /** Timings of the last commit that reached the kernel. */
   lastCommit: CommitStats | undefined;
   #kernelMs = 0;
+  #kernelTransactions = 0;
 
   constructor(options: NetlinkDataplaneOptions = {}) {
     this.#addon = options.addon ?? loadNative();
@@ -212,6 +213,7 @@ export class NetlinkDataplane implements Dataplane {
       throw handOffFailure(e, tx);
     });
     this.#kernelMs += result.timing.sendMs + result.timing.receiveMs;
+    this.#kernelTransactions += result.transactions;
     this.lastCommit = {
       operations: tx.length,
       encodeMs: handed.encodedAt - t0,
@@ -300,6 +302,11 @@ export class NetlinkDataplane implements Dataplane {
   /** The kernel's time (send and answers) of every commit that reached it, ms. */
   get kernelMs(): number {
     return this.#kernelMs;
+  }
+
+  /** The transactions those commits sent. */
+  get kernelTransactions(): number {
+    return this.#kernelTransactions;
   }
 
   async list(family: Family, table: string, options?: ListOptions): Promise<TableListing | undefined> {
