@@ -119,7 +119,7 @@ export function printSize(r: SizeResult, shape: string): void {
       `${f(cold.syncMs)} (+ ${f(cold.coldMs - cold.bootMs - cold.listMs - cold.syncMs)} rest)`,
   );
   console.log(
-    `  kernel's share    ${f(cold.kernelMs)} ms of the sync's commits (${f(cold.kernelTransactions)} transactions): ` +
+    `  kernel's share    ${f(cold.kernelMs)} ms of the sync's commits (${cold.kernelTransactions} transactions): ` +
       `cold/kernel ${f(cold.coldMs / cold.kernelMs)}`,
   );
   const floor = floorOf(r);
