@@ -39,9 +39,9 @@ void CommitStream::Cut() {
 bool CommitStream::OpenTransaction() {
   // The socket first: its sequence numbers are in every message built.
   CommitResult opening;
-  opened_ = OpenCommitSocket(netnsPath_, &socket_, &opening);
+  const bool opened = OpenCommitSocket(netnsPath_, &socket_, &opening);
   result_.openMs += opening.openMs;
-  if (!opened_) {
+  if (!opened) {
     result_.transportError = opening.transportError;
     result_.transportErrno = opening.transportErrno;
     return false;
@@ -50,13 +50,18 @@ bool CommitStream::OpenTransaction() {
   return true;
 }
 
+void CommitStream::DropTransaction() {
+  builder_.reset();
+  CloseCommitSocket(&socket_);
+}
+
 bool CommitStream::SendTransaction() {
   builder_->Finish();
-  builder_.reset();
   if (!result_.failures.empty()) {
-    CloseCommitSocket(&socket_);
+    DropTransaction();
     return false;
   }
+  builder_.reset();
   CommitResult sent;
   SendBuilt(&socket_, built_, &sent);
   built_ = BuiltBatch{};
@@ -130,12 +135,8 @@ void CommitStream::Finish(CommitResult* result, bool* refused, InputError* input
   *parseMs = parseMs_;
   if (refused_) *inputError = inputError_;
   if (!stopped_) {
-    if (refused_) {
-      builder_.reset();
-      CloseCommitSocket(&socket_);
-    } else {
-      SendTransaction();
-    }
+    if (refused_) DropTransaction();
+    else SendTransaction();
   }
   built_ = BuiltBatch{};
   *result = std::move(result_);
@@ -143,8 +144,7 @@ void CommitStream::Finish(CommitResult* result, bool* refused, InputError* input
 
 void CommitStream::Abort() {
   Stop(false);
-  builder_.reset();
-  if (opened_) CloseCommitSocket(&socket_);
+  DropTransaction();
 }
 
 }  // namespace knp

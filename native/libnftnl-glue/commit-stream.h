@@ -66,6 +66,8 @@ class CommitStream {
   bool SendTransaction();
   // Starts the next transaction on a socket of its own; false when none could be had.
   bool OpenTransaction();
+  // Sends nothing of the transaction being built, and gives its socket back (if it has one).
+  void DropTransaction();
 
   const std::string netnsPath_;
   const size_t expectedBytes_;
@@ -80,8 +82,8 @@ class CommitStream {
   std::thread thread_;
 
   // The thread's until it ends.
+  // The transaction's socket; empty once it is sent or given back (see CloseCommitSocket).
   CommitSocket socket_;
-  bool opened_ = false;
   // A transaction was refused or could not be sent: nothing more is.
   bool stopped_ = false;
   std::unique_ptr<TransactionBuilder> builder_;
