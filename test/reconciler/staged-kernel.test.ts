@@ -4,22 +4,16 @@
 // fails the checks late in the stream, the stages already sent are emptied by
 // the retry's replace, which commits every other port.
 
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { NetlinkDataplane } from '../../src/nft/netlink/netlink-dataplane.ts';
 import type { Transaction } from '../../src/nft/transaction.ts';
 import type { ServicePort } from '../../src/model/service-port.ts';
 import { Reconciler } from '../../src/reconciler/reconciler.ts';
-import { createNetns, type NetNs } from '../helpers/netns.ts';
-import { holding } from '../native/kernel-helpers.ts';
+import { holding, kernel } from '../native/kernel-helpers.ts';
 import { config, ep, modelReads, sp, V4 } from './fixtures.ts';
 
 const cfg = config({ families: { IPv4: V4 }, endpointShape: 'map' });
 const TABLE = 'kube-nft-proxy';
-
-const namespaces: NetNs[] = [];
-afterEach(() => {
-  for (const ns of namespaces.splice(0)) ns.destroy();
-});
 
 /** The netlink dataplane, and what each commit was let stage. */
 class RecordingDataplane extends NetlinkDataplane {
@@ -30,10 +24,9 @@ class RecordingDataplane extends NetlinkDataplane {
   }
 }
 
-function kernel(): { ns: NetNs; dp: RecordingDataplane } {
-  const ns = createNetns('knp-stg');
-  namespaces.push(ns);
-  return { ns, dp: new RecordingDataplane({ netns: ns.path }) };
+/** kernel-helpers' namespace (deleted after the test), programmed through a RecordingDataplane. */
+function recordingKernel(): { dp: RecordingDataplane } {
+  return { dp: new RecordingDataplane({ netns: kernel().ns.path }) };
 }
 
 const portAt = (i: number, extra: { sessionAffinityTimeout?: number } = {}): ServicePort =>
@@ -54,10 +47,10 @@ async function synced(dp: NetlinkDataplane, model: ServicePort[], tablesAbsent: 
 
 describe('a first sync committed in stages, in the kernel', () => {
   it('leaves what one transaction leaves', async () => {
-    const one = kernel();
+    const one = recordingKernel();
     await synced(one.dp, ports, false);
     expect(one.dp.lastCommit!.transactions).toBe(1);
-    const staged = kernel();
+    const staged = recordingKernel();
     const before = await staged.dp.generation();
     await synced(staged.dp, ports, true);
     const stages = staged.dp.lastCommit!.transactions;
@@ -69,14 +62,14 @@ describe('a first sync committed in stages, in the kernel', () => {
   it('a port that fails the checks late: the stages sent are emptied by the retry, which commits every other port', async () => {
     const bad = ports.length - 10;
     const model = ports.map((p, i) => (i === bad ? portAt(i, { sessionAffinityTimeout: 0 }) : p));
-    const { dp } = kernel();
+    const { dp } = recordingKernel();
     const report = await synced(dp, model, true);
     expect(report.rejected.map((x) => x.serviceName)).toEqual([`s${bad}`]);
     // The first attempt was staged; the retry is a replace in one transaction (what stages had landed went with the table).
     expect(dp.stageable[0]).toBeGreaterThan(0);
     expect(dp.stageable.slice(1)).toEqual([0]);
     expect(dp.lastCommit!.transactions).toBe(1);
-    const fresh = kernel();
+    const fresh = recordingKernel();
     await synced(
       fresh.dp,
       ports.filter((_, i) => i !== bad),
