@@ -59,15 +59,13 @@ function readToInitialEnd(path, selector) {
       // stream's last bytes, one fewer than the marker has.
       const keep = END.length - 1;
       let tail = Buffer.alloc(0);
-      let bytes = 0;
       res.on('data', (chunk) => {
-        bytes += chunk.length;
-        seen.bytes = bytes;
+        seen.bytes += chunk.length;
         const seam = Buffer.concat([tail, chunk.subarray(0, keep)]);
         if (seam.includes(END) || chunk.includes(END)) {
           seen.done = true;
           res.destroy();
-          resolve(bytes);
+          resolve(seen.bytes);
           return;
         }
         tail = chunk.length >= keep ? chunk.subarray(chunk.length - keep) : seam.subarray(Math.max(0, seam.length - keep));
