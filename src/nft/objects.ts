@@ -261,6 +261,28 @@ export interface TableListing {
    * tells whether the rules still mean the same. With rulesOf only.
    */
   holdsEncoded?: (chain: string, rules: readonly Rule[]) => boolean;
+  /** The elements of the sets named in ListOptions.elementsEncodedOf, held as the kernel encoded them; `elements` has none of theirs. */
+  encodedElements?: EncodedElements;
+}
+
+/** Wanted elements of one set by index, each part's value (its key's parts, then its data's): an ElementRun. */
+export interface WantedElements {
+  readonly set: string;
+  value(i: number, part: number): string | number;
+}
+
+/** Listed elements compared in place with wanted ones, never all decoded (ListOptions.elementsEncodedOf). */
+export interface EncodedElements {
+  /** Whether the elements of `set` are held here. */
+  holds(set: string): boolean;
+  /**
+   * Keeps the listed element that is wanted element i of `run` as a commit
+   * would write it, key and data; false when none is (the wanted one is to be
+   * added, and a listed one of its key, which nothing then keeps, deleted).
+   */
+  keep(run: WantedElements, i: number): boolean;
+  /** The listed elements of `set` that nothing kept, decoded: those to delete. */
+  notKept(set: string): Element[];
 }
 
 /** What a listing leaves out. */
@@ -277,4 +299,11 @@ export interface ListOptions {
    * (adoption) never holds 200k decoded rules at 100k Services.
    */
   rulesOnDemand?: boolean;
+  /**
+   * Sets and maps whose elements are held as the kernel encoded them
+   * (TableListing.encodedElements), not decoded: the shared endpoint maps
+   * hold a million at 100k Services. Where a set's elements cannot be held so
+   * (intervals, verdicts), or a dataplane does not, they are in `elements`.
+   */
+  elementsEncodedOf?: readonly string[];
 }

@@ -18,12 +18,12 @@
 // elements aside (tested against both the fake and the real kernel).
 
 import type { TableListing } from '../nft/dataplane.ts';
-import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from '../nft/objects.ts';
+import type { Chain, Element, EncodedElements, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from '../nft/objects.ts';
 import { objectKey } from '../nft/objects.ts';
 import { flowtableDelete, flowtableDeviceChanges } from './departed-devices.ts';
 import { emptyStats, listedPlan, type StaleChain, type SyncPlan, type SyncStats } from './diff.ts';
 import { hairpinElement } from './element-claims.ts';
-import { elementCount, forEachElementOf, type Fragment, isDynamicSet } from './fragment.ts';
+import { elementCount, forEachElementOf, type Fragment, isDynamicSet, SlotElements } from './fragment.ts';
 import type { GeneratedItem } from '../nft/element-run.ts';
 import { additionsOf, elementsBySet, hairpinAdditions } from './full-sync.ts';
 import { ENDPOINT_MAP_SHARDS, shardMapName } from './endpoint-slots.ts';
@@ -89,21 +89,24 @@ function sameElement(a: Element, b: Element): boolean {
 
 /**
  * Sets whose elements adoption does not read back but rewrites whole (flushed
- * and refilled in the same transaction): nothing in them is worth keeping (no
- * timeouts, no counters), and at 100k Services x 10 endpoints each holds a
- * million elements.
- * - The hairpin set, an element per endpoint address: the kernel dumps a
- *   set's elements by walking the set again for every 32 KiB message it
- *   fills, quadratic, ~16 s for that one set, where adding every element
- *   again is linear.
- * - The shared endpoint maps: decoding and comparing their elements took more
- *   time (4 s, most of it collecting the garbage) and memory (~950 MiB at the
- *   restart's peak) than the kernel spends adding them again (1.4 s).
+ * and refilled in the same transaction): the hairpin set, an element per
+ * endpoint address, a million at 100k Services x 10 endpoints. Nothing in it
+ * is worth keeping (no timeouts, no counters), and the kernel dumps a set's
+ * elements by walking the set again for every 32 KiB message it fills,
+ * quadratic, ~16 s for that one set, where adding every element again is
+ * linear (~0.75 s of the kernel's time).
  */
-export const REWRITTEN_ON_ADOPTION: readonly string[] = [
-  SET.hairpinEndpoints,
-  ...Array.from({ length: ENDPOINT_MAP_SHARDS }, (_, shard) => shardMapName(shard)),
-];
+export const REWRITTEN_ON_ADOPTION: readonly string[] = [SET.hairpinEndpoints];
+
+/**
+ * Sets whose elements adoption reads back encoded and compares in place
+ * (ListOptions.elementsEncodedOf): the shared endpoint maps, 512 of ~2,000
+ * elements each at 100k Services x 10 endpoints, which the kernel dumps
+ * quickly. Rewritten whole, as they were, they cost the kernel ~4 s of a
+ * restart at that size (each element added to a map is checked against every
+ * rule bound to it); decoded into elements, ~4 s of garbage.
+ */
+export const READ_ENCODED_ON_ADOPTION: readonly string[] = Array.from({ length: ENDPOINT_MAP_SHARDS }, (_, shard) => shardMapName(shard));
 
 /** Why a listing cannot be adopted. */
 export interface AdoptionRefused {
@@ -320,10 +323,19 @@ function adoptElements(desired: Ruleset, tables: ReadonlyMap<Family, TableElemen
     p.addElements.push({ verb: 'add', object: e });
     stats.elementsAdded++;
   };
+  const keepOrAdd = (run: SlotElements, held: EncodedElements): void => {
+    for (let i = 0; i < run.length; i++) {
+      if (held.keep(run, i)) continue;
+      p.addElements.push({ verb: 'add', object: run.element(i) });
+      stats.elementsAdded++;
+    }
+  };
   forEachFragmentItem(desired, (item) => {
     const t = tables.get(item.family);
     if (t === undefined) return;
+    const held = t.have.encodedElements;
     if (t.refilled.has(item.set)) refilled += elementCount(item);
+    else if (item.kind === 'slots' && held?.holds(item.set)) keepOrAdd(new SlotElements(item), held);
     else forEachElementOf(item, compare);
   });
   for (const [family, counts] of desired.hairpin) {
@@ -333,15 +345,17 @@ function adoptElements(desired: Ruleset, tables: ReadonlyMap<Family, TableElemen
     else for (const ip of counts.keys()) compare(hairpinElement(family, desired.config.tableName, ip));
   }
   // What is left was not wanted; the elements of sets deleted anyway go with them.
+  const unwanted = (old: Element): void => {
+    p.deleteElements.push({ verb: 'delete', object: old });
+    stats.elementsDeleted++;
+  };
   for (const [family, bySet] of have) {
     const deleted = tables.get(family)!.deleted;
-    for (const [set, inSet] of bySet) {
-      if (deleted.has(set)) continue;
-      for (const old of inSet.values()) {
-        p.deleteElements.push({ verb: 'delete', object: old });
-        stats.elementsDeleted++;
-      }
-    }
+    for (const [set, inSet] of bySet) if (!deleted.has(set)) inSet.forEach(unwanted);
+  }
+  for (const t of tables.values()) {
+    const held = t.have.encodedElements;
+    if (held) for (const s of t.have.sets) if (held.holds(s.name) && !t.deleted.has(s.name)) held.notKept(s.name).forEach(unwanted);
   }
   stats.elementsAdded += refilled;
   return refilled;

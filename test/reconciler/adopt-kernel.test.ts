@@ -12,7 +12,7 @@ import { ENDPOINT_SHAPES } from '../../src/reconciler/config.ts';
 import { Reconciler } from '../../src/reconciler/reconciler.ts';
 import { createNetns, type NetNs } from '../helpers/netns.ts';
 import { ourTables as tables, rewriteOnAdoption } from '../helpers/our-tables.ts';
-import { REWRITTEN_ON_ADOPTION } from '../../src/reconciler/adopt.ts';
+import { READ_ENCODED_ON_ADOPTION, REWRITTEN_ON_ADOPTION } from '../../src/reconciler/adopt.ts';
 import { config, modelReads, V4, V6 } from './fixtures.ts';
 import { GOLDENS } from './goldens.ts';
 
@@ -100,6 +100,17 @@ describe.each(ENDPOINT_SHAPES)('adopting our tables at start-up (endpoint shape 
     const key = typeof elem === 'string' ? elem : elem.concat.join(' . ');
     ns.exec('nft', ['delete', 'element', 'ip', TABLE, 'service-ips', `{ ${key} }`]);
     ns.exec('nft', ['add', 'chain', 'ip', TABLE, 'intruder']);
+    if (shape === 'map') {
+      // A shared endpoint map (read back encoded): a slot deleted, one pointed elsewhere, one added.
+      const shard = listed.find(
+        (o) => o.map?.family === 'ip' && READ_ENCODED_ON_ADOPTION.includes(o.map.name) && o.map.elem?.length >= 2,
+      )!.map;
+      const [[gone], [moved, to]] = shard.elem as [number, { concat: [string, number] }][];
+      ns.exec('nft', ['delete', 'element', 'ip', TABLE, shard.name, `{ ${gone} }`]);
+      ns.exec('nft', ['delete', 'element', 'ip', TABLE, shard.name, `{ ${moved} }`]);
+      ns.exec('nft', ['add', 'element', 'ip', TABLE, shard.name, `{ ${moved} : ${to.concat[0]} . ${to.concat[1] + 1} }`]);
+      ns.exec('nft', ['add', 'element', 'ip', TABLE, shard.name, '{ 7 : 10.244.99.9 . 80 }']);
+    }
     // A session-affinity entry, as the kernel's dynset would have written it.
     const affinity = listed.find((o) => o.set?.family === 'ip' && String(o.set.name).startsWith('affinity-'))!.set;
     ns.exec('nft', ['add', 'element', 'ip', TABLE, affinity.name, '{ 192.0.2.99 timeout 3h }']);

@@ -16,13 +16,10 @@ import type {
   NftSet,
   Rule,
   SetFlag,
-  Verdict,
 } from '../objects.ts';
 import {
   CHAIN_ATTR,
   DATA_VERDICT,
-  ELEM_ATTR,
-  ELEM_FLAG_INTERVAL_END,
   FLOWTABLE_ATTR,
   HOOK_NUMBER,
   KIND,
@@ -33,14 +30,14 @@ import {
   TYPE_BITS,
   TYPE_BY_ID,
   UDATA_COMMENT,
-  VERDICT_CODE,
 } from './kernel-constants.ts';
 import { ExprSink, exprFromAttrs, sameEncodedExprs, type KernelExpr } from './kernel-exprs.ts';
 import { lowerInto } from './lower.ts';
 import { ByteWriter } from './wire.ts';
-import { keyText, NftRaiseError, raise } from './raise.ts';
-import { ByteReader, rawStr, type RawAttrs } from './listing-reader.ts';
-import { bytesMinusOne } from '../values.ts';
+import { NftRaiseError, raise } from './raise.ts';
+import { ByteReader, type RawAttrs, udataComment } from './listing-reader.ts';
+import { decodeElements } from './decode-elements.ts';
+import { heldEncoded, ListedEncodedElements } from './encoded-elements.ts';
 
 const MAGIC = 0x4c504e4b;
 
@@ -49,17 +46,6 @@ export interface DecodedListing {
   listing: TableListing;
   /** Rules whose kernel expressions are not ones we write; listed with `exprs: []`. */
   unreadable: Array<{ rule: Rule; reason: string; kernel: KernelExpr[] }>;
-}
-
-export function udataComment(b: Uint8Array | string[] | undefined, type: number): string | undefined {
-  if (!(b instanceof Uint8Array)) return undefined;
-  for (let i = 0; i + 2 <= b.length; ) {
-    const t = b[i]!;
-    const len = b[i + 1]!;
-    if (t === type) return rawStr(b.subarray(i + 2, i + 2 + len));
-    i += 2 + len;
-  }
-  return undefined;
 }
 
 function keyTypes(id: number): DataType[] | undefined {
@@ -82,76 +68,6 @@ function dataTypeOf(id: number): DataType | DataType[] {
 }
 
 const HOOK_BY_NUMBER = new Map(Object.entries(HOOK_NUMBER).map(([k, v]) => [v, k as ChainHook]));
-const VERDICT_BY_CODE = new Map<number, Verdict['verdict']>(Object.entries(VERDICT_CODE).map(([k, v]) => [v, k as Verdict['verdict']]));
-
-function verdictOf(a: RawAttrs): Verdict | undefined {
-  const code = a.u32(ELEM_ATTR.VERDICT);
-  if (code === undefined) return undefined;
-  const verdict = VERDICT_BY_CODE.get(code | 0);
-  if (!verdict) return undefined;
-  if (verdict === 'jump' || verdict === 'goto') return { verdict, chain: a.str(ELEM_ATTR.CHAIN) ?? '' };
-  return { verdict } as Verdict;
-}
-
-function compareBytes(a: Uint8Array, b: Uint8Array): number {
-  for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
-  return a.length - b.length;
-}
-
-/** 'a/len' when [start, endExclusive) is a prefix, else undefined. */
-function prefixText(type: DataType, start: Uint8Array, endExclusive: Uint8Array | null): string | undefined {
-  const bits = start.length * 8;
-  // size = end - start must be a power of two 2^h with start aligned to it.
-  for (let h = 0; h <= bits; h++) {
-    const end = start.slice();
-    let i = end.length - 1 - (h >>> 3);
-    let add = 1 << (h & 7);
-    while (i >= 0 && add) {
-      const s = end[i]! + add;
-      end[i] = s & 0xff;
-      add = s >>> 8;
-      i--;
-    }
-    const matches = endExclusive === null ? add !== 0 : add === 0 && compareBytes(end, endExclusive) === 0;
-    if (matches) {
-      if (h === 0 && (type === 'inet_service' || type === 'inet_proto')) return keyText(type, start);
-      const addr = keyText(type, start);
-      return h === 0 ? addr : `${addr}/${bits - h}`;
-    }
-  }
-  return undefined;
-}
-
-function addOne(b: Uint8Array): Uint8Array | null {
-  const out = b.slice();
-  for (let i = out.length - 1; i >= 0; i--) {
-    if (out[i]! < 0xff) {
-      out[i]!++;
-      return out;
-    }
-    out[i] = 0;
-  }
-  return null;
-}
-
-function splitKey(key: Uint8Array, types: readonly DataType[]): Uint8Array[] {
-  if (types.length === 1) return [key];
-  const parts: Uint8Array[] = [];
-  let at = 0;
-  for (const t of types) {
-    const len =
-      t === 'ipv4_addr' || t === 'mark' || t === 'integer' ? 4 : t === 'ipv6_addr' || t === 'ifname' ? 16 : t === 'inet_service' ? 2 : 1;
-    parts.push(key.subarray(at, at + len));
-    at += (len + 3) & ~3;
-  }
-  return parts;
-}
-
-function rangeText(type: DataType, start: Uint8Array, last: Uint8Array): string {
-  if (compareBytes(start, last) === 0) return keyText(type, start);
-  return prefixText(type, start, addOne(last)) ?? `${keyText(type, start)}-${keyText(type, last)}`;
-}
-
 function decodeChain(a: RawAttrs, family: Family): Chain {
   const chain: Chain = { kind: 'chain', family, table: a.str(CHAIN_ATTR.TABLE)!, name: a.str(CHAIN_ATTR.NAME)! };
   const hook = a.u32(CHAIN_ATTR.HOOKNUM);
@@ -296,9 +212,15 @@ function decodeSet(a: RawAttrs, family: Family): NftSet | NftMap | undefined {
   return c;
 }
 
-export function decodeListing(bytes: Uint8Array, family: Family, options: Pick<ListOptions, 'rulesOnDemand'> = {}): DecodedListing {
+export function decodeListing(
+  bytes: Uint8Array,
+  family: Family,
+  options: Pick<ListOptions, 'rulesOnDemand' | 'elementsEncodedOf'> = {},
+): DecodedListing {
   const onDemand = options.rulesOnDemand ?? false;
+  const encodedOf = options.elementsEncodedOf ?? [];
   const r = new ByteReader(bytes);
+  const encoded = encodedOf.length === 0 ? undefined : new ListedEncodedElements(bytes, r);
   if (r.u32() !== MAGIC) throw new RangeError('not a listing buffer');
   const generation = r.u32();
   const listing: TableListing = {
@@ -358,9 +280,13 @@ export function decodeListing(bytes: Uint8Array, family: Family, options: Pick<L
       case KIND.elements: {
         const set = a.str(SET_ATTR.NAME)!;
         const count = r.u32();
+        const c = containers.get(set);
+        if (encoded && c && encodedOf.includes(set) && heldEncoded(c)) {
+          encoded.read(c, r, count);
+          break;
+        }
         const raw: RawAttrs[] = [];
         for (let i = 0; i < count; i++) raw.push(r.attrs());
-        const c = containers.get(set);
         if (c && !anonymous.has(set)) {
           const list = elementsBySet.get(set);
           if (list === undefined) elementsBySet.set(set, decodeElements(c, raw));
@@ -383,68 +309,6 @@ export function decodeListing(bytes: Uint8Array, family: Family, options: Pick<L
   // Rules stay in chain order (the dump's order); chains by name.
   listing.rules = inOrderOf(listing.chains, rulesByChain);
   if (onDemand) Object.assign(listing, rulesOnDemand(bytes, r, ruleStarts, family, unreadable));
+  if (encoded) listing.encodedElements = encoded;
   return { generation, listing, unreadable };
-}
-
-function decodeElements(c: NftSet | NftMap, raw: RawAttrs[]): Element[] {
-  const out: Element[] = [];
-  const interval = c.flags?.includes('interval') ?? false;
-  const concat = c.keyType.length > 1;
-  const base = (a: RawAttrs, key: string[]): Element => {
-    const e: Element = { kind: 'element', family: c.family, table: c.table, set: c.name, key };
-    if (c.kind === 'map') {
-      if (c.dataType === 'verdict') {
-        const v = verdictOf(a);
-        if (v) e.value = v;
-      } else {
-        const d = a.get(ELEM_ATTR.DATA);
-        const dt = c.dataType;
-        if (d instanceof Uint8Array) e.value = Array.isArray(dt) ? splitKey(d, dt).map((p, k) => keyText(dt[k]!, p)) : keyText(dt, d);
-      }
-    }
-    // The kernel reports an element's timeout only where it differs from the set's.
-    const t = a.u64(ELEM_ATTR.TIMEOUT);
-    if (t !== undefined && t > 0n) e.timeout = Number(t / 1000n);
-    const cm = udataComment(a.get(ELEM_ATTR.USERDATA), UDATA_COMMENT.element);
-    if (cm !== undefined) e.comment = cm;
-    return e;
-  };
-  if (interval && !concat) {
-    // Starts and end markers, in whatever order the kernel dumps them.
-    const type = c.keyType[0]!;
-    const items = raw
-      .map((a) => ({
-        a,
-        key: a.get(ELEM_ATTR.KEY) as Uint8Array,
-        end: ((a.u32(ELEM_ATTR.FLAGS) ?? 0) & ELEM_FLAG_INTERVAL_END) !== 0,
-      }))
-      .filter((x) => x.key instanceof Uint8Array)
-      .sort((x, y) => compareBytes(x.key, y.key) || (x.end ? -1 : 1));
-    for (let i = 0; i < items.length; i++) {
-      const it = items[i]!;
-      if (it.end) continue;
-      const next = items[i + 1];
-      const endKey = next?.end ? next.key : null;
-      const text =
-        prefixText(type, it.key, endKey) ??
-        `${keyText(type, it.key)}-${keyText(type, endKey ? (addOne(endKey) ? bytesMinusOne(endKey) : endKey) : it.key.map(() => 0xff))}`;
-      out.push(base(it.a, [text]));
-    }
-    return out;
-  }
-  for (const a of raw) {
-    const key = a.get(ELEM_ATTR.KEY);
-    if (!(key instanceof Uint8Array)) continue;
-    const parts = splitKey(key, c.keyType);
-    let texts: string[];
-    if (interval) {
-      const endRaw = a.get(ELEM_ATTR.KEY_END);
-      const ends = endRaw instanceof Uint8Array ? splitKey(endRaw, c.keyType) : parts;
-      texts = parts.map((p, k) => rangeText(c.keyType[k]!, p, ends[k]!));
-    } else {
-      texts = parts.map((p, k) => keyText(c.keyType[k]!, p));
-    }
-    out.push(base(a, texts));
-  }
-  return out;
 }

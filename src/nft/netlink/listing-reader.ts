@@ -134,17 +134,17 @@ export class ByteReader {
   skipExprs(): number {
     const n = this.u16();
     for (let i = 0; i < n; i++) {
-      this.#skip(this.u8());
+      this.skip(this.u8());
       const attrs = this.u16();
       for (let k = 0; k < attrs; k++) {
-        this.#skip(3);
-        this.#skip(this.u32());
+        this.skip(3);
+        this.skip(this.u32());
       }
     }
     return n;
   }
 
-  #skip(n: number): void {
+  skip(n: number): void {
     if (this.#pos + n > this.#buf.length) throw new RangeError('listing buffer is truncated');
     this.#pos += n;
   }
@@ -208,6 +208,18 @@ export const LITTLE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 export function rawU32(b: Uint8Array | string[] | undefined): number | undefined {
   return b instanceof Uint8Array && b.length >= 4 ? u32In(b, 0) : undefined;
 }
+/** The comment of a table's, chain's, rule's, set's or element's user data (`type` its kind's comment tag). */
+export function udataComment(b: Uint8Array | string[] | undefined, type: number): string | undefined {
+  if (!(b instanceof Uint8Array)) return undefined;
+  for (let i = 0; i + 2 <= b.length; ) {
+    const t = b[i]!;
+    const len = b[i + 1]!;
+    if (t === type) return rawStr(b.subarray(i + 2, i + 2 + len));
+    i += 2 + len;
+  }
+  return undefined;
+}
+
 export function rawStr(b: Uint8Array | string[] | undefined): string | undefined {
   return b instanceof Uint8Array ? textIn(b, 0, b.length) : undefined;
 }

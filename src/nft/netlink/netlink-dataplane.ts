@@ -17,7 +17,8 @@ import {
 import { NftCommitError, type Dataplane, type OperationFailure, type TableListing } from '../dataplane.ts';
 import { type ContainerLookup, encodeOperationPieces, encodeOperationStream, encodeOperations, type PieceSink } from './encode.ts';
 import { FAMILY_NUMBER, UDATA_COMMENT } from './kernel-constants.ts';
-import { decodeListing, type DecodedListing, udataComment } from './decode-listing.ts';
+import { decodeListing, type DecodedListing } from './decode-listing.ts';
+import { udataComment } from './listing-reader.ts';
 import type { Family, ListOptions, NftMap, NftSet, Operation, Table } from '../objects.ts';
 import { NftInvalidError, Transaction } from '../transaction.ts';
 import { type BufferAllocator, ByteWriter } from './wire.ts';

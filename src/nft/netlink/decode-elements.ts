@@ -1,0 +1,142 @@
+// Elements of a listing (native/libnftnl-glue/list.h) decoded from their key
+// and data bytes: an interval set's starts and end markers made into ranges
+// and prefixes, a map's data and verdicts, timeouts and comments.
+
+import type { DataType, Element, NftMap, NftSet, Verdict } from '../objects.ts';
+import { bytesMinusOne } from '../values.ts';
+import { ELEM_ATTR, ELEM_FLAG_INTERVAL_END, UDATA_COMMENT, VERDICT_CODE } from './kernel-constants.ts';
+import { type RawAttrs, udataComment } from './listing-reader.ts';
+import { keyText } from './raise.ts';
+
+const VERDICT_BY_CODE = new Map<number, Verdict['verdict']>(Object.entries(VERDICT_CODE).map(([k, v]) => [v, k as Verdict['verdict']]));
+
+function verdictOf(a: RawAttrs): Verdict | undefined {
+  const code = a.u32(ELEM_ATTR.VERDICT);
+  if (code === undefined) return undefined;
+  const verdict = VERDICT_BY_CODE.get(code | 0);
+  if (!verdict) return undefined;
+  if (verdict === 'jump' || verdict === 'goto') return { verdict, chain: a.str(ELEM_ATTR.CHAIN) ?? '' };
+  return { verdict } as Verdict;
+}
+
+function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
+  return a.length - b.length;
+}
+
+/** 'a/len' when [start, endExclusive) is a prefix, else undefined. */
+function prefixText(type: DataType, start: Uint8Array, endExclusive: Uint8Array | null): string | undefined {
+  const bits = start.length * 8;
+  // size = end - start must be a power of two 2^h with start aligned to it.
+  for (let h = 0; h <= bits; h++) {
+    const end = start.slice();
+    let i = end.length - 1 - (h >>> 3);
+    let add = 1 << (h & 7);
+    while (i >= 0 && add) {
+      const s = end[i]! + add;
+      end[i] = s & 0xff;
+      add = s >>> 8;
+      i--;
+    }
+    const matches = endExclusive === null ? add !== 0 : add === 0 && compareBytes(end, endExclusive) === 0;
+    if (matches) {
+      if (h === 0 && (type === 'inet_service' || type === 'inet_proto')) return keyText(type, start);
+      const addr = keyText(type, start);
+      return h === 0 ? addr : `${addr}/${bits - h}`;
+    }
+  }
+  return undefined;
+}
+
+function addOne(b: Uint8Array): Uint8Array | null {
+  const out = b.slice();
+  for (let i = out.length - 1; i >= 0; i--) {
+    if (out[i]! < 0xff) {
+      out[i]!++;
+      return out;
+    }
+    out[i] = 0;
+  }
+  return null;
+}
+
+function splitKey(key: Uint8Array, types: readonly DataType[]): Uint8Array[] {
+  if (types.length === 1) return [key];
+  const parts: Uint8Array[] = [];
+  let at = 0;
+  for (const t of types) {
+    const len =
+      t === 'ipv4_addr' || t === 'mark' || t === 'integer' ? 4 : t === 'ipv6_addr' || t === 'ifname' ? 16 : t === 'inet_service' ? 2 : 1;
+    parts.push(key.subarray(at, at + len));
+    at += (len + 3) & ~3;
+  }
+  return parts;
+}
+
+function rangeText(type: DataType, start: Uint8Array, last: Uint8Array): string {
+  if (compareBytes(start, last) === 0) return keyText(type, start);
+  return prefixText(type, start, addOne(last)) ?? `${keyText(type, start)}-${keyText(type, last)}`;
+}
+
+export function decodeElements(c: NftSet | NftMap, raw: RawAttrs[]): Element[] {
+  const out: Element[] = [];
+  const interval = c.flags?.includes('interval') ?? false;
+  const concat = c.keyType.length > 1;
+  const base = (a: RawAttrs, key: string[]): Element => {
+    const e: Element = { kind: 'element', family: c.family, table: c.table, set: c.name, key };
+    if (c.kind === 'map') {
+      if (c.dataType === 'verdict') {
+        const v = verdictOf(a);
+        if (v) e.value = v;
+      } else {
+        const d = a.get(ELEM_ATTR.DATA);
+        const dt = c.dataType;
+        if (d instanceof Uint8Array) e.value = Array.isArray(dt) ? splitKey(d, dt).map((p, k) => keyText(dt[k]!, p)) : keyText(dt, d);
+      }
+    }
+    // The kernel reports an element's timeout only where it differs from the set's.
+    const t = a.u64(ELEM_ATTR.TIMEOUT);
+    if (t !== undefined && t > 0n) e.timeout = Number(t / 1000n);
+    const cm = udataComment(a.get(ELEM_ATTR.USERDATA), UDATA_COMMENT.element);
+    if (cm !== undefined) e.comment = cm;
+    return e;
+  };
+  if (interval && !concat) {
+    // Starts and end markers, in whatever order the kernel dumps them.
+    const type = c.keyType[0]!;
+    const items = raw
+      .map((a) => ({
+        a,
+        key: a.get(ELEM_ATTR.KEY) as Uint8Array,
+        end: ((a.u32(ELEM_ATTR.FLAGS) ?? 0) & ELEM_FLAG_INTERVAL_END) !== 0,
+      }))
+      .filter((x) => x.key instanceof Uint8Array)
+      .sort((x, y) => compareBytes(x.key, y.key) || (x.end ? -1 : 1));
+    for (let i = 0; i < items.length; i++) {
+      const it = items[i]!;
+      if (it.end) continue;
+      const next = items[i + 1];
+      const endKey = next?.end ? next.key : null;
+      const text =
+        prefixText(type, it.key, endKey) ??
+        `${keyText(type, it.key)}-${keyText(type, endKey ? (addOne(endKey) ? bytesMinusOne(endKey) : endKey) : it.key.map(() => 0xff))}`;
+      out.push(base(it.a, [text]));
+    }
+    return out;
+  }
+  for (const a of raw) {
+    const key = a.get(ELEM_ATTR.KEY);
+    if (!(key instanceof Uint8Array)) continue;
+    const parts = splitKey(key, c.keyType);
+    let texts: string[];
+    if (interval) {
+      const endRaw = a.get(ELEM_ATTR.KEY_END);
+      const ends = endRaw instanceof Uint8Array ? splitKey(endRaw, c.keyType) : parts;
+      texts = parts.map((p, k) => rangeText(c.keyType[k]!, p, ends[k]!));
+    } else {
+      texts = parts.map((p, k) => keyText(c.keyType[k]!, p));
+    }
+    out.push(base(a, texts));
+  }
+  return out;
+}
