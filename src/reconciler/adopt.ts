@@ -18,12 +18,12 @@
 // elements aside (tested against both the fake and the real kernel).
 
 import type { TableListing } from '../nft/dataplane.ts';
-import type { Chain, Element, EncodedElements, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from '../nft/objects.ts';
+import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from '../nft/objects.ts';
 import { objectKey } from '../nft/objects.ts';
 import { flowtableDelete, flowtableDeviceChanges } from './departed-devices.ts';
 import { emptyStats, listedPlan, type StaleChain, type SyncPlan, type SyncStats } from './diff.ts';
 import { hairpinElement } from './element-claims.ts';
-import { elementCount, forEachElementOf, type Fragment, isDynamicSet, SlotElements } from './fragment.ts';
+import { elementCount, forEachElementOf, type Fragment, isDynamicSet, SlotElements, type SlotRun } from './fragment.ts';
 import type { GeneratedItem } from '../nft/element-run.ts';
 import { additionsOf, elementsBySet, hairpinAdditions } from './full-sync.ts';
 import { ENDPOINT_MAP_SHARDS, shardMapName } from './endpoint-slots.ts';
@@ -323,21 +323,27 @@ function adoptElements(desired: Ruleset, tables: ReadonlyMap<Family, TableElemen
     p.addElements.push({ verb: 'add', object: e });
     stats.elementsAdded++;
   };
-  const keepOrAdd = (run: SlotElements, held: EncodedElements): void => {
-    for (let i = 0; i < run.length; i++) {
-      if (held.keep(run, i)) continue;
-      p.addElements.push({ verb: 'add', object: run.element(i) });
-      stats.elementsAdded++;
-    }
-  };
+  const heldSlots: SlotRun[] = [];
   forEachFragmentItem(desired, (item) => {
     const t = tables.get(item.family);
     if (t === undefined) return;
-    const held = t.have.encodedElements;
     if (t.refilled.has(item.set)) refilled += elementCount(item);
-    else if (item.kind === 'slots' && held?.holds(item.set)) keepOrAdd(new SlotElements(item), held);
+    else if (item.kind === 'slots' && t.have.encodedElements?.holds(item.set)) heldSlots.push(item);
     else forEachElementOf(item, compare);
   });
+  // A set's slots together: its listed bytes and index stay in the cache (a third of this step at 100k).
+  for (const group of Map.groupBy(heldSlots, (r) => `${r.family} ${r.set}`).values()) {
+    const held = tables.get(group[0]!.family)!.have.encodedElements!;
+    for (const item of group) {
+      const run = new SlotElements(item);
+      for (let i = 0; i < run.length; i++) {
+        if (held.keep(run, i)) continue;
+        p.addElements.push({ verb: 'add', object: run.element(i) });
+        stats.elementsAdded++;
+      }
+    }
+  }
+  heldSlots.length = 0;
   for (const [family, counts] of desired.hairpin) {
     const t = tables.get(tableFamily(family));
     if (t === undefined) continue;

@@ -105,7 +105,9 @@ describe.each(ENDPOINT_SHAPES)('adopting our tables at start-up (endpoint shape 
       const shard = listed.find(
         (o) => o.map?.family === 'ip' && READ_ENCODED_ON_ADOPTION.includes(o.map.name) && o.map.elem?.length >= 2,
       )!.map;
-      const [[gone], [moved, to]] = shard.elem as [number, { concat: [string, number] }][];
+      const elems = shard.elem as [number, { concat: [string, number] }][];
+      const [gone] = elems[0]!;
+      const [moved, to] = elems[1]!;
       ns.exec('nft', ['delete', 'element', 'ip', TABLE, shard.name, `{ ${gone} }`]);
       ns.exec('nft', ['delete', 'element', 'ip', TABLE, shard.name, `{ ${moved} }`]);
       ns.exec('nft', ['add', 'element', 'ip', TABLE, shard.name, `{ ${moved} : ${to.concat[0]} . ${to.concat[1] + 1} }`]);

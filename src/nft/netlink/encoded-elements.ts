@@ -19,20 +19,20 @@ export function heldEncoded(c: NftSet | NftMap): boolean {
   return c.kind === 'set' || Array.isArray(c.dataType);
 }
 
-const NONE = -1;
-
-/** One set's listed elements: where each one's attributes, key and data lie in the listing. */
+/** One set's listed elements: each one's key and data bytes side by side, copied out of the listing, and where its attributes lie. */
 class HeldSet {
   readonly container: NftSet | NftMap;
   readonly keyType: readonly DataType[];
   readonly keyLen: number;
   readonly keyOffsets: number[];
   readonly data: DataLayout | undefined;
+  /** Bytes of an element: its key, then its data. */
+  readonly width: number;
   count = 0;
   attrsAt = new Int32Array(0);
-  /** NONE for an element with more than its key and data (a timeout, a comment, flags): never kept, so written again. */
-  keyAt = new Int32Array(0);
-  dataAt = new Int32Array(0);
+  bytes = new Uint8Array(0);
+  /** 0 for an element with more than its key and data (a timeout, a comment, flags): never kept, so written again. */
+  plain = new Uint8Array(0);
   kept: Uint8Array | undefined;
   /** Open addressing over the keys' bytes: element index + 1, 0 for an empty slot. Made at the first keep(). */
   index: Int32Array | undefined;
@@ -43,19 +43,21 @@ class HeldSet {
     this.keyLen = keyLength(c.keyType);
     this.keyOffsets = partOffsets(c.keyType);
     this.data = c.kind === 'map' ? dataLayout(c.dataType as readonly DataType[]) : undefined;
+    this.width = this.keyLen + (this.data?.len ?? 0);
   }
 
   grow(by: number): void {
     const n = this.count + by;
     if (n <= this.attrsAt.length) return;
-    const more = (a: Int32Array) => {
-      const b = new Int32Array(n);
-      b.set(a.subarray(0, this.count));
-      return b;
-    };
-    this.attrsAt = more(this.attrsAt);
-    this.keyAt = more(this.keyAt);
-    this.dataAt = more(this.dataAt);
+    const attrsAt = new Int32Array(n);
+    attrsAt.set(this.attrsAt.subarray(0, this.count));
+    this.attrsAt = attrsAt;
+    const bytes = new Uint8Array(n * this.width);
+    bytes.set(this.bytes.subarray(0, this.count * this.width));
+    this.bytes = bytes;
+    const plain = new Uint8Array(n);
+    plain.set(this.plain.subarray(0, this.count));
+    this.plain = plain;
   }
 }
 
@@ -68,6 +70,20 @@ function hashBytes(m: Uint8Array, at: number, len: number): number {
 function sameBytes(a: Uint8Array, at: number, b: Uint8Array, bt: number, len: number): boolean {
   for (let i = 0; i < len; i++) if (a[at + i] !== b[bt + i]) return false;
   return true;
+}
+
+function indexOf(s: HeldSet): Int32Array {
+  let size = 16;
+  while (size < 2 * s.count) size *= 2;
+  const index = new Int32Array(size);
+  const mask = size - 1;
+  for (let e = 0; e < s.count; e++) {
+    if (s.plain[e] === 0) continue;
+    let h = hashBytes(s.bytes, e * s.width, s.keyLen) & mask;
+    while (index[h] !== 0) h = (h + 1) & mask;
+    index[h] = e + 1;
+  }
+  return index;
 }
 
 export class ListedEncodedElements implements EncodedElements {
@@ -91,12 +107,13 @@ export class ListedEncodedElements implements EncodedElements {
     }
     s.grow(count);
     const mem = this.#mem;
+    const { keyLen, width, bytes } = s;
     const dataLen = s.data?.len ?? 0;
     for (let e = 0; e < count; e++) {
       const i = s.count++;
       s.attrsAt[i] = r.position;
-      let key = NONE;
-      let data = s.data ? NONE : 0;
+      let key = false;
+      let data = s.data === undefined;
       let plain = true;
       for (let n = r.u16(), k = 0; k < n; k++) {
         const id = r.u16();
@@ -104,12 +121,15 @@ export class ListedEncodedElements implements EncodedElements {
         const len = r.u32();
         const at = r.position;
         r.skip(len);
-        if (id === ELEM_ATTR.KEY && len === s.keyLen) key = at;
-        else if (id === ELEM_ATTR.DATA && s.data && len === dataLen) data = at;
-        else if (!(id === ELEM_ATTR.FLAGS && len >= 4 && u32In(mem, at) === 0)) plain = false;
+        if (id === ELEM_ATTR.KEY && len === keyLen) {
+          bytes.set(mem.subarray(at, at + len), i * width);
+          key = true;
+        } else if (id === ELEM_ATTR.DATA && len === dataLen && !data) {
+          bytes.set(mem.subarray(at, at + len), i * width + keyLen);
+          data = true;
+        } else if (!(id === ELEM_ATTR.FLAGS && len >= 4 && u32In(mem, at) === 0)) plain = false;
       }
-      s.keyAt[i] = plain && data !== NONE ? key : NONE;
-      s.dataAt[i] = data;
+      s.plain[i] = plain && key && data ? 1 : 0;
     }
   }
 
@@ -120,18 +140,17 @@ export class ListedEncodedElements implements EncodedElements {
   keep(run: WantedElements, i: number): boolean {
     const s = this.#sets.get(run.set);
     if (s === undefined) return false;
-    s.index ??= this.#indexOf(s);
+    s.index ??= indexOf(s);
     s.kept ??= new Uint8Array(s.count);
-    const { index, kept } = s;
+    const { index, kept, bytes, keyLen, width } = s;
     const want = this.#encode(s, run, i);
     if (want === undefined) return false;
-    const mem = this.#mem;
     const mask = index.length - 1;
-    for (let h = hashBytes(want, 0, s.keyLen) & mask; index[h] !== 0; h = (h + 1) & mask) {
+    for (let h = hashBytes(want, 0, keyLen) & mask; index[h] !== 0; h = (h + 1) & mask) {
       const e = index[h]! - 1;
-      if (!sameBytes(mem, s.keyAt[e]!, want, 0, s.keyLen)) continue;
+      if (!sameBytes(bytes, e * width, want, 0, keyLen)) continue;
       // A set holds a key once: this is the element, as wanted or not.
-      if (kept[e] === 1 || (s.data && !sameBytes(mem, s.dataAt[e]!, want, s.keyLen, s.data.len))) return false;
+      if (kept[e] === 1 || !sameBytes(bytes, e * width + keyLen, want, keyLen, width - keyLen)) return false;
       kept[e] = 1;
       return true;
     }
@@ -151,25 +170,9 @@ export class ListedEncodedElements implements EncodedElements {
         );
   }
 
-  #indexOf(s: HeldSet): Int32Array {
-    let size = 16;
-    while (size < 2 * s.count) size *= 2;
-    const index = new Int32Array(size);
-    const mask = size - 1;
-    const mem = this.#mem;
-    for (let e = 0; e < s.count; e++) {
-      const at = s.keyAt[e]!;
-      if (at === NONE) continue;
-      let h = hashBytes(mem, at, s.keyLen) & mask;
-      while (index[h] !== 0) h = (h + 1) & mask;
-      index[h] = e + 1;
-    }
-    return index;
-  }
-
   /** Wanted element i of `run`, key then data, in the scratch buffer; undefined when a value cannot be written (the commit says why). */
   #encode(s: HeldSet, run: WantedElements, i: number): Uint8Array | undefined {
-    const len = s.keyLen + (s.data?.len ?? 0);
+    const len = s.width;
     if (this.#scratch.length < len) this.#scratch = new Uint8Array(2 * len);
     const b = this.#scratch;
     b.fill(0, 0, len);
