@@ -1,6 +1,7 @@
 // The elements of some sets as the kernel listed them, kept encoded
-// (ListOptions.elementsEncodedOf) and compared in place with wanted ones, each
-// written into a scratch buffer as a commit would write it (encode-runs.ts).
+// (ListOptions.elementsEncodedOf) and compared by their bytes with wanted
+// ones, each written into a scratch buffer as a commit would write it
+// (encode-runs.ts); only those nothing wanted are decoded.
 // An adoption at 100k Services x 10 endpoints finds a million endpoint slots
 // in the shared endpoint maps: decoded into elements they were most of its
 // garbage, and rewriting them instead cost the kernel ~4 s, as each element
@@ -98,7 +99,7 @@ export class ListedEncodedElements implements EncodedElements {
     this.#reader = reader;
   }
 
-  /** Reads `count` elements of `c` from `r` (an elements record's body, after its count), noting where each lies. */
+  /** Reads `count` elements of `c` from `r` (an elements record's body, after its count): their keys' and data's bytes, and places. */
   read(c: NftSet | NftMap, r: ByteReader, count: number): void {
     let s = this.#sets.get(c.name);
     if (s === undefined) {
@@ -121,11 +122,12 @@ export class ListedEncodedElements implements EncodedElements {
         const len = r.u32();
         const at = r.position;
         r.skip(len);
+        // Copied a byte at a time: a view per value would be two million at 100k Services.
         if (id === ELEM_ATTR.KEY && len === keyLen) {
-          bytes.set(mem.subarray(at, at + len), i * width);
+          for (let z = 0, o = i * width; z < len; z++) bytes[o + z] = mem[at + z]!;
           key = true;
         } else if (id === ELEM_ATTR.DATA && len === dataLen && !data) {
-          bytes.set(mem.subarray(at, at + len), i * width + keyLen);
+          for (let z = 0, o = i * width + keyLen; z < len; z++) bytes[o + z] = mem[at + z]!;
           data = true;
         } else if (!(id === ELEM_ATTR.FLAGS && len >= 4 && u32In(mem, at) === 0)) plain = false;
       }
