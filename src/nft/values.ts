@@ -242,18 +242,22 @@ export function prefixRange(type: DataType, text: string): { start: Uint8Array; 
   } else {
     start = valueBytes(type, text);
   }
-  // end = start + 2^hostBits; start's host bits are zero, so the carry starts at
-  // the lowest prefix bit and may run out of the top (then there is no end).
-  const end = start.slice();
-  let i = end.length - 1 - (hostBits >>> 3);
-  let add = 1 << (hostBits & 7);
+  // start's host bits are zero, so the carry starts at the lowest prefix bit.
+  return { start, endExclusive: plusPowerOfTwo(start, hostBits) };
+}
+
+/** b + 2^bits as a big-endian number of b's length; null when the carry runs out of the top. */
+export function plusPowerOfTwo(b: Uint8Array, bits: number): Uint8Array | null {
+  const out = b.slice();
+  let i = out.length - 1 - (bits >>> 3);
+  let add = 1 << (bits & 7);
   while (i >= 0 && add) {
-    const s = end[i]! + add;
-    end[i] = s & 0xff;
+    const s = out[i]! + add;
+    out[i] = s & 0xff;
     add = s >>> 8;
     i--;
   }
-  return { start, endExclusive: add ? null : end };
+  return add ? null : out;
 }
 
 /**

@@ -3,7 +3,7 @@
 // and prefixes, a map's data and verdicts, timeouts and comments.
 
 import type { DataType, Element, NftMap, NftSet, Verdict } from '../objects.ts';
-import { bytesMinusOne } from '../values.ts';
+import { bytesMinusOne, plusPowerOfTwo } from '../values.ts';
 import { ELEM_ATTR, ELEM_FLAG_INTERVAL_END, UDATA_COMMENT, VERDICT_CODE } from './kernel-constants.ts';
 import { type RawAttrs, udataComment } from './listing-reader.ts';
 import { keyText } from './raise.ts';
@@ -29,16 +29,8 @@ function prefixText(type: DataType, start: Uint8Array, endExclusive: Uint8Array 
   const bits = start.length * 8;
   // size = end - start must be a power of two 2^h with start aligned to it.
   for (let h = 0; h <= bits; h++) {
-    const end = start.slice();
-    let i = end.length - 1 - (h >>> 3);
-    let add = 1 << (h & 7);
-    while (i >= 0 && add) {
-      const s = end[i]! + add;
-      end[i] = s & 0xff;
-      add = s >>> 8;
-      i--;
-    }
-    const matches = endExclusive === null ? add !== 0 : add === 0 && compareBytes(end, endExclusive) === 0;
+    const end = plusPowerOfTwo(start, h);
+    const matches = endExclusive === null ? end === null : end !== null && compareBytes(end, endExclusive) === 0;
     if (matches) {
       if (h === 0 && (type === 'inet_service' || type === 'inet_proto')) return keyText(type, start);
       const addr = keyText(type, start);
@@ -46,18 +38,6 @@ function prefixText(type: DataType, start: Uint8Array, endExclusive: Uint8Array 
     }
   }
   return undefined;
-}
-
-function addOne(b: Uint8Array): Uint8Array | null {
-  const out = b.slice();
-  for (let i = out.length - 1; i >= 0; i--) {
-    if (out[i]! < 0xff) {
-      out[i]!++;
-      return out;
-    }
-    out[i] = 0;
-  }
-  return null;
 }
 
 function splitKey(key: Uint8Array, types: readonly DataType[]): Uint8Array[] {
@@ -75,7 +55,7 @@ function splitKey(key: Uint8Array, types: readonly DataType[]): Uint8Array[] {
 
 function rangeText(type: DataType, start: Uint8Array, last: Uint8Array): string {
   if (compareBytes(start, last) === 0) return keyText(type, start);
-  return prefixText(type, start, addOne(last)) ?? `${keyText(type, start)}-${keyText(type, last)}`;
+  return prefixText(type, start, plusPowerOfTwo(last, 0)) ?? `${keyText(type, start)}-${keyText(type, last)}`;
 }
 
 export function decodeElements(c: NftSet | NftMap, raw: RawAttrs[]): Element[] {
@@ -117,9 +97,8 @@ export function decodeElements(c: NftSet | NftMap, raw: RawAttrs[]): Element[] {
       if (it.end) continue;
       const next = items[i + 1];
       const endKey = next?.end ? next.key : null;
-      const text =
-        prefixText(type, it.key, endKey) ??
-        `${keyText(type, it.key)}-${keyText(type, endKey ? (addOne(endKey) ? bytesMinusOne(endKey) : endKey) : it.key.map(() => 0xff))}`;
+      const last = endKey ? (plusPowerOfTwo(endKey, 0) ? bytesMinusOne(endKey) : endKey) : it.key.map(() => 0xff);
+      const text = prefixText(type, it.key, endKey) ?? `${keyText(type, it.key)}-${keyText(type, last)}`;
       out.push(base(it.a, [text]));
     }
     return out;
