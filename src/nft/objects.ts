@@ -271,7 +271,7 @@ export interface WantedElements {
   value(i: number, part: number): string | number;
 }
 
-/** Listed elements compared in place with wanted ones, never all decoded (ListOptions.elementsEncodedOf). */
+/** Listed elements compared by their bytes with wanted ones, never all decoded (ListOptions.elementsEncodedOf). */
 export interface EncodedElements {
   /** Whether the elements of `set` are held here. */
   holds(set: string): boolean;

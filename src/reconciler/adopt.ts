@@ -99,7 +99,7 @@ function sameElement(a: Element, b: Element): boolean {
 export const REWRITTEN_ON_ADOPTION: readonly string[] = [SET.hairpinEndpoints];
 
 /**
- * Sets whose elements adoption reads back encoded and compares in place
+ * Sets whose elements adoption reads back encoded and compares by their bytes
  * (ListOptions.elementsEncodedOf): the shared endpoint maps, 512 of ~2,000
  * elements each at 100k Services x 10 endpoints, which the kernel dumps
  * quickly. Rewritten whole, as they were, they cost the kernel ~4 s of a

@@ -218,9 +218,10 @@ export function decodeListing(
   options: Pick<ListOptions, 'rulesOnDemand' | 'elementsEncodedOf'> = {},
 ): DecodedListing {
   const onDemand = options.rulesOnDemand ?? false;
-  const encodedOf = options.elementsEncodedOf ?? [];
+  // A set of names: an elements record per set, 512 of them the shared endpoint maps.
+  const encodedOf = new Set(options.elementsEncodedOf);
   const r = new ByteReader(bytes);
-  const encoded = encodedOf.length === 0 ? undefined : new ListedEncodedElements(bytes, r);
+  const encoded = encodedOf.size === 0 ? undefined : new ListedEncodedElements(bytes, r);
   if (r.u32() !== MAGIC) throw new RangeError('not a listing buffer');
   const generation = r.u32();
   const listing: TableListing = {
@@ -281,7 +282,7 @@ export function decodeListing(
         const set = a.str(SET_ATTR.NAME)!;
         const count = r.u32();
         const c = containers.get(set);
-        if (encoded && c && encodedOf.includes(set) && heldEncoded(c)) {
+        if (encoded && c && encodedOf.has(set) && heldEncoded(c)) {
           encoded.read(c, r, count);
           break;
         }
