@@ -13,7 +13,7 @@ import { Reconciler } from '../../src/reconciler/reconciler.ts';
 import { createNetns, type NetNs } from '../helpers/netns.ts';
 import { ourTables as tables, rewriteOnAdoption } from '../helpers/our-tables.ts';
 import { READ_ENCODED_ON_ADOPTION, REWRITTEN_ON_ADOPTION } from '../../src/reconciler/adopt.ts';
-import { config, modelReads, V4, V6 } from './fixtures.ts';
+import { config, ep, modelReads, sel, sp, V4, V6 } from './fixtures.ts';
 import { GOLDENS } from './goldens.ts';
 
 const ports: ServicePort[] = GOLDENS.filter((g) => g.config.endpointShape === 'map').flatMap((g) => g.ports);
@@ -38,11 +38,11 @@ function ruleHandles(ns: NetNs, family: string, chain: string): number[] {
 describe.each(ENDPOINT_SHAPES)('adopting our tables at start-up (endpoint shape %s)', (shape) => {
   const cfg = config({ families: { IPv4: V4, IPv6: V6 }, endpointShape: shape });
   let now = 1_000_000;
-  const reconciler = (ns: NetNs, adopt: boolean) =>
+  const reconciler = (ns: NetNs, adopt: boolean, wanted: readonly ServicePort[] = ports) =>
     new Reconciler({
       dataplane: new NetlinkDataplane({ netns: ns.path }),
       config: cfg,
-      servicePorts: modelReads(() => ports),
+      servicePorts: modelReads(() => wanted),
       now: () => now,
       adopt,
     });
@@ -134,6 +134,34 @@ describe.each(ENDPOINT_SHAPES)('adopting our tables at start-up (endpoint shape 
     expect(after.ip!.sets[affinity.name]!.elem!.join()).toContain('192.0.2.99');
     delete after.ip!.sets[affinity.name]!.elem;
     expect(after).toEqual(fresh);
+  });
+
+  it('adopts tables left for an older state: the endpoints that changed meanwhile as a fresh replace leaves them', async () => {
+    // While no agent ran: every port with endpoints lost its first one and gained two, one port went, one came.
+    const withEndpoints = ports.filter((p) => p.cluster.kind === 'endpoints');
+    expect(withEndpoints.length).toBeGreaterThan(2);
+    const changed = ports.slice(1).map((p, i) => {
+      if (p.cluster.kind !== 'endpoints') return p;
+      const v6 = p.family === 'IPv6';
+      const more = [ep(v6 ? `fd00:244::7:${i}` : `10.244.77.${i}`, 9090), ep(v6 ? `fd00:244::8:${i}` : `10.244.88.${i}`)];
+      const endpoints = [...p.cluster.endpoints.slice(1), ...more];
+      return { ...p, cluster: sel(...endpoints), external: sel(...endpoints), allEndpoints: endpoints };
+    });
+    changed.push(sp({ serviceName: 'came', clusterIP: '10.96.0.99', endpoints: [ep('10.244.99.1'), ep('10.244.99.2')] }));
+
+    const oracle = createNetns('knp-adopt');
+    namespaces.push(oracle);
+    await reconciler(oracle, false, changed).sync({ kind: 'full', mode: 'replace' });
+    const ns = createNetns('knp-adopt');
+    namespaces.push(ns);
+    await reconciler(ns, false).sync({ kind: 'full', mode: 'replace' });
+    expect(tables(ns)).not.toEqual(tables(oracle));
+    const r = reconciler(ns, true, changed);
+    const adopted = await r.sync({ kind: 'full', mode: 'replace' });
+    expect(adopted).toMatchObject({ kind: 'full', mode: 'adopt' });
+    now += 5_000;
+    await r.sync({ kind: 'incremental' });
+    expect(tables(ns)).toEqual(tables(oracle));
   });
 
   it('replaces instead when the tables are of another format', async () => {
