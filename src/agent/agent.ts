@@ -4,7 +4,7 @@
 
 import { hostname, networkInterfaces } from 'node:os';
 import { collectDefaultMetrics } from 'prom-client';
-import { merge, type Observable, Subject, Subscription, type SchedulerLike } from 'rxjs';
+import { merge, type Observable, Subject, Subscription, type SchedulerLike } from '../rx.ts';
 import type { AgentOptions } from './options.ts';
 import { parseFeatureGates } from '../config/feature-gates.ts';
 import type { NodeInfo } from '../k8s/types.ts';

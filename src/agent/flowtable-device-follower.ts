@@ -21,7 +21,7 @@
 // that the reconciler asks the kernel for nothing it has done already (and a
 // new device that takes a departed one's name is added as the new one it is).
 
-import { asyncScheduler, Observable, type SchedulerLike, type Subscription } from 'rxjs';
+import { asyncScheduler, Observable, type SchedulerLike, type Subscription } from '../rx.ts';
 import { flowtableDevices, type FlowtableDeviceFilter } from '../links/flowtable-devices.ts';
 import type { LinkMap } from '../links/link-state.ts';
 import type { DeviceDepartures } from '../reconciler/departed-devices.ts';

@@ -2,7 +2,7 @@
 // (the feature gate, the packet threshold, the kernel's answer) and the
 // flowtable's devices following the node's interfaces.
 
-import type { Subscription, SchedulerLike } from 'rxjs';
+import type { Subscription, SchedulerLike } from '../rx.ts';
 import type { AgentOptions } from './options.ts';
 import type { FeatureGates } from '../config/feature-gates.ts';
 import type { FlowtableDeviceFilter } from '../links/flowtable-devices.ts';

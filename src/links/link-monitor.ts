@@ -10,7 +10,7 @@
 // and the reader thread; an exiting process or worker releases them too.
 // A monitor is single-use: start() once, stop() once (idempotent).
 
-import { type Observable, ReplaySubject, Subject } from 'rxjs';
+import { type Observable, ReplaySubject, Subject } from '../rx.ts';
 import { loadAddon } from '../native/addon.ts';
 import { applyLinkBatch, type LinkEvent, type LinkMap } from './link-state.ts';
 import { LinkMonitorError } from './link-monitor-error.ts';

@@ -5,7 +5,7 @@
 // of the agent's life: new pod interfaces never offloaded, and no sign of it
 // but one log line.
 
-import { defer, ReplaySubject, retry, type SchedulerLike, type Subscription, timer } from 'rxjs';
+import { defer, ReplaySubject, retry, type SchedulerLike, type Subscription, timer } from '../rx.ts';
 import type { Logger } from '../observability/logger.ts';
 import { backoffDelay } from '../reconciler/sync-runner.ts';
 import type { LinkMap } from './link-state.ts';

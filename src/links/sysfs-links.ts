@@ -6,7 +6,7 @@
 
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { BehaviorSubject, type Observable } from 'rxjs';
+import { BehaviorSubject, type Observable } from '../rx.ts';
 import type { NativeLinkRecord } from '../native/link-monitor-types.ts';
 import { toLinkInfo, type LinkInfo, type LinkMap } from './link-state.ts';
 

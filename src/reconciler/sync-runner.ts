@@ -19,7 +19,7 @@
 // the feedback (a sync's outcome decides the next one's kind and time) is what
 // throttle/audit/exhaustMap compositions get subtly wrong.
 
-import { asyncScheduler, from, Observable, type ObservableInput, type SchedulerLike, type Subscriber, Subscription } from 'rxjs';
+import { asyncScheduler, from, Observable, type ObservableInput, type SchedulerLike, type Subscriber, Subscription } from '../rx.ts';
 import type { FullSyncMode } from './full-sync.ts';
 import type { SyncReport, SyncRequest } from './reconciler.ts';
 import { SyncError } from './reconciler.ts';

@@ -7,7 +7,7 @@
 // kube-proxy would likewise treat it as absent rather than keep programming a
 // version the cluster no longer holds.
 
-import { BehaviorSubject, type Observable } from 'rxjs';
+import { BehaviorSubject, type Observable } from '../rx.ts';
 import type { Logger } from 'pino';
 import type { StringPool } from './intern.ts';
 import { joinKey } from '../k8s/object-key.ts';

@@ -6,7 +6,7 @@
 // - replace() (a relist) emits upserts for what changed and deletes for what
 //   vanished, never a delete+add of everything.
 
-import { Subject, type Observable } from 'rxjs';
+import { Subject, type Observable } from '../rx.ts';
 import type { StoreEvent } from '../k8s/types.ts';
 import { joinKey, splitKey } from '../k8s/object-key.ts';
 import { KeyedMap } from './keyed-map.ts';
