@@ -9,6 +9,7 @@ import { createServer, type Server } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { measureListFloor } from '../../bench/sync-floor.ts';
@@ -156,6 +157,16 @@ describe('the list floor against a hand-written stream', () => {
     mode = 'stall';
     const failed = measureListFloor(kubeconfigFor(url), 1, 1_000);
     await expect(failed).rejects.toThrow(/exit 2.*stopped: \/api\/v1\/services \d+ bytes, waiting/s);
+  }, 20_000);
+
+  it('takes a child at its result when it then hangs in exit, and kills one deaf to SIGTERM at its timeout', async () => {
+    const child = (name: string) => fileURLToPath(new URL(`./children/${name}.cjs`, import.meta.url));
+    const t0 = Date.now();
+    const floor = await measureListFloor(kubeconfigFor(url), 2, 60_000, child('hangs-after-its-result'));
+    expect(floor).toMatchObject({ bytes: 42, retried: 0, runs: 2 });
+    expect(Date.now() - t0).toBeLessThan(30_000);
+    const failed = measureListFloor(kubeconfigFor(url), 1, 300, child('hangs-silent'));
+    await expect(failed).rejects.toThrow(/signal SIGKILL, after \d+ ms, stopped at its timeout/);
   }, 20_000);
 
   it('fails on a stream that ends before its initial events do', async () => {
