@@ -11,11 +11,13 @@
 
 #include <malloc.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 #include <cstring>
 
@@ -490,12 +492,34 @@ Napi::Value TrimMemory(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(info.Env(), malloc_trim(0) != 0);
 }
 
+// exitWatchdog(code, ms): ends the process with _exit(code) unless it has
+// ended within ms; for the moment before process.exit(code). Node can
+// deadlock in process.exit() (nodejs/node#54918): its main thread joins the
+// platform's worker threads while one of them, compiling, waits for the main
+// thread to collect garbage. The thread runs on its own, so it also ends a
+// process whose JS thread is stuck.
+Napi::Value ExitWatchdog(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber()) {
+    Napi::TypeError::New(env, "exitWatchdog(code, ms) takes two numbers").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  int code = info[0].As<Napi::Number>().Int32Value();
+  uint32_t ms = info[1].As<Napi::Number>().Uint32Value();
+  std::thread([code, ms] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    _exit(code);
+  }).detach();
+  return env.Undefined();
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("commit", Napi::Function::New(env, Commit, "commit"));
   exports.Set("check", Napi::Function::New(env, Check, "check"));
   exports.Set("list", Napi::Function::New(env, List, "list"));
   exports.Set("generation", Napi::Function::New(env, Generation, "generation"));
   exports.Set("trimMemory", Napi::Function::New(env, TrimMemory, "trimMemory"));
+  exports.Set("exitWatchdog", Napi::Function::New(env, ExitWatchdog, "exitWatchdog"));
   exports.Set("allocateBatch", Napi::Function::New(env, AllocateBatch, "allocateBatch"));
   exports.Set("BatchStream", BatchStream::Define(env));
   exports.Set("elementsPerMessage", Napi::Number::New(env, knp::kElementsPerMessage));

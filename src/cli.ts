@@ -12,7 +12,7 @@ import { watchConfigFile } from './cli/config-watch.ts';
 import { FlagError, parseCommandLine, type RunCommand, usage } from './cli/flags.ts';
 import { formatConfigFile } from './config/config-file.ts';
 import { FeatureGateError } from './config/feature-gates.ts';
-import { loadNative } from './native/addon.ts';
+import { loadedAddon, loadNative } from './native/addon.ts';
 import { NetlinkDataplane } from './nft/netlink/netlink-dataplane.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
 import { packageRoot } from './package-root.ts';
@@ -135,10 +135,23 @@ async function applyNodeSettings(command: RunCommand, logger: Logger): Promise<v
     logger.warn({ failed }, 'this node does not let us set these conntrack sysctls (read-only /proc/sys?); the kernel keeps its values');
 }
 
+/** How long process.exit() may take before the addon's watchdog ends the process; a normal exit takes milliseconds. */
+const EXIT_WATCHDOG_MS = 2_000;
+
+/**
+ * process.exit(code), guarded where the addon is loaded: Node can deadlock in
+ * it (nodejs/node#54918, seen in a bench child), which would leave a stopped
+ * agent holding its ports until the kubelet's SIGKILL.
+ */
+function exit(code: number): never {
+  loadedAddon()?.exitWatchdog?.(code, EXIT_WATCHDOG_MS);
+  process.exit(code);
+}
+
 main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
+  (code) => exit(code),
   (e: Error & { code?: string }) => {
     process.stderr.write(`kube-nft-proxy: ${e.code ? `[${e.code}] ` : ''}${e.message}\n`);
-    process.exit(1);
+    exit(1);
   },
 );

@@ -150,6 +150,12 @@ export interface NativeAddon extends NativeConntrack {
    */
   trimMemory(): boolean;
   /**
+   * Ends the process with _exit(code) unless it has ended within `ms`, from a
+   * thread of its own: for the moment before process.exit(code), which Node
+   * can deadlock in (nodejs/node#54918). Absent from addons built before it.
+   */
+  exitWatchdog?(code: number, ms: number): void;
+  /**
    * A zero-filled buffer of `size` bytes in memory the addon owns, to encode a
    * large batch into: commit() then takes it instead of copying it, so a full
    * sync's batch (hundreds of MiB at 100k Services) never exists twice. Throws
@@ -221,6 +227,11 @@ function candidates(require: NodeJS.Require): Candidate[] {
   for (const dir of ['build/Release', 'build/Debug'])
     out.push({ source: join(packageRoot, dir, ADDON_FILE), file: () => join(packageRoot, dir, ADDON_FILE) });
   return out;
+}
+
+/** The addon if something has loaded it already; never loads it. */
+export function loadedAddon(): NativeAddon | undefined {
+  return cached;
 }
 
 /** Loads the addon once; throws NativeLoadError listing each path tried and why it failed. */

@@ -66,6 +66,7 @@ export const ADDON_EXPORTS = [
   'conntrackClean',
   'conntrackCreate',
   'elementsPerMessage',
+  'exitWatchdog',
   'generation',
   'list',
   'tableUserdata',
