@@ -1,9 +1,10 @@
 // Pieces of the batch encoder (encode.ts) and of its record writers (encode-elements.ts, encode-runs.ts).
 
-import type { DataType, Family, NftMap, NftSet } from '../objects.ts';
+import type { DataType, Family, NftMap, NftSet, WantedElements } from '../objects.ts';
 import { AT, ELEM_ATTR, KIND, SET_ATTR, TYPE_BITS, TYPE_ID } from './kernel-constants.ts';
 import { typeLength } from '../values.ts';
 import type { Attr, ByteWriter } from './wire.ts';
+import { writeKeyBytes } from './operands.ts';
 
 /** An operation that cannot be encoded (unknown set, bad value...), found before sending. */
 export class NftEncodeError extends Error {
@@ -86,6 +87,25 @@ export function dataLayout(type: DataType | readonly DataType[]): DataLayout {
   if (!Array.isArray(type)) return { concat: false, types: [type as DataType], offsets: [0], len: typeLength(type as DataType) };
   const types = type as readonly DataType[];
   return { concat: true, types, offsets: partOffsets(types), len: keyLength(types) };
+}
+
+/**
+ * Writes the values `first`, `first + 1`, ... of element i of `run` at `at`,
+ * laid out as `layout` says (a key's, a map's concatenated data; bytes
+ * between parts left as they are, zero): a run's element as a commit writes
+ * it (encode-runs.ts), or as adoption compares it with a listed one
+ * (encoded-elements.ts). Throws on a value its type cannot hold.
+ */
+export function writeRunParts(buf: Uint8Array, at: number, layout: DataLayout, run: WantedElements, i: number, first: number): void {
+  const { types, offsets } = layout;
+  let last: string | number | undefined;
+  for (let k = 0; k < types.length; k++) {
+    const value = run.value(i, first + k);
+    // A part that repeats the one before it in the same type (a hairpin's `ip . ip`) is parsed once.
+    if (k > 0 && value === last && types[k] === types[k - 1]) buf.copyWithin(at + offsets[k]!, at + offsets[k - 1]!, at + offsets[k]!);
+    else writeKeyBytes(buf, at + offsets[k]!, types[k]!, value);
+    last = value;
+  }
 }
 
 /**

@@ -3,9 +3,8 @@
 // be (encode-elements.ts), byte for byte, in records of the same size.
 
 import type { ElementRun } from '../element-run.ts';
-import type { DataType, Family } from '../objects.ts';
+import type { Family } from '../objects.ts';
 import { AT, ELEM_ATTR, MSG, NLM_F } from './kernel-constants.ts';
-import { writeKeyBytes } from './operands.ts';
 import type { ByteWriter } from './wire.ts';
 import {
   beginElementRecord,
@@ -13,9 +12,8 @@ import {
   type DataLayout,
   elementAttrCount,
   elementHead,
-  keyLength,
   NftEncodeError,
-  partOffsets,
+  writeRunParts,
   type RecordSink,
 } from './encode-parts.ts';
 
@@ -35,9 +33,7 @@ class RunRecord {
   next = 0;
   readonly #w: ByteWriter;
   readonly #countAt: number;
-  readonly #keyType: readonly DataType[];
-  readonly #keyLen: number;
-  readonly #offsets: number[];
+  readonly #key: DataLayout;
   readonly #data: DataLayout | undefined;
 
   /** `index`: the transaction's index of the first element it will hold. */
@@ -48,9 +44,7 @@ class RunRecord {
     this.table = run.table;
     this.set = run.set;
     this.#w = enc.w;
-    this.#keyType = c.keyType;
-    this.#keyLen = keyLength(c.keyType);
-    this.#offsets = partOffsets(c.keyType);
+    this.#key = dataLayout(c.keyType);
     this.#data = c.kind === 'map' && Array.isArray(c.dataType) ? dataLayout(c.dataType) : undefined;
     this.#countAt = beginElementRecord(enc, MSG.NEWSETELEM, NLM_F.CREATE, run.family, run.table, run.set, index);
   }
@@ -62,34 +56,24 @@ class RunRecord {
   /** Elements [from, to) of `run`, element i the transaction's operation index + i. */
   write(run: ElementRun, from: number, to: number, index: number): void {
     const w = this.#w;
-    const keyLen = this.#keyLen;
-    const parts = this.#keyType.length;
+    const key = this.#key;
     const data = this.#data;
     for (let i = from; i < to; i++) {
       const op = index + i;
-      const p = elementHead(w, op, keyLen);
-      const buf = w.raw;
+      const p = elementHead(w, op, key.len);
       elementAttrCount(w, p, data ? 2 : 1);
       try {
-        let last: string | number | undefined;
-        for (let k = 0; k < parts; k++) {
-          const at = p + this.#offsets[k]!;
-          const value = run.value(i, k);
-          // A part that repeats the one before it in the same type (a hairpin's `ip . ip`) is parsed once.
-          if (k > 0 && value === last && this.#keyType[k] === this.#keyType[k - 1]) buf.copyWithin(at, p + this.#offsets[k - 1]!, at);
-          else writeKeyBytes(buf, at, this.#keyType[k]!, value);
-          last = value;
-        }
+        writeRunParts(w.raw, p, key, run, i, 0);
       } catch (err) {
         throw new NftEncodeError(op, `bad element key in a run of ${run.set}: ${(err as Error).message}`, { cause: err });
       }
-      w.seek(p + keyLen);
+      w.seek(p + key.len);
       if (data) {
         const at = w.attrHeader(ELEM_ATTR.DATA, AT.bytes, data.len);
         const out = w.raw;
         for (let z = 0; z < data.len; z++) out[at + z] = 0;
         try {
-          for (let k = 0; k < data.types.length; k++) writeKeyBytes(out, at + data.offsets[k]!, data.types[k]!, run.value(i, parts + k));
+          writeRunParts(out, at, data, run, i, key.types.length);
         } catch (err) {
           throw new NftEncodeError(op, `bad element value in a run of ${run.set}: ${(err as Error).message}`, { cause: err });
         }

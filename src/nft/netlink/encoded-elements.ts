@@ -9,10 +9,9 @@
 
 import type { DataType, Element, EncodedElements, NftMap, NftSet, WantedElements } from '../objects.ts';
 import { decodeElements } from './decode-elements.ts';
-import { dataLayout, type DataLayout, keyLength, partOffsets } from './encode-parts.ts';
+import { dataLayout, type DataLayout, writeRunParts } from './encode-parts.ts';
 import { ELEM_ATTR } from './kernel-constants.ts';
 import { type ByteReader, u32In } from './listing-reader.ts';
-import { writeKeyBytes } from './operands.ts';
 
 /** Whether a container's elements can be held encoded: a key of fixed length, no intervals, data (if any) a concatenation, as runs' are. */
 export function heldEncoded(c: NftSet | NftMap): boolean {
@@ -23,9 +22,7 @@ export function heldEncoded(c: NftSet | NftMap): boolean {
 /** One set's listed elements: each one's key and data bytes side by side, copied out of the listing, and where its attributes lie. */
 class HeldSet {
   readonly container: NftSet | NftMap;
-  readonly keyType: readonly DataType[];
-  readonly keyLen: number;
-  readonly keyOffsets: number[];
+  readonly key: DataLayout;
   readonly data: DataLayout | undefined;
   /** Bytes of an element: its key, then its data. */
   readonly width: number;
@@ -40,11 +37,9 @@ class HeldSet {
 
   constructor(c: NftSet | NftMap) {
     this.container = c;
-    this.keyType = c.keyType;
-    this.keyLen = keyLength(c.keyType);
-    this.keyOffsets = partOffsets(c.keyType);
+    this.key = dataLayout(c.keyType);
     this.data = c.kind === 'map' ? dataLayout(c.dataType as readonly DataType[]) : undefined;
-    this.width = this.keyLen + (this.data?.len ?? 0);
+    this.width = this.key.len + (this.data?.len ?? 0);
   }
 
   grow(by: number): void {
@@ -80,7 +75,7 @@ function indexOf(s: HeldSet): Int32Array {
   const mask = size - 1;
   for (let e = 0; e < s.count; e++) {
     if (s.plain[e] === 0) continue;
-    let h = hashBytes(s.bytes, e * s.width, s.keyLen) & mask;
+    let h = hashBytes(s.bytes, e * s.width, s.key.len) & mask;
     while (index[h] !== 0) h = (h + 1) & mask;
     index[h] = e + 1;
   }
@@ -108,7 +103,8 @@ export class ListedEncodedElements implements EncodedElements {
     }
     s.grow(count);
     const mem = this.#mem;
-    const { keyLen, width, bytes } = s;
+    const { width, bytes } = s;
+    const keyLen = s.key.len;
     const dataLen = s.data?.len ?? 0;
     for (let e = 0; e < count; e++) {
       const i = s.count++;
@@ -144,7 +140,8 @@ export class ListedEncodedElements implements EncodedElements {
     if (s === undefined) return false;
     s.index ??= indexOf(s);
     s.kept ??= new Uint8Array(s.count);
-    const { index, kept, bytes, keyLen, width } = s;
+    const { index, kept, bytes, width } = s;
+    const keyLen = s.key.len;
     const want = this.#encode(s, run, i);
     if (want === undefined) return false;
     const mask = index.length - 1;
@@ -179,11 +176,8 @@ export class ListedEncodedElements implements EncodedElements {
     const b = this.#scratch;
     b.fill(0, 0, len);
     try {
-      for (let k = 0; k < s.keyType.length; k++) writeKeyBytes(b, s.keyOffsets[k]!, s.keyType[k]!, run.value(i, k));
-      const d = s.data;
-      if (d)
-        for (let k = 0; k < d.types.length; k++)
-          writeKeyBytes(b, s.keyLen + d.offsets[k]!, d.types[k]!, run.value(i, s.keyType.length + k));
+      writeRunParts(b, 0, s.key, run, i, 0);
+      if (s.data) writeRunParts(b, s.key.len, s.data, run, i, s.key.types.length);
     } catch {
       return undefined;
     }
