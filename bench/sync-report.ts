@@ -20,6 +20,11 @@ export interface ColdResult {
   kernelMs: number;
   /** The transactions they sent (many where a first start is staged). */
   kernelTransactions: number;
+  /**
+   * CPU time from the agent's start to its synced line (its log's cpuMs): its JS thread's, which the cold sync
+   * cannot be shorter than on any number of cores; the process's; the JS thread's wait for a core.
+   */
+  cpuMs: { jsThread: number; process: number; jsThreadWaited?: number };
   ops: number;
   servicePorts: number;
   rss: number;
@@ -122,6 +127,13 @@ export function printSize(r: SizeResult, shape: string): void {
     `  kernel's share    ${f(cold.kernelMs)} ms of the sync's commits (${cold.kernelTransactions} transactions): ` +
       `cold/kernel ${f(cold.coldMs / cold.kernelMs)}`,
   );
+  const cpu = cold.cpuMs;
+  console.log(
+    `  CPU to synced     JS thread ${f(cpu.jsThread)} ms (${f((100 * cpu.jsThread) / cold.coldMs)}% of the cold sync; ` +
+      `/kernel ${f(cpu.jsThread / cold.kernelMs)}, where this build's cold/kernel cannot go below), waited for a core ` +
+      `${f(cpu.jsThreadWaited ?? NaN)} ms; the other threads ${f(cpu.process - cpu.jsThread)} ms (the addon's, with the ` +
+      `kernel's commit work, and V8's)`,
+  );
   const floor = floorOf(r);
   if (floor) {
     const { bootMs, listedMs, bytes, runs, retried } = r.floor!;
@@ -175,6 +187,11 @@ function sizeKeys(summary: Record<string, number | string>, r: SizeResult, minSy
   summary[`kernel_ms_${k}`] = Math.round(r.cold.kernelMs);
   summary[`kernel_transactions_${k}`] = r.cold.kernelTransactions;
   summary[`cold_over_kernel_${k}`] = r2(r.cold.coldMs / r.cold.kernelMs);
+  const cpu = r.cold.cpuMs;
+  summary[`js_thread_cpu_ms_${k}`] = cpu.jsThread;
+  summary[`js_thread_cpu_over_kernel_${k}`] = r2(cpu.jsThread / r.cold.kernelMs);
+  if (cpu.jsThreadWaited !== undefined) summary[`js_thread_waited_ms_${k}`] = cpu.jsThreadWaited;
+  summary[`other_threads_cpu_ms_${k}`] = cpu.process - cpu.jsThread;
   const floor = floorOf(r);
   if (floor) {
     summary[`floor_lists_ms_${k}`] = Math.round(r.floor!.listedMs);

@@ -12,7 +12,9 @@
 //      keeps ~18 MiB more for that) programming a fresh network namespace, and times its cold sync:
 //      spawn → first successful sync logged, with the boot, list/ready and the
 //      sync's own durationMs apart, and the kernel's share (the synced line's
-//      kernelMs: its commits' send → last answer); then VmRSS/VmHWM from /proc;
+//      kernelMs: its commits' send → last answer) and the CPU time spent to
+//      then (cpuMs: its JS thread's, the process's, the JS thread's wait for a
+//      core); then VmRSS/VmHWM from /proc;
 //   2. the floor (bench/sync-floor.ts): spawn → the same lists read by a child
 //      that parses nothing, quickest of three, plus the cold sync's kernel time;
 //   3. at 10k and 100k (BENCH_LATENCY_AT), event→kernel latency of one endpoint
@@ -94,6 +96,7 @@ async function coldSync(agent: AgentChild, spawnedAt: number, size: BenchSize): 
     syncMs: s.durationMs as number,
     kernelMs: Number(s.kernelMs ?? NaN),
     kernelTransactions: Number(s.kernelTransactions ?? NaN),
+    cpuMs: s.cpuMs as ColdResult['cpuMs'],
     ops: s.ops as number,
     servicePorts: s.servicePorts as number,
     rss: mem.rss,

@@ -2,6 +2,7 @@
 // the ports whose conntrack cleanup follows a sync, the fields of its log line,
 // and how a refused Service port is told (log, refused$, a Warning Event).
 
+import { readFileSync } from 'node:fs';
 import type { ServicePortChange } from '../model/change-tracker.ts';
 import type { ServicePort } from '../model/service-port.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -21,6 +22,31 @@ export function memoryMiB(): Record<string, number> {
     external: mib(m.external),
     arrayBuffers: mib(m.arrayBuffers),
   };
+}
+
+/**
+ * CPU time since the process started, in ms: its JS thread's; the whole process's (beside it the addon's threads,
+ * whose system time holds the kernel's commit work, and V8's helpers, compiling and marking); and how long the JS
+ * thread was ready to run but waited for a core (Linux's schedstat, left out where the kernel keeps none).
+ */
+export function cpuMs(): { jsThread: number; process: number; jsThreadWaited?: number } {
+  const ms = (t: NodeJS.CpuUsage) => Math.round((t.user + t.system) / 1000);
+  const waited = jsThreadWaitedMs();
+  return {
+    jsThread: ms(process.threadCpuUsage()),
+    process: ms(process.cpuUsage()),
+    ...(waited === undefined ? {} : { jsThreadWaited: waited }),
+  };
+}
+
+function jsThreadWaitedMs(): number | undefined {
+  try {
+    // "<ns on a core> <ns runnable, waiting for one> <timeslices>"
+    const waitedNs = Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[1]);
+    return Number.isFinite(waitedNs) ? Math.round(waitedNs / 1e6) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -94,8 +120,9 @@ export function syncLogFields(result: SyncResult, kernel: KernelShare | undefine
     // The kernel's share of it (its commits' send → last answer): what no user space can go below.
     ...(kernel ? { kernelMs: Math.round(kernel.ms * 10) / 10 } : {}),
     ...(kernel?.transactions !== undefined ? { kernelTransactions: kernel.transactions } : {}),
-    // Full syncs build the whole ruleset at once: where memory stands after one (MiB) shows what it cost.
-    ...(r?.kind === 'full' ? { memoryMiB: memoryMiB() } : {}),
+    // Full syncs build the whole ruleset at once: where memory stands after one (MiB) shows what it cost, and the
+    // CPU so far where it went (at a first sync, the JS thread's is what it cannot be quicker than on any cores).
+    ...(r?.kind === 'full' ? { memoryMiB: memoryMiB(), cpuMs: cpuMs() } : {}),
   };
 }
 

@@ -1,8 +1,9 @@
 // The agent's "synced nftables rules" line carries the kernel's share of the
 // sync (kernelMs, and kernelTransactions where it counts them) when the dataplane measures it: the growth of the
 // dataplane's running total across that sync, not commits made before it. In-process, real manifest streams, the fake kernel with a
-// kernel clock of its own.
+// kernel clock of its own. A full sync's line carries the CPU time spent so far (cpuMs).
 
+import { readFileSync } from 'node:fs';
 import { filter, firstValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startAgent, type Agent } from '../../src/agent/agent.ts';
@@ -35,6 +36,13 @@ class TimedFakeKernel implements Dataplane {
   list: Dataplane['list'] = (family, table) => this.#inner.list(family, table);
 }
 
+/** The JS thread's CPU time (ms) and its wait for a core (ms, from Linux's schedstat). */
+const jsThread = () => {
+  const t = process.threadCpuUsage();
+  const waitedNs = Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[1]);
+  return { cpu: (t.user + t.system) / 1000, waited: waitedNs / 1e6 };
+};
+
 describe('the synced log line', () => {
   let agent: Agent | undefined;
   afterEach(async () => {
@@ -65,6 +73,31 @@ describe('the synced log line', () => {
     for (let n = 2; n <= dataplane.commits; n++) want += n;
     expect(synced[0]!.kernelMs).toBe(1000 * want);
     expect(synced[0]!.kernelTransactions).toBe(want);
+  });
+
+  it("carries the CPU time spent so far on a full sync: the JS thread's, the process's, the JS thread's wait for a core", async () => {
+    const { lines, sink } = jsonLogLines();
+    const command = parseCommandLine(['--manifests', EXAMPLES, '--hostname-override=node-a', '--min-sync-period=0']);
+    if (command.command !== 'run') throw new Error('expected a run command');
+    const before = jsThread();
+    agent = await startAgent(command.options, {
+      logger: createLogger('info', sink),
+      dataplane: new FakeKernel(),
+      serveHttp: false,
+      releaseMemory: () => {},
+    });
+    await firstValueFrom(agent.syncs$.pipe(filter((r) => r.ok)));
+    const after = jsThread();
+    const synced = lines.filter((l) => l.msg === 'synced nftables rules');
+    expect(synced).toHaveLength(1);
+    expect(synced[0]!.kind).toBe('full');
+    const cpu = synced[0]!.cpuMs as { jsThread: number; process: number; jsThreadWaited: number };
+    // This thread's: the test process's other threads (vitest's, V8's, libuv's) would put it past `after`.
+    expect(cpu.jsThread).toBeGreaterThanOrEqual(Math.floor(before.cpu));
+    expect(cpu.jsThread).toBeLessThanOrEqual(Math.ceil(after.cpu));
+    expect(cpu.process).toBeGreaterThanOrEqual(cpu.jsThread);
+    expect(cpu.jsThreadWaited).toBeGreaterThanOrEqual(Math.floor(before.waited));
+    expect(cpu.jsThreadWaited).toBeLessThanOrEqual(Math.ceil(after.waited));
   });
 
   it('leaves kernelMs out when the dataplane does not measure it', async () => {
