@@ -297,7 +297,7 @@ function newReconciler(
         { kind: p.kind, servicePorts: p.servicePorts, ops: p.ops, planMs: Math.round(p.planMs) },
         'ruleset planned; committing it to the kernel',
       );
-      releaser.planned(p.kind, p.ops);
+      releaser.planned(p.kind, p.ops, p.adoption);
     },
     onReleased: (ops, adoption) => releaser.released(ops, adoption),
   });

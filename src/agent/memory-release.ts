@@ -158,15 +158,15 @@ export class MemoryReleaser {
    * for no longer a start (the encoding then needs no major collection of its
    * own). README, "Met", has every size. A full sync's render keeps no
    * rendering (renderRuleset's keepRenderings): what stays is the model, the
-   * claims and the counts. An adoption's renderings stay (it holds them for
-   * its encoding), and it gets the same shrinking collection: a regular one
-   * took a third of the time (10k 56-60 against 178-196 ms, 100k 0.54
-   * against 1.30 s) but its heap kept its pages, and a restart's VmHWM, what
-   * a DaemonSet's limit is sized by, went up with it (5k50 322 MiB in one of
-   * two full runs, 30k 504; README, "What a restart costs").
+   * claims and the counts. Not an adoption: it holds its renderings for its
+   * encoding, its peak is behind it (the kernel's listing beside the render),
+   * and its batch is mostly the hairpin set's rewrite. Collecting there took
+   * 0.1-0.2 s of a 10k restart and 0.5-1.5 s of a 100k one for at most a few
+   * tens of MiB of a restart's VmHWM (alternated pairs; README, "What a
+   * restart costs").
    */
-  planned(kind: SyncReport['kind'], ops: number): void {
-    if (kind === 'full' && ops >= LARGE_SYNC_OPS) this.#release('rendering of a large full sync');
+  planned(kind: SyncReport['kind'], ops: number, adoption: boolean): void {
+    if (kind === 'full' && !adoption && ops >= LARGE_SYNC_OPS) this.#release('rendering of a large full sync');
   }
 
   /**

@@ -44,4 +44,6 @@ export interface PlannedSync {
   ops: number;
   /** Reading the model, rendering and planning, ms. */
   planMs: number;
+  /** A restart's adoption of the tables it found: its renderings are held for its encoding, its batch rewrites little. */
+  adoption: boolean;
 }

@@ -256,7 +256,8 @@ export class Reconciler {
       heldFragments.length = 0;
       const { plan, desired, kind } = last;
       planned = planLength(plan);
-      if (planned > 0) this.#onPlanned?.({ kind, servicePorts: desired.services.size, ops: planned, planMs: performance.now() - t0 });
+      if (planned > 0)
+        this.#onPlanned?.({ kind, servicePorts: desired.services.size, ops: planned, planMs: performance.now() - t0, adoption: false });
       const failed = await this.#commit(plan, desired, current);
       if (failed) return failed;
       ops += planned;
@@ -340,7 +341,8 @@ export class Reconciler {
     listings.clear();
     if ('refused' in plan) return plan.refused;
     const ops = planLength(plan);
-    if (ops > 0) this.#onPlanned?.({ kind: 'full', servicePorts: desired.services.size, ops, planMs: performance.now() - t0 });
+    if (ops > 0)
+      this.#onPlanned?.({ kind: 'full', servicePorts: desired.services.size, ops, planMs: performance.now() - t0, adoption: true });
     const failed = await this.#commit(plan, desired, () => undefined, heldFragments);
     if (failed && !failed.ok) return `the kernel refused the adoption: ${(failed.error as Error)?.message ?? String(failed.error)}`;
     return this.#report(plan, desired, { kind: 'full', mode: 'adopt' }, ops, rejected);

@@ -103,13 +103,14 @@ describe('MemoryReleaser', () => {
     expect(state.releases).toEqual(['large sync', 'large sync']);
   });
 
-  it("releases a large full sync's rendering at once, in the turn that encodes it, and nothing for a small or an incremental one", () => {
+  it("releases a large full sync's rendering at once, in the turn that encodes it; not a small, incremental or adopting one's", () => {
     const state = setup();
-    releaser!.planned('full', LARGE_SYNC_OPS - 1);
-    releaser!.planned('incremental', LARGE_SYNC_OPS * 10);
+    releaser!.planned('full', LARGE_SYNC_OPS - 1, false);
+    releaser!.planned('incremental', LARGE_SYNC_OPS * 10, false);
+    releaser!.planned('full', LARGE_SYNC_OPS * 10, true);
     vi.advanceTimersByTime(10_000);
     expect(state.releases).toEqual([]);
-    releaser!.planned('full', LARGE_SYNC_OPS);
+    releaser!.planned('full', LARGE_SYNC_OPS, false);
     expect(state.releases).toEqual(['rendering of a large full sync']);
   });
 

@@ -100,6 +100,26 @@ describe('Reconciler', () => {
     ]);
   });
 
+  it("tells onPlanned when the full sync is a restart's adoption of the tables it found", async () => {
+    const kernel = new FakeKernel();
+    const over = (ports: ServicePort[], adopt: boolean, seen: string[]) =>
+      new Reconciler({
+        dataplane: kernel,
+        config: cfg,
+        servicePorts: modelReads(() => ports),
+        now: () => 0,
+        adopt,
+        onPlanned: (p) => seen.push(`${p.kind} adoption=${p.adoption}`),
+      });
+    const first: string[] = [];
+    await over([web], false, first).sync({ kind: 'full', mode: 'replace' });
+    const restart: string[] = [];
+    const report = await over([web, api], true, restart).sync({ kind: 'full', mode: 'replace' });
+    expect(report.mode).toBe('adopt');
+    expect(first).toEqual(['full adoption=false']);
+    expect(restart).toEqual(['full adoption=true']);
+  });
+
   it('nothing to do: no commit at all', async () => {
     const t = setup([web]);
     await t.r.sync({ kind: 'incremental' });
