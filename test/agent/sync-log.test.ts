@@ -50,23 +50,22 @@ describe('the synced log line', () => {
     agent = undefined;
   });
 
-  it("carries the kernel time and transactions of that sync's commits only", async () => {
+  /** Runs the agent over the examples on `dataplane` to its first successful sync: the synced lines it logged. */
+  async function syncedLines(dataplane: Dataplane, ...flags: string[]): Promise<Array<Record<string, unknown>>> {
     const { lines, sink } = jsonLogLines();
-    const command = parseCommandLine([
-      '--manifests',
-      EXAMPLES,
-      '--hostname-override=node-a',
-      '--min-sync-period=0',
-      '--feature-gates=KubeProxyAcceleration=false',
-    ]);
+    const command = parseCommandLine(['--manifests', EXAMPLES, '--hostname-override=node-a', '--min-sync-period=0', ...flags]);
     if (command.command !== 'run') throw new Error('expected a run command');
+    agent = await startAgent(command.options, { logger: createLogger('info', sink), dataplane, serveHttp: false, releaseMemory: () => {} });
+    await firstValueFrom(agent.syncs$.pipe(filter((r) => r.ok)));
+    return lines.filter((l) => l.msg === 'synced nftables rules');
+  }
+
+  it("carries the kernel time and transactions of that sync's commits only", async () => {
     // Commit n costs 1000·n ms, so the figure names the commits it summed.
     const dataplane = new TimedFakeKernel((n) => 1000 * n);
     // A commit before the agent runs (commit 1) is no sync's.
     await dataplane.commit(dataplane.begin().queueAll([{ verb: 'add', object: { kind: 'table', family: 'ip', name: 'someone-else' } }]));
-    agent = await startAgent(command.options, { logger: createLogger('info', sink), dataplane, serveHttp: false, releaseMemory: () => {} });
-    await firstValueFrom(agent.syncs$.pipe(filter((r) => r.ok)));
-    const synced = lines.filter((l) => l.msg === 'synced nftables rules');
+    const synced = await syncedLines(dataplane, '--feature-gates=KubeProxyAcceleration=false');
     expect(synced).toHaveLength(1);
     expect(dataplane.commits).toBeGreaterThanOrEqual(2);
     let want = 0;
@@ -76,19 +75,9 @@ describe('the synced log line', () => {
   });
 
   it("carries the CPU time spent so far on a full sync: the JS thread's, the process's, the JS thread's wait for a core", async () => {
-    const { lines, sink } = jsonLogLines();
-    const command = parseCommandLine(['--manifests', EXAMPLES, '--hostname-override=node-a', '--min-sync-period=0']);
-    if (command.command !== 'run') throw new Error('expected a run command');
     const before = jsThread();
-    agent = await startAgent(command.options, {
-      logger: createLogger('info', sink),
-      dataplane: new FakeKernel(),
-      serveHttp: false,
-      releaseMemory: () => {},
-    });
-    await firstValueFrom(agent.syncs$.pipe(filter((r) => r.ok)));
+    const synced = await syncedLines(new FakeKernel());
     const after = jsThread();
-    const synced = lines.filter((l) => l.msg === 'synced nftables rules');
     expect(synced).toHaveLength(1);
     expect(synced[0]!.kind).toBe('full');
     const cpu = synced[0]!.cpuMs as { jsThread: number; process: number; jsThreadWaited: number };
@@ -101,17 +90,7 @@ describe('the synced log line', () => {
   });
 
   it('leaves kernelMs out when the dataplane does not measure it', async () => {
-    const { lines, sink } = jsonLogLines();
-    const command = parseCommandLine(['--manifests', EXAMPLES, '--hostname-override=node-a', '--min-sync-period=0']);
-    if (command.command !== 'run') throw new Error('expected a run command');
-    agent = await startAgent(command.options, {
-      logger: createLogger('info', sink),
-      dataplane: new FakeKernel(),
-      serveHttp: false,
-      releaseMemory: () => {},
-    });
-    await firstValueFrom(agent.syncs$.pipe(filter((r) => r.ok)));
-    const synced = lines.filter((l) => l.msg === 'synced nftables rules');
+    const synced = await syncedLines(new FakeKernel());
     expect(synced).toHaveLength(1);
     expect(synced[0]).not.toHaveProperty('kernelMs');
     expect(synced[0]).not.toHaveProperty('kernelTransactions');
