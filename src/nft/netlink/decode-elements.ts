@@ -3,7 +3,8 @@
 // and prefixes, a map's data and verdicts, timeouts and comments.
 
 import type { DataType, Element, NftMap, NftSet, Verdict } from '../objects.ts';
-import { bytesMinusOne, plusPowerOfTwo } from '../values.ts';
+import { bytesMinusOne, plusPowerOfTwo, typeLength } from '../values.ts';
+import { partOffsets } from './encode-parts.ts';
 import { ELEM_ATTR, ELEM_FLAG_INTERVAL_END, UDATA_COMMENT, VERDICT_CODE } from './kernel-constants.ts';
 import { type RawAttrs, udataComment } from './listing-reader.ts';
 import { keyText } from './raise.ts';
@@ -42,15 +43,7 @@ function prefixText(type: DataType, start: Uint8Array, endExclusive: Uint8Array 
 
 function splitKey(key: Uint8Array, types: readonly DataType[]): Uint8Array[] {
   if (types.length === 1) return [key];
-  const parts: Uint8Array[] = [];
-  let at = 0;
-  for (const t of types) {
-    const len =
-      t === 'ipv4_addr' || t === 'mark' || t === 'integer' ? 4 : t === 'ipv6_addr' || t === 'ifname' ? 16 : t === 'inet_service' ? 2 : 1;
-    parts.push(key.subarray(at, at + len));
-    at += (len + 3) & ~3;
-  }
-  return parts;
+  return partOffsets(types).map((at, k) => key.subarray(at, at + typeLength(types[k]!)));
 }
 
 function rangeText(type: DataType, start: Uint8Array, last: Uint8Array): string {

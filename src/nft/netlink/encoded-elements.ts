@@ -11,7 +11,7 @@ import type { DataType, Element, EncodedElements, NftMap, NftSet, WantedElements
 import { decodeElements } from './decode-elements.ts';
 import { dataLayout, type DataLayout, writeRunParts } from './encode-parts.ts';
 import { ELEM_ATTR } from './kernel-constants.ts';
-import { type ByteReader, u32In } from './listing-reader.ts';
+import { type ByteReader, fnv1a, sameRange, u32In } from './listing-reader.ts';
 
 /** Whether a container's elements can be held encoded: a key of fixed length, no intervals, data (if any) a concatenation, as runs' are. */
 export function heldEncoded(c: NftSet | NftMap): boolean {
@@ -57,17 +57,6 @@ class HeldSet {
   }
 }
 
-function hashBytes(m: Uint8Array, at: number, len: number): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < len; i++) h = Math.imul(h ^ m[at + i]!, 0x01000193);
-  return h >>> 0;
-}
-
-function sameBytes(a: Uint8Array, at: number, b: Uint8Array, bt: number, len: number): boolean {
-  for (let i = 0; i < len; i++) if (a[at + i] !== b[bt + i]) return false;
-  return true;
-}
-
 function indexOf(s: HeldSet): Int32Array {
   let size = 16;
   while (size < 2 * s.count) size *= 2;
@@ -75,7 +64,7 @@ function indexOf(s: HeldSet): Int32Array {
   const mask = size - 1;
   for (let e = 0; e < s.count; e++) {
     if (s.plain[e] === 0) continue;
-    let h = hashBytes(s.bytes, e * s.width, s.key.len) & mask;
+    let h = fnv1a(s.bytes, e * s.width, s.key.len) & mask;
     while (index[h] !== 0) h = (h + 1) & mask;
     index[h] = e + 1;
   }
@@ -145,11 +134,11 @@ export class ListedEncodedElements implements EncodedElements {
     const want = this.#encode(s, run, i);
     if (want === undefined) return false;
     const mask = index.length - 1;
-    for (let h = hashBytes(want, 0, keyLen) & mask; index[h] !== 0; h = (h + 1) & mask) {
+    for (let h = fnv1a(want, 0, keyLen) & mask; index[h] !== 0; h = (h + 1) & mask) {
       const e = index[h]! - 1;
-      if (!sameBytes(bytes, e * width, want, 0, keyLen)) continue;
+      if (!sameRange(bytes, e * width, want, 0, keyLen)) continue;
       // A set holds a key once: this is the element, as wanted or not.
-      if (kept[e] === 1 || !sameBytes(bytes, e * width + keyLen, want, keyLen, width - keyLen)) return false;
+      if (kept[e] === 1 || !sameRange(bytes, e * width + keyLen, want, keyLen, width - keyLen)) return false;
       kept[e] = 1;
       return true;
     }

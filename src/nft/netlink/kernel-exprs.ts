@@ -5,7 +5,7 @@
 
 import { AT, NAT_RANGE_MAP_IPS, NAT_RANGE_PROTO_SPECIFIED, REG, type AttrType } from './kernel-constants.ts';
 import { assertNever } from '../../assert-never.ts';
-import { type RawAttrs, textEnd, u32In } from './listing-reader.ts';
+import { fnv1a, type RawAttrs, sameRange, textEnd, u32In } from './listing-reader.ts';
 import type { ByteWriter } from './wire.ts';
 
 export type FieldValue = number | bigint | string | Uint8Array;
@@ -284,9 +284,7 @@ const LAYOUTS: ReadonlyMap<number, ExprLayout> = new Map(
 
 /** FNV-1a over a length byte and the name after it. */
 function nameHash(m: Uint8Array, p: number): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i <= m[p]!; i++) h = Math.imul(h ^ m[p + i]!, 0x01000193);
-  return h >>> 0;
+  return fnv1a(m, p, m[p]! + 1);
 }
 
 function layoutAt(m: Uint8Array, p: number): ExprLayout | undefined {
@@ -309,11 +307,6 @@ function le32(m: Uint8Array, p: number): number {
 
 function le16(m: Uint8Array, p: number): number {
   return m[p]! | (m[p + 1]! << 8);
-}
-
-function sameRange(a: Uint8Array, p: number, b: Uint8Array, q: number, len: number): boolean {
-  for (let i = 0; i < len; i++) if (a[p + i] !== b[q + i]) return false;
-  return true;
 }
 
 function allZero(m: Uint8Array, p: number, len: number): boolean {

@@ -224,6 +224,19 @@ export function rawStr(b: Uint8Array | string[] | undefined): string | undefined
   return b instanceof Uint8Array ? textIn(b, 0, b.length) : undefined;
 }
 
+/** Whether `len` bytes of `a` at `p` and of `b` at `q` are the same. */
+export function sameRange(a: Uint8Array, p: number, b: Uint8Array, q: number, len: number): boolean {
+  for (let i = 0; i < len; i++) if (a[p + i] !== b[q + i]) return false;
+  return true;
+}
+
+/** 32-bit FNV-1a over `len` bytes of `m` at `p`. */
+export function fnv1a(m: Uint8Array, p: number, len: number): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < len; i++) h = Math.imul(h ^ m[p + i]!, 0x01000193);
+  return h >>> 0;
+}
+
 /** The host-order u32 at `p` of `m`; by hand, not a DataView per value: a listing reads millions. */
 export function u32In(m: Uint8Array, p: number): number {
   return (
