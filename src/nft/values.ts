@@ -246,6 +246,13 @@ export function prefixRange(type: DataType, text: string): { start: Uint8Array; 
   return { start, endExclusive: plusPowerOfTwo(start, hostBits) };
 }
 
+/** Big-endian byte strings in numeric order (a shorter one first where one is the other's start). */
+export function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
+  return a.length - b.length;
+}
+
 /** b + 2^bits as a big-endian number of b's length; null when the carry runs out of the top. */
 export function plusPowerOfTwo(b: Uint8Array, bits: number): Uint8Array | null {
   const out = b.slice();

@@ -12,7 +12,7 @@
 // Pure.
 
 import type { DataType } from '../nft/objects.ts';
-import { prefixRange } from '../nft/values.ts';
+import { compareBytes, prefixRange } from '../nft/values.ts';
 
 /**
  * The CIDRs (canonical, of one family's `type`) without those another one of
@@ -32,11 +32,6 @@ export function outermostPrefixes(type: DataType, cidrs: readonly string[]): str
     end = r.endExclusive;
   }
   return out;
-}
-
-function compareBytes(a: Uint8Array, b: Uint8Array): number {
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
-  return 0;
 }
 
 /** Exclusive ends, null (the top of the space) last. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import type { DataType } from '../../src/nft/objects.ts';
-import { canonicalValue, NftValueError, prefixRange, typeLength, valueBytes, valueFromBytes } from '../../src/nft/values.ts';
+import { canonicalValue, compareBytes, NftValueError, prefixRange, typeLength, valueBytes, valueFromBytes } from '../../src/nft/values.ts';
 
 const valid: Array<[DataType, string, string, number[] | null]> = [
   // type, input, canonical, bytes (null: a prefix, no single byte form)
@@ -174,6 +174,18 @@ describe('values: prefixRange', () => {
   it('refuses host bits and non-interval types', () => {
     expect(() => prefixRange('ipv4_addr', '10.0.0.1/8')).toThrow(NftValueError);
     expect(() => prefixRange('ifname', 'eth0')).toThrow(NftValueError);
+  });
+});
+
+describe('values: compareBytes', () => {
+  it('orders byte strings as Buffer.compare does, a shorter one first where it starts the other', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 6 }), fc.uint8Array({ maxLength: 6 }), (a, b) => {
+        expect(Math.sign(compareBytes(a, b))).toBe(Buffer.compare(a, b));
+      }),
+    );
+    expect(compareBytes(Uint8Array.of(10, 0), Uint8Array.of(10, 0, 0))).toBeLessThan(0);
+    expect(compareBytes(Uint8Array.of(10, 1), Uint8Array.of(10, 0, 255))).toBeGreaterThan(0);
   });
 });
 

@@ -12,7 +12,7 @@ import {
   type Rule,
   type Table,
 } from '../objects.ts';
-import { prefixRange } from '../values.ts';
+import { compareBytes, prefixRange } from '../values.ts';
 import {
   copyChain,
   copyContainer,
@@ -430,11 +430,6 @@ function sameValue(a: Element['value'], b: Element['value']): boolean {
   if (Array.isArray(a) || Array.isArray(b)) return Array.isArray(a) && Array.isArray(b) && a.join(' . ') === b.join(' . ');
   if (a === undefined || b === undefined || typeof a === 'string' || typeof b === 'string') return a === b;
   return a.verdict === b.verdict && (a as { chain?: string }).chain === (b as { chain?: string }).chain;
-}
-
-function compareBytes(a: Uint8Array, b: Uint8Array): number {
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
-  return 0;
 }
 
 /** An interval overlapping one already in the set fails EEXIST (the kernel's ENOTEMPTY, reported as EEXIST). */

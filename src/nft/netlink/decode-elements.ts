@@ -3,7 +3,7 @@
 // and prefixes, a map's data and verdicts, timeouts and comments.
 
 import type { DataType, Element, NftMap, NftSet, Verdict } from '../objects.ts';
-import { bytesMinusOne, plusPowerOfTwo, typeLength } from '../values.ts';
+import { bytesMinusOne, compareBytes, plusPowerOfTwo, typeLength } from '../values.ts';
 import { partOffsets } from './encode-parts.ts';
 import { ELEM_ATTR, ELEM_FLAG_INTERVAL_END, UDATA_COMMENT, VERDICT_CODE } from './kernel-constants.ts';
 import { type RawAttrs, udataComment } from './listing-reader.ts';
@@ -18,11 +18,6 @@ function verdictOf(a: RawAttrs): Verdict | undefined {
   if (!verdict) return undefined;
   if (verdict === 'jump' || verdict === 'goto') return { verdict, chain: a.str(ELEM_ATTR.CHAIN) ?? '' };
   return { verdict } as Verdict;
-}
-
-function compareBytes(a: Uint8Array, b: Uint8Array): number {
-  for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
-  return a.length - b.length;
 }
 
 /** 'a/len' when [start, endExclusive) is a prefix, else undefined. */
