@@ -73,7 +73,6 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(await dryRun(options, logger));
     return 0;
   }
-  await applyNodeSettings(command, logger);
   // Watched from before the start, which can take long on a big cluster: a fix
   // to the file must restart us even then.
   const configChanged = new Promise<number>((resolve) => {
@@ -95,6 +94,7 @@ async function main(argv: string[]): Promise<number> {
     logger,
     dataplane: new NetlinkDataplane({ netns: netnsPath(options.netns), addon }),
     conntrack: addon,
+    applyNodeSettings: () => applyNodeSettings(command, logger),
   });
   let agent: Awaited<typeof started>;
   try {

@@ -53,6 +53,11 @@ export interface AgentDeps {
   releaseMemory?: () => void;
   /** The addon's conntrack functions: UDP/SCTP conntrack cleanup after syncs (absent: none, e.g. over the fake kernel). */
   conntrack?: Pick<NativeConntrack, 'conntrackClean'>;
+  /**
+   * kube-proxy's conntrack sysctls and oom_score_adj: applied once the streams are set up (kubeconfig read, connection
+   * made), as kube-proxy sets them only after making its client; a start that cannot read its kubeconfig changes nothing.
+   */
+  applyNodeSettings?: () => Promise<void>;
   /** Called with every sync's outcome from the first on (syncs$ reaches only subscribers that exist by then). */
   onSync?: (result: SyncResult) => void;
 }
@@ -362,6 +367,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   metrics.offloadEnabled.set(offload.wanted && offload.supported ? 1 : 0);
 
   const streams = deps.streams ?? (await createClusterStreams(streamsOptions(options, nodeName, logger)));
+  await deps.applyNodeSettings?.();
   metrics.observeInvalidObjects(() => streams.invalidObjects());
   const tracker = new ServiceChangeTracker({ nodeName, featureGates: gates });
   let node: NodeInfo | undefined;

@@ -1,9 +1,13 @@
 // kube-proxy's conntrack section applied by the real agent where the node
 // allows it, and one clear warning for the rest. Run inside a network namespace
 // (no --netns): there the timeouts are the namespace's own and writable, while
-// nf_conntrack_max is read-only, as on a node whose /proc/sys is not ours.
+// nf_conntrack_max is read-only, as on a node whose /proc/sys is not ours; and
+// nothing is set by a start that fails before it has made its API client.
 
 import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createNetns, type NetNs } from '../helpers/netns.ts';
@@ -14,18 +18,44 @@ const EXAMPLES = fileURLToPath(new URL('../../examples/', import.meta.url));
 
 describe('conntrack settings', { timeout: 60_000 }, () => {
   let ns: NetNs;
+  const sysctl = (name: string) => Number(ns.exec('sysctl', ['-n', `net.netfilter.${name}`]).trim());
   beforeAll(() => {
     ns = createNetns('knp-ct');
-  });
-  afterAll(() => ns?.destroy());
-
-  it('sets the timeouts it may set and warns once about nf_conntrack_max', async () => {
-    const sysctl = (name: string) => Number(ns.exec('sysctl', ['-n', `net.netfilter.${name}`]).trim());
     // A rule with a ct match loads nf_conntrack, and with it these sysctls, where it is not loaded yet.
     ns.exec('nft', ['-f', '-'], {
       input: 'table ip ct-probe {\n chain c {\n  type filter hook output priority 0\n  ct state new accept\n }\n}\n',
     });
     ns.exec('nft', ['delete', 'table', 'ip', 'ct-probe']);
+  });
+  afterAll(() => ns?.destroy());
+
+  // kube-proxy sets them only after making its client.
+  it('changes nothing when it cannot start because its kubeconfig cannot be read', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'knp-no-kubeconfig-'));
+    try {
+      const before = sysctl('nf_conntrack_tcp_timeout_established');
+      expect(before).not.toBe(10800);
+      // No --kubeconfig, no KUBECONFIG, a home without .kube/config: client-node's default chain finds nothing.
+      const env: NodeJS.ProcessEnv = { ...process.env, HOME: home };
+      delete env.KUBECONFIG;
+      const child = ns.spawn(
+        process.execPath,
+        [CLI, '--hostname-override=node-a', '--healthz-bind-address=', '--metrics-bind-address=', '--conntrack-tcp-timeout-established=3h'],
+        { stdio: ['ignore', 'pipe', 'pipe'], env },
+      );
+      let out = '';
+      child.stdout!.on('data', (d) => (out += d));
+      child.stderr!.on('data', (d) => (out += d));
+      const [code] = (await once(child, 'exit')) as [number | null];
+      expect(out).toContain('ERR_KUBECONFIG');
+      expect(code).not.toBe(0);
+      expect(sysctl('nf_conntrack_tcp_timeout_established')).toBe(before);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+
+  it('sets the timeouts it may set and warns once about nf_conntrack_max', async () => {
     expect(sysctl('nf_conntrack_tcp_timeout_established')).not.toBe(7200);
     // A maximum unlike the node's, so that the agent must try to write it (it leaves an equal value alone).
     const conntrackMin = sysctl('nf_conntrack_max') + 1024;
