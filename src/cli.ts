@@ -17,6 +17,7 @@ import { NetlinkDataplane } from './nft/netlink/netlink-dataplane.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
 import { packageRoot } from './package-root.ts';
 import { ForeignTableError } from './reconciler/ownership.ts';
+import { connect } from './streams/api/api-connection.ts';
 
 async function cleanup(options: AgentOptions, logger: Logger): Promise<void> {
   const dataplane = new NetlinkDataplane({ netns: netnsPath(options.netns) });
@@ -73,6 +74,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(await dryRun(options, logger));
     return 0;
   }
+  if (command.initOnly) return initOnly(command, logger);
   // Watched from before the start, which can take long on a big cluster: a fix
   // to the file must restart us even then.
   const configChanged = new Promise<number>((resolve) => {
@@ -117,6 +119,27 @@ async function applyNodeSettings(command: RunCommand, logger: Logger): Promise<v
   const oom = await applyOomScoreAdj(command.oomScoreAdj);
   // kube-proxy logs this at V(2), not as a warning: a pod without CAP_SYS_RESOURCE cannot lower it, and that is fine.
   if (oom !== undefined) logger.info({ oomScoreAdj: command.oomScoreAdj, reason: oom }, 'cannot set our oom_score_adj');
+  await applyConntrackSettings(command, logger);
+}
+
+/**
+ * kube-proxy's --init-only: what needs full root privileges, then exit, so that the agent itself can run with
+ * NET_ADMIN alone (it then finds the sysctls set and writes nothing). In kube-proxy's order: the kubeconfig read,
+ * the conntrack sysctls, a check that the kernel's nftables answers. Not oom_score_adj: that is the running agent's own.
+ */
+async function initOnly(command: RunCommand, logger: Logger): Promise<number> {
+  const { options } = command;
+  if (options.manifests === undefined) {
+    const server = options.apiClient?.server;
+    await (await connect(options.kubeconfig, server !== undefined ? { server } : {})).close();
+  }
+  await applyConntrackSettings(command, logger);
+  await new NetlinkDataplane({ netns: netnsPath(options.netns), addon: loadNative() }).generation();
+  logger.info('node initialised (--init-only); exiting');
+  return 0;
+}
+
+async function applyConntrackSettings(command: RunCommand, logger: Logger): Promise<void> {
   if (command.options.netns !== undefined) {
     logger.info({ netns: command.options.netns }, 'conntrack sysctls are left alone: we program another network namespace');
     return;

@@ -380,6 +380,12 @@ export const FLAGS: Readonly<Record<string, FlagSpec>> = {
   },
   'dry-run': { group: 'command', type: 'boolean', arg: '', help: 'print the desired ruleset as nft text and exit' },
   help: { group: 'command', type: 'boolean', arg: '', help: 'this text' },
+  'init-only': {
+    group: 'command',
+    type: 'boolean',
+    arg: '',
+    help: "set the conntrack sysctls (which need full root privileges) and exit, for a privileged init container (kube-proxy's flag)",
+  },
   master: { group: 'command', type: 'string', arg: 'URL', help: "the API server's address (overrides the kubeconfig's)" },
   netns: { group: 'command', type: 'string', arg: 'NAME|PATH', help: 'program another network namespace' },
   version: { group: 'command', type: 'boolean', arg: '', help: 'print the version' },
@@ -389,7 +395,6 @@ export const FLAGS: Readonly<Record<string, FlagSpec>> = {
 /** kube-proxy 1.32 flags that make no sense for an nftables proxy, with the reason. */
 export const REFUSED_FLAGS: Readonly<Record<string, string>> = {
   'bind-address-hard-fail': 'a port that cannot be bound is always fatal here',
-  'init-only': 'kube-nft-proxy needs no privileged initialisation step',
   'iptables-localhost-nodeports': 'NodePorts are never served on localhost in nftables mode',
   'ipvs-exclude-cidrs': 'kube-nft-proxy is an nftables proxy, not IPVS',
   'ipvs-min-sync-period': 'kube-nft-proxy is an nftables proxy, not IPVS; use --min-sync-period',

@@ -31,6 +31,8 @@ export interface RunCommand {
   /** The file's text as parsed: the watch compares against it, so that a change right after reading is not missed. */
   configText?: string;
   writeConfigTo?: string;
+  /** kube-proxy's --init-only: what needs full root privileges (the conntrack sysctls), then exit. */
+  initOnly: boolean;
   /** Flags given with --config that the file overrides (kube-proxy ignores them too); the CLI warns. */
   ignoredFlags: string[];
 }
@@ -203,6 +205,7 @@ export function parseCommandLine(argv: readonly string[], readConfig: (path: str
     conntrack: kp.conntrack,
     ...(configFile !== undefined ? { configFile, configText: text } : {}),
     ...(given.has('write-config-to') ? { writeConfigTo: given.get('write-config-to') as string } : {}),
+    initOnly: given.get('init-only') === true,
     ignoredFlags,
   };
 }

@@ -139,7 +139,6 @@ describe('parseCommandLine', () => {
     [['--feature-gates=Nope=true'], /--feature-gates: unknown feature gate Nope/],
     [['--ipvs-scheduler=rr'], /--ipvs-scheduler is not supported: kube-nft-proxy is an nftables proxy, not IPVS/],
     [['--profiling'], /--profiling is not supported/],
-    [['--init-only'], /--init-only is not supported/],
     [['--masquerade-all=maybe'], /--masquerade-all: "maybe" is not true or false/],
     [['--kube-api-content-type=application/yaml'], /clientConnection.contentType/],
   ])('rejects %j with a clear message', (argv, message) => {
@@ -212,6 +211,13 @@ describe("kube-proxy's flags", () => {
   it('takes --cleanup as kube-proxy does', () => {
     expect(parseCommandLine(['--cleanup']).command).toBe('cleanup');
     expect(parseCommandLine(['--cleanup=false']).command).toBe('run');
+  });
+
+  it('takes --init-only as kube-proxy does', () => {
+    const c = (argv: string[]) => parseCommandLine(argv) as RunCommand;
+    expect(c(['--init-only'])).toMatchObject({ command: 'run', initOnly: true });
+    expect(c(['--init-only=false']).initOnly).toBe(false);
+    expect(c([]).initOnly).toBe(false);
   });
 
   it('parses a good command line without making the --help text (no ICU collator paged in at start-up)', () => {

@@ -29,8 +29,8 @@ describe('conntrack settings', { timeout: 60_000 }, () => {
   });
   afterAll(() => ns?.destroy());
 
-  // kube-proxy sets them only after making its client.
-  it('changes nothing when it cannot start because its kubeconfig cannot be read', async () => {
+  // kube-proxy sets them only after making its client; with --init-only too.
+  it.each([[[]], [['--init-only']]])('changes nothing when its kubeconfig cannot be read (%j)', async (extra: string[]) => {
     const home = mkdtempSync(join(tmpdir(), 'knp-no-kubeconfig-'));
     try {
       const before = sysctl('nf_conntrack_tcp_timeout_established');
@@ -40,7 +40,14 @@ describe('conntrack settings', { timeout: 60_000 }, () => {
       delete env.KUBECONFIG;
       const child = ns.spawn(
         process.execPath,
-        [CLI, '--hostname-override=node-a', '--healthz-bind-address=', '--metrics-bind-address=', '--conntrack-tcp-timeout-established=3h'],
+        [
+          CLI,
+          '--hostname-override=node-a',
+          '--healthz-bind-address=',
+          '--metrics-bind-address=',
+          '--conntrack-tcp-timeout-established=3h',
+          ...extra,
+        ],
         { stdio: ['ignore', 'pipe', 'pipe'], env },
       );
       let out = '';
@@ -53,6 +60,23 @@ describe('conntrack settings', { timeout: 60_000 }, () => {
     } finally {
       rmSync(home, { recursive: true, force: true });
     }
+  });
+
+  it('with --init-only, sets them and exits, programming nothing', async () => {
+    expect(sysctl('nf_conntrack_tcp_timeout_established')).not.toBe(14400);
+    const child = ns.spawn(
+      process.execPath,
+      [CLI, `--manifests=${EXAMPLES}`, '--hostname-override=node-a', '--init-only', '--conntrack-tcp-timeout-established=4h'],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    child.stderr!.on('data', (d) => (out += d));
+    const [code] = (await once(child, 'exit')) as [number | null];
+    expect(code, out).toBe(0);
+    expect(out).toContain('--init-only');
+    expect(sysctl('nf_conntrack_tcp_timeout_established')).toBe(14400);
+    expect(ns.exec('nft', ['list', 'tables']).trim()).toBe('');
   });
 
   it('sets the timeouts it may set and warns once about nf_conntrack_max', async () => {
