@@ -1,4 +1,5 @@
-// kube-nft-proxy's command line: run the agent, print a dry run, or remove our tables.
+// kube-nft-proxy's command line: run the agent, print a dry run, remove our tables, or
+// set the node's conntrack sysctls and exit (--init-only).
 
 import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
