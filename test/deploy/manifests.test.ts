@@ -15,6 +15,23 @@ describe('deploy/kube-nft-proxy.yaml', () => {
     expect(cmd.command).toBe('run');
   });
 
+  it("shows, commented out, an init container of the agent's image that sets the conntrack sysctls (--init-only)", () => {
+    const text = readFileSync(new URL('../../deploy/kube-nft-proxy.yaml', import.meta.url), 'utf8');
+    const lines = text.split('\n');
+    const from = lines.findIndex((l) => l.trim() === '# initContainers:');
+    expect(from).toBeGreaterThan(0);
+    const block: string[] = [];
+    for (const l of lines.slice(from)) {
+      if (!l.trim().startsWith('#')) break;
+      block.push(l.replace(/^(\s*)# ?/, '$1'));
+    }
+    const init = parseAllDocuments(block.join('\n'))[0]!.toJS().initContainers[0];
+    const agent = docs.find((d) => d.kind === 'DaemonSet').spec.template.spec.containers[0];
+    expect(init.image).toBe(agent.image);
+    expect(init.securityContext).toEqual({ privileged: true });
+    expect(parseCommandLine(init.args)).toMatchObject({ command: 'run', initOnly: true });
+  });
+
   it('grants list and watch on what the agent watches, and nothing it does not use', () => {
     const role = docs.find((d) => d.kind === 'ClusterRole');
     const grants = new Map<string, string[]>();
