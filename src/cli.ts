@@ -127,6 +127,7 @@ async function applyNodeSettings(command: RunCommand, logger: Logger): Promise<v
  * kube-proxy's --init-only: what needs full root privileges, then exit, so that the agent itself can run with
  * NET_ADMIN alone (it then finds the sysctls set and writes nothing). In kube-proxy's order: the kubeconfig read,
  * the conntrack sysctls, a check that the kernel's nftables answers. Not oom_score_adj: that is the running agent's own.
+ * A sysctl it cannot set fails it, as in kube-proxy: setting them is all it is for (the running agent only warns).
  */
 async function initOnly(command: RunCommand, logger: Logger): Promise<number> {
   const { options } = command;
@@ -134,19 +135,24 @@ async function initOnly(command: RunCommand, logger: Logger): Promise<number> {
     const server = options.apiClient?.server;
     await (await connect(options.kubeconfig, server !== undefined ? { server } : {})).close();
   }
-  await applyConntrackSettings(command, logger);
+  if (!(await applyConntrackSettings(command, logger))) {
+    logger.error('--init-only could not set the conntrack sysctls above');
+    return 1;
+  }
   await new NetlinkDataplane({ netns: netnsPath(options.netns), addon: loadNative() }).generation();
   logger.info('node initialised (--init-only); exiting');
   return 0;
 }
 
-async function applyConntrackSettings(command: RunCommand, logger: Logger): Promise<void> {
+/** Whether every conntrack sysctl this node's /proc/sys was asked for is set (the hash size under /sys may stay, as in kube-proxy). */
+async function applyConntrackSettings(command: RunCommand, logger: Logger): Promise<boolean> {
   if (command.options.netns !== undefined) {
     logger.info({ netns: command.options.netns }, 'conntrack sysctls are left alone: we program another network namespace');
-    return;
+    return true;
   }
   const plan = conntrackSysctls(command.conntrack, availableParallelism());
   const { changed, failed } = await applySysctls(plan);
+  const everySysctlSet = failed.length === 0;
   const max = plan.find((s) => s.path.endsWith('nf_conntrack_max'));
   // Only where the maximum itself could be set (the host's network namespace): the hash size is host-wide.
   if (max !== undefined && !failed.some((f) => f.path === max.path)) {
@@ -157,6 +163,7 @@ async function applyConntrackSettings(command: RunCommand, logger: Logger): Prom
   if (changed.length > 0) logger.info({ sysctls: changed }, 'set conntrack sysctls');
   if (failed.length > 0)
     logger.warn({ failed }, 'this node does not let us set these conntrack sysctls (read-only /proc/sys?); the kernel keeps its values');
+  return everySysctlSet;
 }
 
 /** How long process.exit() may take before the addon's watchdog ends the process; a normal exit takes milliseconds. */

@@ -66,7 +66,15 @@ describe('conntrack settings', { timeout: 60_000 }, () => {
     expect(sysctl('nf_conntrack_tcp_timeout_established')).not.toBe(14400);
     const child = ns.spawn(
       process.execPath,
-      [CLI, `--manifests=${EXAMPLES}`, '--hostname-override=node-a', '--init-only', '--conntrack-tcp-timeout-established=4h'],
+      // nf_conntrack_max left alone: outside the host's namespace it is read-only, which would fail --init-only (next test).
+      [
+        CLI,
+        `--manifests=${EXAMPLES}`,
+        '--hostname-override=node-a',
+        '--init-only',
+        '--conntrack-tcp-timeout-established=4h',
+        '--conntrack-max-per-core=0',
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let out = '';
@@ -77,6 +85,20 @@ describe('conntrack settings', { timeout: 60_000 }, () => {
     expect(out).toContain('--init-only');
     expect(sysctl('nf_conntrack_tcp_timeout_established')).toBe(14400);
     expect(ns.exec('nft', ['list', 'tables']).trim()).toBe('');
+  });
+
+  it('with --init-only, fails when a sysctl cannot be set', async () => {
+    const child = ns.spawn(
+      process.execPath,
+      [CLI, `--manifests=${EXAMPLES}`, '--init-only', '--conntrack-max-per-core=1', `--conntrack-min=${sysctl('nf_conntrack_max') + 1024}`],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    child.stderr!.on('data', (d) => (out += d));
+    const [code] = (await once(child, 'exit')) as [number | null];
+    expect(code, out).toBe(1);
+    expect(out).toContain('nf_conntrack_max');
   });
 
   it('sets the timeouts it may set and warns once about nf_conntrack_max', async () => {
