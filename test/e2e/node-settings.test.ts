@@ -29,6 +29,17 @@ describe('conntrack settings', { timeout: 60_000 }, () => {
   });
   afterAll(() => ns?.destroy());
 
+  /** The CLI in the namespace with these flags, run to its end: its exit code and all it wrote. */
+  async function cliToEnd(args: string[], env?: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string }> {
+    const child = ns.spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], ...(env ? { env } : {}) });
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    child.stderr!.on('data', (d) => (out += d));
+    // 'close', not 'exit': its output is read to the end by then.
+    const [code] = (await once(child, 'close')) as [number | null];
+    return { code, out };
+  }
+
   // kube-proxy sets them only after making its client; with --init-only too.
   it.each([[[]], [['--init-only']]])('changes nothing when its kubeconfig cannot be read (%j)', async (extra: string[]) => {
     const home = mkdtempSync(join(tmpdir(), 'knp-no-kubeconfig-'));
@@ -38,22 +49,16 @@ describe('conntrack settings', { timeout: 60_000 }, () => {
       // No --kubeconfig, no KUBECONFIG, a home without .kube/config: client-node's default chain finds nothing.
       const env: NodeJS.ProcessEnv = { ...process.env, HOME: home };
       delete env.KUBECONFIG;
-      const child = ns.spawn(
-        process.execPath,
+      const { code, out } = await cliToEnd(
         [
-          CLI,
           '--hostname-override=node-a',
           '--healthz-bind-address=',
           '--metrics-bind-address=',
           '--conntrack-tcp-timeout-established=3h',
           ...extra,
         ],
-        { stdio: ['ignore', 'pipe', 'pipe'], env },
+        env,
       );
-      let out = '';
-      child.stdout!.on('data', (d) => (out += d));
-      child.stderr!.on('data', (d) => (out += d));
-      const [code] = (await once(child, 'exit')) as [number | null];
       expect(out).toContain('ERR_KUBECONFIG');
       expect(code).not.toBe(0);
       expect(sysctl('nf_conntrack_tcp_timeout_established')).toBe(before);
@@ -64,23 +69,14 @@ describe('conntrack settings', { timeout: 60_000 }, () => {
 
   it('with --init-only, sets them and exits, programming nothing', async () => {
     expect(sysctl('nf_conntrack_tcp_timeout_established')).not.toBe(14400);
-    const child = ns.spawn(
-      process.execPath,
-      // nf_conntrack_max left alone: outside the host's namespace it is read-only, which would fail --init-only (next test).
-      [
-        CLI,
-        `--manifests=${EXAMPLES}`,
-        '--hostname-override=node-a',
-        '--init-only',
-        '--conntrack-tcp-timeout-established=4h',
-        '--conntrack-max-per-core=0',
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let out = '';
-    child.stdout!.on('data', (d) => (out += d));
-    child.stderr!.on('data', (d) => (out += d));
-    const [code] = (await once(child, 'exit')) as [number | null];
+    // nf_conntrack_max left alone: outside the host's namespace it is read-only, which would fail --init-only (next test).
+    const { code, out } = await cliToEnd([
+      `--manifests=${EXAMPLES}`,
+      '--hostname-override=node-a',
+      '--init-only',
+      '--conntrack-tcp-timeout-established=4h',
+      '--conntrack-max-per-core=0',
+    ]);
     expect(code, out).toBe(0);
     expect(out).toContain('--init-only');
     expect(sysctl('nf_conntrack_tcp_timeout_established')).toBe(14400);
@@ -88,15 +84,12 @@ describe('conntrack settings', { timeout: 60_000 }, () => {
   });
 
   it('with --init-only, fails when a sysctl cannot be set', async () => {
-    const child = ns.spawn(
-      process.execPath,
-      [CLI, `--manifests=${EXAMPLES}`, '--init-only', '--conntrack-max-per-core=1', `--conntrack-min=${sysctl('nf_conntrack_max') + 1024}`],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let out = '';
-    child.stdout!.on('data', (d) => (out += d));
-    child.stderr!.on('data', (d) => (out += d));
-    const [code] = (await once(child, 'exit')) as [number | null];
+    const { code, out } = await cliToEnd([
+      `--manifests=${EXAMPLES}`,
+      '--init-only',
+      '--conntrack-max-per-core=1',
+      `--conntrack-min=${sysctl('nf_conntrack_max') + 1024}`,
+    ]);
     expect(code, out).toBe(1);
     expect(out).toContain('nf_conntrack_max');
   });
