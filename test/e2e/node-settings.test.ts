@@ -1,8 +1,9 @@
 // kube-proxy's conntrack section applied by the real agent where the node
 // allows it, and one clear warning for the rest. Run inside a network namespace
 // (no --netns): there the timeouts are the namespace's own and writable, while
-// nf_conntrack_max is read-only, as on a node whose /proc/sys is not ours; and
-// nothing is set by a start that fails before it has made its API client.
+// nf_conntrack_max is read-only, as on a node whose /proc/sys is not ours.
+// Nothing is set by a start that fails before it has made its API client, and
+// --init-only sets them and exits, failing where one cannot be set.
 
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
