@@ -4,7 +4,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { netnsPath, startAgent } from './agent/agent.ts';
+import { apiConnectionOptions, netnsPath, startAgent } from './agent/agent.ts';
 import { dryRun } from './agent/dry-run.ts';
 import type { AgentOptions } from './agent/options.ts';
 import { removeOurTables } from './agent/table-ownership.ts';
@@ -131,10 +131,7 @@ async function applyNodeSettings(command: RunCommand, logger: Logger): Promise<v
  */
 async function initOnly(command: RunCommand, logger: Logger): Promise<number> {
   const { options } = command;
-  if (options.manifests === undefined) {
-    const server = options.apiClient?.server;
-    await (await connect(options.kubeconfig, server !== undefined ? { server } : {})).close();
-  }
+  if (options.manifests === undefined) await (await connect(options.kubeconfig, apiConnectionOptions(options))).close();
   if (!(await applyConntrackSettings(command, logger))) {
     logger.error('--init-only could not set the conntrack sysctls above');
     return 1;

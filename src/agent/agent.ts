@@ -21,6 +21,7 @@ import { ProxyMetrics } from '../observability/metrics.ts';
 import type { RulesetConfig } from '../reconciler/config.ts';
 import { Reconciler, type ReconcilerOptions, type RejectedServicePort } from '../reconciler/reconciler.ts';
 import { syncRunner, type SyncResult } from '../reconciler/sync-runner.ts';
+import type { ConnectionOptions } from '../streams/api/api-connection.ts';
 import { createClusterStreams, type ClusterStreams, type ClusterStreamsOptions } from '../streams/cluster-streams.ts';
 import { decideOffload, followDevices } from './offload-setup.ts';
 import { type KernelShare, kernelShare, kernelShareSince, memoryMiB, PortsInFlight, reportRefused, syncLogFields } from './sync-outcome.ts';
@@ -105,6 +106,12 @@ export function netnsPath(netns: string | undefined): string | undefined {
   return netns.includes('/') ? netns : `/var/run/netns/${netns}`;
 }
 
+/** The API connection's rate limit and server override (--kube-api-qps, --kube-api-burst, --master). */
+export function apiConnectionOptions({ apiClient }: AgentOptions): ConnectionOptions {
+  if (!apiClient) return {};
+  return { qps: apiClient.qps, burst: apiClient.burst, ...(apiClient.server !== undefined ? { server: apiClient.server } : {}) };
+}
+
 function streamsOptions(options: AgentOptions, nodeName: string, logger: Logger): ClusterStreamsOptions {
   return options.manifests !== undefined
     ? { source: 'manifests', path: options.manifests, nodeName, serviceProxyName: options.serviceProxyName, logger }
@@ -114,15 +121,7 @@ function streamsOptions(options: AgentOptions, nodeName: string, logger: Logger)
         nodeName,
         serviceProxyName: options.serviceProxyName,
         logger,
-        ...(options.apiClient
-          ? {
-              connectionOptions: {
-                qps: options.apiClient.qps,
-                burst: options.apiClient.burst,
-                ...(options.apiClient.server !== undefined ? { server: options.apiClient.server } : {}),
-              },
-            }
-          : {}),
+        connectionOptions: apiConnectionOptions(options),
       };
 }
 
