@@ -4,7 +4,7 @@
 
 import type { DataType, Element, NftMap, NftSet, Verdict } from '../objects.ts';
 import { bytesMinusOne, compareBytes, plusPowerOfTwo, typeLength } from '../values.ts';
-import { partOffsets } from './encode-parts.ts';
+import { dataLayout, type DataLayout } from './encode-parts.ts';
 import { ELEM_ATTR, ELEM_FLAG_INTERVAL_END, UDATA_COMMENT, VERDICT_CODE } from './kernel-constants.ts';
 import { type RawAttrs, udataComment } from './listing-reader.ts';
 import { keyText } from './raise.ts';
@@ -36,9 +36,11 @@ function prefixText(type: DataType, start: Uint8Array, endExclusive: Uint8Array 
   return undefined;
 }
 
-function splitKey(key: Uint8Array, types: readonly DataType[]): Uint8Array[] {
+/** A concatenation's parts, at its layout's offsets (worked out once per set, not per element). */
+function splitKey(key: Uint8Array, layout: DataLayout): Uint8Array[] {
+  const { types, offsets } = layout;
   if (types.length === 1) return [key];
-  return partOffsets(types).map((at, k) => key.subarray(at, at + typeLength(types[k]!)));
+  return offsets.map((at, k) => key.subarray(at, at + typeLength(types[k]!)));
 }
 
 function rangeText(type: DataType, start: Uint8Array, last: Uint8Array): string {
@@ -50,6 +52,8 @@ export function decodeElements(c: NftSet | NftMap, raw: RawAttrs[]): Element[] {
   const out: Element[] = [];
   const interval = c.flags?.includes('interval') ?? false;
   const concat = c.keyType.length > 1;
+  const keyLayout = dataLayout(c.keyType);
+  const dataParts = c.kind === 'map' && Array.isArray(c.dataType) ? dataLayout(c.dataType) : undefined;
   const base = (a: RawAttrs, key: string[]): Element => {
     const e: Element = { kind: 'element', family: c.family, table: c.table, set: c.name, key };
     if (c.kind === 'map') {
@@ -59,7 +63,8 @@ export function decodeElements(c: NftSet | NftMap, raw: RawAttrs[]): Element[] {
       } else {
         const d = a.get(ELEM_ATTR.DATA);
         const dt = c.dataType;
-        if (d instanceof Uint8Array) e.value = Array.isArray(dt) ? splitKey(d, dt).map((p, k) => keyText(dt[k]!, p)) : keyText(dt, d);
+        if (d instanceof Uint8Array)
+          e.value = Array.isArray(dt) ? splitKey(d, dataParts!).map((p, k) => keyText(dt[k]!, p)) : keyText(dt, d);
       }
     }
     // The kernel reports an element's timeout only where it differs from the set's.
@@ -94,11 +99,11 @@ export function decodeElements(c: NftSet | NftMap, raw: RawAttrs[]): Element[] {
   for (const a of raw) {
     const key = a.get(ELEM_ATTR.KEY);
     if (!(key instanceof Uint8Array)) continue;
-    const parts = splitKey(key, c.keyType);
+    const parts = splitKey(key, keyLayout);
     let texts: string[];
     if (interval) {
       const endRaw = a.get(ELEM_ATTR.KEY_END);
-      const ends = endRaw instanceof Uint8Array ? splitKey(endRaw, c.keyType) : parts;
+      const ends = endRaw instanceof Uint8Array ? splitKey(endRaw, keyLayout) : parts;
       texts = parts.map((p, k) => rangeText(c.keyType[k]!, p, ends[k]!));
     } else {
       texts = parts.map((p, k) => keyText(c.keyType[k]!, p));
