@@ -4,6 +4,7 @@
 // is the key's suffix.
 
 import { loadavg } from 'node:os';
+import type { CpuMs } from '../src/agent/sync-outcome.ts';
 import type { RawLoadResult } from './sync-raw-load.ts';
 import type { BenchSize } from './sizes.ts';
 import type { ListFloor } from './sync-floor.ts';
@@ -24,7 +25,7 @@ export interface ColdResult {
    * CPU time from the agent's start to its synced line (its log's cpuMs): its JS thread's, which the cold sync
    * cannot be shorter than on any number of cores; the process's; the JS thread's wait for a core.
    */
-  cpuMs: { jsThread: number; process: number; jsThreadWaited?: number };
+  cpuMs: CpuMs;
   ops: number;
   servicePorts: number;
   rss: number;

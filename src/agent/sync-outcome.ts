@@ -24,12 +24,19 @@ export function memoryMiB(): Record<string, number> {
   };
 }
 
+/** A full sync's log line's `cpuMs` (cpuMs()); bench:sync reads it back. */
+export interface CpuMs {
+  jsThread: number;
+  process: number;
+  jsThreadWaited?: number;
+}
+
 /**
  * CPU time since the process started, in ms: its JS thread's; the whole process's (beside it the addon's threads,
  * whose system time holds the kernel's commit work, and V8's helpers, compiling and marking); and how long the JS
  * thread was ready to run but waited for a core (Linux's schedstat, left out where the kernel keeps none).
  */
-export function cpuMs(): { jsThread: number; process: number; jsThreadWaited?: number } {
+export function cpuMs(): CpuMs {
   const ms = (t: NodeJS.CpuUsage) => Math.round((t.user + t.system) / 1000);
   const waited = jsThreadWaitedMs();
   return {
