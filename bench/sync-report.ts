@@ -3,7 +3,7 @@
 // (cold_ms_10k, hwm_mib_30k, ...) keep their names; a size's label (sizes.ts)
 // is the key's suffix.
 
-import { loadavg } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import type { CpuMs } from '../src/agent/sync-outcome.ts';
 import type { RawLoadResult } from './sync-raw-load.ts';
 import type { BenchSize } from './sizes.ts';
@@ -114,6 +114,19 @@ function floorOf(r: SizeResult): { ms: number; overKernel: number } | undefined 
   return { ms, overKernel: ms / r.cold.kernelMs };
 }
 
+/**
+ * Two bounds of this build's design on cold/kernel, from the same cold start: where it would be if nothing after
+ * the lists but the kernel took time (nothing reaches the kernel before the lists are read and parsed), and where it
+ * would be if every core of the machine did the agent's work (all of its threads' CPU, spawn → synced) and nothing
+ * else, with no core ever idle or waited for.
+ */
+function designBoundsOf(cold: ColdResult): { listsThenKernel: number; cpuOverCores: number } {
+  return {
+    listsThenKernel: (cold.bootMs + cold.listMs + cold.kernelMs) / cold.kernelMs,
+    cpuOverCores: cold.cpuMs.process / availableParallelism() / cold.kernelMs,
+  };
+}
+
 export function printSize(r: SizeResult, shape: string): void {
   const { cold, size } = r;
   console.log(
@@ -134,6 +147,11 @@ export function printSize(r: SizeResult, shape: string): void {
       `/kernel ${f(cpu.jsThread / cold.kernelMs)}, where this build's cold/kernel cannot go below), waited for a core ` +
       `${f(cpu.jsThreadWaited ?? NaN)} ms; the other threads ${f(cpu.process - cpu.jsThread)} ms (the addon's, with the ` +
       `kernel's commit work, and V8's)`,
+  );
+  const bounds = designBoundsOf(cold);
+  console.log(
+    `  design bounds     cold/kernel if the sync after the lists were the kernel alone ${f(bounds.listsThenKernel)}; ` +
+      `if the agent's CPU (all threads) kept all ${availableParallelism()} cores busy ${f(bounds.cpuOverCores)}`,
   );
   const floor = floorOf(r);
   if (floor) {
@@ -193,6 +211,9 @@ function sizeKeys(summary: Record<string, number | string>, r: SizeResult, minSy
   summary[`js_thread_cpu_over_kernel_${k}`] = r2(cpu.jsThread / r.cold.kernelMs);
   if (cpu.jsThreadWaited !== undefined) summary[`js_thread_waited_ms_${k}`] = cpu.jsThreadWaited;
   summary[`other_threads_cpu_ms_${k}`] = cpu.process - cpu.jsThread;
+  const bounds = designBoundsOf(r.cold);
+  summary[`lists_then_kernel_over_kernel_${k}`] = r2(bounds.listsThenKernel);
+  summary[`cpu_over_cores_over_kernel_${k}`] = r2(bounds.cpuOverCores);
   const floor = floorOf(r);
   if (floor) {
     summary[`floor_lists_ms_${k}`] = Math.round(r.floor!.listedMs);
