@@ -136,7 +136,7 @@ async function initOnly(command: RunCommand, logger: Logger): Promise<number> {
     logger.error('--init-only could not set the conntrack sysctls above');
     return 1;
   }
-  await new NetlinkDataplane({ netns: netnsPath(options.netns), addon: loadNative() }).generation();
+  await new NetlinkDataplane({ netns: netnsPath(options.netns) }).generation();
   logger.info('node initialised (--init-only); exiting');
   return 0;
 }
