@@ -120,10 +120,12 @@ function floorOf(r: SizeResult): { ms: number; overKernel: number } | undefined 
  * would be if every core of the machine did the agent's work (all of its threads' CPU, spawn → synced) and nothing
  * else, with no core ever idle or waited for.
  */
-function designBoundsOf(cold: ColdResult): { listsThenKernel: number; cpuOverCores: number } {
+function designBoundsOf(cold: ColdResult): { listsThenKernel: number; cpuOverCores: number; cores: number } {
+  const cores = availableParallelism();
   return {
     listsThenKernel: (cold.bootMs + cold.listMs + cold.kernelMs) / cold.kernelMs,
-    cpuOverCores: cold.cpuMs.process / availableParallelism() / cold.kernelMs,
+    cpuOverCores: cold.cpuMs.process / cores / cold.kernelMs,
+    cores,
   };
 }
 
@@ -151,7 +153,7 @@ export function printSize(r: SizeResult, shape: string): void {
   const bounds = designBoundsOf(cold);
   console.log(
     `  design bounds     cold/kernel if the sync after the lists were the kernel alone ${f(bounds.listsThenKernel)}; ` +
-      `if the agent's CPU (all threads) kept all ${availableParallelism()} cores busy ${f(bounds.cpuOverCores)}`,
+      `if the agent's CPU (all threads) kept all ${bounds.cores} cores busy ${f(bounds.cpuOverCores)}`,
   );
   const floor = floorOf(r);
   if (floor) {
