@@ -3,7 +3,6 @@
 // decision lives in the pure modules; this file only connects them and logs.
 
 import { hostname, networkInterfaces } from 'node:os';
-import { collectDefaultMetrics } from 'prom-client';
 import { merge, type Observable, Subject, Subscription, type SchedulerLike } from '../rx.ts';
 import type { AgentOptions } from './options.ts';
 import { parseFeatureGates } from '../config/feature-gates.ts';
@@ -231,6 +230,9 @@ function syncDone(s: SyncOutcomeSinks, result: SyncResult, firstSync: boolean, k
   s.model.settled();
   s.deps.onSync?.(result);
   s.syncs$.next(result);
+  // Once the first sync has an outcome, not at start, where loading them would
+  // delay the first rules by their modules' time (a scrape before then loads them itself).
+  s.metrics.collectProcessMetrics();
 }
 
 /** UDP/SCTP conntrack cleanup after syncs, when the addon's conntrack functions are given. */
@@ -347,10 +349,6 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   const gates = parseFeatureGates(options.featureGates);
   const nodeName = options.hostnameOverride ?? hostname();
   const metrics = new ProxyMetrics();
-  // process_resident_memory_bytes, nodejs_heap_size_used_bytes, GC and event-loop
-  // figures next to kube-proxy's own (kube-proxy exports Go's process_* the same
-  // way): the agent's memory after a large sync is visible without a shell.
-  collectDefaultMetrics({ register: metrics.registry });
   // kube-proxy's health timeout is 2 × its sync period (--sync-period, 30 s by
   // default): a change not programmed within a minute means the dataplane is stuck.
   const health = new HealthState(2 * options.syncPeriodMs);

@@ -63,10 +63,10 @@ export async function startObservabilityServer(
         return sendHealth(res, answer);
       }
       if (routes.metrics && path === '/metrics') {
-        const registry = routes.metrics.registry;
-        registry.metrics().then(
+        const metrics = routes.metrics;
+        metrics.exposition().then(
           (text) => {
-            res.writeHead(200, { 'content-type': registry.contentType });
+            res.writeHead(200, { 'content-type': metrics.registry.contentType });
             res.end(text);
           },
           (e: Error) => {

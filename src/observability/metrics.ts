@@ -7,7 +7,7 @@
 // One registry per agent (not prom-client's global), so embedders and tests can
 // run several agents in one process.
 
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from './prom-parts.ts';
 
 // kube-proxy's sync-duration buckets: exponential from 1 ms.
 const SYNC_BUCKETS = [0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048, 4.096, 8.192, 16.384];
@@ -225,5 +225,26 @@ export class ProxyMetrics {
     this.syncDuration.observe(seconds);
     (kind === 'full' ? this.fullSyncDuration : this.partialSyncDuration).observe(seconds);
     this.lastSyncTimestamp.set(nowSeconds);
+  }
+
+  #processMetrics = false;
+
+  /**
+   * prom-client's default metrics in this registry from now on:
+   * process_resident_memory_bytes, nodejs_heap_size_used_bytes, GC and
+   * event-loop figures next to kube-proxy's own (kube-proxy exports Go's
+   * process_* the same way), so that the agent's memory after a large sync is
+   * visible without a shell. Their modules are loaded by the first call.
+   */
+  collectProcessMetrics(): void {
+    if (this.#processMetrics) return;
+    this.#processMetrics = true;
+    collectDefaultMetrics(this.registry);
+  }
+
+  /** What a scrape gets: the registry's metrics, the process metrics among them from the first scrape on. */
+  exposition(): Promise<string> {
+    this.collectProcessMetrics();
+    return this.registry.metrics();
   }
 }

@@ -238,7 +238,7 @@ describe('the agent', () => {
     expect(logged).toMatchObject({ before: { rss: expect.any(Number), heapUsed: expect.any(Number) }, after: { rss: expect.any(Number) } });
   });
 
-  it('exports its own memory on /metrics (prom-client default metrics in its registry)', async () => {
+  it('exports its own memory on /metrics (prom-client default metrics in its registry) once its first sync has an outcome', async () => {
     const command = parseCommandLine(['--manifests', EXAMPLES, '--hostname-override=node-a']);
     if (command.command !== 'run') throw new Error('expected a run command');
     agent = await startAgent(command.options, {
@@ -247,6 +247,8 @@ describe('the agent', () => {
       serveHttp: false,
       releaseMemory: () => {},
     });
+    await firstValueFrom(agent.syncs$);
+    // The registry itself, not a scrape (which would register them): the first outcome did.
     const text = await agent.metrics.registry.metrics();
     const rss = Number(/^process_resident_memory_bytes (\d+)/m.exec(text)?.[1]);
     expect(rss).toBeGreaterThan(10 * 2 ** 20);

@@ -114,13 +114,26 @@ describe('observability HTTP servers', () => {
     const base = `http://127.0.0.1:${srv.address.port}`;
     metrics.recordSync('partial', 0.003, 1234);
     metrics.offloadEnabled.set(0);
+    // Before any scrape the process metrics are not registered (their modules are loaded late); a scrape has them.
+    expect(await metrics.registry.metrics()).not.toContain('process_resident_memory_bytes');
     const text = await (await fetch(`${base}/metrics`)).text();
+    expect(text).toMatch(/^process_resident_memory_bytes [1-9]\d*$/m);
     expect(text).toMatch(/^kubeproxy_sync_proxy_rules_duration_seconds_count 1$/m);
     expect(text).toMatch(/^kubeproxy_sync_proxy_rules_last_timestamp_seconds 1234$/m);
     expect(text).toMatch(/^kube_nft_proxy_flowtable_offload_enabled 0$/m);
     expect(await (await fetch(`${base}/proxyMode`)).text()).toBe('nftables');
     expect(await (await fetch(`${base}/healthz`)).text()).toBe('ok');
     expect((await fetch(`${base}/livez`)).status).toBe(404);
+  });
+
+  it('registers the process metrics once, however often they are asked for', async () => {
+    const metrics = new ProxyMetrics();
+    metrics.collectProcessMetrics();
+    // A second registration of the same names would throw in prom-client.
+    metrics.collectProcessMetrics();
+    const text = await metrics.exposition();
+    expect(text.match(/^# TYPE process_resident_memory_bytes gauge$/gm)).toHaveLength(1);
+    expect(text).toMatch(/^nodejs_heap_size_used_bytes [1-9]\d*$/m);
   });
 
   it('refuses request bodies with 413 and closes the connection', async () => {
