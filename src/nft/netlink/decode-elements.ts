@@ -43,6 +43,11 @@ function splitKey(key: Uint8Array, layout: DataLayout): Uint8Array[] {
   return offsets.map((at, k) => key.subarray(at, at + typeLength(types[k]!)));
 }
 
+/** A key's or a map's data's texts, a part each, as its layout says. */
+function partTexts(bytes: Uint8Array, layout: DataLayout): string[] {
+  return splitKey(bytes, layout).map((p, k) => keyText(layout.types[k]!, p));
+}
+
 function rangeText(type: DataType, start: Uint8Array, last: Uint8Array): string {
   if (compareBytes(start, last) === 0) return keyText(type, start);
   return prefixText(type, start, plusPowerOfTwo(last, 0)) ?? `${keyText(type, start)}-${keyText(type, last)}`;
@@ -53,18 +58,17 @@ export function decodeElements(c: NftSet | NftMap, raw: RawAttrs[]): Element[] {
   const interval = c.flags?.includes('interval') ?? false;
   const concat = c.keyType.length > 1;
   const keyLayout = dataLayout(c.keyType);
-  const dataParts = c.kind === 'map' && Array.isArray(c.dataType) ? dataLayout(c.dataType) : undefined;
+  // A map's data other than a verdict, laid out once for the set: a concatenation's parts, or one value.
+  const data = c.kind === 'map' && c.dataType !== 'verdict' ? dataLayout(c.dataType) : undefined;
   const base = (a: RawAttrs, key: string[]): Element => {
     const e: Element = { kind: 'element', family: c.family, table: c.table, set: c.name, key };
     if (c.kind === 'map') {
-      if (c.dataType === 'verdict') {
+      if (data === undefined) {
         const v = verdictOf(a);
         if (v) e.value = v;
       } else {
         const d = a.get(ELEM_ATTR.DATA);
-        const dt = c.dataType;
-        if (d instanceof Uint8Array)
-          e.value = Array.isArray(dt) ? splitKey(d, dataParts!).map((p, k) => keyText(dt[k]!, p)) : keyText(dt, d);
+        if (d instanceof Uint8Array) e.value = data.concat ? partTexts(d, data) : keyText(data.types[0]!, d);
       }
     }
     // The kernel reports an element's timeout only where it differs from the set's.
@@ -99,14 +103,14 @@ export function decodeElements(c: NftSet | NftMap, raw: RawAttrs[]): Element[] {
   for (const a of raw) {
     const key = a.get(ELEM_ATTR.KEY);
     if (!(key instanceof Uint8Array)) continue;
-    const parts = splitKey(key, keyLayout);
     let texts: string[];
     if (interval) {
+      const parts = splitKey(key, keyLayout);
       const endRaw = a.get(ELEM_ATTR.KEY_END);
       const ends = endRaw instanceof Uint8Array ? splitKey(endRaw, keyLayout) : parts;
       texts = parts.map((p, k) => rangeText(c.keyType[k]!, p, ends[k]!));
     } else {
-      texts = parts.map((p, k) => keyText(c.keyType[k]!, p));
+      texts = partTexts(key, keyLayout);
     }
     out.push(base(a, texts));
   }
