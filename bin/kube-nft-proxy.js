@@ -4,8 +4,9 @@
 // import on an older Node with errors that do not say what is wrong. Written
 // for any Node that runs ES modules, so that the check itself always runs.
 //
-// It runs the compiled dist/ (the installed package, the image) and falls back
-// to src/ under Node's type stripping in a source checkout not built yet.
+// It runs the bundle `npm run build` makes (dist/bundle/: the installed
+// package, the image) and falls back to src/ under Node's type stripping in a
+// source checkout not built yet.
 
 import { existsSync } from 'node:fs';
 
@@ -31,9 +32,9 @@ if (have[0] < NEED[0] || (have[0] === NEED[0] && have[1] < NEED[1])) {
 // crashed V8 at start-up elsewhere (Check failed: ... in its code cache
 // deserializer). ~60 ms of start-up is not worth an agent that cannot start.
 
-const compiled = new URL('../dist/src/cli.js', import.meta.url);
+const bundled = new URL('../dist/bundle/cli.js', import.meta.url);
 const source = new URL('../src/cli.ts', import.meta.url);
-const entry = existsSync(compiled) ? compiled : existsSync(source) ? source : undefined;
+const entry = existsSync(bundled) ? bundled : existsSync(source) ? source : undefined;
 if (entry === undefined) {
   process.stderr.write('kube-nft-proxy: dist/ is missing; run `npm run build` first\n');
   process.exit(1);

@@ -1,8 +1,9 @@
 // The package's own directory, wherever this module runs from: src/ under
-// node's type stripping (development, tests) or dist/src/ once compiled (the
-// installed bin and the container image). Files that ship beside package.json
-// (build/, package.json itself) are found from here, never by a
-// fixed number of "..", which is right for only one of those layouts.
+// node's type stripping (development, tests), dist/src/ once compiled (the
+// library) or dist/bundle/ (the installed bin and the container image). Files
+// that ship beside package.json (build/, package.json itself) are found from
+// here, never by a fixed number of "..", which is right for only one of those
+// layouts.
 
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';

@@ -1,30 +1,34 @@
 // The entry point an installed package and the container image run:
-// bin/kube-nft-proxy.js over the compiled dist/, not src/ under type stripping.
-// Compiled modules sit one directory deeper (dist/src/), so anything found
-// relative to a module (package.json, a local build of the addon under build/)
-// must still be found from there.
+// bin/kube-nft-proxy.js over the bundle of dist/bundle/, not src/ under type
+// stripping. Built modules sit one directory deeper (dist/src/, dist/bundle/),
+// so anything found relative to a module (package.json, a local build of the
+// addon under build/) must still be found from there.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot as root } from '../../src/package-root.ts';
 import { buildDist } from '../helpers/build-dist.ts';
-import { createNetns, type NetNs } from '../helpers/netns.ts';
+import { createNetns } from '../helpers/netns.ts';
 
-function bin(args: string[]): { status: number | null; stdout: string; stderr: string } {
-  return spawnSync(process.execPath, ['bin/kube-nft-proxy.js', ...args], { cwd: root, encoding: 'utf8', timeout: 30_000 });
+function bin(args: string[], cwd = root): { status: number | null; stdout: string; stderr: string } {
+  return spawnSync(process.execPath, ['bin/kube-nft-proxy.js', ...args], { cwd, encoding: 'utf8', timeout: 30_000 });
 }
 
-describe('the installed entry point (bin/ over the compiled dist/)', () => {
-  let ns: NetNs | undefined;
+/** A copy of the package with bin/ and the bundle but neither dist/src/ nor src/: what runs must be the bundle. */
+function bundleOnlyPackage(): string {
+  const copy = mkdtempSync(join(tmpdir(), 'knp-bundle-only-'));
+  for (const f of ['package.json', 'bin', 'dist/bundle']) cpSync(join(root, f), join(copy, f), { recursive: true });
+  for (const d of ['node_modules', 'build']) symlinkSync(join(root, d), join(copy, d));
+  return copy;
+}
 
+describe('the installed entry point (bin/ over dist/)', () => {
   beforeAll(() => {
     // What `npm run build` (prepack) does before the package is packed or the image is built.
     buildDist();
   }, 200_000);
-
-  afterAll(() => ns?.destroy());
 
   it('prints the version from package.json', () => {
     const { version } = JSON.parse(readFileSync(`${root}/package.json`, 'utf8')) as { version: string };
@@ -65,7 +69,7 @@ describe('the installed entry point (bin/ over the compiled dist/)', () => {
       'README.md',
       'package.json',
       'bin/kube-nft-proxy.js',
-      'dist/src/cli.js',
+      'dist/bundle/cli.js',
       'dist/src/index.js',
       'dist/src/index.d.ts',
       'dist/src/native/addon.js',
@@ -86,17 +90,26 @@ describe('the installed entry point (bin/ over the compiled dist/)', () => {
     expect([...files].filter((f) => /^(test|bench|scripts|src)\//.test(f) || (f.endsWith('.ts') && !f.endsWith('.d.ts')))).toEqual([]);
   });
 
-  it('loads the addon and removes our table from a namespace (cleanup)', () => {
-    ns = createNetns('knp-bin');
-    ns.exec('nft', ['-f', '-'], {
-      input:
-        'table ip kube-nft-proxy {\n  comment "managed by kube-nft-proxy (table format 1)"\n  chain services {\n  ' +
-        '}\n}\ntable ip other {\n}\n',
-    });
-    const r = bin(['cleanup', `--netns=${ns.name}`]);
-    expect(r.stderr).not.toMatch(/addon|ERR_/);
-    expect(r.status).toBe(0);
-    const tables = ns.nftJson().nftables.flatMap((o) => (o.table ? [`${o.table.family} ${o.table.name}`] : []));
-    expect(tables).toEqual(['ip other']);
+  it.each([
+    ['the checkout', false],
+    ['a package of the bundle alone', true],
+  ])('loads the addon and removes our table from a namespace (cleanup), from %s', (_, bundleOnly) => {
+    const cwd = bundleOnly ? bundleOnlyPackage() : root;
+    const ns = createNetns('knp-bin');
+    try {
+      ns.exec('nft', ['-f', '-'], {
+        input:
+          'table ip kube-nft-proxy {\n  comment "managed by kube-nft-proxy (table format 1)"\n  chain services {\n  ' +
+          '}\n}\ntable ip other {\n}\n',
+      });
+      const r = bin(['cleanup', `--netns=${ns.name}`], cwd);
+      expect(r.stderr).not.toMatch(/addon|ERR_|missing/);
+      expect(r.status).toBe(0);
+      const tables = ns.nftJson().nftables.flatMap((o) => (o.table ? [`${o.table.family} ${o.table.name}`] : []));
+      expect(tables).toEqual(['ip other']);
+    } finally {
+      ns.destroy();
+      if (bundleOnly) rmSync(cwd, { recursive: true, force: true });
+    }
   });
 });

@@ -1,17 +1,14 @@
-// `npm run build` (tsc -p tsconfig.build.json), what prepack and the image's
-// build run: for tests and benchmarks of the package as shipped (bin/ over
-// the compiled dist/).
+// `npm run build` (tsc, then the command's bundle), what prepack and the
+// image's build run: for tests and benchmarks of the package as shipped
+// (bin/ over dist/).
 
 import { execFileSync } from 'node:child_process';
-import { createRequire } from 'node:module';
 import { packageRoot } from '../../src/package-root.ts';
 
-const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-
-/** Compiles src/ into dist/; throws with tsc's diagnostics when it fails. */
+/** Builds dist/ as `npm run build` does; throws with the build's diagnostics when it fails. */
 export function buildDist(): void {
   try {
-    execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], {
+    execFileSync('npm', ['run', '-s', 'build'], {
       cwd: packageRoot,
       stdio: ['ignore', 'pipe', 'pipe'],
       timeout: 180_000,
@@ -19,6 +16,6 @@ export function buildDist(): void {
   } catch (e) {
     // tsc writes its errors to stdout, which execFileSync's message leaves out.
     const { stdout, stderr } = e as { stdout?: Buffer; stderr?: Buffer };
-    throw new Error(`tsc -p tsconfig.build.json failed:\n${String(stdout ?? '')}${String(stderr ?? '')}`, { cause: e });
+    throw new Error(`npm run build failed:\n${String(stdout ?? '')}${String(stderr ?? '')}`, { cause: e });
   }
 }

@@ -1,0 +1,55 @@
+// The second half of `npm run build`: the command's modules, compiled by tsc
+// into dist/src/, bundled into dist/bundle/ for bin/kube-nft-proxy.js to run.
+// Node loads each module by itself (resolve, stat, read, compile, link): our
+// ~130 ES modules and RxJS's 69 CommonJS files were ~120 ms of a start-up's
+// 322-345 ms of module loading on the slowest of these machines (198-215 ms
+// with the bundle). The library's exports stay dist/src/, module by module,
+// for those who embed it.
+//
+// What the bundle leaves to node_modules, loaded as the package lays it out:
+// - the dependencies but RxJS: pino finds its transports' worker files beside
+//   its own modules, undici's and prom-client's parts are required by path
+//   (src/streams/api/undici-parts.ts, src/observability/prom-parts.ts), and
+//   client-node and yaml are imported only by the runs that need them;
+// - the modules the command imports when a run needs them (`import()`):
+//   their own chunks, loaded then, as before.
+
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { build } from 'esbuild';
+import { packageRoot } from '../src/package-root.ts';
+
+/** Bundled rather than loaded from node_modules: plain code, no files of its own found at run time. */
+const BUNDLED_DEPENDENCIES = new Set(['rxjs']);
+
+const manifest = JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+const outdir = join(packageRoot, 'dist', 'bundle');
+const entry = join(outdir, 'cli.js');
+const { outputFiles } = await build({
+  entryPoints: [join(packageRoot, 'dist', 'src', 'cli.js')],
+  outdir,
+  write: false,
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node22',
+  external: Object.keys(manifest.dependencies).filter((d) => !BUNDLED_DEPENDENCIES.has(d)),
+  logLevel: 'warning',
+});
+
+// Builds run side by side (the tests' own and a release's pack): each file is
+// replaced whole, and the entry last, so that whatever reads dist/bundle/
+// meanwhile finds every chunk the entry it reads imports.
+mkdirSync(outdir, { recursive: true });
+const written = new Set<string>();
+for (const f of outputFiles.sort((a, b) => Number(a.path === entry) - Number(b.path === entry))) {
+  const partial = `${f.path}.${process.pid}.partial`;
+  writeFileSync(partial, f.contents);
+  renameSync(partial, f.path);
+  written.add(f.path);
+}
+for (const name of readdirSync(outdir)) {
+  const path = join(outdir, name);
+  if (!written.has(path) && !name.endsWith('.partial')) rmSync(path);
+}
