@@ -1,4 +1,4 @@
-// The agent as bench:sync runs it: bin/kube-nft-proxy.js over the compiled
+// The agent as bench:sync runs it: bin/kube-nft-proxy.js over the built
 // dist/ in a child process, its pino lines parsed as they come, its memory
 // read from /proc. A preload prints the moment node hands over to user code,
 // so that start-up splits into node's own boot and loading our modules. Node

@@ -7,7 +7,7 @@
 // services x 10 endpoints, 5k50 5,006 x 50, 44k1 44,000 x 1) the parent process
 // runs the fake API server and:
 //   1. starts the real agent as a child process, as the package and the image
-//      run it (bin/kube-nft-proxy.js over the compiled dist/, built first; so
+//      run it (bin/kube-nft-proxy.js over the built dist/, its bundle; so
 //      its RSS is its own and has no type stripper in it: node src/cli.ts
 //      keeps ~18 MiB more for that) programming a fresh network namespace, and times its cold sync:
 //      spawn → first successful sync logged, with the boot, list/ready and the
