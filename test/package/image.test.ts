@@ -137,6 +137,7 @@ describe('the container image', { timeout: 120_000 }, () => {
     expect(config.Entrypoint).toEqual([
       '/usr/local/bin/node',
       '--max-semi-space-size=8',
+      '--initial-old-space-size=32',
       '--liftoff-only',
       '/app/node_modules/kube-nft-proxy/bin/kube-nft-proxy.js',
     ]);
