@@ -42,14 +42,13 @@ const { outputFiles } = await build({
 // replaced whole, and the entry last, so that whatever reads dist/bundle/
 // meanwhile finds every chunk the entry it reads imports.
 mkdirSync(outdir, { recursive: true });
-const written = new Set<string>();
 for (const f of outputFiles.sort((a, b) => Number(a.path === entry) - Number(b.path === entry))) {
   const partial = `${f.path}.${process.pid}.partial`;
   writeFileSync(partial, f.contents);
   renameSync(partial, f.path);
-  written.add(f.path);
 }
+const built = new Set(outputFiles.map((f) => f.path));
 for (const name of readdirSync(outdir)) {
   const path = join(outdir, name);
-  if (!written.has(path) && !name.endsWith('.partial')) rmSync(path);
+  if (!built.has(path) && !name.endsWith('.partial')) rmSync(path);
 }
