@@ -29,11 +29,12 @@ if (have[0] < NEED[0] || (have[0] === NEED[0] && have[1] < NEED[1])) {
 
 // Node's on-disk compile cache stays off, and so does any code cache: Node
 // checks its cache file's CRC, but V8 does not verify what it deserialises
-// (its checksum check is a debug-build default), and caches it could not read
+// (its checksum check is a debug-build default): caches it could not read
 // back have aborted Node at start-up elsewhere (Check failed: ... in its code
-// cache deserializer: marcoroth/herb#1977, nodejs/node#62781). ~30 ms of
-// module loading (~70 ms of a start-up with the first sync's functions cached
-// too, README) is not worth an agent that cannot start.
+// cache deserializer, marcoroth/herb#1977), and a stale one it accepted has
+// crashed Node later (nodejs/node#62781). ~30 ms of module loading (~70 ms of
+// a start-up with the first sync's functions cached too, README) is not worth
+// an agent that cannot start.
 
 const bundled = new URL('../dist/bundle/cli.js', import.meta.url);
 const source = new URL('../src/cli.ts', import.meta.url);
