@@ -14,8 +14,8 @@
 // - the modules the command imports when a run needs them (`import()`):
 //   their own chunks, loaded then, as before.
 
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { build } from 'esbuild';
 import { packageRoot } from '../src/package-root.ts';
 
@@ -39,16 +39,23 @@ const { outputFiles } = await build({
 });
 
 // Builds run side by side (the tests' own and a release's pack): each file is
-// replaced whole, and the entry last, so that whatever reads dist/bundle/
-// meanwhile finds every chunk the entry it reads imports.
+// written in a directory of this build's own beside dist/bundle/ and renamed
+// into it whole, the entry last, so that whatever reads dist/bundle/ meanwhile
+// finds every chunk the entry it reads imports, and nothing half written (nor
+// left by a build that died) is ever in it to be packed.
+const staging = mkdtempSync(join(packageRoot, 'dist', '.bundle-'));
 mkdirSync(outdir, { recursive: true });
-for (const f of outputFiles.sort((a, b) => Number(a.path === entry) - Number(b.path === entry))) {
-  const partial = `${f.path}.${process.pid}.partial`;
-  writeFileSync(partial, f.contents);
-  renameSync(partial, f.path);
+try {
+  for (const f of outputFiles.sort((a, b) => Number(a.path === entry) - Number(b.path === entry))) {
+    const partial = join(staging, basename(f.path));
+    writeFileSync(partial, f.contents);
+    renameSync(partial, f.path);
+  }
+} finally {
+  rmSync(staging, { recursive: true, force: true });
 }
 const built = new Set(outputFiles.map((f) => f.path));
 for (const name of readdirSync(outdir)) {
-  const path = join(outdir, name);
-  if (!built.has(path) && !name.endsWith('.partial')) rmSync(path);
+  // force: a build beside this one may have removed it first.
+  if (!built.has(join(outdir, name))) rmSync(join(outdir, name), { force: true });
 }
