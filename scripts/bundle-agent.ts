@@ -56,6 +56,7 @@ try {
 }
 const built = new Set(outputFiles.map((f) => f.path));
 for (const name of readdirSync(outdir)) {
+  const path = join(outdir, name);
   // force: a build beside this one may have removed it first.
-  if (!built.has(join(outdir, name))) rmSync(join(outdir, name), { force: true });
+  if (!built.has(path)) rmSync(path, { force: true });
 }
