@@ -33,6 +33,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
+import type { HttpClient } from '../src/streams/api/http-client.ts';
 
 const SERVICES = Number(process.env.BENCH_SERVICES ?? 10_000);
 const ENDPOINTS_PER_SLICE = 10;
@@ -179,7 +180,7 @@ async function child(kubeconfig: string): Promise<void> {
         const body = await fetchRaw(
           conn.baseUrl + path,
           { limit: PAGE, continue: cont, labelSelector: path.includes('nodes') ? '' : SELECTOR },
-          conn.dispatcher,
+          conn.client,
         );
         const page = JSON.parse(body.toString('utf8')) as { metadata: { continue?: string } };
         if (keep) pages.push({ path, body });
@@ -340,15 +341,16 @@ async function child(kubeconfig: string): Promise<void> {
   process.exit(0);
 }
 
-async function fetchRaw(url: string, q: Record<string, string | number>, dispatcher: import('undici').Dispatcher): Promise<Buffer> {
-  const { request } = await import('undici');
+async function fetchRaw(url: string, q: Record<string, string | number>, client: HttpClient): Promise<Buffer> {
   const qs = new URLSearchParams(
     Object.entries(q)
       .filter(([, v]) => v !== '')
       .map(([k, v]): [string, string] => [k, String(v)]),
   );
-  const res = await request(`${url}?${qs}`, { dispatcher });
-  return Buffer.from(await res.body.arrayBuffer());
+  const res = await client.request(`${url}?${qs}`, { headers: {}, headersTimeoutMs: 60_000, bodyTimeoutMs: 60_000 });
+  const chunks: Buffer[] = [];
+  for await (const c of res.body) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
 }
 
 if (process.argv[2] === '--child') await child(process.argv[3]!);

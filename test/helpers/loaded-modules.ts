@@ -5,20 +5,26 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { packageRoot } from '../../src/package-root.ts';
 
-/** Imports `entry` (a path in the package) in a fresh node, then returns what `report` (an expression run there) gives, as JSON. */
-function afterImportIn<T>(entry: string, report: string): T {
+/**
+ * Imports `entry` (a path in the package) in a fresh node, runs `use` (a
+ * statement with the module as `m`), then returns what `report` (an
+ * expression run there) gives, as JSON.
+ */
+function afterImportIn<T>(entry: string, report: string, use = ''): T {
   const script = `
-    await import(${JSON.stringify(join(packageRoot, entry))});
+    const m = await import(${JSON.stringify(join(packageRoot, entry))});
+    ${use};
     process.stdout.write(JSON.stringify(${report}));`;
   return JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })) as T;
 }
 
-/** The CommonJS files of dependencies that importing `entry` loads, as `<package>/<path>`. */
-export function dependencyFilesLoadedBy(entry: string): string[] {
+/** The CommonJS files of dependencies that importing `entry` (and running `use`, see afterImportIn) loads, as `<package>/<path>`. */
+export function dependencyFilesLoadedBy(entry: string, use = ''): string[] {
   return afterImportIn(
     entry,
     `Object.keys((await import('node:module')).createRequire(import.meta.url).cache).filter((k) => k.includes('/node_modules/'))
       .map((k) => k.slice(k.lastIndexOf('/node_modules/') + '/node_modules/'.length))`,
+    use,
   );
 }
 

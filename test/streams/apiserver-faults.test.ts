@@ -20,7 +20,7 @@ const failures = (x: Setup) => x.log.find('list/watch failed; retrying after bac
 /** Failures after the first one, which is the watch we cut ourselves to make the client reconnect. */
 const faultFailures = (x: Setup) => {
   const all = failures(x);
-  expect(all[0]).toMatchObject({ code: 'UND_ERR_SOCKET' });
+  expect(all[0]).toMatchObject({ code: 'ECONNRESET' });
   return all.slice(1);
 };
 
@@ -46,7 +46,7 @@ describe('faults', () => {
     s.api.injectFault({ kind: 'hang', resource: 'services', on: 'watch' });
     s.api.dropWatches('services');
     await recovers(s, 'after-hang');
-    expect(faultFailures(s)[0]!.code).toBe('UND_ERR_HEADERS_TIMEOUT');
+    expect(faultFailures(s)[0]!.code).toBe('ERR_API_HEADERS_TIMEOUT');
   });
 
   it('hung watch (silent after headers): caught by the read timeout, re-watched', async () => {
@@ -56,7 +56,7 @@ describe('faults', () => {
     s.api.create('services', f.service('default', 'during-stall'));
     await waitFor(() => s!.streams.services.has('default/during-stall'));
     expect(Date.now() - t0).toBeGreaterThanOrEqual(250);
-    expect(failures(s)[0]!.code).toBe('UND_ERR_BODY_TIMEOUT');
+    expect(failures(s)[0]!.code).toBe('ERR_API_BODY_TIMEOUT');
   });
 
   it('429 with Retry-After: waits at least that long', async () => {

@@ -1,10 +1,10 @@
-// How we reach the API server: base URL, an undici Agent carrying the TLS
+// How we reach the API server: base URL, an HTTP client carrying the TLS
 // material, and the request headers (bearer token, basic auth) computed on
 // every request, so tokens that rotate (projected service-account tokens,
 // exec plugins) stay fresh.
 //
-// The dispatcher honours proxies (proxy-url, HTTPS_PROXY/NO_PROXY) and follows
-// rotated TLS files (dispatcher.ts); requests are spaced by clientConnection's
+// The client honours proxies (proxy-url, HTTPS_PROXY/NO_PROXY) and follows
+// rotated TLS files (rotating-client.ts); requests are spaced by clientConnection's
 // qps and burst, as client-go's token bucket spaces them.
 //
 // Two ways to get there (see src/streams/api/kubeconfig.ts for why):
@@ -14,13 +14,13 @@
 //   lazily and only for what our loader hands over (exec, auth providers,
 //   impersonation, proxies, merged KUBECONFIG lists) or when an embedder
 //   passes a KubeConfig object. Loading it costs ~80 MiB RSS.
-// Requests are plain undici either way (client-node's generated client and
-// watch are slower and less resilient, see FACTS.md).
+// Requests are our own HTTP client's either way (client-node's generated
+// client and watch are slower and less resilient, see FACTS.md).
 
 import type { KubeConfig } from '@kubernetes/client-node';
 import type https from 'node:https';
-import type { Dispatcher } from 'undici';
-import { buildDispatcher, RotatingDispatcher } from './dispatcher.ts';
+import type { HttpClient } from './http-client.ts';
+import { buildHttpClient, RotatingHttpClient } from './rotating-client.ts';
 import { authHeaders, KubeConfigError, loadClusterAccess, type ClusterAccess, type LoadOptions } from './kubeconfig.ts';
 
 export { KubeConfigError };
@@ -28,8 +28,8 @@ export { KubeConfigError };
 export interface ApiConnection {
   /** Origin plus any path prefix, without a trailing slash. */
   readonly baseUrl: string;
-  /** The dispatcher for the next request (it changes when TLS files rotate); read it after headers(). */
-  readonly dispatcher: Dispatcher;
+  /** The client for the next request (it changes when TLS files rotate); read it after headers(). */
+  readonly client: HttpClient;
   /** The next request's headers; waits for the rate limit, and picks up rotated TLS files. */
   headers(): Promise<Record<string, string>>;
   close(): Promise<void>;
@@ -122,7 +122,7 @@ export function connectionFromAccess(access: ClusterAccess, options: ConnectionO
     ...(access.key ? { key: access.key } : {}),
     ...(access.servername ? { servername: access.servername } : {}),
   };
-  const rotating = new RotatingDispatcher(tls, access.files ?? {}, {
+  const rotating = new RotatingHttpClient(tls, access.files ?? {}, {
     ...(access.proxyUrl !== undefined ? { proxyUrl: access.proxyUrl, proxyUrlField: `${access.source}: cluster.proxy-url` } : {}),
     ...(options.env ? { env: options.env } : {}),
     keepAliveTimeoutMs: options.keepAliveTimeoutMs,
@@ -130,8 +130,8 @@ export function connectionFromAccess(access: ClusterAccess, options: ConnectionO
   const wait = limiter(options);
   return {
     baseUrl: baseUrlOf(options.server ?? access.server),
-    get dispatcher() {
-      return rotating.dispatcher;
+    get client() {
+      return rotating.client;
     },
     async headers() {
       await wait();
@@ -173,7 +173,7 @@ async function connectionFromKubeConfig(kc: KubeConfig, options: ConnectionOptio
     ...(first.servername ? { servername: first.servername } : {}),
   };
   // client-node builds its own proxy agent, which we do not use: honour proxy-url here.
-  const dispatcher = buildDispatcher(tls, {
+  const client = buildHttpClient(tls, {
     ...(cluster.proxyUrl ? { proxyUrl: cluster.proxyUrl, proxyUrlField: 'cluster.proxy-url' } : {}),
     ...(options.env ? { env: options.env } : {}),
     keepAliveTimeoutMs: options.keepAliveTimeoutMs,
@@ -182,7 +182,7 @@ async function connectionFromKubeConfig(kc: KubeConfig, options: ConnectionOptio
   let fresh: Record<string, string> | undefined = headersOf(first);
   return {
     baseUrl,
-    dispatcher,
+    client,
     via: 'client-node',
     async headers() {
       await wait();
@@ -194,6 +194,6 @@ async function connectionFromKubeConfig(kc: KubeConfig, options: ConnectionOptio
       }
       return headersOf(await requestOptions(kc));
     },
-    close: () => dispatcher.close(),
+    close: () => client.close(),
   };
 }

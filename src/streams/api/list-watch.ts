@@ -1,10 +1,10 @@
-// One list page and one watch stream over undici: the HTTP half of a reflector.
+// One list page and one watch stream: the HTTP half of a reflector.
 // Policy (what to do on which error) lives in src/streams/reflector.ts.
 
-import { request } from './undici-parts.ts';
 import { LineSplitter } from './line-splitter.ts';
 import { ApiStatusError, MalformedWatchEventError, parseRetryAfter, ResourceExpiredError } from './errors.ts';
 import type { ApiConnection } from './api-connection.ts';
+import type { HttpRequest } from './http-client.ts';
 
 export type Query = Record<string, string | number | boolean | undefined>;
 
@@ -15,12 +15,7 @@ function buildUrl(conn: ApiConnection, path: string, query: Query): string {
   return `${conn.baseUrl}${path}${s ? `?${s}` : ''}`;
 }
 
-export interface RequestTimeouts {
-  /** No response headers within this: the request hangs. */
-  headersTimeoutMs: number;
-  /** No body bytes for this long: the connection hangs. */
-  bodyTimeoutMs: number;
-}
+export type RequestTimeouts = Pick<HttpRequest, 'headersTimeoutMs' | 'bodyTimeoutMs'>;
 
 /**
  * An error body is read up to this much: a Status is a few hundred bytes, and a server (or proxy) answering with megabytes must not cost
@@ -93,15 +88,9 @@ export class ScratchBuffer {
 
 /** A GET whose answer must be 200; any other status is thrown as the API server's error. */
 async function get(conn: ApiConnection, path: string, query: Query, t: RequestTimeouts, signal: AbortSignal) {
-  // headers() first: it may wait for the rate limit and switch to a dispatcher with rotated TLS material.
+  // headers() first: it may wait for the rate limit and switch to a client with rotated TLS material.
   const headers = await conn.headers();
-  const res = await request(buildUrl(conn, path, query), {
-    dispatcher: conn.dispatcher,
-    headers,
-    signal,
-    headersTimeout: t.headersTimeoutMs,
-    bodyTimeout: t.bodyTimeoutMs,
-  });
+  const res = await conn.client.request(buildUrl(conn, path, query), { headers, signal, ...t });
   if (res.statusCode !== 200) throw await failure(res.statusCode, res.headers, res.body);
   return res;
 }

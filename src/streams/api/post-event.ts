@@ -2,7 +2,6 @@
 // deduplication and what to do when it fails live with the caller
 // (src/agent/event-recorder.ts); this only speaks HTTP.
 
-import { request } from './undici-parts.ts';
 import type { ApiConnection } from './api-connection.ts';
 import { ApiStatusError, parseRetryAfter } from './errors.ts';
 
@@ -42,17 +41,18 @@ async function messageOf(body: AsyncIterable<Buffer>): Promise<string> {
 /** Creates the Event; throws ApiStatusError when the API server refuses it, or a network error. */
 export async function postEvent(conn: ApiConnection, event: EventObject, signal?: AbortSignal): Promise<void> {
   const url = `${conn.baseUrl}/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(event.metadata.namespace)}/events`;
-  const res = await request(url, {
+  const headers = { ...(await conn.headers()), 'content-type': 'application/json' };
+  const res = await conn.client.request(url, {
     method: 'POST',
-    dispatcher: conn.dispatcher,
-    headers: { ...(await conn.headers()), 'content-type': 'application/json' },
+    headers,
     body: JSON.stringify(event),
-    signal,
-    headersTimeout: TIMEOUT_MS,
-    bodyTimeout: TIMEOUT_MS,
+    ...(signal ? { signal } : {}),
+    headersTimeoutMs: TIMEOUT_MS,
+    bodyTimeoutMs: TIMEOUT_MS,
   });
   if (res.statusCode === 201 || res.statusCode === 200) {
-    await res.body.dump();
+    // Read to its end, so that the connection is kept for the next request.
+    for await (const _ of res.body);
     return;
   }
   const message = await messageOf(res.body).catch(() => '');

@@ -52,7 +52,8 @@ say "running the command at uptime ${start}s"
 # tiering up undici's WebAssembly HTTP parser: its stack walk in
 # Runtime_WasmTriggerTierUp found no JIT allocation for a pc ("Check failed:
 # it->second.Size() > offset", or SIGSEGV), about one agent-offload run in
-# three. Liftoff code parses HTTP just as correctly.
+# three. Liftoff code parses HTTP just as correctly. (The agent now loads
+# undici only to go through a proxy, which no scenario here does.)
 mkdir -p /run/knp-bin
 printf '#!/bin/sh\nexec /opt/node24/bin/node --no-wasm-dynamic-tiering --no-wasm-tier-up "$@"\n' > /run/knp-bin/node
 chmod 0755 /run/knp-bin/node
