@@ -271,6 +271,15 @@ export interface WantedElements {
   value(i: number, part: number): string | number;
 }
 
+/**
+ * Whether a container's elements can be held encoded (ListOptions.elementsEncodedOf): a key of fixed
+ * length, no intervals, data (if any) a concatenation, as runs' are.
+ */
+export function heldEncoded(c: NftSet | NftMap): boolean {
+  if (c.flags?.includes('interval')) return false;
+  return c.kind === 'set' || Array.isArray(c.dataType);
+}
+
 /** Listed elements compared by their bytes with wanted ones, never all decoded (ListOptions.elementsEncodedOf). */
 export interface EncodedElements {
   /** Whether the elements of `set` are held here. */

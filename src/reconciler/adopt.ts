@@ -18,7 +18,7 @@
 // elements aside (tested against both the fake and the real kernel).
 
 import type { TableListing } from '../nft/dataplane.ts';
-import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from '../nft/objects.ts';
+import type { Chain, Element, Family, Flowtable, ListOptions, NftMap, NftSet, Operation, Rule, Table } from '../nft/objects.ts';
 import { objectKey } from '../nft/objects.ts';
 import { flowtableDelete, flowtableDeviceChanges } from './departed-devices.ts';
 import { emptyStats, listedPlan, type StaleChain, type SyncPlan, type SyncStats } from './diff.ts';
@@ -107,6 +107,13 @@ export const REWRITTEN_ON_ADOPTION: readonly string[] = [SET.hairpinEndpoints];
  * rule bound to it); decoded into elements, ~4 s of garbage.
  */
 export const READ_ENCODED_ON_ADOPTION: readonly string[] = Array.from({ length: ENDPOINT_MAP_SHARDS }, (_, shard) => shardMapName(shard));
+
+/** How an adoption lists our tables: the sets above rewritten or read encoded, rules decoded a chain at a time. */
+export const ADOPTION_LIST_OPTIONS: ListOptions = {
+  skipElementsOf: REWRITTEN_ON_ADOPTION,
+  elementsEncodedOf: READ_ENCODED_ON_ADOPTION,
+  rulesOnDemand: true,
+};
 
 /** Why a listing cannot be adopted. */
 export interface AdoptionRefused {

@@ -31,7 +31,7 @@ import {
 import { type FullSyncMode, planFullSync, planGeneratedFullSync } from './full-sync.ts';
 import { type Attempt, commitIsolating, IsolationFailed, type Refusal } from './isolation.ts';
 import { blameInvalid, blameRefusal, type FailedAttempt } from './blame.ts';
-import { planGeneratedAdoption, READ_ENCODED_ON_ADOPTION, REWRITTEN_ON_ADOPTION } from './adopt.ts';
+import { ADOPTION_LIST_OPTIONS, planGeneratedAdoption } from './adopt.ts';
 import { TABLE_FORMAT_VERSION, tableOwnership } from './ownership.ts';
 import type { Fragment } from './fragment.ts';
 import { DepartedDeviceLog, type DeviceDepartures } from './departed-devices.ts';
@@ -308,8 +308,7 @@ export class Reconciler {
 
   #listTables(): Promise<(TableListing | undefined)[] | Error> {
     // Both at once: the kernel's dumps run on worker threads.
-    const options = { skipElementsOf: REWRITTEN_ON_ADOPTION, elementsEncodedOf: READ_ENCODED_ON_ADOPTION, rulesOnDemand: true };
-    return Promise.all(LISTED_FAMILIES.map((f) => this.#dataplane.list(f, this.#config.tableName, options))).then(
+    return Promise.all(LISTED_FAMILIES.map((f) => this.#dataplane.list(f, this.#config.tableName, ADOPTION_LIST_OPTIONS))).then(
       (l) => l,
       (e: unknown) => new Error(`reading the tables back failed: ${(e as Error)?.message ?? String(e)}`),
     );

@@ -11,6 +11,7 @@ import { isElementRun, runOperations } from '../../src/nft/element-run.ts';
 import { encodeOperationStream } from '../../src/nft/netlink/encode.ts';
 import { SET } from '../../src/reconciler/names.ts';
 import {
+  ADOPTION_LIST_OPTIONS,
   planAdoption,
   planGeneratedAdoption,
   READ_ENCODED_ON_ADOPTION,
@@ -262,8 +263,9 @@ describe('sets adoption rewrites rather than reads', () => {
 describe('the adoption plan the reconciler commits', () => {
   const cfg = config({ families: { IPv4: V4, IPv6: V6 }, endpointShape: 'map' });
   const desired = renderRuleset(ports, cfg);
+  /** Listed as the reconciler lists for an adoption: the shared endpoint maps' elements held encoded, the hairpin set's not read. */
   const unread = (k: FakeKernel): Map<Family, TableListing> =>
-    new Map((['ip', 'ip6'] as const).map((f) => [f, k.listSync(f, T, { skipElementsOf: REWRITTEN_ON_ADOPTION })!]));
+    new Map((['ip', 'ip6'] as const).map((f) => [f, k.listSync(f, T, ADOPTION_LIST_OPTIONS)!]));
   /** A kernel holding the desired ruleset, then changed behind the agent's back: elements of read sets gone, changed and added. */
   const damaged = (): FakeKernel => {
     const k = freshKernel(desired);
@@ -271,10 +273,16 @@ describe('the adoption plan the reconciler commits', () => {
     expect(read.length).toBeGreaterThan(3);
     const changed = read[0]!;
     // Every read element of the family gone (its sets' elements come back interleaved, service by service), one changed.
+    // In the other family, read encoded (READ_ENCODED_ON_ADOPTION), one endpoint slot now elsewhere and a stray one.
+    const [slot] = k.listSync('ip6', T)!.elements.filter((e) => READ_ENCODED_ON_ADOPTION.includes(e.set));
+    const [address] = slot!.value as string[];
     k.commitSync([
       ...read.map((object) => ({ verb: 'delete' as const, object })),
       { verb: 'add', object: { ...changed, comment: 'changed while no agent ran' } },
       { verb: 'add', object: { kind: 'element', family: 'ip', table: T, set: 'cluster-ips', key: ['10.96.99.99'] } },
+      { verb: 'delete', object: slot! },
+      { verb: 'add', object: { ...slot!, value: [address!, '1'] } },
+      { verb: 'add', object: { ...slot!, key: ['65535'] } },
     ]);
     return k;
   };
@@ -339,6 +347,20 @@ describe('the adoption plan the reconciler commits', () => {
     }
     expect(runs.length).toBeGreaterThan(2);
     expect(new Set(runs).size).toBe(runs.length);
+  });
+
+  it("keeps the intact endpoint slots it compared encoded, and touches only the damaged family's changed ones", () => {
+    const slotOps = (k: FakeKernel) => {
+      const plan = planGeneratedAdoption(desired, unread(k), 0);
+      if ('refused' in plan) throw new Error(plan.refused);
+      return Array.from(generatedOperations(plan.generated!)).filter(
+        (o) => o.object.kind === 'element' && READ_ENCODED_ON_ADOPTION.includes(o.object.set),
+      );
+    };
+    expect(slotOps(freshKernel(desired))).toEqual([]);
+    const ip6 = slotOps(damaged()).filter((o) => o.object.family === 'ip6');
+    // The slot moved elsewhere (deleted, then added as wanted) and the stray one (deleted).
+    expect(ip6.map((o) => o.verb).sort()).toEqual(['add', 'delete', 'delete']);
   });
 
   it('repairs the damaged kernel, as the listed plan does', () => {

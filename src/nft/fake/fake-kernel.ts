@@ -28,6 +28,7 @@ import type { Dataplane, OperationFailure, TableListing } from '../dataplane.ts'
 import type { Element, Family, ListOptions, Operation } from '../objects.ts';
 import { Transaction } from '../transaction.ts';
 import { Working } from './apply.ts';
+import { HeldElements } from './held-elements.ts';
 import { validateBaseChainPaths } from './paths.ts';
 import {
   copyChain,
@@ -119,10 +120,15 @@ export class FakeKernel implements Dataplane {
     const sets = [...ts.sets.values()].map((s) => s.set).sort(byName);
     const elements: Element[] = [];
     const skipped = sets.filter((s) => options?.skipElementsOf?.includes(s.name)).map((s) => s.name);
+    const encodedOf = new Set(options?.elementsEncodedOf);
+    const held = encodedOf.size > 0 ? new HeldElements() : undefined;
     for (const s of sets) {
       if (skipped.includes(s.name)) continue;
-      const els = [...ts.sets.get(s.name)!.elements.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-      for (const [, e] of els) elements.push(copyElement(e));
+      const els = [...ts.sets.get(s.name)!.elements.entries()]
+        .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+        .map(([, e]) => copyElement(e));
+      if (held && encodedOf.has(s.name) && held.hold(s, els)) continue;
+      for (const e of els) elements.push(e);
     }
     return {
       table: { ...ts.table },
@@ -132,6 +138,7 @@ export class FakeKernel implements Dataplane {
       elements,
       flowtables: [...ts.flowtables.values()].sort(byName).map((f) => ({ ...f, devices: [...f.devices] })),
       ...(skipped.length > 0 ? { elementsNotRead: skipped } : {}),
+      ...(held ? { encodedElements: held } : {}),
     };
   }
 

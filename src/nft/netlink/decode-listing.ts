@@ -17,6 +17,7 @@ import type {
   Rule,
   SetFlag,
 } from '../objects.ts';
+import { heldEncoded } from '../objects.ts';
 import {
   CHAIN_ATTR,
   DATA_VERDICT,
@@ -37,7 +38,7 @@ import { ByteWriter } from './wire.ts';
 import { NftRaiseError, raise } from './raise.ts';
 import { ByteReader, type RawAttrs, udataComment } from './listing-reader.ts';
 import { decodeElements } from './decode-elements.ts';
-import { heldEncoded, ListedEncodedElements } from './encoded-elements.ts';
+import { ListedEncodedElements } from './encoded-elements.ts';
 
 const MAGIC = 0x4c504e4b;
 

@@ -13,12 +13,6 @@ import { dataLayout, type DataLayout, writeRunParts } from './encode-parts.ts';
 import { ELEM_ATTR } from './kernel-constants.ts';
 import { type ByteReader, fnv1a, sameRange, u32In } from './listing-reader.ts';
 
-/** Whether a container's elements can be held encoded: a key of fixed length, no intervals, data (if any) a concatenation, as runs' are. */
-export function heldEncoded(c: NftSet | NftMap): boolean {
-  if (c.flags?.includes('interval')) return false;
-  return c.kind === 'set' || Array.isArray(c.dataType);
-}
-
 /** One set's listed elements: each one's key and data bytes side by side, copied out of the listing, and where its attributes lie. */
 class HeldSet {
   readonly container: NftSet | NftMap;
