@@ -3,21 +3,21 @@
 // sets and maps, elements from their key and data bytes, flowtables.
 
 import type { TableListing } from '../dataplane.ts';
-import type {
-  Chain,
-  ChainHook,
-  ChainType,
-  DataType,
-  Element,
-  Family,
-  Flowtable,
-  ListOptions,
-  NftMap,
-  NftSet,
-  Rule,
-  SetFlag,
+import {
+  type Chain,
+  type ChainHook,
+  type ChainType,
+  type DataType,
+  type Element,
+  type Family,
+  type Flowtable,
+  heldEncoded,
+  type ListOptions,
+  type NftMap,
+  type NftSet,
+  type Rule,
+  type SetFlag,
 } from '../objects.ts';
-import { heldEncoded } from '../objects.ts';
 import {
   CHAIN_ATTR,
   DATA_VERDICT,
