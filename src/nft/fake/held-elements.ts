@@ -39,8 +39,9 @@ export class HeldElements implements EncodedElements {
     // A set holds a key once: this is the element, as wanted or not. One with more than its key and data is written again.
     if (e === undefined || s.kept.has(k) || e.timeout !== undefined || e.comment !== undefined) return false;
     if (s.container.kind === 'map') {
-      const data = Array.isArray(e.value) ? e.value : [];
-      for (let p = 0; p < data.length; p++) if (String(run.value(i, keyParts + p)) !== data[p]) return false;
+      // A held map's data is a concatenation (heldEncoded): one value per part.
+      if (!Array.isArray(e.value)) return false;
+      for (let p = 0; p < e.value.length; p++) if (String(run.value(i, keyParts + p)) !== e.value[p]) return false;
     }
     s.kept.add(k);
     return true;
