@@ -223,6 +223,24 @@ describe('FakeKernel: invalid operations, faults, counters, listing', () => {
     expect(a.listSync('ip', T)).toBeUndefined();
   });
 
+  it('lists rules a chain at a time when asked (rulesOnDemand), as the table held them when listed', () => {
+    const objs = representativeObjects({ flowtable: true });
+    const k = new FakeKernel();
+    k.commitSync(objs.map((object) => ({ verb: 'add', object })));
+    const whole = k.listSync(F, T)!;
+    const onDemand = k.listSync(F, T, { rulesOnDemand: true })!;
+    expect(onDemand.rules).toEqual([]);
+    const chainsWithRules = [...new Set(whole.rules.map((r) => r.chain))];
+    expect(chainsWithRules.length).toBeGreaterThan(1);
+    for (const c of whole.chains) expect(onDemand.rulesOf!(c.name)).toEqual(whole.rules.filter((r) => r.chain === c.name));
+    expect(onDemand.rulesOf!('no-such-chain')).toEqual([]);
+    // A later commit does not change what was listed, nor does a caller changing what it was given.
+    k.commitSync([{ verb: 'flush', object: table }]);
+    onDemand.rulesOf!(chainsWithRules[0]!)[0]!.chain = 'mutated';
+    expect(onDemand.rulesOf!(chainsWithRules[0]!)).toEqual(whole.rules.filter((r) => r.chain === chainsWithRules[0]));
+    expect(k.listSync(F, T)!.rules).toEqual([]);
+  });
+
   it('100k elements commit quickly, and a small change after them too', () => {
     const fake = new FakeKernel();
     const ops: Operation[] = [add(table), add({ ...vm, keyType: ['ipv4_addr', 'inet_proto', 'inet_service'] }), add(chain('svc'))];

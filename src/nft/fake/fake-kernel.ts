@@ -130,10 +130,14 @@ export class FakeKernel implements Dataplane {
       if (held && encodedOf.has(s.name) && held.hold(s, els)) continue;
       for (const e of els) elements.push(e);
     }
+    const rules = chains.flatMap((c) => ts.chains.get(c.name)!.rules.map(copyRule));
+    // Asked for a chain at a time (ListOptions.rulesOnDemand), they are what the table held when listed, as the kernel's dump is.
+    const byChain = options?.rulesOnDemand ? Map.groupBy(rules, (r) => r.chain) : undefined;
     return {
       table: { ...ts.table },
       chains: chains.map(copyChain),
-      rules: chains.flatMap((c) => ts.chains.get(c.name)!.rules.map(copyRule)),
+      rules: byChain ? [] : rules,
+      ...(byChain ? { rulesOf: (chain: string) => (byChain.get(chain) ?? []).map(copyRule) } : {}),
       sets: sets.map(copyContainer),
       elements,
       flowtables: [...ts.flowtables.values()].sort(byName).map((f) => ({ ...f, devices: [...f.devices] })),
