@@ -124,18 +124,7 @@ export class NodeHttpClient implements HttpClient {
   }
 
   #httpsAgent(): HttpAgent {
-    const { ca, cert, key, servername, rejectUnauthorized } = this.#tls;
-    this.#https ??= this.#keptAlive(
-      new https.Agent({
-        keepAlive: true,
-        timeout: this.#keepAliveTimeoutMs,
-        rejectUnauthorized,
-        ...(ca ? { ca } : {}),
-        ...(cert ? { cert } : {}),
-        ...(key ? { key } : {}),
-        ...(servername ? { servername } : {}),
-      }),
-    );
+    this.#https ??= this.#keptAlive(new https.Agent({ keepAlive: true, timeout: this.#keepAliveTimeoutMs, ...this.#tls }));
     return this.#https;
   }
 

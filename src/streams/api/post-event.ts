@@ -46,7 +46,7 @@ export async function postEvent(conn: ApiConnection, event: EventObject, signal?
     method: 'POST',
     headers,
     body: JSON.stringify(event),
-    ...(signal ? { signal } : {}),
+    signal,
     headersTimeoutMs: TIMEOUT_MS,
     bodyTimeoutMs: TIMEOUT_MS,
   });

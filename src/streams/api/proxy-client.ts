@@ -38,16 +38,11 @@ export type ProxySetting = { kind: 'url'; uri: string } | { kind: 'environment';
 /** A client whose requests go through the proxy (the TLS material is for the API server, beyond it). */
 export function proxyClient(tls: TlsMaterial, proxy: ProxySetting, keepAliveTimeoutMs: number): HttpClient {
   const { ProxyAgent, EnvHttpProxyAgent } = undiciParts();
-  const connect: Record<string, unknown> = { rejectUnauthorized: tls.rejectUnauthorized };
-  if (tls.ca) connect.ca = tls.ca;
-  if (tls.cert) connect.cert = tls.cert;
-  if (tls.key) connect.key = tls.key;
-  if (tls.servername) connect.servername = tls.servername;
   const { kind, ...setting } = proxy;
   const dispatcher =
     kind === 'url'
-      ? new ProxyAgent({ uri: proxy.uri, requestTls: connect, keepAliveTimeout: keepAliveTimeoutMs })
-      : new EnvHttpProxyAgent({ ...setting, connect, requestTls: connect, keepAliveTimeout: keepAliveTimeoutMs });
+      ? new ProxyAgent({ uri: proxy.uri, requestTls: tls, keepAliveTimeout: keepAliveTimeoutMs })
+      : new EnvHttpProxyAgent({ ...setting, connect: tls, requestTls: tls, keepAliveTimeout: keepAliveTimeoutMs });
   return new DispatcherClient(dispatcher);
 }
 
@@ -65,8 +60,8 @@ class DispatcherClient implements HttpClient {
       path: u.search ? `${u.pathname}${u.search}` : u.pathname,
       method: r.method ?? 'GET',
       headers: r.headers,
-      ...(r.body !== undefined ? { body: r.body } : {}),
-      ...(r.signal ? { signal: r.signal } : {}),
+      body: r.body,
+      signal: r.signal,
       headersTimeout: r.headersTimeoutMs,
       bodyTimeout: r.bodyTimeoutMs,
     });
