@@ -54,6 +54,16 @@ export class WatchListIncompleteError extends Error {
   }
 }
 
+/** An API server that does not answer in time; the reflector retries as after any network error. */
+export class HttpTimeoutError extends Error {
+  readonly code: 'ERR_API_HEADERS_TIMEOUT' | 'ERR_API_BODY_TIMEOUT';
+  constructor(what: 'headers' | 'body', ms: number) {
+    super(what === 'headers' ? `no response headers within ${ms} ms` : `no response body bytes for ${ms} ms`);
+    this.name = 'HttpTimeoutError';
+    this.code = what === 'headers' ? 'ERR_API_HEADERS_TIMEOUT' : 'ERR_API_BODY_TIMEOUT';
+  }
+}
+
 export function parseRetryAfter(value: string | string[] | undefined, nowMs: number): number | undefined {
   const v = Array.isArray(value) ? value[0] : value;
   if (v === undefined) return undefined;

@@ -9,6 +9,7 @@
 
 import type { Agent as HttpAgent, ClientRequest, IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
+import { HttpTimeoutError } from './errors.ts';
 
 export interface HttpRequest {
   method?: 'GET' | 'POST';
@@ -40,16 +41,6 @@ export interface TlsMaterial {
   key?: Buffer;
   servername?: string;
   rejectUnauthorized: boolean;
-}
-
-/** An API server that does not answer in time; the reflector retries as after any network error. */
-export class HttpTimeoutError extends Error {
-  readonly code: 'ERR_API_HEADERS_TIMEOUT' | 'ERR_API_BODY_TIMEOUT';
-  constructor(what: 'headers' | 'body', ms: number) {
-    super(what === 'headers' ? `no response headers within ${ms} ms` : `no response body bytes for ${ms} ms`);
-    this.name = 'HttpTimeoutError';
-    this.code = what === 'headers' ? 'ERR_API_HEADERS_TIMEOUT' : 'ERR_API_BODY_TIMEOUT';
-  }
 }
 
 // Not `import from 'node:http'`: see limited-http.ts (an ES module import of it loads Node's own undici).
