@@ -130,14 +130,15 @@ export class FakeKernel implements Dataplane {
       if (held && encodedOf.has(s.name) && held.hold(s, els)) continue;
       for (const e of els) elements.push(e);
     }
-    const rules = chains.flatMap((c) => ts.chains.get(c.name)!.rules.map(copyRule));
-    // Asked for a chain at a time (ListOptions.rulesOnDemand), they are what the table held when listed, as the kernel's dump is.
-    const byChain = options?.rulesOnDemand ? Map.groupBy(rules, (r) => r.chain) : undefined;
+    const rulesOf = (chain: string) => (ts.chains.get(chain)?.rules ?? []).map(copyRule);
+    const onDemand = options?.rulesOnDemand ?? false;
     return {
       table: { ...ts.table },
       chains: chains.map(copyChain),
-      rules: byChain ? [] : rules,
-      ...(byChain ? { rulesOf: (chain: string) => (byChain.get(chain) ?? []).map(copyRule) } : {}),
+      // Asked for a chain at a time (ListOptions.rulesOnDemand), they are what the table held when listed, as the
+      // kernel's dump is: a commit never changes a committed table's state, it replaces it (apply.ts, copy on write).
+      rules: onDemand ? [] : chains.flatMap((c) => rulesOf(c.name)),
+      ...(onDemand ? { rulesOf } : {}),
       sets: sets.map(copyContainer),
       elements,
       flowtables: [...ts.flowtables.values()].sort(byName).map((f) => ({ ...f, devices: [...f.devices] })),
