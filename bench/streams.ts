@@ -348,9 +348,7 @@ async function fetchRaw(url: string, q: Record<string, string | number>, client:
       .map(([k, v]): [string, string] => [k, String(v)]),
   );
   const res = await client.request(`${url}?${qs}`, { headers: {}, headersTimeoutMs: 60_000, bodyTimeoutMs: 60_000 });
-  const chunks: Buffer[] = [];
-  for await (const c of res.body) chunks.push(c as Buffer);
-  return Buffer.concat(chunks);
+  return Buffer.concat((await res.body.toArray()) as Buffer[]);
 }
 
 if (process.argv[2] === '--child') await child(process.argv[3]!);
