@@ -7,7 +7,7 @@
 // two lists against the fake API server over TLS). undici stays for proxies
 // only (proxy-client.ts), which Node's agents do not speak.
 
-import type { Agent as HttpAgent, ClientRequest, IncomingMessage } from 'node:http';
+import type { Agent as HttpAgent, IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import { HttpTimeoutError } from './errors.ts';
 
@@ -91,7 +91,8 @@ export class NodeHttpClient implements HttpClient {
         response = res;
         // Its reader gets its error (a stream's iterator rethrows it); one that has not started reading yet must not crash the process.
         res.on('error', () => {});
-        watchBody(req, res, r.bodyTimeoutMs);
+        // A body that sends nothing for this long is destroyed with the timeout, which its reader then throws.
+        req.setTimeout(r.bodyTimeoutMs, () => res.destroy(new HttpTimeoutError('body', r.bodyTimeoutMs)));
         res.once('close', done);
         resolve({ statusCode: res.statusCode ?? 0, headers: res.headers, body: res });
       });
@@ -129,9 +130,4 @@ export class NodeHttpClient implements HttpClient {
 
 function abortError(signal: AbortSignal): Error {
   return new DOMException('This operation was aborted', { name: 'AbortError', cause: signal.reason });
-}
-
-/** A response body that sends nothing for `ms` is destroyed with an HttpTimeoutError (what its reader then throws). */
-function watchBody(req: ClientRequest, res: IncomingMessage, ms: number): void {
-  req.setTimeout(ms, () => res.destroy(new HttpTimeoutError('body', ms)));
 }
