@@ -43,7 +43,10 @@ if (entry === undefined) {
   process.stderr.write('kube-nft-proxy: dist/ is missing; run `npm run build` first\n');
   process.exit(1);
 }
-import(entry.href).catch((e) => {
-  console.error(e);
-  process.exit(1);
-});
+// The module only exports the command (an import of it runs nothing): called here.
+import(entry.href)
+  .then((cli) => cli.runCommandLine(process.argv.slice(2)))
+  .catch((e) => {
+    console.error(e);
+    process.exit(1);
+  });

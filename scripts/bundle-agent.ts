@@ -9,7 +9,7 @@
 // What the bundle leaves to node_modules, loaded as the package lays it out:
 // - the dependencies but RxJS: pino finds its transports' worker files beside
 //   its own modules, undici's and prom-client's parts are required by path
-//   (src/streams/api/undici-parts.ts, src/observability/prom-parts.ts), and
+//   (src/streams/api/proxy-client.ts, src/observability/prom-parts.ts), and
 //   client-node and yaml are imported only by the runs that need them;
 // - the modules the command imports when a run needs them (`import()`):
 //   their own chunks, loaded then, as before.

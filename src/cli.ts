@@ -176,10 +176,20 @@ function exit(code: number): never {
   process.exit(code);
 }
 
-main(process.argv.slice(2)).then(
-  (code) => exit(code),
-  (e: Error & { code?: string }) => {
-    process.stderr.write(`kube-nft-proxy: ${e.code ? `[${e.code}] ` : ''}${e.message}\n`);
-    exit(1);
-  },
-);
+/**
+ * Runs the command line `argv` and exits the process with its outcome. The
+ * package's bin calls it; importing this module alone runs nothing (below).
+ */
+export function runCommandLine(argv: string[]): void {
+  main(argv).then(
+    (code) => exit(code),
+    (e: Error & { code?: string }) => {
+      process.stderr.write(`kube-nft-proxy: ${e.code ? `[${e.code}] ` : ''}${e.message}\n`);
+      exit(1);
+    },
+  );
+}
+
+// Run as a script (`node src/cli.ts`, `node dist/bundle/cli.js`) it is the command. Imported, it
+// must not be: without arguments the command is the agent, on the host's own network namespace.
+if (import.meta.main) runCommandLine(process.argv.slice(2));

@@ -4,7 +4,7 @@
 // so anything found relative to a module (package.json, a local build of the
 // addon under build/) must still be found from there.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -35,6 +35,26 @@ describe('the installed entry point (bin/ over dist/)', () => {
     const r = bin(['--version']);
     expect(r.stderr).toBe('');
     expect(r.stdout).toBe(`kube-nft-proxy ${version}\n`);
+  });
+
+  it.each([
+    ['the bundle', 'dist/bundle/cli.js'],
+    ['the source', 'src/cli.ts'],
+  ])('runs nothing when %s of the command is imported, and is the command when run', (_, module) => {
+    const dir = mkdtempSync(join(tmpdir(), 'knp-import-cli-'));
+    try {
+      // Given `--version` as its own arguments, so that a module that ran the command on import says so.
+      const importer = join(dir, 'importer.mjs');
+      const imports = `const cli = await import(${JSON.stringify(join(root, module))});\n`;
+      writeFileSync(importer, `${imports}process.stdout.write('imported: ' + typeof cli.runCommandLine + '\\n');\n`);
+      const imported = spawnSync(process.execPath, [importer, '--version'], { encoding: 'utf8', timeout: 30_000 });
+      expect(imported.stderr).toBe('');
+      expect(imported.stdout).toBe('imported: function\n');
+      const run = spawnSync(process.execPath, [module, '--version'], { cwd: root, encoding: 'utf8', timeout: 30_000 });
+      expect(run.stdout).toMatch(/^kube-nft-proxy \S+\n$/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('keeps no compiled code on disk (a corrupt code cache crashes V8 at start-up)', () => {

@@ -12,7 +12,7 @@
 // - a kubeconfig file (YAML or JSON): server, certificate-authority(-data),
 //   insecure-skip-tls-verify, tls-server-name; token, tokenFile (re-read),
 //   client-certificate(-data) + client-key(-data), username/password.
-// proxy-url is ours too (see dispatcher.ts). Exec plugins, auth-provider
+// proxy-url is ours too (see rotating-client.ts). Exec plugins, auth-provider
 // (oidc, gcp, azure), impersonation and a KUBECONFIG list of several files to
 // merge are handed to client-node (`needsClientNode`), imported only then, so
 // their semantics are client-node's and only those setups pay for it. A field
