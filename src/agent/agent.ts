@@ -18,7 +18,7 @@ import type { ObservabilityServer } from '../observability/http-server.ts';
 import type { Logger } from '../observability/logger.ts';
 import { ProxyMetrics } from '../observability/metrics.ts';
 import type { RulesetConfig } from '../reconciler/config.ts';
-import { Reconciler, type ReconcilerOptions, type RejectedServicePort } from '../reconciler/reconciler.ts';
+import { type ModelRead, Reconciler, type ReconcilerOptions, type RejectedServicePort } from '../reconciler/reconciler.ts';
 import { syncRunner, type SyncResult } from '../reconciler/sync-runner.ts';
 import type { ConnectionOptions } from '../streams/api/api-connection.ts';
 import { createClusterStreams, type ClusterStreams, type ClusterStreamsOptions } from '../streams/cluster-streams.ts';
@@ -293,9 +293,8 @@ function newReconciler(
     tablesAbsent: tables.absent,
     now: () => (deps.scheduler ?? { now: Date.now }).now(),
     servicePorts,
-    // Between "programming the initial ruleset" and "synced", a large sync spends
-    // seconds in the model and the planner and then seconds in the kernel: say
-    // which, so that a slow first sync on a big cluster is not a silent one.
+    // Between "programming the initial ruleset" and "synced", a large sync spends seconds in the model
+    // and the planner and then seconds in the kernel: say which, so that a slow first sync is not silent.
     onPlanned: (p) => {
       // The same size from which memory is released afterwards: a ~1k-service cluster's cold sync.
       if (p.ops < LARGE_SYNC_OPS) return;
@@ -344,6 +343,11 @@ function runSyncs(
   });
 }
 
+/** What the reconciler reads of the tracker after a drain: `every` port is walked only by a full render, an incremental one reads by id. */
+function modelRead(tracker: ServiceChangeTracker, every: Iterable<ServicePort>, changed: ReadonlySet<string>): ModelRead {
+  return { ports: every, port: (id) => tracker.servicePort(id), services: tracker.serviceCount, changed, again: (sp) => tracker.again(sp) };
+}
+
 export async function startAgent(options: AgentOptions, deps: AgentDeps): Promise<Agent> {
   const { logger, dataplane } = deps;
   const gates = parseFeatureGates(options.featureGates);
@@ -378,7 +382,6 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
   const changeMetrics = new ChangeMetrics(metrics, startedAt);
   const ports = new PortsInFlight();
   const signals = new LocalEndpointSignals();
-  // Walked only by a full render; an incremental one reads by id what changed.
   const everyPort: Iterable<ServicePort> = { [Symbol.iterator]: () => tracker.servicePorts() };
   const conntrack = conntrackCleaner(options, deps, metrics);
   const releaser = memoryReleaser(deps);
@@ -388,7 +391,7 @@ export async function startAgent(options: AgentOptions, deps: AgentDeps): Promis
     changeMetrics.drained();
     ports.drained(drained.changes);
     signals.apply(drained.changes);
-    return { ports: everyPort, port: (id) => tracker.servicePort(id), changed: drained.changed, again: (sp) => tracker.again(sp) };
+    return modelRead(tracker, everyPort, drained.changed);
   });
   // While the cluster's state is listed (adoption only).
   reconciler.readBack();

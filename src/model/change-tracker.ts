@@ -241,6 +241,11 @@ export class ServiceChangeTracker {
     return { changes, changed, warnings, servicesEvaluated: evaluated };
   }
 
+  /** How many Services the ServicePorts handed out come from. */
+  get serviceCount(): number {
+    return this.previous.size;
+  }
+
   /** Every ServicePort as last handed out (derived again, equal): the desired state for a full resync. */
   *servicePorts(): IterableIterator<ServicePort> {
     for (const key of this.previous.keys()) yield* this.#portsOf(key);

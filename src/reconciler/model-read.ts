@@ -11,6 +11,13 @@ export interface ModelRead {
   /** One of `ports` by id (undefined: none); default: an index of `ports`, built when first asked. */
   port?: (id: string) => ServicePort | undefined;
   /**
+   * How many Services `ports` come from, when it is known without walking
+   * them: a full sync of a small model keeps its renderings (Reconciler's
+   * SMALL_FULL_SYNC_SERVICES). Unknown: it renders each port again as it
+   * makes its operations, as a large one does.
+   */
+  services?: number;
+  /**
    * Ids of the ServicePorts added, updated or removed since the previous read
    * (the change tracker's drain, kube-proxy's UpdatedServices); 'all' when the
    * caller does not know. Only these are rendered again: nothing compares ports.

@@ -77,6 +77,18 @@ describe('ServiceChangeTracker', () => {
     expect(t.servicePort('default/web/UDP/dns/IPv4')).toBeUndefined();
   });
 
+  it('serviceCount counts the Services whose ports were last handed out', () => {
+    const t = tracker();
+    t.onService(up(twoPorts()), 1);
+    t.onService(up(service({ name: 'other' })), 1);
+    expect(t.serviceCount).toBe(0); // not drained yet
+    t.drain();
+    expect(t.serviceCount).toBe(2);
+    t.onService(del(twoPorts()), 2);
+    t.drain();
+    expect(t.serviceCount).toBe(1);
+  });
+
   it('the earliest trigger time wins even when events arrive out of order', () => {
     const t = tracker();
     t.onService(up(service()), 5);

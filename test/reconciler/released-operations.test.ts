@@ -11,7 +11,7 @@ import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import type { Family } from '../../src/nft/objects.ts';
 import type { Transaction } from '../../src/nft/transaction.ts';
 import type { ServicePort } from '../../src/model/service-port.ts';
-import { Reconciler, type ReconcilerOptions } from '../../src/reconciler/reconciler.ts';
+import { Reconciler, type ReconcilerOptions, SMALL_FULL_SYNC_SERVICES } from '../../src/reconciler/reconciler.ts';
 import { config, ep, modelReads, sp, V4 } from './fixtures.ts';
 import { afterFreshFullSync, listingWithoutHandles } from './kernel-listing.ts';
 
@@ -148,6 +148,26 @@ describe("a full sync's operations while the kernel works", () => {
     expect(kernel.taken).toHaveLength(2);
     const rest = ports.filter((p) => p.serviceName !== 'svc-3');
     expect(listingWithoutHandles(kernel.inner)).toEqual(afterFreshFullSync(rest, cfg));
+  });
+
+  it.each([
+    ['at most', SMALL_FULL_SYNC_SERVICES, 1],
+    ['more than', SMALL_FULL_SYNC_SERVICES + 1, 2],
+  ])('of a model of %s SMALL_FULL_SYNC_SERVICES Services (%i) come from renderings made %i time(s) each', async (_, services, times) => {
+    const kernel = new SlowKernel();
+    renderings.length = 0;
+    const reads = modelReads(() => ports);
+    const r = new Reconciler({
+      dataplane: kernel,
+      config: cfg,
+      servicePorts: () => ({ ...reads(), services }),
+      now: () => 0,
+      onReleased: () => setImmediate(() => kernel.answer()),
+    });
+    await r.sync({ kind: 'full', mode: 'replace' });
+    expect(renderings).toHaveLength(times * ports.length);
+    expect(r.state.applied?.unkept === undefined).toBe(times === 1);
+    expect(listingWithoutHandles(kernel.inner)).toEqual(afterFreshFullSync(ports, cfg));
   });
 
   it("an adoption's renderings are held by nothing once its batch is handed over", async () => {
