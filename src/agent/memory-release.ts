@@ -164,8 +164,9 @@ export class MemoryReleaser {
    * for a cold start ~100 ms longer, at 100k 956-1,074 against 1,003-1,323 MiB
    * for no longer a start (the encoding then needs no major collection of its
    * own). README, "Met", has every size. A full sync's render keeps no
-   * rendering (renderRuleset's keepRenderings): what stays is the model, the
-   * claims and the counts. Not an adoption: it holds its renderings for its
+   * rendering (renderRuleset's keepRenderings; but a small model's, see
+   * SMALL_FULL_SYNC_SERVICES): what stays is the model, the claims and the
+   * counts. Not an adoption: it holds its renderings for its
    * encoding, its peak is behind it (the kernel's listing beside the render),
    * and its batch is mostly the hairpin set's rewrite. Collecting there took
    * 0.1-0.2 s of a 10k restart and 0.5-1.5 s of a 100k one for at most a few
