@@ -5,11 +5,8 @@
 
 import { filter, firstValueFrom } from 'rxjs';
 import { describe, expect, it, vi } from 'vitest';
-import { startAgent } from '../../src/agent/agent.ts';
-import { parseCommandLine } from '../../src/cli/flags.ts';
 import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
-import { createLogger } from '../../src/observability/logger.ts';
-import { jsonLogLines } from './json-log.ts';
+import { agentOnExamples } from './examples-agent.ts';
 
 const rendered = vi.hoisted(() => ({ count: 0 }));
 vi.mock('../../src/reconciler/service-rules.ts', async (importOriginal) => {
@@ -23,20 +20,10 @@ vi.mock('../../src/reconciler/service-rules.ts', async (importOriginal) => {
   };
 });
 
-const EXAMPLES = new URL('../../examples/', import.meta.url).pathname;
-
 describe("a small cluster's first sync", () => {
   it('renders each service port once', async () => {
-    const { sink } = jsonLogLines();
-    const command = parseCommandLine(['--manifests', EXAMPLES, '--hostname-override=node-a', '--min-sync-period=0']);
-    if (command.command !== 'run') throw new Error('expected a run command');
     rendered.count = 0;
-    const agent = await startAgent(command.options, {
-      logger: createLogger('info', sink),
-      dataplane: new FakeKernel(),
-      serveHttp: false,
-      releaseMemory: () => {},
-    });
+    const agent = await agentOnExamples({ dataplane: new FakeKernel() });
     try {
       const first = await firstValueFrom(agent.syncs$.pipe(filter((r) => r.ok)));
       expect(first.report?.kind).toBe('full');

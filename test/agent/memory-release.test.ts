@@ -10,7 +10,7 @@ import { GCProfiler } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { firstValueFrom, filter } from 'rxjs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { startAgent, type Agent } from '../../src/agent/agent.ts';
+import type { Agent } from '../../src/agent/agent.ts';
 import {
   collectGarbage,
   LARGE_SYNC_OPS,
@@ -19,12 +19,11 @@ import {
   worthCollecting,
   type ReleaseReason,
 } from '../../src/agent/memory-release.ts';
-import { parseCommandLine } from '../../src/cli/flags.ts';
 import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { jsonLogLines } from './json-log.ts';
+import { agentOnExamples } from './examples-agent.ts';
 
-const EXAMPLES = new URL('../../examples/', import.meta.url).pathname;
 const tick = () => new Promise<void>((r) => setTimeout(r, 0));
 
 describe('collectGarbage', () => {
@@ -231,13 +230,10 @@ describe('the agent', () => {
   it('releases memory once idle after its first sync and logs what it gave back', async () => {
     dir = mkdtempSync(join(tmpdir(), 'knp-release-'));
     const { lines, sink } = jsonLogLines();
-    const command = parseCommandLine(['--manifests', EXAMPLES, '--hostname-override=node-a', '--min-sync-period=0']);
-    if (command.command !== 'run') throw new Error('expected a run command');
     const releases: number[] = [];
-    agent = await startAgent(command.options, {
+    agent = await agentOnExamples({
       logger: createLogger('info', sink),
       dataplane: new FakeKernel(),
-      serveHttp: false,
       releaseMemory: () => releases.push(Date.now()),
     });
     const first = await firstValueFrom(agent.syncs$.pipe(filter((r) => r.ok)));
@@ -252,14 +248,7 @@ describe('the agent', () => {
   });
 
   it('exports its own memory on /metrics (prom-client default metrics in its registry) once its first sync has an outcome', async () => {
-    const command = parseCommandLine(['--manifests', EXAMPLES, '--hostname-override=node-a']);
-    if (command.command !== 'run') throw new Error('expected a run command');
-    agent = await startAgent(command.options, {
-      logger: createLogger('silent'),
-      dataplane: new FakeKernel(),
-      serveHttp: false,
-      releaseMemory: () => {},
-    });
+    agent = await agentOnExamples({ dataplane: new FakeKernel() }, []);
     await firstValueFrom(agent.syncs$);
     // The registry itself, not a scrape (which would register them): the first outcome did.
     const text = await agent.metrics.registry.metrics();

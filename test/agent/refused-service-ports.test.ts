@@ -5,16 +5,14 @@
 
 import { firstValueFrom, filter, take, toArray } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startAgent, type Agent } from '../../src/agent/agent.ts';
-import { parseCommandLine } from '../../src/cli/flags.ts';
+import type { Agent } from '../../src/agent/agent.ts';
 import type { Dataplane } from '../../src/nft/dataplane.ts';
 import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import type { Family } from '../../src/nft/objects.ts';
 import type { Transaction } from '../../src/nft/transaction.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { jsonLogLines } from './json-log.ts';
-
-const EXAMPLES = new URL('../../examples/', import.meta.url).pathname;
+import { agentOnExamples } from './examples-agent.ts';
 
 /** The fake kernel, failing (with an error that names no operation) any transaction that touches one endpoint address. */
 class RefusingKernel implements Dataplane {
@@ -47,15 +45,8 @@ describe('a Service port the dataplane refuses, seen from the agent', () => {
     'is logged once with the Service and the reason, counted, and told on refused$; ' + 'the rest is programmed and /healthz is healthy',
     async () => {
       const { lines, sink } = jsonLogLines();
-      const command = parseCommandLine(['--manifests', EXAMPLES, '--hostname-override=node-a', '--min-sync-period=0']);
-      if (command.command !== 'run') throw new Error('expected a run command');
       const kernel = new RefusingKernel('10.244.1.11');
-      agent = await startAgent(command.options, {
-        logger: createLogger('info', sink),
-        dataplane: kernel,
-        serveHttp: false,
-        releaseMemory: () => {},
-      });
+      agent = await agentOnExamples({ logger: createLogger('info', sink), dataplane: kernel });
       const refused = firstValueFrom(agent.refused$.pipe(take(2), toArray()));
       const first = await firstValueFrom(agent.syncs$.pipe(filter((r) => r.ok)));
       // demo/web's two IPv4 ports use the endpoint 10.244.1.11.

@@ -6,15 +6,13 @@
 import { readFileSync } from 'node:fs';
 import { filter, firstValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startAgent, type Agent } from '../../src/agent/agent.ts';
-import { parseCommandLine } from '../../src/cli/flags.ts';
+import type { Agent } from '../../src/agent/agent.ts';
 import type { Dataplane } from '../../src/nft/dataplane.ts';
 import { FakeKernel } from '../../src/nft/fake/fake-kernel.ts';
 import type { Transaction } from '../../src/nft/transaction.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { jsonLogLines } from './json-log.ts';
-
-const EXAMPLES = new URL('../../examples/', import.meta.url).pathname;
+import { agentOnExamples } from './examples-agent.ts';
 
 /** The fake kernel, each commit costing `costMs(n)` of kernel time, n counting from 1, and n transactions. */
 class TimedFakeKernel implements Dataplane {
@@ -53,9 +51,7 @@ describe('the synced log line', () => {
   /** Runs the agent over the examples on `dataplane` to its first successful sync: the synced lines it logged. */
   async function syncedLines(dataplane: Dataplane, ...flags: string[]): Promise<Array<Record<string, unknown>>> {
     const { lines, sink } = jsonLogLines();
-    const command = parseCommandLine(['--manifests', EXAMPLES, '--hostname-override=node-a', '--min-sync-period=0', ...flags]);
-    if (command.command !== 'run') throw new Error('expected a run command');
-    agent = await startAgent(command.options, { logger: createLogger('info', sink), dataplane, serveHttp: false, releaseMemory: () => {} });
+    agent = await agentOnExamples({ logger: createLogger('info', sink), dataplane }, ['--min-sync-period=0', ...flags]);
     await firstValueFrom(agent.syncs$.pipe(filter((r) => r.ok)));
     return lines.filter((l) => l.msg === 'synced nftables rules');
   }
