@@ -87,14 +87,19 @@ class SlowKernel implements Dataplane {
   }
 }
 
-/** A reconciler over `kernel` for `servicePorts`, told of each hand-off; `adopt`: its first sync adopts the kernel's tables. */
+/**
+ * A reconciler over `kernel` for `servicePorts`, told of each hand-off; `adopt`: its first sync adopts the kernel's tables;
+ * `services`: how many Services its reads say the model holds (ModelRead.services; unsaid by default).
+ */
 function reconcilerOver(
   kernel: SlowKernel,
   servicePorts: ServicePort[],
   onReleased: ReconcilerOptions['onReleased'],
-  adopt = false,
+  { adopt = false, services }: { adopt?: boolean; services?: number } = {},
 ): Reconciler {
-  return new Reconciler({ dataplane: kernel, config: cfg, servicePorts: modelReads(() => servicePorts), now: () => 0, onReleased, adopt });
+  const reads = modelReads(() => servicePorts);
+  const servicesSaid = services === undefined ? reads : () => ({ ...reads(), services });
+  return new Reconciler({ dataplane: kernel, config: cfg, servicePorts: servicesSaid, now: () => 0, onReleased, adopt });
 }
 
 describe("a full sync's operations while the kernel works", () => {
@@ -156,14 +161,7 @@ describe("a full sync's operations while the kernel works", () => {
   ])('of a model of %s SMALL_FULL_SYNC_SERVICES Services (%i) come from renderings made %i time(s) each', async (_, services, times) => {
     const kernel = new SlowKernel();
     renderings.length = 0;
-    const reads = modelReads(() => ports);
-    const r = new Reconciler({
-      dataplane: kernel,
-      config: cfg,
-      servicePorts: () => ({ ...reads(), services }),
-      now: () => 0,
-      onReleased: () => setImmediate(() => kernel.answer()),
-    });
+    const r = reconcilerOver(kernel, ports, () => setImmediate(() => kernel.answer()), { services });
     await r.sync({ kind: 'full', mode: 'replace' });
     expect(renderings).toHaveLength(times * ports.length);
     expect(r.state.applied?.unkept === undefined).toBe(times === 1);
@@ -193,7 +191,7 @@ describe("a full sync's operations while the kernel works", () => {
           kernel.answer();
         });
       },
-      true,
+      { adopt: true },
     );
     const report = await r.sync({ kind: 'full', mode: 'replace' });
     expect(report.mode).toBe('adopt');
