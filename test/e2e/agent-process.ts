@@ -26,6 +26,8 @@ export interface AgentProcessOptions {
   inside?: boolean;
   /** The API server's URL as the agent reaches it (default: the fake server's own). */
   server?: string;
+  /** The node executable and the script it runs (default: this Node, src/cli.ts). */
+  command?: [node: string, script: string];
 }
 
 export async function startAgentProcess(
@@ -39,11 +41,11 @@ export async function startAgentProcess(
   const config = api.kubeconfig() as { clusters: Array<{ cluster: { server: string } }> };
   if (o.server) config.clusters[0]!.cluster.server = o.server;
   writeFileSync(kubeconfig, JSON.stringify(config));
-  const node = [process.execPath, CLI];
+  const [nodeBinary, script] = o.command ?? [process.execPath, CLI];
   const child = spawn(
-    o.inside ? 'ip' : process.execPath,
+    o.inside ? 'ip' : nodeBinary,
     [
-      ...(o.inside ? ['netns', 'exec', netns, ...node] : [CLI]),
+      ...(o.inside ? ['netns', 'exec', netns, nodeBinary, script] : [script]),
       `--kubeconfig=${kubeconfig}`,
       '--hostname-override=node-a',
       ...(o.inside ? [] : [`--netns=${netns}`]),
