@@ -72,8 +72,7 @@ describe(`the package on the oldest Node it supports (engines ${manifest.engines
     api.create('endpointslices', sliceObject('listed', 'listed-1', [{ ip: '10.244.0.11' }]));
     ns = createNetns('knp-oldnode');
     agent = await startAgentProcess(api, ns.name, [], { command: [node, join(root, 'bin/kube-nft-proxy.js')] });
-    const table = () =>
-      Promise.resolve(spawnSync('ip', ['netns', 'exec', ns!.name, 'nft', 'list', 'table', 'ip', 'kube-nft-proxy']).stdout.toString());
+    const table = () => Promise.resolve(ns!.tryExec('nft', ['list', 'table', 'ip', 'kube-nft-proxy']).stdout);
     await eventually(table, (t) => t.includes('10.96.0.10 . tcp . 80'), 30_000, 'the listed Service programmed');
     // Created after the list: only the watch brings it.
     api.create('services', serviceObject({ name: 'watched', clusterIP: '10.96.0.11' }));
