@@ -81,15 +81,16 @@ export function config(overrides: Partial<RulesetConfig> = {}): RulesetConfig {
 
 /**
  * The reconciler's model reader over a list the test sets: each read says
- * which ports changed since the previous one, as the change tracker's drain does.
+ * which ports changed since the previous one, as the change tracker's drain does,
+ * and what `said` says of the model (how many Services it holds; unsaid by default).
  */
-export function modelReads(current: () => readonly ServicePort[]): () => ModelRead {
+export function modelReads(current: () => readonly ServicePort[], said: Pick<ModelRead, 'services'> = {}): () => ModelRead {
   let last: readonly ServicePort[] = [];
   return () => {
     const ports = current();
     const changed = changedBetween(last, ports);
     last = ports;
-    return { ports, changed };
+    return { ports, changed, ...said };
   };
 }
 

@@ -97,9 +97,14 @@ function reconcilerOver(
   onReleased: ReconcilerOptions['onReleased'],
   { adopt = false, services }: { adopt?: boolean; services?: number } = {},
 ): Reconciler {
-  const reads = modelReads(() => servicePorts);
-  const servicesSaid = services === undefined ? reads : () => ({ ...reads(), services });
-  return new Reconciler({ dataplane: kernel, config: cfg, servicePorts: servicesSaid, now: () => 0, onReleased, adopt });
+  return new Reconciler({
+    dataplane: kernel,
+    config: cfg,
+    servicePorts: modelReads(() => servicePorts, { services }),
+    now: () => 0,
+    onReleased,
+    adopt,
+  });
 }
 
 describe("a full sync's operations while the kernel works", () => {
