@@ -57,6 +57,17 @@ describe('the installed entry point (bin/ over dist/)', () => {
     }
   });
 
+  it.each([
+    ['json', /^\{"level":30,"time":\d+,"pid":\d+,"name":"kube-nft-proxy",.*"msg":"starting kube-nft-proxy"\}$/],
+    ['text', /^I\d{4} \d{2}:\d{2}:\d{2}\.\d{6} \d+ kube-nft-proxy\] "starting kube-nft-proxy" dryRun=true /],
+  ])('logs in the %s format with the logger bundled into it', (format, firstLine) => {
+    const r = bin(['--manifests', 'examples/', '--dry-run', '--hostname-override', 'node-a', `--logging-format=${format}`]);
+    expect(r.status).toBe(0);
+    const lines = r.stderr.trimEnd().split('\n');
+    expect(lines[0]).toMatch(firstLine);
+    expect(lines.some((l) => l.includes('synced nftables rules'))).toBe(true);
+  });
+
   it('keeps no compiled code on disk (a corrupt code cache crashes V8 at start-up)', () => {
     // Node's default place, under the temporary directory (NODE_COMPILE_CACHE would switch the cache on by itself).
     const tmp = mkdtempSync(join(tmpdir(), 'knp-compile-cache-'));
