@@ -14,9 +14,8 @@
 //   find their worker files beside its own modules (`__dirname`, which a
 //   bundle has not): the command's logger writes to a stream and starts no
 //   transport (src/observability/logger.ts). Loaded from node_modules, its ~20
-//   files took 31-35 ms to require alone; importing the bundle took a median
-//   of 97 against 111 ms (15 alternated), and spawn to the first log line
-//   7-16 ms less in each of five rounds of 12 alternated 1k start-ups;
+//   files took 31-35 ms to require (README, Performance, has what bundling
+//   it saved);
 // - the modules the command imports when a run needs them (`import()`):
 //   their own chunks, loaded then, as before.
 
