@@ -14,7 +14,7 @@
 //   find their worker files beside its own modules (`__dirname`, which a
 //   bundle has not): the command's logger writes to a stream and starts no
 //   transport (src/observability/logger.ts). Loaded from node_modules, its ~20
-//   files took 31-35 ms to require (README, Performance, has what bundling
+//   files took 31-35 ms to require (bench/RESULTS.md has what bundling
 //   it saved);
 // - the modules the command imports when a run needs them (`import()`):
 //   their own chunks, loaded then, as before.

@@ -163,7 +163,7 @@ export class MemoryReleaser {
    * instead: at 10k Services x 10 endpoints VmHWM 186-198 against 213-239 MiB
    * for a cold start ~100 ms longer, at 100k 956-1,074 against 1,003-1,323 MiB
    * for no longer a start (the encoding then needs no major collection of its
-   * own). README, "Met", has every size. A full sync's render keeps no
+   * own). bench/RESULTS.md, "Met", has every size. A full sync's render keeps no
    * rendering (renderRuleset's keepRenderings; but a small model's, see
    * SMALL_FULL_SYNC_SERVICES): what stays is the model, the claims and the
    * counts. Not an adoption: it holds its renderings for its

@@ -56,7 +56,7 @@ describe('deploy/kube-nft-proxy.yaml', () => {
   it("requests memory for the idle agent and limits it above a start's peak, a restart's included", () => {
     const c = docs.find((d) => d.kind === 'DaemonSet').spec.template.spec.containers[0];
     const mib = (q: string) => Number(/^(\d+)Mi$/.exec(q)![1]);
-    // bench:sync (README, Performance; the two full runs at 6027bd1): idle 112-113 MiB at 10k
+    // bench:sync (bench/RESULTS.md: the two full runs at 6027bd1): idle 112-113 MiB at 10k
     // Services x 10 endpoints; the highest peak the manifest claims to cover, a restart's at
     // 44k x 1, 500-506 MiB.
     expect(mib(c.resources.requests.memory)).toBeGreaterThanOrEqual(113);

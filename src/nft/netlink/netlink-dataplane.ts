@@ -63,7 +63,7 @@ const PIECE_BYTES = 1 << 20;
  * A staged commit's stages (Transaction.stageable), a piece each: the kernel
  * starts on the first as soon as it is encoded (a cold start's batch at 10k
  * Services is 17 transactions, at 100k 160), and spent no more on small
- * transactions than on larger ones where measured (README, Performance).
+ * transactions than on larger ones where measured (bench/RESULTS.md).
  */
 const STAGE_BYTES = PIECE_BYTES;
 /** Netlink bytes foreseen per operation of a streamed transaction, the send buffer's first size (a batch takes ~67 at 100k Services). */
@@ -274,7 +274,7 @@ export class NetlinkDataplane implements Dataplane {
    * otherwise follows the encoding. The built messages are then all there
    * when the encoding ends, as the batch was at its hand-off: at 44k
    * Services x 1 endpoint the cold start's VmHWM is 30-50 MiB higher
-   * (README, Performance). Its stageable operations (a first start's) are
+   * (bench/RESULTS.md). Its stageable operations (a first start's) are
    * sent a piece at a time instead, each transaction's messages freed once
    * it has landed (stagedPieces).
    */
