@@ -19,9 +19,10 @@
 // - the modules the command imports when a run needs them (`import()`):
 //   their own chunks, loaded then, as before.
 
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { basename, join } from 'node:path';
-import { build } from 'esbuild';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { basename, join, sep } from 'node:path';
+import { build, type Plugin } from 'esbuild';
 import { packageRoot } from '../src/package-root.ts';
 
 /** Bundled rather than loaded from node_modules: no files of their own found at run time by what the command uses. */
@@ -30,6 +31,24 @@ const BUNDLED_DEPENDENCIES = new Set(['rxjs', 'pino']);
 // The bundle is an ES module, and the CommonJS code bundled into it requires
 // Node's built-ins: each file gets a `require` of its own.
 const REQUIRE_BANNER = "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);";
+
+// RxJS as ES modules: resolved for Node, RxJS is CommonJS, each of its files
+// a function the bundle wraps and calls at import; its ES2015 build (the same
+// code, in the same package) is hoisted into the bundle's own scope and
+// shaken of what the agent never calls: 65 KB less to compile and ~8 ms less
+// to import the bundle (bench/RESULTS.md).
+const requireHere = createRequire(import.meta.url);
+const rxjsAsModules: Plugin = {
+  name: 'rxjs-as-modules',
+  setup(b) {
+    b.onResolve({ filter: /^rxjs\/internal\// }, (args) => {
+      const commonJs = requireHere.resolve(args.path);
+      const module = commonJs.replace(`${sep}dist${sep}cjs${sep}`, `${sep}dist${sep}esm${sep}`);
+      if (module === commonJs || !existsSync(module)) throw new Error(`${args.path}: no ES module build beside ${commonJs}`);
+      return { path: module };
+    });
+  },
+};
 
 const manifest = JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
 const outdir = join(packageRoot, 'dist', 'bundle');
@@ -45,6 +64,7 @@ const { outputFiles } = await build({
   target: 'node22',
   banner: { js: REQUIRE_BANNER },
   external: Object.keys(manifest.dependencies).filter((d) => !BUNDLED_DEPENDENCIES.has(d)),
+  plugins: [rxjsAsModules],
   logLevel: 'warning',
 });
 
