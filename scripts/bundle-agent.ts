@@ -36,12 +36,14 @@ const REQUIRE_BANNER = "import { createRequire as __createRequire } from 'node:m
 // a function the bundle wraps and calls at import; its ES2015 build (the same
 // code, in the same package) is hoisted into the bundle's own scope and
 // shaken of what the agent never calls: 65 KB less to compile and ~8 ms less
-// to import the bundle (bench/RESULTS.md).
+// to import the bundle (bench/RESULTS.md). Every path into RxJS is taken
+// there, so that the bundle never holds two copies of a class it checks with
+// instanceof.
 const requireHere = createRequire(import.meta.url);
 const rxjsAsModules: Plugin = {
   name: 'rxjs-as-modules',
   setup(b) {
-    b.onResolve({ filter: /^rxjs\/internal\// }, (args) => {
+    b.onResolve({ filter: /^rxjs(\/|$)/ }, (args) => {
       const commonJs = requireHere.resolve(args.path);
       const module = commonJs.replace(`${sep}dist${sep}cjs${sep}`, `${sep}dist${sep}esm${sep}`);
       if (module === commonJs || !existsSync(module)) throw new Error(`${args.path}: no ES module build beside ${commonJs}`);

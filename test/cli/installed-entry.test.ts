@@ -37,6 +37,15 @@ describe('the installed entry point (bin/ over dist/)', () => {
     expect(r.stdout).toBe(`kube-nft-proxy ${version}\n`);
   });
 
+  it('carries RxJS once, from its ES module build (no CommonJS wrappers to run at import)', () => {
+    const bundled = readdirSync(join(root, 'dist/bundle'))
+      .map((f) => readFileSync(join(root, 'dist/bundle', f), 'utf8'))
+      .join('\n');
+    // esbuild names each module it takes in a comment (ES modules) or its __commonJS wrapper's key.
+    expect(bundled).toContain('node_modules/rxjs/dist/esm/internal/Subject.js');
+    expect(bundled).not.toContain('node_modules/rxjs/dist/cjs/');
+  });
+
   it.each([
     ['the bundle', 'dist/bundle/cli.js'],
     ['the source', 'src/cli.ts'],
