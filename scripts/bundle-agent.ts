@@ -35,10 +35,9 @@ const REQUIRE_BANNER = "import { createRequire as __createRequire } from 'node:m
 // RxJS as ES modules: resolved for Node, RxJS is CommonJS, each of its files
 // a function the bundle wraps and calls at import; its ES2015 build (the same
 // code, in the same package) is hoisted into the bundle's own scope and
-// shaken of what the agent never calls: 65 KB less to compile and ~8 ms less
-// to import the bundle (bench/RESULTS.md). Every path into RxJS is taken
-// there, so that the bundle never holds two copies of a class it checks with
-// instanceof.
+// shaken of what the agent never calls (bench/RESULTS.md has what it saved).
+// Every path into RxJS is taken there, so that the bundle never holds two
+// copies of a class it checks with instanceof.
 const requireHere = createRequire(import.meta.url);
 const rxjsAsModules: Plugin = {
   name: 'rxjs-as-modules',
