@@ -179,34 +179,44 @@ export function elementsBySet(desired: Ruleset, keep?: (item: Element | SlotRun)
 
 /**
  * Elements (or runs of endpoint slots) by set, sets in order of first
- * appearance. They come in same-set runs: the index is asked only where one ends.
+ * appearance. They come in same-set runs: the index is asked only where one
+ * ends, which for endpoint slots (a port's go to one of 512 shared maps) is
+ * at nearly every item, so it is keyed by the set's name alone, without
+ * making a text per item (a name is in one table of each family at most).
  */
 class ElementGrouper {
   readonly #groups: ElementGroup[] = [];
-  readonly #bySet = new Map<string, ElementGroup>();
+  /** Each set name's groups, one per table holding a set of that name; a group is never empty. */
+  readonly #bySetName = new Map<string, ElementGroup[]>();
   #last: Element | SlotRun | undefined;
   #group: ElementGroup = [];
 
   readonly add = (item: Element | SlotRun): void => {
     const last = this.#last;
     if (last === undefined || item.set !== last.set || item.table !== last.table || item.family !== last.family) {
-      const key = `${item.family} ${item.table} ${item.set}`;
-      let g = this.#bySet.get(key);
-      if (!g) {
-        g = [];
-        this.#bySet.set(key, g);
-        this.#groups.push(g);
-      }
-      this.#group = g;
+      this.#group = this.#groupOf(item);
     }
     this.#last = item;
     this.#group.push(item);
   };
 
+  #groupOf(item: Element | SlotRun): ElementGroup {
+    let named = this.#bySetName.get(item.set);
+    if (named === undefined) {
+      named = [];
+      this.#bySetName.set(item.set, named);
+    }
+    for (const g of named) if (g[0]!.table === item.table && g[0]!.family === item.family) return g;
+    const g: ElementGroup = [];
+    named.push(g);
+    this.#groups.push(g);
+    return g;
+  }
+
   /** The groups so far; the grouper starts again empty. */
   drain(): ElementGroup[] {
     const groups = this.#groups.splice(0);
-    this.#bySet.clear();
+    this.#bySetName.clear();
     this.#last = undefined;
     return groups;
   }

@@ -167,6 +167,29 @@ describe('runs of elements in a generated full sync', () => {
   });
 });
 
+describe('endpoint slots of a dual-stack generated full sync', () => {
+  it('are one run per family’s map, however the two families’ ports alternate in maps of one name', () => {
+    // 1,000 ports a family over 512 shared maps a family: ports of both come and go in most maps' names.
+    const ports = Array.from({ length: 2000 }, (_, i) =>
+      i % 2 === 0
+        ? sp({ serviceName: `v4-${i}`, clusterIP: `10.96.${i >> 8}.${i & 255}`, endpoints: [ep(`10.244.${i >> 8}.${i & 255}`)] })
+        : sp({
+            serviceName: `v6-${i}`,
+            family: 'IPv6',
+            clusterIP: `fd00:96::${i.toString(16)}`,
+            endpoints: [ep(`fd00:244::${i.toString(16)}`)],
+          }),
+    );
+    const ruleset = renderRuleset(ports, config({ endpointShape: 'map' }));
+    const made = Array.from(generatedOperations(planGeneratedFullSync(ruleset, 'replace').generated!));
+    const families = new Map<string, Set<string>>();
+    for (const { object: o } of made)
+      if (o.kind === 'element' && o.set.startsWith(SHARD_MAP_PREFIX)) families.set(o.set, (families.get(o.set) ?? new Set()).add(o.family));
+    expect([...families.values()].filter((f) => f.size === 2).length).toBeGreaterThan(256);
+    expect(groupedBySet(made)).toBe(true);
+  });
+});
+
 describe('hairpin elements of a generated full sync', () => {
   it('are made from the counts, one per address however many ports want it, after every other element', () => {
     const shared = ep('10.244.1.10');
