@@ -139,6 +139,7 @@ describe('the container image', { timeout: 120_000 }, () => {
       '--max-semi-space-size=8',
       '--initial-old-space-size=32',
       '--liftoff-only',
+      '--no-allocation-site-pretenuring',
       '/app/node_modules/kube-nft-proxy/bin/kube-nft-proxy.js',
     ]);
     // The Containerfile's environment, as bench:sync runs the agent.
