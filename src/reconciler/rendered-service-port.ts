@@ -113,17 +113,18 @@ export class RenderedServicePort {
   get fragment(): Fragment {
     const f = this.#last?.deref();
     if (f) return f;
-    const again = render(this.port, this.#context, this.privateLabels);
+    const again = render(this.port, this.#context, this.privateLabels, true);
     this.#last = new WeakRef(again);
     return again;
   }
 
   /** Its fragment for one walk (a full sync's operations): rendered again when none is held, and then not kept (see renderUnkept). */
   unkeptFragment(): Fragment {
-    return this.#last?.deref() ?? render(this.port, this.#context, this.privateLabels);
+    return this.#last?.deref() ?? render(this.port, this.#context, this.privateLabels, true);
   }
 }
 
-function render(port: ServicePort, context: RenderContext, privateLabels: ReadonlySet<string>): Fragment {
-  return renderServicePort(port, context.fc, context.config, privateLabels);
+/** `again`: the port rendered with these labels before, which checked it (see renderServicePort). */
+function render(port: ServicePort, context: RenderContext, privateLabels: ReadonlySet<string>, again = false): Fragment {
+  return renderServicePort(port, context.fc, context.config, privateLabels, again);
 }

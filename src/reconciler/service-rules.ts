@@ -45,6 +45,7 @@ import {
   shardMapName,
   shardOf,
 } from './endpoint-slots.ts';
+import { distinctSorted } from './endpoint-order.ts';
 import { type Fragment, FragmentBuilder } from './fragment.ts';
 import { outermostPrefixes } from './source-ranges.ts';
 import { CHAIN, endpointNameBase, MAP, PREFIX, SET, servicePortComment, servicePortNameBase, servicePortReadable } from './names.ts';
@@ -83,39 +84,15 @@ function endpointsOf(s: EndpointSelection): Endpoint[] | undefined {
   return s.kind === 'endpoints' && s.endpoints.length > 0 ? s.endpoints : undefined;
 }
 
-/**
- * Distinct by ip/port and sorted, so the rendering does not depend on the order
- * slices arrived in; `address` checks each address (and throws).
- */
-function distinctSorted(eps: readonly Endpoint[], address: (ip: string) => string): readonly Endpoint[] {
-  // The model usually hands them over distinct and in this order already: then no copy.
-  let ordered = true;
-  for (let i = 0; i < eps.length; i++) {
-    const e = eps[i]!;
-    address(e.ip);
-    if (i > 0 && ordered && !keyLess(eps[i - 1]!, e)) ordered = false;
-  }
-  if (ordered) return eps;
-  const seen = new Map<string, Endpoint>();
-  for (const e of eps) {
-    const key = `${e.ip}/${e.port}`;
-    if (!seen.has(key)) seen.set(key, e);
-  }
-  return [...seen.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, e]) => e);
-}
-
-/** `${a.ip}/${a.port}` < `${b.ip}/${b.port}` (the order distinctSorted sorts by), without building the texts in the common case. */
-function keyLess(a: Endpoint, b: Endpoint): boolean {
-  // Distinct addresses, neither a prefix of the other: the first differing character decides, before any '/'.
-  if (a.ip !== b.ip && !b.ip.startsWith(a.ip) && !a.ip.startsWith(b.ip)) return a.ip < b.ip;
-  return `${a.ip}/${a.port}` < `${b.ip}/${b.port}`;
+function checkPortNumber(id: string, what: string, port: number): void {
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new ServicePortRenderError(id, `${what} ${port} is not a port`);
 }
 
 /** Port texts, made once: every endpoint element carries one. */
 const PORT_TEXT: string[] = [];
 
 function checkPort(id: string, what: string, port: number): string {
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new ServicePortRenderError(id, `${what} ${port} is not a port`);
+  checkPortNumber(id, what, port);
   PORT_TEXT[port] ??= String(port);
   return PORT_TEXT[port];
 }
@@ -222,11 +199,11 @@ function endpointChains(
       // Affinity is per client address and service port, whichever service IP was used (as kube-proxy).
       b.set({ name: set, keyType: [addrType(family)], flags: ['dynamic', 'timeout'], timeout: affinity });
     }
-    const epPort = checkPort(sp.id, 'endpoint port', ep.port);
+    checkPortNumber(sp.id, 'endpoint port', ep.port);
     // Hairpin: an endpoint reaching itself through the service must see the node as source.
     b.rule(chain, [match(saddr(family), ep.ip), jumpMarkForMasquerade]);
     if (affinity !== undefined) b.rule(chain, [{ kind: 'set-update', op: 'update', set, keys: [saddr(family)] }]);
-    b.rule(chain, [l4protoIs(proto), { kind: 'dnat', addr: ep.ip, port: Number(epPort) }]);
+    b.rule(chain, [l4protoIs(proto), { kind: 'dnat', addr: ep.ip, port: ep.port }]);
   }
 }
 
@@ -297,9 +274,14 @@ interface MapPolicyContext {
   b: FragmentBuilder;
   sp: ServicePort;
   proto: string;
+  /** Checks an endpoint's address (throws); none when this port rendered before and was checked then. */
+  endpointAddress: ((ip: string) => string) | undefined;
   privateLabels: ReadonlySet<string>;
   mapBlocks: number;
-  hairpin: Set<string>;
+  /** Each policy chain's distinct addresses in turn (two chains may name one address: made distinct at the end). */
+  hairpin: string[];
+  /** The policy chains that added to `hairpin`. */
+  hairpinChains: number;
   regions: EndpointRegion[];
 }
 
@@ -316,7 +298,7 @@ function writeMapPolicyChain(
   masquerade: Statement[] | undefined,
 ): void {
   const { b, sp, proto } = c;
-  const list = distinctSorted(eps, (ip) => canonicalAddress(sp, ip));
+  const list = distinctSorted(eps, c.endpointAddress);
   const region = endpointRegion(label, list.length, c.mapBlocks);
   c.regions.push(region);
   const shared = !c.privateLabels.has(label);
@@ -325,23 +307,41 @@ function writeMapPolicyChain(
   b.chain(name);
   if (masquerade) b.rule(name, masquerade);
   if (!shared) b.map({ name: mapName, ...endpointMapTypes(sp.family) });
+  // Sorted by `ip/port`: one address's endpoints are neighbours, so a distinct address differs from the last.
+  let last: string | undefined;
   for (const ep of list) {
-    checkPort(sp.id, 'endpoint port', ep.port);
-    c.hairpin.add(ep.ip);
+    checkPortNumber(sp.id, 'endpoint port', ep.port);
+    if (ep.ip === last) continue;
+    last = ep.ip;
+    c.hairpin.push(last);
   }
+  if (list.length > 0) c.hairpinChains++;
   b.slots(mapName, offset, list);
   const key = offset === 0 ? numgenKey(list.length) : { kind: 'numgen' as const, mod: list.length, offset };
   b.rule(name, [l4protoIs(proto), { kind: 'dnat-map', family: tableFamily(sp.family) as 'ip' | 'ip6', keys: [key], map: mapName }]);
 }
 
+/** The port's hairpin addresses, each once (see MapPolicyContext.hairpin); none without endpoints. */
+function distinctHairpin(c: MapPolicyContext): string[] | undefined {
+  if (c.hairpin.length === 0) return undefined;
+  return c.hairpinChains > 1 ? [...new Set(c.hairpin)] : c.hairpin.slice();
+}
+
+/**
+ * `checkedBefore`: this port rendered with these labels before and passed
+ * (RenderedServicePort's renders again): its endpoints' addresses, one check
+ * per endpoint, are not checked again; a render is deterministic.
+ */
 export function renderServicePort(
   sp: ServicePort,
   fc: FamilyConfig,
   config: RulesetConfig,
   privateLabels: ReadonlySet<string> = NO_LABELS,
+  checkedBefore = false,
 ): Fragment {
   const family: IPFamily = sp.family;
   const address = (ip: string): string => canonicalAddress(sp, ip);
+  const endpointAddress = checkedBefore ? undefined : address;
   const b = new FragmentBuilder(tableFamily(family) as 'ip' | 'ip6', config.tableName);
   const base = servicePortNameBase(sp);
   const readable = servicePortReadable(sp);
@@ -369,10 +369,9 @@ export function renderServicePort(
   const endpointChain = new Map<string, EndpointNames>();
   const endpointFor = (ep: Endpoint): EndpointNames => endpointNames(endpointChain, readable, affinity, ep);
 
-  const hairpin = new Set<string>();
   const regions: EndpointRegion[] = [];
   const mapBlocks = config.endpointMapBlocks ?? DEFAULT_ENDPOINT_MAP_BLOCKS;
-  const mapPolicy: MapPolicyContext = { b, sp, proto, privateLabels, mapBlocks, hairpin, regions };
+  const mapPolicy: MapPolicyContext = { b, sp, proto, endpointAddress, privateLabels, mapBlocks, hairpin: [], hairpinChains: 0, regions };
   const mapPolicyChain = (name: string, label: string, eps: readonly Endpoint[], masquerade: Statement[] | undefined): void =>
     writeMapPolicyChain(mapPolicy, name, label, eps, masquerade);
 
@@ -382,7 +381,7 @@ export function renderServicePort(
       mapPolicyChain(name, mapName, eps, masquerade);
       return;
     }
-    const list = distinctSorted(eps, address).map(endpointFor);
+    const list = distinctSorted(eps, endpointAddress).map(endpointFor);
     b.chain(name);
     if (masquerade) b.rule(name, masquerade);
     if (affinity !== undefined) {
@@ -444,7 +443,7 @@ export function renderServicePort(
   endpointChains(b, sp, proto, endpointChain.values());
   return b.finish({
     // Counted per address by the ruleset (element-claims.ts): `ip . ip` is the same whoever wants it.
-    hairpin: hairpin.size > 0 ? [...hairpin] : undefined,
+    hairpin: distinctHairpin(mapPolicy),
     regions,
   });
 }
