@@ -33,6 +33,10 @@ describe('distinctSorted', () => {
     expect(texts(distinctSorted([ep('fd00::1'), ep('fd00::1:2')], undefined))).toEqual(['fd00::1/8080', 'fd00::1:2/8080']);
   });
 
+  it("sorts by the text even where a '.' follows the shorter (no address does: the order stays the sort's)", () => {
+    expect(texts(distinctSorted([ep('a'), ep('a.b')], undefined))).toEqual(['a.b/8080', 'a/8080']);
+  });
+
   it('checks each address with `address` when given', () => {
     const seen: string[] = [];
     distinctSorted([ep('10.244.1.5'), ep('10.244.1.1')], (ip) => {
