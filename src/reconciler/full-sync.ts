@@ -122,7 +122,7 @@ export function* additionsOf(groups: readonly ElementGroup[]): Generator<Generat
 /** The hairpin elements of the families `wanted` (every one by default), a run per family, from their counts. */
 export function* hairpinAdditions(desired: Ruleset, wanted: (family: IPFamily) => boolean = () => true): Generator<GeneratedItem> {
   for (const [family, counts] of desired.hairpin)
-    if (counts.size > 0 && wanted(family)) yield new HairpinElements(family, desired.config.tableName, Array.from(counts.keys()));
+    if (counts.size > 0 && wanted(family)) yield new HairpinElements(family, desired.config.tableName, counts.keyList());
 }
 
 /**

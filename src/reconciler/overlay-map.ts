@@ -10,6 +10,15 @@
 
 const GONE: unique symbol = Symbol('gone');
 
+/** A base map that lists its keys into an array itself, quicker than its keys() iterator (AddressCounts). */
+interface ListsKeys<K> {
+  keyList(): K[];
+}
+
+function listsKeys<K>(m: ReadonlyMap<K, unknown>): m is ReadonlyMap<K, unknown> & ListsKeys<K> {
+  return typeof (m as Partial<ListsKeys<K>>).keyList === 'function';
+}
+
 export class OverlayMap<K, V> implements ReadonlyMap<K, V> {
   readonly #base: ReadonlyMap<K, V>;
   readonly #over: Map<K, V | typeof GONE>;
@@ -97,6 +106,12 @@ export class OverlayMap<K, V> implements ReadonlyMap<K, V> {
 
   keys(): MapIterator<K> {
     return this.#current().keys();
+  }
+
+  /** The keys, in a new array: what a run of elements takes (a million hairpin addresses at 100k Services). */
+  keyList(): K[] {
+    const c = this.#current();
+    return listsKeys(c) ? c.keyList() : Array.from(c.keys());
   }
 
   values(): MapIterator<V> {

@@ -34,11 +34,13 @@ describe('AddressCounts', () => {
         expect(counts.size).toBe(model.size);
         expect(new Map(counts)).toEqual(model);
         expect(new Set(counts.keys())).toEqual(new Set(model.keys()));
+        expect(counts.keyList()).toEqual([...counts.keys()]);
         for (const [address, n] of model) expect(counts.get(address)).toBe(n);
         expect(counts.get('10.0.9.99')).toBeUndefined();
         // As the base of the next render's derived counts.
         const derived = new OverlayMap(counts);
         expect(new Map(derived)).toEqual(model);
+        expect(derived.keyList()).toEqual([...counts.keys()]);
       }),
       { numRuns: 300 },
     );

@@ -27,6 +27,8 @@ describe('OverlayMap', () => {
           }
           expect(m.size).toBe(model.size);
           expect(new Map(m)).toEqual(model);
+          expect(new Set(m.keyList())).toEqual(new Set(model.keys()));
+          expect(m.keyList()).toHaveLength(model.size);
           for (let k = 0; k <= 40; k++) expect(m.get(k)).toBe(model.get(k));
           history.push({ m, model });
           m = new OverlayMap(m);
