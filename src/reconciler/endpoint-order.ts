@@ -31,7 +31,7 @@ function keyLess(a: Endpoint, b: Endpoint): boolean {
   if (x === y) return `${x}/${a.port}` < `${y}/${b.port}`;
   // The first differing character decides, before any '/' (a char-code loop:
   // startsWith and < were each a builtin call per pair of endpoints).
-  const n = x.length < y.length ? x.length : y.length;
+  const n = Math.min(x.length, y.length);
   for (let i = 0; i < n; i++) {
     const d = x.charCodeAt(i) - y.charCodeAt(i);
     if (d !== 0) return d < 0;
