@@ -24,7 +24,7 @@ export function distinctSorted(eps: readonly Endpoint[], address: ((ip: string) 
 
 const SLASH = 47;
 
-/** `${a.ip}/${a.port}` < `${b.ip}/${b.port}` (the order distinctSorted sorts by), building the texts only for one address twice. */
+/** `${a.ip}/${a.port}` < `${b.ip}/${b.port}` (the order distinctSorted sorts by), building the texts only when both are one address. */
 function keyLess(a: Endpoint, b: Endpoint): boolean {
   const x = a.ip;
   const y = b.ip;

@@ -21,7 +21,7 @@ describe('rendering a port again', () => {
     });
   }
 
-  it('is the only render that does not check the endpoint addresses', () => {
+  it('checks the endpoint addresses the first time only', () => {
     const port = sp({ endpoints: [ep('10.244.1.5'), ep('10.244.01.6')] });
     const c = config({ families: { IPv4: V4 } });
     expect(() => renderServicePort(port, V4, c, NO_LABELS)).toThrow(ServicePortRenderError);
