@@ -2,10 +2,11 @@
 // ('/' sorts before a digit: an address before the longer one it begins).
 
 import { describe, expect, it } from 'vitest';
+import type { Endpoint } from '../../src/model/service-port.ts';
 import { distinctSorted } from '../../src/reconciler/endpoint-order.ts';
 import { ep } from './fixtures.ts';
 
-const texts = (eps: readonly ReturnType<typeof ep>[]) => eps.map((e) => `${e.ip}/${e.port}`);
+const texts = (eps: readonly Endpoint[]) => eps.map((e) => `${e.ip}/${e.port}`);
 const WANT = ['10.244.1.1/8080', '10.244.1.1/9090', '10.244.1.10/8080', '10.244.1.5/8080'];
 
 describe('distinctSorted', () => {

@@ -4,11 +4,10 @@
 // policy chains' sorted endpoints, name each address once.
 
 import { describe, expect, it } from 'vitest';
+import { NO_LABELS } from '../../src/reconciler/endpoint-slots.ts';
 import { renderServicePort, ServicePortRenderError } from '../../src/reconciler/service-rules.ts';
 import { config, ep, local, sel, sp, V4, V6 } from './fixtures.ts';
 import { GOLDENS } from './goldens.ts';
-
-const NO_LABELS: ReadonlySet<string> = new Set();
 
 describe('rendering a port again', () => {
   for (const g of GOLDENS) {
