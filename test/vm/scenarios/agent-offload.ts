@@ -152,11 +152,18 @@ try {
   sinks.push(startSink(topoOff.server, LONG_PORT));
   const off = startAgentChild(agentArgs(0, topoOff.router.name));
   agents.push(off);
-  await on.waitFor((e) => e.msg === SYNCED, 240_000);
+  const firstSync = await on.waitFor((e) => e.msg === SYNCED, 240_000);
   const agentReadyMs = Date.now() - agentSpawnedAt;
   step('first sync');
   const probeLog = on.entries().find((e) => e.capability === 'flowtable') ?? null;
-  // The flowtable holds the router's interfaces once the LinkMonitor's first dump has been programmed.
+  // The flowtable holds the router's interfaces once the follower has decided them from the
+  // LinkMonitor's first dump and a sync started after that decision has committed. Under TCG,
+  // with the second agent starting beside it, that sync can end tens of seconds after the
+  // first one: a fixed wait once caught it mid-commit (our list read before it, nft after).
+  const routerIfs = (list: string[]) => list.includes(topo.routerClientIf) && list.includes(topo.routerServerIf);
+  const decided = await on.waitFor((e) => e.msg === DEVICES_FOLLOW && routerIfs(e.devices as string[]), 120_000);
+  const programmed = await on.waitFor((e) => e.msg === SYNCED && e.time - Number(e.durationMs ?? 0) >= decided.time - 1, 120_000);
+  const devicesTiming = { decidedMs: decided.time - firstSync.time, programmedMs: programmed.time - firstSync.time };
   const initialDevices = await pollFor(devices, (d) => has(d, topo.routerClientIf) && has(d, topo.routerServerIf), 15_000, 100);
   const metricsOn = await on.metrics();
   const nftRuleset = topo.router.exec('nft', ['list', 'ruleset']);
@@ -270,6 +277,7 @@ try {
       agentReadyMs,
       probeLog,
       initialDevices,
+      devicesTiming,
       offloadEnabledMetric: metricValue(metricsOn, 'kube_nft_proxy_flowtable_offload_enabled') ?? null,
       devicesMetric: metricValue(metricsOn, 'kube_nft_proxy_flowtable_devices') ?? null,
       devicesMetricAtEnd: metricValue(metricsOnEnd, 'kube_nft_proxy_flowtable_devices') ?? null,
