@@ -100,7 +100,8 @@ describe('the agent offloads Service connections in a kernel with flowtables (VM
     console.log(
       `agent scenario: boot ${run.bootMs} ms, scenario ${run.commandMs} ms (agent spawn to first sync ` +
         `${obs.agentReadyMs} ms; devices decided ${obs.devicesTiming.decidedMs} ms and programmed ` +
-        `${obs.devicesTiming.programmedMs} ms after it), whole VM ${run.totalMs} ms`,
+        `${obs.devicesTiming.programmedMs} ms after it), whole VM ${run.totalMs} ms; link changes seen in ` +
+        `${[obs.addVeth, obs.flap, obs.rename, obs.del, obs.recreate].map((s) => s.ms).join(' / ')} ms`,
     );
   }, 450_000);
 

@@ -108,7 +108,10 @@ async function linkStep(
   pred: (d: Devices) => boolean,
   opts: { timeoutMs?: number; syncWaitMs?: number; decided?: (devices: string[]) => boolean } = {},
 ) {
-  const { timeoutMs = 15_000, decided } = opts;
+  // Generous: under TCG on a loaded CI machine a link change took 17-19 s to reach the
+  // kernel (a poll of our list and two nft runs alone takes ~2 s there); a step that
+  // needs nothing from the agent ends at its first poll.
+  const { timeoutMs = 60_000, decided } = opts;
   const from = agent.entries().length;
   const started = Date.now();
   change();
