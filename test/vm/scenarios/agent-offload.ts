@@ -96,6 +96,9 @@ function agentSince(agent: AgentChild, from: number) {
   };
 }
 
+/** Whether a sync's log line (written at its end) is of a sync that started at `time` or later (1 ms of rounding). */
+const syncStartedAfter = (e: LogEntry, time: number) => e.time - Number(e.durationMs ?? 0) >= time - 1;
+
 /**
  * Runs a change to the router's links and waits until the kernel's flowtable
  * satisfies pred and, with `decided`, until the agent has decided devices that
@@ -131,7 +134,7 @@ async function linkStep(
     .slice(from)
     .filter((e) => e.msg === DEVICES_FOLLOW);
   const decidedAt = decisions.length > 0 ? decisions.at(-1)!.time : undefined;
-  const startedAfterDecision = (e: LogEntry) => decidedAt === undefined || e.time - Number(e.durationMs ?? 0) >= decidedAt - 1;
+  const startedAfterDecision = (e: LogEntry) => decidedAt === undefined || syncStartedAfter(e, decidedAt);
   await agent
     .waitFor((e) => (e.msg === SYNCED || e.msg === SYNC_FAILED) && startedAfterDecision(e), opts.syncWaitMs ?? 5_000, from)
     .catch(() => undefined);
@@ -165,7 +168,7 @@ try {
   // first one: a fixed wait once caught it mid-commit (our list read before it, nft after).
   const routerIfs = (list: string[]) => list.includes(topo.routerClientIf) && list.includes(topo.routerServerIf);
   const decided = await on.waitFor((e) => e.msg === DEVICES_FOLLOW && routerIfs(e.devices as string[]), 120_000);
-  const programmed = await on.waitFor((e) => e.msg === SYNCED && e.time - Number(e.durationMs ?? 0) >= decided.time - 1, 120_000);
+  const programmed = await on.waitFor((e) => e.msg === SYNCED && syncStartedAfter(e, decided.time), 120_000);
   const devicesTiming = { decidedMs: decided.time - firstSync.time, programmedMs: programmed.time - firstSync.time };
   const initialDevices = await pollFor(devices, (d) => has(d, topo.routerClientIf) && has(d, topo.routerServerIf), 15_000, 100);
   const metricsOn = await on.metrics();
