@@ -128,7 +128,9 @@ async function linkStep(
   // change the follower decided in steps (a rename: the old name leaves, then the new
   // one joins) ends with the sync that started after its last decision; a sync of the
   // first decision may log after the second, and the one that commits it must not fall
-  // into the next step's window.
+  // into the next step's window. Generous for the same reason as timeoutMs (a change
+  // reached the kernel 10 s after it in a CI run); the steps that expect no sync (the
+  // flap) give their own window.
   const decisions = agent
     .entries()
     .slice(from)
@@ -136,7 +138,7 @@ async function linkStep(
   const decidedAt = decisions.length > 0 ? decisions.at(-1)!.time : undefined;
   const startedAfterDecision = (e: LogEntry) => decidedAt === undefined || syncStartedAfter(e, decidedAt);
   await agent
-    .waitFor((e) => (e.msg === SYNCED || e.msg === SYNC_FAILED) && startedAfterDecision(e), opts.syncWaitMs ?? 5_000, from)
+    .waitFor((e) => (e.msg === SYNCED || e.msg === SYNC_FAILED) && startedAfterDecision(e), opts.syncWaitMs ?? 30_000, from)
     .catch(() => undefined);
   return { ms, devices: after, ...agentSince(agent, from) };
 }
