@@ -96,8 +96,20 @@ function agentSince(agent: AgentChild, from: number) {
   };
 }
 
-/** Whether a sync's log line (written at its end) is of a sync that started at `time` or later (1 ms of rounding). */
-const syncStartedAfter = (e: LogEntry, time: number) => e.time - Number(e.durationMs ?? 0) >= time - 1;
+/** The follower's first decision from log entry `from` on whose devices satisfy `decided`. */
+const decision = (agent: AgentChild, decided: (devices: string[]) => boolean, timeoutMs: number, from: number) =>
+  agent.waitFor((e) => e.msg === DEVICES_FOLLOW && decided(e.devices as string[]), timeoutMs, from);
+
+/**
+ * The first sync's log line from entry `from` on (ok or failed) of a sync that started at
+ * `time` or later (any sync when undefined): a line is written at a sync's end, 1 ms of rounding.
+ */
+const syncStartedAfter = (agent: AgentChild, time: number | undefined, timeoutMs: number, from: number) =>
+  agent.waitFor(
+    (e) => (e.msg === SYNCED || e.msg === SYNC_FAILED) && (time === undefined || e.time - Number(e.durationMs ?? 0) >= time - 1),
+    timeoutMs,
+    from,
+  );
 
 /**
  * Runs a change to the router's links and waits until the kernel's flowtable
@@ -120,9 +132,7 @@ async function linkStep(
   change();
   const after = await pollFor(devices, pred, timeoutMs, 50);
   const ms = Date.now() - started;
-  if (decided) {
-    await agent.waitFor((e) => e.msg === DEVICES_FOLLOW && decided(e.devices as string[]), timeoutMs, from).catch(() => undefined);
-  }
+  if (decided) await decision(agent, decided, timeoutMs, from).catch(() => undefined);
   // A sync that is still running when the kernel already shows the change logs a little
   // later; where no sync is expected, this is the window in which one would show. A
   // change the follower decided in steps (a rename: the old name leaves, then the new
@@ -135,11 +145,7 @@ async function linkStep(
     .entries()
     .slice(from)
     .filter((e) => e.msg === DEVICES_FOLLOW);
-  const decidedAt = decisions.length > 0 ? decisions.at(-1)!.time : undefined;
-  const startedAfterDecision = (e: LogEntry) => decidedAt === undefined || syncStartedAfter(e, decidedAt);
-  await agent
-    .waitFor((e) => (e.msg === SYNCED || e.msg === SYNC_FAILED) && startedAfterDecision(e), opts.syncWaitMs ?? 30_000, from)
-    .catch(() => undefined);
+  await syncStartedAfter(agent, decisions.at(-1)?.time, opts.syncWaitMs ?? 30_000, from).catch(() => undefined);
   return { ms, devices: after, ...agentSince(agent, from) };
 }
 
@@ -168,11 +174,11 @@ try {
   // LinkMonitor's first dump and a sync started after that decision has committed. Under TCG,
   // with the second agent starting beside it, that sync can end tens of seconds after the
   // first one: a fixed wait once caught it mid-commit (our list read before it, nft after).
-  const routerIfs = (list: string[]) => list.includes(topo.routerClientIf) && list.includes(topo.routerServerIf);
-  const decided = await on.waitFor((e) => e.msg === DEVICES_FOLLOW && routerIfs(e.devices as string[]), 120_000);
-  const programmed = await on.waitFor((e) => e.msg === SYNCED && syncStartedAfter(e, decided.time), 120_000);
+  const routerIfs = [topo.routerClientIf, topo.routerServerIf];
+  const decided = await decision(on, (ds) => routerIfs.every((i) => ds.includes(i)), 120_000, 0);
+  const programmed = await syncStartedAfter(on, decided.time, 120_000, 0);
   const devicesTiming = { decidedMs: decided.time - firstSync.time, programmedMs: programmed.time - firstSync.time };
-  const initialDevices = await pollFor(devices, (d) => has(d, topo.routerClientIf) && has(d, topo.routerServerIf), 15_000, 100);
+  const initialDevices = await pollFor(devices, (d) => routerIfs.every((i) => has(d, i)), 15_000, 100);
   const metricsOn = await on.metrics();
   const nftRuleset = topo.router.exec('nft', ['list', 'ruleset']);
   const listing = await dp.list('ip', DEFAULT_TABLE_NAME);
