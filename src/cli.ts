@@ -11,6 +11,7 @@ import { removeOurTables } from './agent/table-ownership.ts';
 import { applyOomScoreAdj, applySysctls, conntrackSysctls, growConntrackHashsize } from './agent/node-settings.ts';
 import { watchConfigFile } from './cli/config-watch.ts';
 import { FlagError, parseCommandLine, type RunCommand, usage } from './cli/flags.ts';
+import { setAgentV8Flags } from './cli/v8-flags.ts';
 import { formatConfigFile } from './config/config-file.ts';
 import { FeatureGateError } from './config/feature-gates.ts';
 import { loadedAddon, loadNative } from './native/addon.ts';
@@ -92,6 +93,7 @@ async function main(argv: string[]): Promise<number> {
     process.once('SIGTERM', () => resolve(0));
     process.once('SIGINT', () => resolve(0));
   });
+  setAgentV8Flags();
   const addon = loadNative();
   const started = startAgent(options, {
     logger,
