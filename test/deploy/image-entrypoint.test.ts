@@ -6,6 +6,16 @@ import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { imageEnv, imageNodeFlags } from '../../bench/agent-child.ts';
 
+/** V8's code cache tag (its version, CPU features and the hash of its flags) in a node given `flags`. */
+function cachedDataVersionTag(flags: string[]): string {
+  const r = spawnSync(process.execPath, [...flags, '-p', 'require("node:v8").cachedDataVersionTag()'], {
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
+  expect(r.stderr).toBe('');
+  return r.stdout.trim();
+}
+
 describe("the image's node flags", () => {
   it('are read from the ENTRYPOINT and accepted by node', () => {
     const flags = imageNodeFlags();
@@ -18,6 +28,16 @@ describe("the image's node flags", () => {
     );
     expect(r.stderr).toBe('');
     expect(r.stdout).toBe('true');
+  });
+
+  // V8 takes the code cache node's own modules come with only when its flags
+  // hash as at node's build (deploy/Containerfile says what that costs).
+  it("leave V8's flag hash as node's own, so that node's built-in code cache is used", () => {
+    expect(cachedDataVersionTag(imageNodeFlags())).toBe(cachedDataVersionTag([]));
+  });
+
+  it('would change that hash with a flag V8 hashes (so the check above can fail)', () => {
+    expect(cachedDataVersionTag(['--no-allocation-site-pretenuring'])).not.toBe(cachedDataVersionTag([]));
   });
 
   it('refuses a flag node does not know (so the check above can fail)', () => {
