@@ -10,7 +10,7 @@ const V8_FLAGS = fileURLToPath(new URL('../../src/cli/v8-flags.ts', import.meta.
  * V8's pretenuring decisions in a child that keeps every object of one
  * allocation site alive across young collections (1 MiB semi-spaces: many of
  * them), the pattern V8 tenures; --trace-pretenuring-statistics prints each
- * decision. Without the flags it made 2-20 in each of 52 runs.
+ * decision. Without the flags it made at least 2 in each of 52 runs.
  */
 function tenuringDecisions(setFlags: boolean): number {
   const script = `
