@@ -7,6 +7,9 @@
 import { setFlagsFromString } from 'node:v8';
 
 /**
+ * Sets the agent's V8 flags: the command calls it once its modules are
+ * loaded, before the agent starts.
+ *
  * --no-allocation-site-pretenuring: V8 now and then tenures many of the
  * render's allocation sites during a large first sync's plan (when its one
  * major collection there comes early), and their short-lived objects then pile
@@ -17,9 +20,6 @@ import { setFlagsFromString } from 'node:v8';
  * 30k x 10 made no tenuring decision in three cold starts, 68 without it
  * (--trace-pretenuring-statistics; test/cli/v8-flags.test.ts).
  */
-const AGENT_V8_FLAGS = ['--no-allocation-site-pretenuring'];
-
-/** Sets the agent's V8 flags: the command calls it once its modules are loaded, before the agent starts. */
 export function setAgentV8Flags(): void {
-  for (const flag of AGENT_V8_FLAGS) setFlagsFromString(flag);
+  setFlagsFromString('--no-allocation-site-pretenuring');
 }
