@@ -7,12 +7,14 @@ import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { imageEnv, imageNodeFlags } from '../../bench/agent-child.ts';
 
+/** This node run with `args` (its flags, then what to run). */
+function node(args: string[]) {
+  return spawnSync(process.execPath, args, { encoding: 'utf8', timeout: 20_000 });
+}
+
 /** V8's code cache tag (its version, CPU features and the hash of its flags) in a node given `flags`. */
 function cachedDataVersionTag(flags: string[]): string {
-  const r = spawnSync(process.execPath, [...flags, '-p', 'require("node:v8").cachedDataVersionTag()'], {
-    encoding: 'utf8',
-    timeout: 20_000,
-  });
+  const r = node([...flags, '-p', 'require("node:v8").cachedDataVersionTag()']);
   expect(r.stderr).toBe('');
   return r.stdout.trim();
 }
@@ -22,17 +24,13 @@ describe("the image's node flags", () => {
     const flags = imageNodeFlags();
     expect(flags.length).toBeGreaterThan(0);
     for (const f of flags) expect(f).toMatch(/^--[a-z0-9-]+(=\S+)?$/);
-    const r = spawnSync(
-      process.execPath,
-      [...flags, '-e', 'process.stdout.write(String(require("node:v8").getHeapStatistics().total_heap_size > 0))'],
-      { encoding: 'utf8', timeout: 20_000 },
-    );
+    const r = node([...flags, '-e', 'process.stdout.write(String(require("node:v8").getHeapStatistics().total_heap_size > 0))']);
     expect(r.stderr).toBe('');
     expect(r.stdout).toBe('true');
   });
 
   it('refuses a flag node does not know (so the check above can fail)', () => {
-    const r = spawnSync(process.execPath, ['--max-semi-space-sise=8', '-e', '0'], { encoding: 'utf8', timeout: 20_000 });
+    const r = node(['--max-semi-space-sise=8', '-e', '0']);
     expect(r.status).not.toBe(0);
   });
 
