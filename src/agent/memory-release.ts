@@ -168,7 +168,7 @@ export class MemoryReleaser {
    * SMALL_FULL_SYNC_SERVICES): what stays is the model, the claims and the
    * counts. Not an adoption: it holds its renderings for its
    * encoding, its peak is behind it (the kernel's listing beside the render),
-   * and its batch is mostly the hairpin set's rewrite. Collecting there took
+   * and its batch was mostly the hairpin set's rewrite then. Collecting there took
    * 0.1-0.2 s of a 10k restart and 0.5-1.5 s of a 100k one for at most a few
    * tens of MiB of a restart's VmHWM (alternated pairs; README, "What a
    * restart costs").

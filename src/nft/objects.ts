@@ -292,6 +292,11 @@ export interface EncodedElements {
   keep(run: WantedElements, i: number): boolean;
   /** The listed elements of `set` that nothing kept, decoded: those to delete. */
   notKept(set: string): Element[];
+  /**
+   * Each listed element of the map `set`, its data as a commit writes it: the
+   * first part's bytes at `at` of `bytes` (valid while `fn` runs), in no order.
+   */
+  forEachData(set: string, fn: (bytes: Uint8Array, at: number) => void): void;
 }
 
 /** What a listing leaves out. */

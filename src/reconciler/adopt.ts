@@ -12,13 +12,17 @@
 //   chains flushed now and deleted by a later sync (diff.ts says why);
 // - a set, map, base chain or flowtable whose definition differs cannot be
 //   changed in place: the listing is then not adopted (the answer says why),
-//   and the caller replaces the tables atomically, as it would without one.
+//   and the caller replaces the tables atomically, as it would without one;
+// - the hairpin set is not read but derived from the endpoint maps (see
+//   DERIVED_ON_ADOPTION), so a change made to it by hand waits for the next
+//   periodic full sync, which rewrites every set.
 //
 // The kernel ends up holding exactly what a fresh replace leaves, dynamic
-// elements aside (tested against both the fake and the real kernel).
+// elements and such a hairpin set aside (tested against both the fake and the
+// real kernel).
 
 import type { TableListing } from '../nft/dataplane.ts';
-import type { Chain, Element, Family, Flowtable, ListOptions, NftMap, NftSet, Operation, Rule, Table } from '../nft/objects.ts';
+import type { Chain, Element, Family, Flowtable, NftMap, NftSet, Operation, Rule, Table } from '../nft/objects.ts';
 import { objectKey } from '../nft/objects.ts';
 import { flowtableDelete, flowtableDeviceChanges } from './departed-devices.ts';
 import { emptyStats, listedPlan, type StaleChain, type SyncPlan, type SyncStats } from './diff.ts';
@@ -26,7 +30,7 @@ import { hairpinElement } from './element-claims.ts';
 import { elementCount, forEachElementOf, type Fragment, isDynamicSet, SlotElements, type SlotRun } from './fragment.ts';
 import type { GeneratedItem } from '../nft/element-run.ts';
 import { additionsOf, elementsBySet, hairpinAdditions } from './full-sync.ts';
-import { ENDPOINT_MAP_SHARDS, shardMapName } from './endpoint-slots.ts';
+import { DERIVED_ON_ADOPTION, derivedHairpinChanges } from './adoption-listing.ts';
 import { SET } from './names.ts';
 import { forEachFragmentItem, type Ruleset } from './ruleset.ts';
 import { tableFamily } from './statements.ts';
@@ -86,34 +90,6 @@ function sameValue(a: Element['value'], b: Element['value']): boolean {
 function sameElement(a: Element, b: Element): boolean {
   return sameValue(a.value, b.value) && (a.timeout ?? '') === (b.timeout ?? '') && (a.comment ?? '') === (b.comment ?? '');
 }
-
-/**
- * Sets whose elements adoption does not read back but rewrites whole (flushed
- * and refilled in the same transaction): the hairpin set, an element per
- * endpoint address, a million at 100k Services x 10 endpoints. Nothing in it
- * is worth keeping (no timeouts, no counters), and the kernel dumps a set's
- * elements by walking the set again for every 32 KiB message it fills,
- * quadratic, ~16 s for that one set, where adding every element again is
- * linear (~0.75 s of the kernel's time).
- */
-export const REWRITTEN_ON_ADOPTION: readonly string[] = [SET.hairpinEndpoints];
-
-/**
- * Sets whose elements adoption reads back encoded and compares by their bytes
- * (ListOptions.elementsEncodedOf): the shared endpoint maps, 512 of ~2,000
- * elements each at 100k Services x 10 endpoints, which the kernel dumps
- * quickly. Rewritten whole, as they were, they cost the kernel ~4 s of a
- * restart at that size (each element added to a map is checked against every
- * rule bound to it); decoded into elements, ~4 s of garbage.
- */
-export const READ_ENCODED_ON_ADOPTION: readonly string[] = Array.from({ length: ENDPOINT_MAP_SHARDS }, (_, shard) => shardMapName(shard));
-
-/** How an adoption lists our tables: the sets above rewritten or read encoded, rules decoded a chain at a time. */
-export const ADOPTION_LIST_OPTIONS: ListOptions = {
-  skipElementsOf: REWRITTEN_ON_ADOPTION,
-  elementsEncodedOf: READ_ENCODED_ON_ADOPTION,
-  rulesOnDemand: true,
-};
 
 /** Why a listing cannot be adopted. */
 export interface AdoptionRefused {
@@ -176,6 +152,8 @@ interface TableElements {
   dynamic: Set<string>;
   /** Sets whose wanted elements are all added, none compared: new, or flushed (their elements were not read). */
   refilled: Set<string>;
+  /** Sets whose elements were not read but follow from the endpoint maps' (DERIVED_ON_ADOPTION). */
+  derived: Set<string>;
   /** Sets deleted: their elements go with them. */
   deleted: Set<string>;
 }
@@ -223,15 +201,19 @@ function adoptTable(
   stats: SyncStats,
 ): TableElements | string {
   const containers = new Map<string, NftSet | NftMap>(have.sets.map((s) => [s.name, s]));
-  const elements: TableElements = { have, dynamic: new Set(), refilled: new Set(), deleted: new Set() };
-  // Sets whose elements were not read are rewritten whole: flushed, and every wanted element added.
+  const elements: TableElements = { have, dynamic: new Set(), refilled: new Set(), derived: new Set(), deleted: new Set() };
+  // A first start hooks its base chains in its last transaction: tables with every wanted one hold each commit
+  // in full, so the unread hairpin set holds what the endpoint maps say. Else it is rewritten whole.
+  const listedChains = new Set(have.chains.map((c) => c.name));
+  const whole = want.chains.every((c) => c.base === undefined || listedChains.has(c.name));
   const notRead = new Set(have.elementsNotRead);
   for (const s of want.sets) {
     const old = containers.get(s.name);
     containers.delete(s.name);
     if (isDynamicSet(s)) elements.dynamic.add(s.name);
+    else if (old && notRead.has(s.name) && whole && DERIVED_ON_ADOPTION.includes(s.name)) elements.derived.add(s.name);
     else if (!old || notRead.has(s.name)) elements.refilled.add(s.name);
-    if (old && notRead.has(s.name) && !elements.dynamic.has(s.name)) {
+    if (old && notRead.has(s.name) && !elements.dynamic.has(s.name) && !elements.derived.has(s.name)) {
       p.flushSets.push({ verb: 'flush', object: s });
     }
     if (!old) {
@@ -351,10 +333,18 @@ function adoptElements(desired: Ruleset, tables: ReadonlyMap<Family, TableElemen
     }
   }
   heldSlots.length = 0;
-  for (const [family, counts] of desired.hairpin) {
+  for (const family of ['IPv4', 'IPv6'] as const) {
     const t = tables.get(tableFamily(family));
     if (t === undefined) continue;
-    if (t.refilled.has(SET.hairpinEndpoints)) refilled += counts.size;
+    const counts = desired.hairpin.get(family);
+    if (t.derived.has(SET.hairpinEndpoints)) {
+      const { add, remove } = derivedHairpinChanges(t.have, family, counts?.keyList() ?? []);
+      for (const ip of add) p.addElements.push({ verb: 'add', object: hairpinElement(family, desired.config.tableName, ip) });
+      for (const ip of remove) p.deleteElements.push({ verb: 'delete', object: hairpinElement(family, desired.config.tableName, ip) });
+      stats.elementsAdded += add.length;
+      stats.elementsDeleted += remove.length;
+    } else if (counts === undefined) continue;
+    else if (t.refilled.has(SET.hairpinEndpoints)) refilled += counts.size;
     else for (const ip of counts.keys()) compare(hairpinElement(family, desired.config.tableName, ip));
   }
   // What is left was not wanted; the elements of sets deleted anyway go with them.

@@ -27,7 +27,7 @@
 // the ports whose collision status flipped.
 
 import type { IPFamily } from '../k8s/types.ts';
-import type { DataType } from '../nft/objects.ts';
+import type { DataType, NftMap, NftSet } from '../nft/objects.ts';
 import { fnv1a32, mix } from './names.ts';
 import { OverlayMap } from './overlay-map.ts';
 import { addrType } from './statements.ts';
@@ -50,6 +50,13 @@ export const ENDPOINT_MAP_SHARDS = 512;
 /** An endpoint map's types, a shard's or a policy chain's own: a slot number to its endpoint's address and port. */
 export function endpointMapTypes(family: IPFamily): { keyType: DataType[]; dataType: DataType[] } {
   return { keyType: ['integer'], dataType: [addrType(family), 'inet_service'] };
+}
+
+/** Whether a listed container is an endpoint map (a shard or a policy chain's own): a slot number to an address and port. */
+export function isEndpointMap(c: NftSet | NftMap): boolean {
+  if (c.kind !== 'map' || c.keyType.length !== 1 || c.keyType[0] !== 'integer' || !Array.isArray(c.dataType)) return false;
+  const [addr, port, ...rest] = c.dataType as readonly DataType[];
+  return (addr === 'ipv4_addr' || addr === 'ipv6_addr') && port === 'inet_service' && rest.length === 0;
 }
 
 export function shardOf(r: EndpointRegion): number {

@@ -31,7 +31,8 @@ import {
 import { type FullSyncMode, planFullSync, planGeneratedFullSync } from './full-sync.ts';
 import { type Attempt, commitIsolating, IsolationFailed, type Refusal } from './isolation.ts';
 import { blameInvalid, blameRefusal, type FailedAttempt } from './blame.ts';
-import { ADOPTION_LIST_OPTIONS, planGeneratedAdoption } from './adopt.ts';
+import { planGeneratedAdoption } from './adopt.ts';
+import { ADOPTION_LIST_OPTIONS } from './adoption-listing.ts';
 import { TABLE_FORMAT_VERSION, tableOwnership } from './ownership.ts';
 import type { Fragment } from './fragment.ts';
 import { DepartedDeviceLog, type DeviceDepartures } from './departed-devices.ts';

@@ -29,19 +29,3 @@ export function ourTables(ns: NetNs, name = 'kube-nft-proxy'): Record<string, Li
   }
   return out;
 }
-
-/**
- * The operations an adoption over these tables commits when they are intact:
- * the sets it rewrites rather than reads (REWRITTEN_ON_ADOPTION), each flushed
- * and refilled.
- */
-export function rewriteOnAdoption(tables: Record<string, ListedTable>, rewritten: readonly string[]): number {
-  let ops = 0;
-  for (const t of Object.values(tables)) {
-    for (const name of rewritten) {
-      const set = t.sets[name];
-      if (set) ops += 1 + (set.elem?.length ?? 0);
-    }
-  }
-  return ops;
-}

@@ -11,8 +11,9 @@ import type { ServicePort } from '../../src/model/service-port.ts';
 import { ENDPOINT_SHAPES } from '../../src/reconciler/config.ts';
 import { Reconciler } from '../../src/reconciler/reconciler.ts';
 import { createNetns, type NetNs } from '../helpers/netns.ts';
-import { ourTables as tables, rewriteOnAdoption } from '../helpers/our-tables.ts';
-import { READ_ENCODED_ON_ADOPTION, REWRITTEN_ON_ADOPTION } from '../../src/reconciler/adopt.ts';
+import { ourTables as tables } from '../helpers/our-tables.ts';
+import { READ_ENCODED_ON_ADOPTION } from '../../src/reconciler/adoption-listing.ts';
+import type { OperationCount } from '../../src/nft/transaction.ts';
 import { config, ep, modelReads, sel, sp, V4, V6 } from './fixtures.ts';
 import { GOLDENS } from './goldens.ts';
 
@@ -83,12 +84,9 @@ describe.each(ENDPOINT_SHAPES)('adopting our tables at start-up (endpoint shape 
     expect(first.mode).toBe('replace');
     const fresh = tables(ns);
 
-    // Intact: only the sets adoption rewrites rather than reads are committed again.
-    const rewrite = rewriteOnAdoption(fresh, REWRITTEN_ON_ADOPTION);
-    if (shape === 'map') expect(rewrite).toBeGreaterThan(2);
-    else expect(rewrite).toBe(0);
+    // Intact: nothing to commit (in the map shape the hairpin set, not read, follows from the endpoint maps).
     const intact = await reconciler(ns, true).sync({ kind: 'full', mode: 'replace' });
-    expect(intact).toMatchObject({ kind: 'full', mode: 'adopt', ops: rewrite });
+    expect(intact).toMatchObject({ kind: 'full', mode: 'adopt', ops: 0 });
     expect(tables(ns)).toEqual(fresh);
 
     // Damage, as an operator with nft might: one rule and one element deleted, a chain added.
@@ -111,7 +109,7 @@ describe.each(ENDPOINT_SHAPES)('adopting our tables at start-up (endpoint shape 
       ns.exec('nft', ['delete', 'element', 'ip', TABLE, shard.name, `{ ${gone} }`]);
       ns.exec('nft', ['delete', 'element', 'ip', TABLE, shard.name, `{ ${moved} }`]);
       ns.exec('nft', ['add', 'element', 'ip', TABLE, shard.name, `{ ${moved} : ${to.concat[0]} . ${to.concat[1] + 1} }`]);
-      ns.exec('nft', ['add', 'element', 'ip', TABLE, shard.name, '{ 7 : 10.244.99.9 . 80 }']);
+      ns.exec('nft', ['add', 'element', 'ip', TABLE, shard.name, `{ 7 : ${to.concat[0]} . 80 }`]);
     }
     // A session-affinity entry, as the kernel's dynset would have written it.
     const affinity = listed.find((o) => o.set?.family === 'ip' && String(o.set.name).startsWith('affinity-'))!.set;
@@ -156,9 +154,20 @@ describe.each(ENDPOINT_SHAPES)('adopting our tables at start-up (endpoint shape 
     namespaces.push(ns);
     await reconciler(ns, false).sync({ kind: 'full', mode: 'replace' });
     expect(tables(ns)).not.toEqual(tables(oracle));
-    const r = reconciler(ns, true, changed);
+    const committed: OperationCount[] = [];
+    const dataplane = new NetlinkDataplane({ netns: ns.path });
+    const commit = dataplane.commit.bind(dataplane);
+    dataplane.commit = async (tx) => {
+      const landed = await commit(tx);
+      committed.push(...tx.counts());
+      return landed;
+    };
+    const r = new Reconciler({ dataplane, config: cfg, servicePorts: modelReads(() => changed), now: () => now, adopt: true });
     const adopted = await r.sync({ kind: 'full', mode: 'replace' });
     expect(adopted).toMatchObject({ kind: 'full', mode: 'adopt' });
+    // No set flushed: the hairpin set (map shape), not read, follows the endpoint maps read back, element by element.
+    expect(committed.length).toBeGreaterThan(0);
+    expect(committed.filter((c) => c.verb === 'flush' && c.kind === 'set')).toEqual([]);
     now += 5_000;
     await r.sync({ kind: 'incremental' });
     expect(tables(ns)).toEqual(tables(oracle));
@@ -208,9 +217,34 @@ describe.each(ENDPOINT_SHAPES)('adopting our tables at start-up (endpoint shape 
     expect(await r.sync({ kind: 'full', mode: 'replace' })).toMatchObject({
       kind: 'full',
       mode: 'adopt',
-      ops: rewriteOnAdoption(fresh, REWRITTEN_ON_ADOPTION),
+      ops: 0,
     });
     expect(listed).toHaveLength(2);
+    expect(tables(ns)).toEqual(fresh);
+  });
+});
+
+describe('an endpoint map given an address by hand while no agent ran (endpoint shape map)', () => {
+  const cfg = config({ families: { IPv4: V4, IPv6: V6 }, endpointShape: 'map' });
+  const reconciler = (ns: NetNs, adopt: boolean) =>
+    new Reconciler({
+      dataplane: new NetlinkDataplane({ netns: ns.path }),
+      config: cfg,
+      servicePorts: modelReads(() => ports),
+      now: () => 0,
+      adopt,
+    });
+
+  it('makes the kernel refuse the adoption (the hairpin set lacks what the maps say it holds), and the tables are replaced', async () => {
+    const ns = createNetns('knp-adopt');
+    namespaces.push(ns);
+    await reconciler(ns, false).sync({ kind: 'full', mode: 'replace' });
+    const fresh = tables(ns);
+    const shard = ns.nftJson().nftables.find((o) => o.map?.family === 'ip' && READ_ENCODED_ON_ADOPTION.includes(o.map.name))!.map;
+    ns.exec('nft', ['add', 'element', 'ip', TABLE, shard.name, '{ 7 : 10.244.99.9 . 80 }']);
+    const synced = await reconciler(ns, true).sync({ kind: 'full', mode: 'replace' });
+    expect(synced).toMatchObject({ kind: 'full', mode: 'replace' });
+    expect(synced.adoptionRefused).toMatch(/^the kernel refused the adoption: .*delete element.*ENOENT/);
     expect(tables(ns)).toEqual(fresh);
   });
 });

@@ -10,17 +10,11 @@ import type { Family, Operation } from '../../src/nft/objects.ts';
 import { isElementRun, runOperations } from '../../src/nft/element-run.ts';
 import { encodeOperationStream } from '../../src/nft/netlink/encode.ts';
 import { SET } from '../../src/reconciler/names.ts';
-import {
-  ADOPTION_LIST_OPTIONS,
-  planAdoption,
-  planGeneratedAdoption,
-  READ_ENCODED_ON_ADOPTION,
-  REWRITTEN_ON_ADOPTION,
-  sameContent,
-} from '../../src/reconciler/adopt.ts';
+import { planAdoption, planGeneratedAdoption, sameContent } from '../../src/reconciler/adopt.ts';
+import { ADOPTION_LIST_OPTIONS, DERIVED_ON_ADOPTION, READ_ENCODED_ON_ADOPTION } from '../../src/reconciler/adoption-listing.ts';
 import { generatedOperations, planLength } from '../../src/reconciler/diff.ts';
 import { ENDPOINT_SHAPES } from '../../src/reconciler/config.ts';
-import { SHARD_MAP_PREFIX } from '../../src/reconciler/endpoint-slots.ts';
+import { isEndpointMap, SHARD_MAP_PREFIX } from '../../src/reconciler/endpoint-slots.ts';
 import { planFullSync, planGeneratedFullSync } from '../../src/reconciler/full-sync.ts';
 import { ownershipMark, TABLE_FORMAT_VERSION, tableOwnership } from '../../src/reconciler/ownership.ts';
 import { renderRuleset } from '../../src/reconciler/ruleset.ts';
@@ -202,61 +196,164 @@ describe.each(ENDPOINT_SHAPES)('planAdoption (endpoint shape %s)', (shape) => {
   });
 });
 
-describe('sets adoption rewrites rather than reads', () => {
+describe('the hairpin set, which adoption derives from the endpoint maps rather than reads', () => {
   const cfg = config({ families: { IPv4: V4, IPv6: V6 }, endpointShape: 'map' });
   const desired = renderRuleset(ports, cfg);
   const fresh = () => freshKernel(desired);
   const unread = (k: FakeKernel): Map<Family, TableListing> => {
     const out = new Map<Family, TableListing>();
-    for (const f of ['ip', 'ip6'] as const) out.set(f, k.listSync(f, T, { skipElementsOf: REWRITTEN_ON_ADOPTION })!);
+    for (const f of ['ip', 'ip6'] as const) out.set(f, k.listSync(f, T, { skipElementsOf: DERIVED_ON_ADOPTION })!);
     return out;
   };
-
-  const rewritten = new Set(REWRITTEN_ON_ADOPTION);
-  /** The elements of the rewritten sets, as the kernel holds them, by "family set". */
-  const rewrittenElements = (k: FakeKernel): Map<string, number> => {
-    const out = new Map<string, number>();
-    for (const f of ['ip', 'ip6'] as const)
-      for (const e of k.listSync(f, T)!.elements) if (rewritten.has(e.set)) out.set(`${f} ${e.set}`, (out.get(`${f} ${e.set}`) ?? 0) + 1);
-    return out;
+  /** Listed as the reconciler lists for an adoption: the endpoint maps' elements held encoded, not decoded. */
+  const asReconciler = (k: FakeKernel): Map<Family, TableListing> =>
+    new Map((['ip', 'ip6'] as const).map((f) => [f, k.listSync(f, T, ADOPTION_LIST_OPTIONS)!]));
+  const derived = new Set(DERIVED_ON_ADOPTION);
+  const hairpinOf = (k: FakeKernel, f: 'ip' | 'ip6'): string[] =>
+    k
+      .listSync(f, T)!
+      .elements.filter((e) => e.set === SET.hairpinEndpoints)
+      .map((e) => e.key[0]!)
+      .sort();
+  const elementsOf = (k: FakeKernel): string[][] =>
+    (['ip', 'ip6'] as const).map((f) =>
+      k
+        .listSync(f, T)!
+        .elements.map((e) => JSON.stringify(e))
+        .sort(),
+    );
+  /** Adopts `desired` over `k` as listed by `list`, commits the plan, and returns it. */
+  const adopt = (k: FakeKernel, list: (k: FakeKernel) => Map<Family, TableListing>): Operation[] => {
+    const plan = planAdoption(desired, list(k), 0);
+    if ('refused' in plan) throw new Error(plan.refused);
+    k.commitSync(plan.ops);
+    return plan.ops;
   };
 
-  it('are listed without their elements, and named as such: the hairpin set, not the shared endpoint maps (read encoded)', () => {
+  it('is listed without its elements, and named as such: the hairpin set, not the shared endpoint maps (read encoded)', () => {
     const l = unread(fresh()).get('ip')!;
-    const present = l.sets.map((x) => x.name).filter((name) => rewritten.has(name));
+    const present = l.sets.map((x) => x.name).filter((name) => derived.has(name));
     expect(present).toEqual(['hairpin-endpoints']);
     const shards = l.sets.map((x) => x.name).filter((name) => name.startsWith(SHARD_MAP_PREFIX) && name !== 'service-endpoints-check');
     expect(shards.length).toBeGreaterThan(0);
     expect(shards.every((name) => READ_ENCODED_ON_ADOPTION.includes(name))).toBe(true);
     expect([...l.elementsNotRead!].sort()).toEqual(present.sort());
-    expect(l.elements.filter((e) => rewritten.has(e.set))).toEqual([]);
+    expect(l.elements.filter((e) => derived.has(e.set))).toEqual([]);
   });
 
-  it('over intact tables: flushed and refilled, nothing else', () => {
-    const plan = planAdoption(desired, unread(fresh()), 0);
-    if ('refused' in plan) throw new Error(plan.refused);
-    const held = rewrittenElements(fresh());
-    expect(held.get('ip hairpin-endpoints')).toBeGreaterThan(0);
-    expect(held.get('ip6 hairpin-endpoints')).toBeGreaterThan(0);
-    const flushed = plan.ops.filter((o) => o.verb === 'flush').map((o) => `${o.object.family} ${(o.object as { name: string }).name}`);
-    expect(flushed.sort()).toEqual([...held.keys()].sort());
-    const added = plan.ops.filter((o) => o.verb === 'add');
-    expect(added.every((o) => o.object.kind === 'element' && rewritten.has(o.object.set))).toBe(true);
-    expect(added).toHaveLength([...held.values()].reduce((a, b) => a + b, 0));
-    expect(plan.ops).toHaveLength(added.length + flushed.length);
-  });
-
-  it('repairs one damaged while no agent ran, without reading it', () => {
+  it('holds, in a fresh replace, exactly the addresses the endpoint maps hold (what the adoption relies on)', () => {
     const k = fresh();
-    const [gone] = k.listSync('ip', T)!.elements.filter((e) => e.set === 'hairpin-endpoints');
+    for (const f of ['ip', 'ip6'] as const) {
+      const l = k.listSync(f, T)!;
+      const maps = new Set(l.sets.filter(isEndpointMap).map((c) => c.name));
+      expect(maps.size).toBeGreaterThan(0);
+      const addresses = new Set(l.elements.filter((e) => maps.has(e.set)).map((e) => (e.value as string[])[0]!));
+      expect(hairpinOf(k, f)).toEqual([...addresses].sort());
+      expect(addresses.size).toBeGreaterThan(0);
+    }
+  });
+
+  it('over intact tables: nothing to commit, read encoded or decoded', () => {
+    for (const list of [unread, asReconciler]) {
+      const plan = planAdoption(desired, list(fresh()), 0);
+      if ('refused' in plan) throw new Error(plan.refused);
+      expect(plan.ops).toEqual([]);
+    }
+  });
+
+  it('follows endpoints that came and went while no agent ran: only their hairpin elements added and deleted', () => {
+    const before = [
+      ...ports.slice(1),
+      sp({ serviceName: 'gone', clusterIP: '10.96.9.9', endpoints: [ep('10.244.66.6'), ep('10.244.66.7')] }),
+      sp({ serviceName: 'gone', family: 'IPv6', clusterIP: 'fd00:96::99', endpoints: [ep('fd00:244::66:6')] }),
+    ];
+    const old = renderRuleset(before, cfg);
+    for (const list of [unread, asReconciler]) {
+      const k = freshKernel(old);
+      expect(hairpinOf(k, 'ip')).toContain('10.244.66.6');
+      expect(hairpinOf(k, 'ip6')).toContain('fd00:244::66:6');
+      const ops = adopt(k, list);
+      // The gone ports' chains are flushed, and deleted by a later sync (stale): the elements are as a fresh replace leaves them.
+      expect(elementsOf(k)).toEqual(elementsOf(fresh()));
+      const hairpin = ops.filter((o) => o.object.kind === 'element' && o.object.set === SET.hairpinEndpoints);
+      expect(
+        hairpin
+          .filter((o) => o.verb === 'delete')
+          .map((o) => `${o.object.family} ${(o.object as { key: string[] }).key[0]}`)
+          .sort(),
+      ).toEqual(['ip 10.244.66.6', 'ip 10.244.66.7', 'ip6 fd00:244::66:6'].filter((x) => !desiredHairpin(x)));
+      expect(ops.some((o) => o.verb === 'flush' && o.object.kind === 'set')).toBe(false);
+    }
+    function desiredHairpin(x: string): boolean {
+      const [f, ip] = x.split(' ');
+      return desired.hairpin.get(f === 'ip' ? 'IPv4' : 'IPv6')?.has(ip!) ?? false;
+    }
+  });
+
+  /** The state a first start leaves when its stages stop before the last: no base chain, and part of the hairpin set. */
+  const cutShort = (): FakeKernel => {
+    const k = new FakeKernel();
+    const ops = planFullSync(desired, 'replace').ops;
+    const base = new Set(ops.flatMap(({ object: o }) => (o.kind === 'chain' && o.base ? [`${o.family} ${o.name}`] : [])));
+    let hairpin = 0;
+    k.commitSync(
+      ops.filter(({ object: o }) => {
+        if (o.kind === 'chain' || o.kind === 'rule') return !base.has(`${o.family} ${o.kind === 'chain' ? o.name : o.chain}`);
+        // Every other hairpin element: a stage that had not landed.
+        if (o.kind === 'element' && o.set === SET.hairpinEndpoints) return hairpin++ % 2 === 0;
+        return true;
+      }),
+    );
+    expect(hairpin).toBeGreaterThan(2);
+    return k;
+  };
+
+  it('is rewritten whole over tables a first start left without their base chains, read encoded or decoded', () => {
+    for (const list of [unread, asReconciler]) {
+      const k = cutShort();
+      const ops = adopt(k, list);
+      expect(listingsWithoutHandles(k)).toEqual(listingsWithoutHandles(fresh()));
+      const flushed = ops
+        .filter((o) => o.verb === 'flush' && o.object.kind === 'set')
+        .map((o) => `${o.object.family} ${(o.object as { name: string }).name}`);
+      expect(flushed.sort()).toEqual(['ip hairpin-endpoints', 'ip6 hairpin-endpoints']);
+    }
+  });
+
+  it('changed by hand while no agent ran: what the maps say is kept, until a reassert writes it whole again', () => {
+    const k = fresh();
+    const [gone] = k.listSync('ip', T)!.elements.filter((e) => e.set === SET.hairpinEndpoints);
+    const stray: Operation['object'] = {
+      kind: 'element',
+      family: 'ip',
+      table: T,
+      set: SET.hairpinEndpoints,
+      key: ['10.244.99.9', '10.244.99.9'],
+    };
     k.commitSync([
       { verb: 'delete', object: gone! },
-      { verb: 'add', object: { kind: 'element', family: 'ip', table: T, set: 'hairpin-endpoints', key: ['10.244.99.9', '10.244.99.9'] } },
+      { verb: 'add', object: stray },
     ]);
-    const plan = planAdoption(desired, unread(k), 0);
-    if ('refused' in plan) throw new Error(plan.refused);
-    k.commitSync(plan.ops);
+    expect(adopt(k, asReconciler)).toEqual([]);
+    expect(hairpinOf(k, 'ip')).not.toContain(gone!.key[0]);
+    expect(hairpinOf(k, 'ip')).toContain('10.244.99.9');
+    k.commitSync(planFullSync(desired, 'reassert').ops);
     expect(listingsWithoutHandles(k)).toEqual(listingsWithoutHandles(fresh()));
+  });
+
+  it('refuses to commit (the reconciler then replaces) when an address the maps hold and nothing wants is missing from it', () => {
+    const k = freshKernel(
+      renderRuleset([...ports, sp({ serviceName: 'gone', clusterIP: '10.96.9.9', endpoints: [ep('10.244.66.6')] })], cfg),
+    );
+    k.commitSync([
+      {
+        verb: 'delete',
+        object: { kind: 'element', family: 'ip', table: T, set: SET.hairpinEndpoints, key: ['10.244.66.6', '10.244.66.6'] },
+      },
+    ]);
+    const plan = planAdoption(desired, asReconciler(k), 0);
+    if ('refused' in plan) throw new Error(plan.refused);
+    expect(() => k.commitSync(plan.ops)).toThrow(/ENOENT/);
   });
 });
 
@@ -269,7 +366,7 @@ describe('the adoption plan the reconciler commits', () => {
   /** A kernel holding the desired ruleset, then changed behind the agent's back: elements of read sets gone, changed and added. */
   const damaged = (): FakeKernel => {
     const k = freshKernel(desired);
-    const read = k.listSync('ip', T)!.elements.filter((e) => !REWRITTEN_ON_ADOPTION.includes(e.set));
+    const read = k.listSync('ip', T)!.elements.filter((e) => !DERIVED_ON_ADOPTION.includes(e.set));
     expect(read.length).toBeGreaterThan(3);
     const changed = read[0]!;
     // Every read element of the family gone (its sets' elements come back interleaved, service by service), one changed.
@@ -312,8 +409,20 @@ describe('the adoption plan the reconciler commits', () => {
     return listings;
   };
 
+  /** The listings of `k` as if it had no base chain (a first start cut short): adoption rewrites the hairpin set. */
+  const withoutBaseChains = (k: FakeKernel): Map<Family, TableListing> => {
+    const listings = unread(k);
+    for (const [f, l] of listings) listings.set(f, { ...l, chains: l.chains.filter((c) => c.base === undefined) });
+    return listings;
+  };
+
   it('makes the refilled sets’ slots and hairpin elements as runs, which encode to the batch its operations encode to', () => {
-    const cases = [unread(freshKernel(desired)), unread(damaged()), withoutAShardMap(freshKernel(desired))];
+    const cases = [
+      unread(freshKernel(desired)),
+      unread(damaged()),
+      withoutAShardMap(freshKernel(desired)),
+      withoutBaseChains(freshKernel(desired)),
+    ];
     for (const [i, listings] of cases.entries()) {
       const plan = planGeneratedAdoption(desired, listings, 0);
       if ('refused' in plan) throw new Error(plan.refused);
@@ -321,7 +430,8 @@ describe('the adoption plan the reconciler commits', () => {
       const made = Array.from(generatedOperations(plan.generated!));
       expect(Array.from(runOperations(items))).toEqual(made);
       const runSets = new Set(items.filter(isElementRun).map((r) => r.set));
-      expect(runSets.has(SET.hairpinEndpoints)).toBe(true);
+      // The hairpin set's elements are a run only where it is rewritten whole; else each wanted one the maps lack is added.
+      expect(runSets.has(SET.hairpinEndpoints)).toBe(i === 3);
       // Slots are runs only where their map is refilled (new): a listed one's are compared.
       expect([...runSets].some((set) => set.startsWith(SHARD_MAP_PREFIX))).toBe(i === 2);
       const sets = [

@@ -7,6 +7,7 @@
 
 import { type Element, type EncodedElements, heldEncoded, type NftMap, type NftSet, type WantedElements } from '../objects.ts';
 import { elementKey } from './state.ts';
+import { valueBytes } from '../values.ts';
 
 interface HeldSet {
   readonly container: NftSet | NftMap;
@@ -45,6 +46,13 @@ export class HeldElements implements EncodedElements {
     }
     s.kept.add(k);
     return true;
+  }
+
+  forEachData(set: string, fn: (bytes: Uint8Array, at: number) => void): void {
+    const s = this.#sets.get(set);
+    if (s === undefined || s.container.kind !== 'map' || !Array.isArray(s.container.dataType)) return;
+    const type = s.container.dataType[0]!;
+    for (const e of s.byKey.values()) if (Array.isArray(e.value)) fn(valueBytes(type, e.value[0]!), 0);
   }
 
   notKept(set: string): Element[] {

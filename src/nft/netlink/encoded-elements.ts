@@ -152,6 +152,12 @@ export class ListedEncodedElements implements EncodedElements {
         );
   }
 
+  forEachData(set: string, fn: (bytes: Uint8Array, at: number) => void): void {
+    const s = this.#sets.get(set);
+    if (s?.data === undefined) return;
+    for (let e = 0; e < s.count; e++) fn(s.bytes, e * s.width + s.key.len);
+  }
+
   /** Wanted element i of `run`, key then data, in the scratch buffer; undefined when a value cannot be written (the commit says why). */
   #encode(s: HeldSet, run: WantedElements, i: number): Uint8Array | undefined {
     const len = s.width;
