@@ -65,33 +65,38 @@ export function derivedHairpinChanges(
   return { add: wanted.filter((ip) => !listed.take(ip)), remove: listed.untaken() };
 }
 
+const FREE = 0;
+const LISTED = 1;
+const TAKEN = 2;
+
 /**
  * The endpoint addresses a listed table's endpoint maps hold. At 100k Services
- * x 10 endpoints the maps hold a million slots: IPv4 addresses are kept as
- * 32-bit values in a typed array, sorted and made distinct once, and looked up
- * by halving; IPv6 ones (rarer) by their text.
+ * x 10 endpoints the maps hold a million slots: IPv4 addresses are kept by
+ * their 32-bit values in an open-addressing table of typed arrays (as
+ * AddressCounts keeps the wanted ones), IPv6 ones (rarer) by their text.
  */
 class ListedEndpointAddresses {
-  #v4 = new Uint32Array(1024);
-  #v4Count = 0;
-  /** Set once the IPv4 values are sorted and distinct: which of them take() found. */
-  #v4Taken: Uint8Array | undefined;
+  #values = new Uint32Array(1024);
+  /** At each slot: FREE, LISTED, or TAKEN (listed, and found by take()). */
+  #state = new Uint8Array(1024);
+  #shift = 32 - 10;
+  #used = 0;
   /** IPv6 addresses by canonical text: whether take() found them. */
   readonly #v6 = new Map<string, boolean>();
 
   /** An address as a map's element holds it: 4 or 16 bytes at `at` of `bytes`. */
   addBytes(bytes: Uint8Array, at: number, length: 4 | 16): void {
-    if (this.#v4Taken) throw new Error('ListedEndpointAddresses: addresses added after the first take()');
     if (length === 16) {
       this.#v6.set(formatIPv6(bytes.subarray(at, at + 16)), false);
       return;
     }
-    if (this.#v4Count === this.#v4.length) {
-      const grown = new Uint32Array(this.#v4.length * 2);
-      grown.set(this.#v4);
-      this.#v4 = grown;
-    }
-    this.#v4[this.#v4Count++] = ((bytes[at]! << 24) | (bytes[at + 1]! << 16) | (bytes[at + 2]! << 8) | bytes[at + 3]!) >>> 0;
+    const value = ((bytes[at]! << 24) | (bytes[at + 1]! << 16) | (bytes[at + 2]! << 8) | bytes[at + 3]!) >>> 0;
+    if ((this.#used + 1) * 2 > this.#values.length) this.#grow();
+    const slot = this.#slot(value);
+    if (this.#state[slot] !== FREE) return;
+    this.#values[slot] = value;
+    this.#state[slot] = LISTED;
+    this.#used++;
   }
 
   /** An address as a decoded element gives it (canonical text, as the listing formats it). */
@@ -102,7 +107,6 @@ class ListedEndpointAddresses {
 
   /** Whether the maps hold `ip` (a wanted hairpin address); marks it found. */
   take(ip: string): boolean {
-    const taken = this.#seal();
     if (ip.includes(':')) {
       const text = formatIPv6(valueBytes('ipv6_addr', ip));
       const found = this.#v6.get(text);
@@ -112,27 +116,19 @@ class ListedEndpointAddresses {
     }
     let value = canonicalIPv4Value(ip);
     if (value < 0) value = canonicalIPv4Value(formatIPv4(valueBytes('ipv4_addr', ip)));
-    const v4 = this.#v4;
-    let lo = 0;
-    let hi = this.#v4Count;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (v4[mid]! < value) lo = mid + 1;
-      else hi = mid;
-    }
-    if (lo === this.#v4Count || v4[lo] !== value) return false;
-    taken[lo] = 1;
+    const slot = this.#slot(value);
+    if (this.#state[slot] === FREE) return false;
+    this.#state[slot] = TAKEN;
     return true;
   }
 
   /** The addresses take() did not find, as texts. */
   untaken(): string[] {
-    const taken = this.#seal();
     const out: string[] = [];
     const quad = new Uint8Array(4);
-    for (let i = 0; i < this.#v4Count; i++) {
-      if (taken[i] === 1) continue;
-      const v = this.#v4[i]!;
+    for (let i = 0; i < this.#state.length; i++) {
+      if (this.#state[i] !== LISTED) continue;
+      const v = this.#values[i]!;
       quad[0] = v >>> 24;
       quad[1] = (v >>> 16) & 0xff;
       quad[2] = (v >>> 8) & 0xff;
@@ -143,14 +139,25 @@ class ListedEndpointAddresses {
     return out;
   }
 
-  /** Sorts the IPv4 values and drops repeats (an address serves several ports), once. */
-  #seal(): Uint8Array {
-    if (this.#v4Taken) return this.#v4Taken;
-    const v4 = this.#v4.subarray(0, this.#v4Count).sort();
-    let n = 0;
-    for (let i = 0; i < v4.length; i++) if (n === 0 || v4[i] !== v4[n - 1]) v4[n++] = v4[i]!;
-    this.#v4Count = n;
-    this.#v4Taken = new Uint8Array(n);
-    return this.#v4Taken;
+  /** Where `value` is, or the free slot where it would go (linear probing from its Fibonacci hash). */
+  #slot(value: number): number {
+    const mask = this.#values.length - 1;
+    let slot = Math.imul(value, 0x9e3779b1) >>> this.#shift;
+    while (this.#state[slot] !== FREE && this.#values[slot] !== value) slot = (slot + 1) & mask;
+    return slot;
+  }
+
+  #grow(): void {
+    const values = this.#values;
+    const state = this.#state;
+    this.#values = new Uint32Array(values.length * 2);
+    this.#state = new Uint8Array(values.length * 2);
+    this.#shift--;
+    for (let i = 0; i < values.length; i++) {
+      if (state[i] === FREE) continue;
+      const slot = this.#slot(values[i]!);
+      this.#values[slot] = values[i]!;
+      this.#state[slot] = state[i]!;
+    }
   }
 }
