@@ -168,10 +168,11 @@ export class MemoryReleaser {
    * SMALL_FULL_SYNC_SERVICES): what stays is the model, the claims and the
    * counts. Not an adoption: it holds its renderings for its
    * encoding, its peak is behind it (the kernel's listing beside the render),
-   * and its batch was mostly the hairpin set's rewrite then. Collecting there took
-   * 0.1-0.2 s of a 10k restart and 0.5-1.5 s of a 100k one for at most a few
-   * tens of MiB of a restart's VmHWM (alternated pairs; README, "What a
-   * restart costs").
+   * and its batch was, when this was measured, mostly the hairpin set's
+   * rewrite (adoption derives that set now: adoption-listing.ts). Collecting
+   * there took 0.1-0.2 s of a 10k restart and 0.5-1.5 s of a 100k one for at
+   * most a few tens of MiB of a restart's VmHWM (alternated pairs; README,
+   * "What a restart costs").
    */
   planned(kind: SyncReport['kind'], ops: number, adoption: boolean): void {
     if (kind === 'full' && !adoption && ops >= LARGE_SYNC_OPS) this.#release('rendering of a large full sync');

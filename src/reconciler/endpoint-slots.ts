@@ -52,11 +52,12 @@ export function endpointMapTypes(family: IPFamily): { keyType: DataType[]; dataT
   return { keyType: ['integer'], dataType: [addrType(family), 'inet_service'] };
 }
 
-/** Whether a listed container is an endpoint map (a shard or a policy chain's own): a slot number to an address and port. */
+/** Whether a listed container is an endpoint map (a shard or a policy chain's own): of endpointMapTypes. */
 export function isEndpointMap(c: NftSet | NftMap): boolean {
-  if (c.kind !== 'map' || c.keyType.length !== 1 || c.keyType[0] !== 'integer' || !Array.isArray(c.dataType)) return false;
-  const [addr, port, ...rest] = c.dataType as readonly DataType[];
-  return (addr === 'ipv4_addr' || addr === 'ipv6_addr') && port === 'inet_service' && rest.length === 0;
+  if (c.kind !== 'map' || !Array.isArray(c.dataType)) return false;
+  const want = endpointMapTypes(c.family === 'ip6' ? 'IPv6' : 'IPv4');
+  const same = (a: readonly DataType[], b: readonly DataType[]) => a.length === b.length && a.every((t, i) => t === b[i]);
+  return same(c.keyType, want.keyType) && same(c.dataType as readonly DataType[], want.dataType);
 }
 
 export function shardOf(r: EndpointRegion): number {
