@@ -271,6 +271,11 @@ export interface WantedElements {
   value(i: number, part: number): string | number;
 }
 
+/** Whether two concatenations of data types are the same, part by part. */
+export function sameTypes(a: readonly DataType[], b: readonly DataType[]): boolean {
+  return a.length === b.length && a.every((t, i) => t === b[i]);
+}
+
 /**
  * Whether a container's elements can be held encoded (ListOptions.elementsEncodedOf): a key of fixed
  * length, no intervals, data (if any) a concatenation, as runs' are.

@@ -14,6 +14,7 @@ import {
   type NftObjectKind,
   type NftSet,
   type Operation,
+  sameTypes,
   type SetFlag,
   type Verb,
 } from './objects.ts';
@@ -198,10 +199,6 @@ export function checkElementRun(run: ElementRun, ctx: CheckContext): void {
   const data = c.kind === 'map' ? c.dataType : undefined;
   if (run.dataType === undefined ? data !== undefined : !Array.isArray(data) || !sameTypes(data, run.dataType))
     fail(`${c.kind} ${c.name} does not hold ${run.dataType ? run.dataType.join(' . ') : 'no'} values`);
-}
-
-function sameTypes(a: readonly DataType[], b: readonly DataType[]): boolean {
-  return a.length === b.length && a.every((t, i) => t === b[i]);
 }
 
 function checkBase(base: NonNullable<Extract<NftObject, { kind: 'chain' }>['base']>): void {

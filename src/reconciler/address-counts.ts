@@ -21,7 +21,7 @@ export function canonicalIPv4Value(s: string): number {
 }
 
 /** Fibonacci hashing: the top bits of the product, `shift` being 32 less the table's log2 size. */
-function slotOf(value: number, shift: number): number {
+export function slotOf(value: number, shift: number): number {
   return Math.imul(value, 0x9e3779b1) >>> shift;
 }
 

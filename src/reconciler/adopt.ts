@@ -30,7 +30,7 @@ import { hairpinElement } from './element-claims.ts';
 import { elementCount, forEachElementOf, type Fragment, isDynamicSet, SlotElements, type SlotRun } from './fragment.ts';
 import type { GeneratedItem } from '../nft/element-run.ts';
 import { additionsOf, elementsBySet, hairpinAdditions } from './full-sync.ts';
-import { DERIVED_ON_ADOPTION, derivedHairpinChanges } from './adoption-listing.ts';
+import { derivedHairpinChanges } from './adoption-listing.ts';
 import { SET } from './names.ts';
 import { forEachFragmentItem, type Ruleset } from './ruleset.ts';
 import { tableFamily } from './statements.ts';
@@ -152,8 +152,8 @@ interface TableElements {
   dynamic: Set<string>;
   /** Sets whose wanted elements are all added, none compared: new, or flushed (their elements were not read). */
   refilled: Set<string>;
-  /** Sets whose elements were not read but follow from the endpoint maps' (DERIVED_ON_ADOPTION). */
-  derived: Set<string>;
+  /** The hairpin set's elements were not read but follow from the endpoint maps' (DERIVED_ON_ADOPTION). */
+  hairpinDerived: boolean;
   /** Sets deleted: their elements go with them. */
   deleted: Set<string>;
 }
@@ -201,20 +201,21 @@ function adoptTable(
   stats: SyncStats,
 ): TableElements | string {
   const containers = new Map<string, NftSet | NftMap>(have.sets.map((s) => [s.name, s]));
-  const elements: TableElements = { have, dynamic: new Set(), refilled: new Set(), derived: new Set(), deleted: new Set() };
+  const elements: TableElements = { have, dynamic: new Set(), refilled: new Set(), hairpinDerived: false, deleted: new Set() };
+  const haveChains = new Map<string, Chain>(have.chains.map((c) => [c.name, c]));
   // A first start hooks its base chains in its last transaction: tables with every wanted one hold each commit
   // in full, so the unread hairpin set holds what the endpoint maps say. Else it is rewritten whole.
-  const listedChains = new Set(have.chains.map((c) => c.name));
-  const whole = want.chains.every((c) => c.base === undefined || listedChains.has(c.name));
+  const whole = want.chains.every((c) => c.base === undefined || haveChains.has(c.name));
   const notRead = new Set(have.elementsNotRead);
   for (const s of want.sets) {
     const old = containers.get(s.name);
     containers.delete(s.name);
     if (isDynamicSet(s)) elements.dynamic.add(s.name);
-    else if (old && notRead.has(s.name) && whole && DERIVED_ON_ADOPTION.includes(s.name)) elements.derived.add(s.name);
-    else if (!old || notRead.has(s.name)) elements.refilled.add(s.name);
-    if (old && notRead.has(s.name) && !elements.dynamic.has(s.name) && !elements.derived.has(s.name)) {
-      p.flushSets.push({ verb: 'flush', object: s });
+    else if (old && notRead.has(s.name) && whole && s.name === SET.hairpinEndpoints) elements.hairpinDerived = true;
+    else if (!old || notRead.has(s.name)) {
+      elements.refilled.add(s.name);
+      // Listed, its elements not read: flushed, and every wanted one added.
+      if (old) p.flushSets.push({ verb: 'flush', object: s });
     }
     if (!old) {
       p.addSets.push({ verb: 'add', object: s });
@@ -246,7 +247,6 @@ function adoptTable(
   }
   for (const old of flowtables.values()) p.deleteFlowtables.push(flowtableDelete(old));
 
-  const haveChains = new Map<string, Chain>(have.chains.map((c) => [c.name, c]));
   // A listing read with rulesOnDemand decodes a chain's rules here, once, and they are dropped after the comparison.
   const listed = have.rulesOf ? undefined : Map.groupBy(have.rules, (r) => r.chain);
   const haveRulesOf = have.rulesOf ?? ((chain: string) => listed!.get(chain) ?? []);
@@ -337,7 +337,7 @@ function adoptElements(desired: Ruleset, tables: ReadonlyMap<Family, TableElemen
     const t = tables.get(tableFamily(family));
     if (t === undefined) continue;
     const counts = desired.hairpin.get(family);
-    if (t.derived.has(SET.hairpinEndpoints)) {
+    if (t.hairpinDerived) {
       const { add, remove } = derivedHairpinChanges(t.have, family, counts?.keyList() ?? []);
       for (const ip of add) p.addElements.push({ verb: 'add', object: hairpinElement(family, desired.config.tableName, ip) });
       for (const ip of remove) p.deleteElements.push({ verb: 'delete', object: hairpinElement(family, desired.config.tableName, ip) });

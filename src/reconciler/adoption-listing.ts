@@ -7,7 +7,7 @@ import { formatIPv4, formatIPv6 } from '../net/ip.ts';
 import type { TableListing } from '../nft/dataplane.ts';
 import type { ListOptions } from '../nft/objects.ts';
 import { valueBytes } from '../nft/values.ts';
-import { canonicalIPv4Value } from './address-counts.ts';
+import { canonicalIPv4Value, slotOf } from './address-counts.ts';
 import { ENDPOINT_MAP_SHARDS, isEndpointMap, shardMapName } from './endpoint-slots.ts';
 import { SET } from './names.ts';
 
@@ -139,10 +139,10 @@ class ListedEndpointAddresses {
     return out;
   }
 
-  /** Where `value` is, or the free slot where it would go (linear probing from its Fibonacci hash). */
+  /** Where `value` is, or the free slot where it would go (linear probing from AddressCounts' hash). */
   #slot(value: number): number {
     const mask = this.#values.length - 1;
-    let slot = Math.imul(value, 0x9e3779b1) >>> this.#shift;
+    let slot = slotOf(value, this.#shift);
     while (this.#state[slot] !== FREE && this.#values[slot] !== value) slot = (slot + 1) & mask;
     return slot;
   }

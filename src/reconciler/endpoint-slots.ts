@@ -27,7 +27,7 @@
 // the ports whose collision status flipped.
 
 import type { IPFamily } from '../k8s/types.ts';
-import type { DataType, NftMap, NftSet } from '../nft/objects.ts';
+import { type DataType, type NftMap, type NftSet, sameTypes } from '../nft/objects.ts';
 import { fnv1a32, mix } from './names.ts';
 import { OverlayMap } from './overlay-map.ts';
 import { addrType } from './statements.ts';
@@ -56,8 +56,7 @@ export function endpointMapTypes(family: IPFamily): { keyType: DataType[]; dataT
 export function isEndpointMap(c: NftSet | NftMap): boolean {
   if (c.kind !== 'map' || !Array.isArray(c.dataType)) return false;
   const want = endpointMapTypes(c.family === 'ip6' ? 'IPv6' : 'IPv4');
-  const same = (a: readonly DataType[], b: readonly DataType[]) => a.length === b.length && a.every((t, i) => t === b[i]);
-  return same(c.keyType, want.keyType) && same(c.dataType as readonly DataType[], want.dataType);
+  return sameTypes(c.keyType, want.keyType) && sameTypes(c.dataType as readonly DataType[], want.dataType);
 }
 
 export function shardOf(r: EndpointRegion): number {
