@@ -49,6 +49,15 @@ const concatInterval: NftSet = {
   keyType: ['ipv4_addr', 'inet_service'],
   flags: ['interval'],
 };
+const rangeVerdicts: NftMap = {
+  kind: 'map',
+  family: fam,
+  table: T,
+  name: 'range-verdicts',
+  keyType: ['ipv4_addr'],
+  dataType: 'verdict',
+  flags: ['interval'],
+};
 const affinity: NftSet = {
   kind: 'set',
   family: fam,
@@ -286,11 +295,17 @@ describe('elements', () => {
       el('cidrs', ['10.0.0.0/8']),
       el('cidrs', ['192.0.2.7']),
       el('ranges', ['198.51.100.0/24', '80']),
+      el('ranges', ['192.0.2.0/28', '53'], undefined, { comment: 'dns' }),
+      // An interval map's elements carry values and comments as an exact map's do.
+      el('range-verdicts', ['10.0.0.0/8'], { verdict: 'goto', chain: 'svc-a' }, { comment: 'pods' }),
+      el('range-verdicts', ['192.0.2.7'], { verdict: 'drop' }),
       el('marks', ['eth0'], '0x4000'),
       el('affinity', ['203.0.113.5'], undefined, { timeout: 60 }),
     ];
     await dp.commit(
-      dp.begin().queueAll([...add(table, regular, vmap, intervalSet, concatInterval, dataMap, affinity), ...add(...elements)]),
+      dp
+        .begin()
+        .queueAll([...add(table, regular, vmap, intervalSet, concatInterval, rangeVerdicts, dataMap, affinity), ...add(...elements)]),
     );
     cover('element', 'add');
     const l = (await dp.list('ip', T))!;
@@ -306,6 +321,12 @@ describe('elements', () => {
     expect(vips).toContain('{"concat":["10.96.0.1","tcp",443]},{"goto":{"target":"svc-a"}}');
     expect(vips).toContain('"concat":["10.96.0.2","udp",53]');
     expect(vips).toContain('"comment":"dns"');
+    expect(JSON.stringify(nftSets.find((s) => s.name === 'range-verdicts')!.elem)).toBe(
+      JSON.stringify([
+        [{ elem: { val: { prefix: { addr: '10.0.0.0', len: 8 } }, comment: 'pods' } }, { goto: { target: 'svc-a' } }],
+        ['192.0.2.7', { drop: null }],
+      ]),
+    );
 
     const dup = el('cidrs', ['192.0.2.7']);
     const err = await commitError(() => dp.commit(dp.begin().queueAll([op('create', el('cidrs', ['192.0.2.9'])), op('create', dup)])));
@@ -326,6 +347,9 @@ describe('elements', () => {
       'affinity 203.0.113.5',
       'cidrs 192.0.2.7',
       'marks eth0',
+      'range-verdicts 10.0.0.0/8',
+      'range-verdicts 192.0.2.7',
+      'ranges 192.0.2.0/28 53',
       'service-ips 10.96.0.2 udp 53',
       'service-ips 10.96.0.3 tcp 8080',
     ]);

@@ -2,14 +2,14 @@
 // one run of same-verb element operations, become one record (the addon splits
 // it into messages), each key written in place from its texts.
 
-import { isVerdictValue, type DataType, type Element, type NftMap, type NftSet, type Operation, type Verdict } from '../objects.ts';
+import { isVerdictValue, type DataType, type Element, type NftMap, type NftSet, type Operation } from '../objects.ts';
 import { AT, ELEM_ATTR, ELEM_FLAG_INTERVAL_END, MSG, NLM_F, UDATA_COMMENT, VERDICT_CODE } from './kernel-constants.ts';
 import { dataBytes, keyBytes, writeKeyBytes } from './operands.ts';
 import { bytesMinusOne, prefixRange } from '../values.ts';
-import type { Attr, ByteWriter } from './wire.ts';
+import type { ByteWriter } from './wire.ts';
 import {
   beginElementRecord,
-  comment,
+  commentBytes,
   dataLayout,
   type DataLayout,
   elementAttrCount,
@@ -18,7 +18,6 @@ import {
   NftEncodeError,
   padTo4,
   partOffsets,
-  withId,
   type RecordSink,
 } from './encode-parts.ts';
 
@@ -82,10 +81,41 @@ function elementData(c: NftMap, v: string | string[], i: number): Uint8Array {
   }
 }
 
-function verdictAttrs(v: Verdict): Attr[] {
-  const a: Attr[] = [{ id: ELEM_ATTR.VERDICT, type: 'u32', value: VERDICT_CODE[v.verdict] >>> 0 }];
-  if (v.verdict === 'jump' || v.verdict === 'goto') a.push({ id: ELEM_ATTR.CHAIN, type: 'str', value: v.chain });
-  return a;
+/** A map's data layout, or undefined where its elements take no data (a set, a verdict map). */
+function dataLayoutOf(c: NftSet | NftMap): DataLayout | undefined {
+  return c.kind === 'map' && c.dataType !== 'verdict' ? dataLayout(c.dataType) : undefined;
+}
+
+/**
+ * Writes what an added element defines besides its key, its value, timeout
+ * and comment, in place after the key. Returns how many attributes it wrote.
+ */
+function writeElementDefinition(w: ByteWriter, c: NftSet | NftMap, data: DataLayout | undefined, e: Element, i: number): number {
+  let n = 0;
+  const v = e.value;
+  if (v !== undefined) {
+    if (!isVerdictValue(v)) {
+      if (c.kind !== 'map' || !data) throw new NftEncodeError(i, `${c.name} takes no value ${String(v)}`);
+      writeElementData(w, data, c, v, i);
+      n++;
+    } else {
+      w.attrU32(ELEM_ATTR.VERDICT, VERDICT_CODE[v.verdict]);
+      n++;
+      if (v.verdict === 'jump' || v.verdict === 'goto') {
+        w.attrStr(ELEM_ATTR.CHAIN, v.chain);
+        n++;
+      }
+    }
+  }
+  if (e.timeout !== undefined) {
+    w.attrU64(ELEM_ATTR.TIMEOUT, BigInt(e.timeout) * 1000n);
+    n++;
+  }
+  if (e.comment !== undefined) {
+    w.attrBytes(ELEM_ATTR.USERDATA, commentBytes(UDATA_COMMENT.element, e.comment));
+    n++;
+  }
+  return n;
 }
 
 /** Elements of a set without intervals: each key written in place from its texts. Returns how many were written. */
@@ -102,8 +132,7 @@ function writeExactElements(
   let count = 0;
   const keyLen = keyLength(c.keyType);
   const offsets = partOffsets(c.keyType);
-  const verdictMap = c.kind === 'map' && c.dataType === 'verdict';
-  const data = c.kind === 'map' && !verdictMap ? dataLayout(c.dataType) : undefined;
+  const data = dataLayoutOf(c);
   const types = c.keyType;
   const parts = types.length;
   for (let q = from; q < to; q++) {
@@ -120,32 +149,7 @@ function writeExactElements(
       throw new NftEncodeError(i, `bad element key ${JSON.stringify(key)}: ${(err as Error).message}`, { cause: err });
     }
     w.seek(p + keyLen);
-    let n = 1;
-    if (defining) {
-      const v = e.value;
-      if (v !== undefined) {
-        if (!isVerdictValue(v)) {
-          if (c.kind !== 'map' || !data) throw new NftEncodeError(i, `${c.name} takes no value ${String(v)}`);
-          writeElementData(w, data, c, v, i);
-          n++;
-        } else {
-          w.attrU32(ELEM_ATTR.VERDICT, VERDICT_CODE[v.verdict]);
-          n++;
-          if (v.verdict === 'jump' || v.verdict === 'goto') {
-            w.attrStr(ELEM_ATTR.CHAIN, v.chain);
-            n++;
-          }
-        }
-      }
-      if (e.timeout !== undefined) {
-        w.attr({ id: ELEM_ATTR.TIMEOUT, type: 'u64', value: BigInt(e.timeout) * 1000n });
-        n++;
-      }
-      if (e.comment !== undefined) {
-        w.attr(withId(comment(UDATA_COMMENT.element, e.comment), ELEM_ATTR.USERDATA)[0]!);
-        n++;
-      }
-    }
+    const n = 1 + (defining ? writeElementDefinition(w, c, data, e, i) : 0);
     elementAttrCount(w, p, n);
     count++;
   }
@@ -164,6 +168,7 @@ function writeIntervalElements(
   defining: boolean,
 ): number {
   const concat = c.keyType.length > 1;
+  const data = dataLayoutOf(c);
   let count = 0;
   for (let q = from; q < to; q++) {
     const local = at(q);
@@ -177,22 +182,16 @@ function writeIntervalElements(
       throw new NftEncodeError(i, `bad element key ${JSON.stringify(e.key)}: ${(err as Error).message}`, { cause: err });
     }
     const key = concat ? concatParts(parts.map((p) => p.start)) : parts[0]!.start;
-    const attrs: Attr[] = [{ id: ELEM_ATTR.KEY, type: 'bytes', value: key }];
-    if (concat) attrs.push({ id: ELEM_ATTR.KEY_END, type: 'bytes', value: concatParts(parts.map((p) => p.last)) });
-    if (defining) {
-      if (e.value !== undefined) {
-        if (!isVerdictValue(e.value)) {
-          if (c.kind !== 'map' || c.dataType === 'verdict') throw new NftEncodeError(i, `${c.name} takes no value ${String(e.value)}`);
-          attrs.push({ id: ELEM_ATTR.DATA, type: 'bytes', value: elementData(c, e.value, i) });
-        } else {
-          attrs.push(...verdictAttrs(e.value));
-        }
-      }
-      if (e.timeout !== undefined) attrs.push({ id: ELEM_ATTR.TIMEOUT, type: 'u64', value: BigInt(e.timeout) * 1000n });
-      attrs.push(...withId(comment(UDATA_COMMENT.element, e.comment), ELEM_ATTR.USERDATA));
+    const keyAt = elementHead(w, i, key.length);
+    w.raw.set(key, keyAt);
+    w.seek(keyAt + key.length);
+    let n = 1;
+    if (concat) {
+      w.attrBytes(ELEM_ATTR.KEY_END, concatParts(parts.map((p) => p.last)));
+      n++;
     }
-    w.u32(i);
-    w.attrs(attrs);
+    if (defining) n += writeElementDefinition(w, c, data, e, i);
+    elementAttrCount(w, keyAt, n);
     count++;
     // A single-key interval element is a start and, unless it runs to the top, an end marker.
     const end = parts[0]!.endExclusive;
