@@ -108,9 +108,14 @@ class ListedEndpointAddresses {
   /** Whether the maps hold `ip` (a wanted hairpin address); marks it found. */
   take(ip: string): boolean {
     if (ip.includes(':')) {
-      const text = formatIPv6(valueBytes('ipv6_addr', ip));
-      const found = this.#v6.get(text);
-      if (found === undefined) return false;
+      // The model's addresses are canonical, as the listed ones: only one not found is read to be sure.
+      let text = ip;
+      let found = this.#v6.get(text);
+      if (found === undefined) {
+        text = formatIPv6(valueBytes('ipv6_addr', ip));
+        if (text !== ip) found = this.#v6.get(text);
+        if (found === undefined) return false;
+      }
       if (!found) this.#v6.set(text, true);
       return true;
     }
