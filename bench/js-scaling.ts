@@ -8,7 +8,8 @@
 // next. What it shows: whether any stage grows faster than the work (the issue
 // asks for JS time per endpoint within 25% from 10k to 100k).
 //
-// BENCH_SIZES=10k,30k,100k (default; labels as in bench/sizes.ts). Needs no
+// BENCH_SIZES=10k,30k,100k (default; labels as in bench/sizes.ts, "10kv6" an
+// IPv6 cluster's: the IPv6 codec and tables are paths of their own). Needs no
 // root. The last line is one JSON object.
 
 import { execFileSync } from 'node:child_process';
@@ -52,7 +53,7 @@ function unwrap<T>(p: { ok: true; value: T } | { ok: false; reason: string }): T
 
 /** One size, in this process: every stage once, timed. */
 function measure(size: BenchSize): SizeFigures {
-  const command = parseCommandLine(['--kubeconfig=/dev/null', ...agentFlags('1s')]);
+  const command = parseCommandLine(['--kubeconfig=/dev/null', ...agentFlags('1s', 'map', size.family)]);
   if (command.command !== 'run') throw new Error('unexpected command');
   const gates = parseFeatureGates(command.options.featureGates);
   const ms = {} as Record<Stage, number>;
@@ -69,13 +70,13 @@ function measure(size: BenchSize): SizeFigures {
   };
 
   const pool = new StringPool();
-  const node = unwrap(projectNode(nodeObject(), pool));
+  const node = unwrap(projectNode(nodeObject(size.family), pool));
   const { services, slices } = time('project', () => {
     const services = [];
     const slices = [];
     for (let i = 0; i < size.services; i++) {
-      services.push(unwrap(projectService(serviceObject(i), pool)));
-      slices.push(unwrap(projectEndpointSlice(sliceObject(i, undefined, size.endpoints), pool)));
+      services.push(unwrap(projectService(serviceObject(i, size.family), pool)));
+      slices.push(unwrap(projectEndpointSlice(sliceObject(i, undefined, size.endpoints, size.family), pool)));
     }
     return { services, slices };
   });

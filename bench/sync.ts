@@ -63,6 +63,8 @@ const BUSY_SAMPLES = 5;
 /** Children timed for the floor; the quickest counts. */
 const FLOOR_RUNS = 3;
 const SIZES = parseSizes(argValue('sizes') ?? process.env.BENCH_SIZES ?? '1k,10k,30k,100k,5k50,44k1');
+// Its raw load, nft -f and one-change comparisons are written for the IPv4 cluster.
+for (const s of SIZES) if (s.family !== 'IPv4') throw new Error(`bench:sync: ${s.label}: IPv6 sizes are bench:js-scaling's only`);
 /** Above this many endpoints the raw load and nft -f are left out (nft -f alone would need GiBs and minutes). */
 const COMPARE_MAX_ENDPOINTS = Number(process.env.BENCH_COMPARE_MAX_ENDPOINTS ?? 300_000);
 const STARTUP_RUNS = Number(process.env.BENCH_STARTUP_RUNS ?? 5);

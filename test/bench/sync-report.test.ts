@@ -21,7 +21,7 @@ const cold: ColdResult = {
   rssSettled: 114,
   smaps: { brkHeap: 10, anonymous: 90, files: 14 },
 };
-const result: SizeResult = { size: { label: '10k', services: 10_000, endpoints: 10 }, cold, load: [0.5, 0.5, 0.5] };
+const result: SizeResult = { size: { label: '10k', services: 10_000, endpoints: 10, family: 'IPv4' }, cold, load: [0.5, 0.5, 0.5] };
 
 describe('bench:sync summary', () => {
   const summary = summarize('map', undefined, [result], 1000);
