@@ -80,6 +80,19 @@ describe('derivedHairpinChanges: the hairpin set as the endpoint maps say it is'
     });
   }
 
+  for (const family of ['IPv4', 'IPv6'] as const) {
+    it(`holds as many addresses as the maps do, its table grown (${family})`, () => {
+      // Past the table's first size several times over: every address held is found or reported, once.
+      const ip = (n: number) =>
+        family === 'IPv4' ? formatIPv4(new Uint8Array([10, 244, (n + 1) >> 8, (n + 1) & 255])) : `fd00:244::${(n + 1).toString(16)}`;
+      const inMaps = Array.from({ length: 6000 }, (_, n) => ip(n));
+      const wanted = Array.from({ length: 3000 }, (_, n) => ip(2 * n + 3001));
+      const { add, remove } = derivedHairpinChanges(listing(family, inMaps.slice(0, 4000), inMaps.slice(3000), []), family, wanted);
+      expect(add).toEqual(wanted.filter((a) => !inMaps.includes(a)));
+      expect(remove.sort()).toEqual(inMaps.filter((a) => !wanted.includes(a)).sort());
+    });
+  }
+
   it('reads nothing but endpoint maps, and holds an address once however many slots name it', () => {
     const l = listing('IPv4', ['10.244.0.1', '10.244.0.1', '10.244.0.2'], ['10.244.0.2', '10.244.0.3'], ['10.244.9.9']);
     expect(derivedHairpinChanges(l, 'IPv4', ['10.244.0.1'])).toEqual({ add: [], remove: ['10.244.0.2', '10.244.0.3'] });
