@@ -140,9 +140,12 @@ export function formatIPv4(b: Uint8Array, at = 0): string {
   return `${b[at]}.${b[at + 1]}.${b[at + 2]}.${b[at + 3]}`;
 }
 
-/** Canonical text of 16 bytes (see the top of this file). */
-export function formatIPv6(b: Uint8Array): string {
-  if (isIPv4Mapped(b)) return `::ffff:${formatIPv4(b, 12)}`;
+/**
+ * The groups '::' stands for in the canonical text of 16 bytes: the longest
+ * run of two or more zero groups, the first on a tie, as start * 16 + length;
+ * -1 when there is none.
+ */
+function compressedRun(b: Uint8Array): number {
   let bestStart = -1;
   let bestLen = 1;
   for (let i = 0; i < 8; ) {
@@ -158,17 +161,56 @@ export function formatIPv6(b: Uint8Array): string {
     }
     i = j;
   }
+  return bestStart < 0 ? -1 : bestStart * 16 + bestLen;
+}
+
+/** Canonical text of 16 bytes (see the top of this file). */
+export function formatIPv6(b: Uint8Array): string {
+  if (isIPv4Mapped(b)) return `::ffff:${formatIPv4(b, 12)}`;
+  const run = compressedRun(b);
+  const bestStart = run < 0 ? -1 : run >> 4;
   let out = '';
   for (let i = 0; i < 8; i++) {
     if (i === bestStart) {
       out += '::';
-      i += bestLen - 1;
+      i += (run & 15) - 1;
       continue;
     }
     if (out.length > 0 && !out.endsWith(':')) out += ':';
     out += ((b[2 * i]! << 8) | b[2 * i + 1]!).toString(16);
   }
   return out;
+}
+
+/**
+ * Whether `text` is formatIPv6(b), b being the bytes it reads to: compared a
+ * character at a time, no text made. The model's and the render's addresses
+ * are canonical already, and an IPv6 endpoint's would otherwise be written out
+ * again at each of them (a million at 100k Services x 10 endpoints).
+ */
+export function isFormattedIPv6(text: string, b: Uint8Array): boolean {
+  if (isIPv4Mapped(b)) return formatIPv6(b) === text;
+  const run = compressedRun(b);
+  const bestStart = run < 0 ? -1 : run >> 4;
+  let at = 0;
+  let afterColon = true;
+  for (let i = 0; i < 8; i++) {
+    if (i === bestStart) {
+      if (text.charCodeAt(at) !== 58 || text.charCodeAt(at + 1) !== 58) return false;
+      at += 2;
+      i += (run & 15) - 1;
+      afterColon = true;
+      continue;
+    }
+    if (!afterColon && text.charCodeAt(at++) !== 58) return false;
+    const group = (b[2 * i]! << 8) | b[2 * i + 1]!;
+    for (let shift = group >= 0x1000 ? 12 : group >= 0x100 ? 8 : group >= 0x10 ? 4 : 0; shift >= 0; shift -= 4) {
+      const digit = (group >> shift) & 15;
+      if (text.charCodeAt(at++) !== (digit < 10 ? 48 + digit : 87 + digit)) return false;
+    }
+    afterColon = false;
+  }
+  return at === text.length;
 }
 
 export interface ParsedIP {
@@ -196,7 +238,7 @@ export function readIP(text: string, syntax: IPSyntax): ParsedIP | undefined {
       const v4 = bytes.slice(12);
       return { family: 'IPv4', address: formatIPv4(v4), bytes: v4 };
     }
-    return { family: 'IPv6', address: formatIPv6(bytes), bytes };
+    return { family: 'IPv6', address: isFormattedIPv6(text, bytes) ? text : formatIPv6(bytes), bytes };
   }
   const bytes = new Uint8Array(4);
   if (readIPv4(text, 0, text.length, bytes, 0, syntax) !== undefined) return undefined;

@@ -11,7 +11,7 @@
 // model's job, with the same codec's lenient syntax. The other parsers walk
 // char codes by hand too: they sit on hot paths (100k elements per full sync).
 
-import { formatIPv4, formatIPv6, readIPv4, readIPv6 } from '../net/ip.ts';
+import { formatIPv4, formatIPv6, isFormattedIPv6, readIPv4, readIPv6 } from '../net/ip.ts';
 import type { DataType } from './objects.ts';
 import { assertNever } from '../assert-never.ts';
 
@@ -69,7 +69,8 @@ export function canonicalValue(type: DataType, text: string): string {
           parseIPv4(text, 0, text.length, null, 0);
           return text;
         }
-        return formatIPv6(parseIPv6Whole(text));
+        parseIPv6(text, text.length, IPV6_SCRATCH);
+        return isFormattedIPv6(text, IPV6_SCRATCH) ? text : formatIPv6(IPV6_SCRATCH);
       }
       const p = parsePrefix(type, text, slash);
       const addr = type === 'ipv4_addr' ? text.slice(0, slash) : formatIPv6(p.bytes);
@@ -297,6 +298,9 @@ function parseIPv6(text: string, to: number, out: Uint8Array): void {
   const reason = readIPv6(text, 0, to, out, 'strict');
   if (reason !== undefined) throw new NftValueError('ipv6_addr', text, reason);
 }
+
+/** An address read only to be checked or written again: the caller keeps no bytes. */
+const IPV6_SCRATCH = new Uint8Array(16);
 
 function parseIPv6Whole(text: string): Uint8Array {
   const out = new Uint8Array(16);

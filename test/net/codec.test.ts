@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { formatIPv6, isCIDRText, normalizeIP, readIP, readIPv4, textFamily } from '../../src/net/ip.ts';
+import { formatIPv6, isCIDRText, isFormattedIPv6, normalizeIP, readIP, readIPv4, readIPv6, textFamily } from '../../src/net/ip.ts';
 import { canonicalValue, valueFromBytes } from '../../src/nft/values.ts';
 import { isCanonical } from '../../src/nft/rule-checks.ts';
 
@@ -96,6 +96,36 @@ describe('the IP codec: one canonical text for the model and the nft layer', () 
         expect(isCanonical('ipv4_addr', address)).toBe(true);
       }),
     );
+  });
+
+  it('IPv6: isFormattedIPv6 tells the canonical spelling from every other one of the same bytes, as formatting them would', () => {
+    // Spellings of the same bytes: canonical, full groups, upper case, a zero run left or a
+    // shorter one compressed, a dotted tail; and the canonical one with a character changed or added.
+    const spellings = (b: Uint8Array): string[] => {
+      const groups = Array.from({ length: 8 }, (_, k) => ((b[2 * k]! << 8) | b[2 * k + 1]!).toString(16));
+      const canonical = formatIPv6(b);
+      const out = [canonical, groups.join(':'), groups.map((g) => g.padStart(4, '0')).join(':'), canonical.toUpperCase()];
+      for (let from = 0; from < 8; from++)
+        for (let to = from + 1; to <= 8; to++)
+          if (groups.slice(from, to).every((g) => g === '0')) out.push(`${groups.slice(0, from).join(':')}::${groups.slice(to).join(':')}`);
+      out.push(`${groups.slice(0, 6).join(':')}:${b[12]}.${b[13]}.${b[14]}.${b[15]}`);
+      out.push(`${canonical}0`, `0${canonical}`, canonical.slice(0, -1), `${canonical.slice(0, -1)}g`);
+      out.push(canonical.replace(/([0-9a-f]):([0-9a-f])/, '$1-$2'));
+      return out;
+    };
+    fc.assert(
+      fc.property(v6bytes, (b) => {
+        for (const text of spellings(b)) {
+          const read = new Uint8Array(16);
+          const readable = readIPv6(text, 0, text.length, read, 'lenient') === undefined && read.every((x, i) => x === b[i]);
+          if (readable) expect(isFormattedIPv6(text, b)).toBe(text === formatIPv6(b));
+          else expect(isFormattedIPv6(text, b)).toBe(false);
+        }
+      }),
+      { numRuns: 2000 },
+    );
+    expect(isFormattedIPv6('::', new Uint8Array(16))).toBe(true);
+    expect(isFormattedIPv6('::0', new Uint8Array(16))).toBe(false);
   });
 
   it('the IPv4-compatible form (deprecated) is hex everywhere, as Go prints it', () => {
