@@ -107,11 +107,11 @@ export function nodeObject(family: IPFamily = 'IPv4'): K8sObject {
   };
 }
 
-export function populate(api: FakeApiServer, services: number, endpoints = ENDPOINTS_PER_SERVICE): void {
-  api.create('nodes', nodeObject());
+export function populate(api: FakeApiServer, services: number, endpoints = ENDPOINTS_PER_SERVICE, family: IPFamily = 'IPv4'): void {
+  api.create('nodes', nodeObject(family));
   for (let i = 0; i < services; i++) {
-    api.create('services', serviceObject(i));
-    api.create('endpointslices', sliceObject(i, undefined, endpoints));
+    api.create('services', serviceObject(i, family));
+    api.create('endpointslices', sliceObject(i, undefined, endpoints, family));
   }
 }
 

@@ -45,11 +45,19 @@ const heap = (): number => {
   return process.memoryUsage().heapUsed / MiB;
 };
 
-async function main(): Promise<void> {
-  const [kubeconfig, netns, textFile, minSync, shape] = process.argv.slice(2);
-  const command = parseCommandLine([`--kubeconfig=${kubeconfig}`, ...agentFlags(minSync!, shape === 'chains' ? 'chains' : 'map')]);
+/** The agent's options, as bench:sync's agent gets them: argv's minimum sync period, endpoint shape and family. */
+function agentOptions(kubeconfig: string, minSync: string, shape: string, family: string) {
+  const command = parseCommandLine([
+    `--kubeconfig=${kubeconfig}`,
+    ...agentFlags(minSync, shape === 'chains' ? 'chains' : 'map', family === 'IPv6' ? 'IPv6' : 'IPv4'),
+  ]);
   if (command.command !== 'run') throw new Error('unexpected command');
-  const options = command.options;
+  return command.options;
+}
+
+async function main(): Promise<void> {
+  const [kubeconfig, netns, textFile, minSync, shape, family] = process.argv.slice(2);
+  const options = agentOptions(kubeconfig!, minSync!, shape!, family ?? 'IPv4');
   const logger = createLogger('warn', process.stderr);
   const gates = parseFeatureGates(options.featureGates);
   const base = heap();

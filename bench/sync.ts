@@ -4,7 +4,8 @@
 // endpoints over TLS, spawn → all rules in the kernel, split into phases;
 // BENCH_STARTUP_RUNS=5, 0 skips it). Then for each size (BENCH_SIZES, labels as
 // in bench/sizes.ts: default 1k,10k,30k,100k,5k50,44k1; 10k is 10,000 ClusterIP
-// services x 10 endpoints, 5k50 5,006 x 50, 44k1 44,000 x 1) the parent process
+// services x 10 endpoints, 5k50 5,006 x 50, 44k1 44,000 x 1; "10kv6" the same
+// cluster single-stack IPv6, BENCH_LATENCY_AT naming it to time its changes) the parent process
 // runs the fake API server and:
 //   1. starts the real agent as a child process, as the package and the image
 //      run it (bin/kube-nft-proxy.js over the built dist/, its bundle; so
@@ -63,8 +64,6 @@ const BUSY_SAMPLES = 5;
 /** Children timed for the floor; the quickest counts. */
 const FLOOR_RUNS = 3;
 const SIZES = parseSizes(argValue('sizes') ?? process.env.BENCH_SIZES ?? '1k,10k,30k,100k,5k50,44k1');
-// Its raw load, nft -f and one-change comparisons are written for the IPv4 cluster.
-for (const s of SIZES) if (s.family !== 'IPv4') throw new Error(`bench:sync: ${s.label}: IPv6 sizes are bench:js-scaling's only`);
 /** Above this many endpoints the raw load and nft -f are left out (nft -f alone would need GiBs and minutes). */
 const COMPARE_MAX_ENDPOINTS = Number(process.env.BENCH_COMPARE_MAX_ENDPOINTS ?? 300_000);
 const STARTUP_RUNS = Number(process.env.BENCH_STARTUP_RUNS ?? 5);
@@ -113,7 +112,7 @@ async function coldSync(agent: AgentChild, spawnedAt: number, size: BenchSize): 
 async function restartSync(kubeconfig: string, ns: NetNs, size: BenchSize): Promise<NonNullable<SizeResult['restart']>> {
   const spawnedAt = Date.now();
   const agent = new AgentChild(
-    [`--kubeconfig=${kubeconfig}`, `--netns=${ns.path}`, ...agentFlags(`${MIN_SYNC_MS}ms`, ENDPOINT_SHAPE)],
+    [`--kubeconfig=${kubeconfig}`, `--netns=${ns.path}`, ...agentFlags(`${MIN_SYNC_MS}ms`, ENDPOINT_SHAPE, size.family)],
     AGENT_NODE_FLAGS,
   );
   try {
@@ -131,8 +130,8 @@ function moveEndpoint(api: FakeApiServer, moved: Map<number, Map<number, number>
   const gen = ((m.get(j) ?? 0) + 1) % 4;
   m.set(j, gen);
   moved.set(i, m);
-  api.update('endpointslices', sliceObject(i, m, size.endpoints));
-  return podIP(i, j, gen, size.endpoints);
+  api.update('endpointslices', sliceObject(i, m, size.endpoints, size.family));
+  return podIP(i, j, gen, size.endpoints, size.family);
 }
 
 async function changeLatency(api: FakeApiServer, agent: AgentChild, ns: NetNs, size: BenchSize): Promise<ChangeSample[]> {
@@ -180,12 +179,13 @@ async function changeLatency(api: FakeApiServer, agent: AgentChild, ns: NetNs, s
   // The last change is in the kernel: its service chain sends traffic to the moved
   // pod, through an endpoint chain or through the service's endpoints map.
   const base = servicePortNameBase(servicePortName(last.i));
-  const listing = ns.exec('nft', ['list', 'chain', 'ip', 'kube-nft-proxy', `service-${base}`], { timeoutMs: 120_000 });
+  const family = size.family === 'IPv6' ? 'ip6' : 'ip';
+  const listing = ns.exec('nft', ['list', 'chain', family, 'kube-nft-proxy', `service-${base}`], { timeoutMs: 120_000 });
   // Through a shared endpoints map: some slot of the chain's range holds the pod.
   const shared = /numgen random mod (\d+)(?: offset (\d+))? map @(service-endpoints-\d+)/.exec(listing);
   const inSharedMap = (): boolean => {
     const [mod, offset] = [Number(shared![1]), Number(shared![2] ?? 0)];
-    const map = ns.exec('nft', ['list', 'map', 'ip', 'kube-nft-proxy', shared![3]!], { timeoutMs: 120_000 });
+    const map = ns.exec('nft', ['list', 'map', family, 'kube-nft-proxy', shared![3]!], { timeoutMs: 120_000 });
     const escaped = last.ip.replaceAll('.', '\\.');
     for (const m of map.matchAll(new RegExp(`(\\d+) : ${escaped} \\. 8080\\b`, 'g')))
       if (Number(m[1]) >= offset && Number(m[1]) < offset + mod) return true;
@@ -194,8 +194,8 @@ async function changeLatency(api: FakeApiServer, agent: AgentChild, ns: NetNs, s
   const routed = shared
     ? inSharedMap()
     : listing.includes(`map @endpoints-${base}`)
-      ? ns.exec('nft', ['list', 'map', 'ip', 'kube-nft-proxy', `endpoints-${base}`], { timeoutMs: 120_000 }).includes(`${last.ip} . 8080`)
-      : listing.includes(`__${last.ip}/8080`);
+      ? ns.exec('nft', ['list', 'map', family, 'kube-nft-proxy', `endpoints-${base}`], { timeoutMs: 120_000 }).includes(`${last.ip} . 8080`)
+      : listing.includes(`__${last.ip.replaceAll(':', '.')}/8080`);
   if (!routed) throw new Error(`kernel does not route ${sliceKey(last.i)} to ${last.ip}:\n${listing}`);
   return samples;
 }
@@ -203,7 +203,7 @@ async function changeLatency(api: FakeApiServer, agent: AgentChild, ns: NetNs, s
 function rawLoad(kubeconfig: string, textFile: string, size: BenchSize): Promise<RawLoadResult> {
   const ns = createNetns('knp-bench-raw');
   const timeoutMs = 120_000 + size.services * size.endpoints * 2;
-  const child = fork(RAW, [kubeconfig, ns.path, textFile, `${MIN_SYNC_MS}ms`, ENDPOINT_SHAPE], {
+  const child = fork(RAW, [kubeconfig, ns.path, textFile, `${MIN_SYNC_MS}ms`, ENDPOINT_SHAPE, size.family], {
     timeout: timeoutMs,
     execArgv: ['--expose-gc'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -230,7 +230,7 @@ async function runSize(size: BenchSize): Promise<SizeResult> {
   const kubeconfig = join(dir, `kubeconfig-${size.label}.json`);
   const textFile = join(dir, `ruleset-${size.label}.nft`);
   try {
-    populate(api, size.services, size.endpoints);
+    populate(api, size.services, size.endpoints, size.family);
     api.writeKubeconfig(kubeconfig);
     const load = loadavg();
     const ns = createNetns('knp-bench-agent');
@@ -241,7 +241,7 @@ async function runSize(size: BenchSize): Promise<SizeResult> {
     try {
       const spawnedAt = Date.now();
       const agent = new AgentChild(
-        [`--kubeconfig=${kubeconfig}`, `--netns=${ns.path}`, ...agentFlags(`${MIN_SYNC_MS}ms`, ENDPOINT_SHAPE)],
+        [`--kubeconfig=${kubeconfig}`, `--netns=${ns.path}`, ...agentFlags(`${MIN_SYNC_MS}ms`, ENDPOINT_SHAPE, size.family)],
         AGENT_NODE_FLAGS,
       );
       try {
