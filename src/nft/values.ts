@@ -161,6 +161,9 @@ export function writeValueBytes(buf: Uint8Array, at: number, type: DataType, tex
       writeBigEndian(buf, at, parseDecimal(type, text, 0xffffffff), 4);
       return;
     case 'ipv6_addr':
+      parseIPv6(text, text.length, IPV6_SCRATCH);
+      for (let i = 0; i < 16; i++) buf[at + i] = IPV6_SCRATCH[i]!;
+      return;
     case 'ifname':
     case 'verdict':
       buf.set(valueBytes(type, text), at);

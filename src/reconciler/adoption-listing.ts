@@ -3,13 +3,14 @@
 // from the endpoint maps.
 
 import type { IPFamily } from '../k8s/types.ts';
-import { formatIPv4, formatIPv6, readIPv6 } from '../net/ip.ts';
+import { formatIPv4, formatIPv6 } from '../net/ip.ts';
 import type { TableListing } from '../nft/dataplane.ts';
 import type { ListOptions } from '../nft/objects.ts';
-import { valueBytes } from '../nft/values.ts';
+import { writeValueBytes } from '../nft/values.ts';
 import { canonicalIPv4Value, slotOf } from './address-counts.ts';
 import { ENDPOINT_MAP_SHARDS, isEndpointMap, shardMapName } from './endpoint-slots.ts';
 import { SET } from './names.ts';
+import { addrType } from './statements.ts';
 
 /**
  * Sets whose elements adoption does not read back: the hairpin set, an
@@ -78,6 +79,7 @@ const TAKEN = 2;
  * it finds it.
  */
 class ListedEndpointAddresses {
+  readonly #type: 'ipv4_addr' | 'ipv6_addr';
   readonly #words: 1 | 4;
   /** #words words an entry. */
   #keys: Uint32Array;
@@ -90,6 +92,7 @@ class ListedEndpointAddresses {
   readonly #bytes = new Uint8Array(16);
 
   constructor(family: IPFamily) {
+    this.#type = addrType(family);
     this.#words = family === 'IPv4' ? 1 : 4;
     this.#keys = new Uint32Array(this.#state.length * this.#words);
   }
@@ -106,19 +109,18 @@ class ListedEndpointAddresses {
 
   /** An address as a decoded element gives it. */
   addText(ip: string): void {
-    this.addBytes(valueBytes(this.#words === 1 ? 'ipv4_addr' : 'ipv6_addr', ip), 0);
+    writeValueBytes(this.#bytes, 0, this.#type, ip);
+    this.addBytes(this.#bytes, 0);
   }
 
   /** Whether the maps hold `ip` (a wanted hairpin address); marks it found. */
   take(ip: string): boolean {
-    let first: number;
-    if (this.#words === 1) {
-      first = canonicalIPv4Value(ip);
-      if (first < 0) first = this.#read(valueBytes('ipv4_addr', ip), 0);
-      else this.#key[0] = first;
-    } else {
-      const unread = readIPv6(ip, 0, ip.length, this.#bytes, 'strict') !== undefined;
-      first = this.#read(unread ? valueBytes('ipv6_addr', ip) : this.#bytes, 0);
+    // An IPv4 address's value straight from its text (canonical, as the model's are), else through its bytes.
+    let first = this.#words === 1 ? canonicalIPv4Value(ip) : -1;
+    if (first >= 0) this.#key[0] = first;
+    else {
+      writeValueBytes(this.#bytes, 0, this.#type, ip);
+      first = this.#read(this.#bytes, 0);
     }
     const slot = this.#slot(first);
     if (this.#state[slot] === FREE) return false;
