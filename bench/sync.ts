@@ -42,6 +42,7 @@ import { FakeApiServer } from '../test/fake-apiserver/index.ts';
 import { buildDist } from '../test/helpers/build-dist.ts';
 import { createNetns, type NetNs } from '../test/helpers/netns.ts';
 import { servicePortNameBase } from '../src/reconciler/names.ts';
+import { tableFamily } from '../src/reconciler/statements.ts';
 import { type NftLoad, nftLoadFile } from './nft-load.ts';
 import type { RawLoadResult } from './sync-raw-load.ts';
 import { IDLE_RELEASE_QUIET_MS } from '../src/agent/memory-release.ts';
@@ -179,7 +180,7 @@ async function changeLatency(api: FakeApiServer, agent: AgentChild, ns: NetNs, s
   // The last change is in the kernel: its service chain sends traffic to the moved
   // pod, through an endpoint chain or through the service's endpoints map.
   const base = servicePortNameBase(servicePortName(last.i));
-  const family = size.family === 'IPv6' ? 'ip6' : 'ip';
+  const family = tableFamily(size.family);
   const listing = ns.exec('nft', ['list', 'chain', family, 'kube-nft-proxy', `service-${base}`], { timeoutMs: 120_000 });
   // Through a shared endpoints map: some slot of the chain's range holds the pod.
   const shared = /numgen random mod (\d+)(?: offset (\d+))? map @(service-endpoints-\d+)/.exec(listing);
